@@ -1,0 +1,93 @@
+// muonplan inspect: the parameter inventory of a model spec or HF config.
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "muonplan/inventory.h"
+#include "muonplan/model_io.h"
+
+namespace muonplan::cli {
+namespace {
+
+struct InspectOptions {
+  std::string model;
+  bool json = false;
+  bool include_mtp = false;
+  bool tensors = false;
+};
+
+nlohmann::json to_json(const ParamInventory& inv, const InventorySummary& s, bool tensors) {
+  nlohmann::json j;
+  j["model"] = inv.model_name;
+  j["params_total"] = s.params_total;
+  j["params_muon"] = s.params_muon;
+  j["params_adamw"] = s.params_adamw;
+  j["params_mtp"] = inv.mtp_params();
+  j["muon_matrices"] = s.muon_matrices;
+  j["tensors"] = s.tensors;
+  j["shape_groups"] = nlohmann::json::array();
+  for (const ShapeGroup& g : s.shape_groups) {
+    j["shape_groups"].push_back({{"rows", g.rows}, {"cols", g.cols}, {"count", g.count}});
+  }
+  if (tensors) {
+    j["tensor_list"] = nlohmann::json::array();
+    for (const ParamTensor& t : inv.tensors) {
+      nlohmann::json parts = nlohmann::json::array();
+      for (const Partition& p : t.partitions) parts.push_back({{"name", p.name}, {"rows", p.rows}});
+      j["tensor_list"].push_back({{"name", t.name},
+                                  {"shape", t.shape},
+                                  {"dtype", "bf16"},
+                                  {"rule", to_string(t.rule)},
+                                  {"partitions", parts},
+                                  {"stack_dim", t.stack_dim},
+                                  {"mtp", t.mtp}});
+    }
+  }
+  return j;
+}
+
+void print_table(const ParamInventory& inv, const InventorySummary& s, bool include_mtp) {
+  std::printf("model %s\n", inv.model_name.c_str());
+  std::printf("  params total   %20s%s\n", with_commas(s.params_total).c_str(),
+              include_mtp ? "  (MTP included)" : "");
+  std::printf("    muon         %20s  (%.1f%%)\n", with_commas(s.params_muon).c_str(),
+              100.0 * s.params_muon / s.params_total);
+  std::printf("    adamw        %20s  (%.1f%%)\n", with_commas(s.params_adamw).c_str(),
+              100.0 * s.params_adamw / s.params_total);
+  if (inv.mtp_params() > 0) {
+    std::printf("  MTP layers     %20s  (%s)\n", with_commas(inv.mtp_params()).c_str(),
+                include_mtp ? "included above" : "not in the totals; --include-mtp adds them");
+  }
+  std::printf("  tensors %lld, muon matrices %lld (stacks and partitions split)\n",
+              static_cast<long long>(s.tensors), static_cast<long long>(s.muon_matrices));
+  std::printf("  %8s %8s %8s\n", "rows", "cols", "count");
+  for (const ShapeGroup& g : s.shape_groups) {
+    std::printf("  %8lld %8lld %8lld\n", static_cast<long long>(g.rows),
+                static_cast<long long>(g.cols), static_cast<long long>(g.count));
+  }
+}
+
+}  // namespace
+
+Runner add_inspect(CLI::App& app) {
+  auto opts = std::make_shared<InspectOptions>();
+  CLI::App* cmd = app.add_subcommand("inspect", "Print a model's parameter inventory");
+  cmd->add_option("--model", opts->model, "YAML model spec or Hugging Face config.json")
+      ->required();
+  cmd->add_flag("--json", opts->json, "Machine-readable output on stdout");
+  cmd->add_flag("--include-mtp", opts->include_mtp, "Count multi-token-prediction layers");
+  cmd->add_flag("--tensors", opts->tensors, "With --json: list every tensor");
+  return [opts]() {
+    const ParamInventory inv = build_inventory(load_model(opts->model));
+    const InventorySummary s = inv.summarize(opts->include_mtp);
+    if (opts->json) {
+      std::cout << to_json(inv, s, opts->tensors).dump(2) << "\n";
+    } else {
+      print_table(inv, s, opts->include_mtp);
+    }
+    return 0;
+  };
+}
+
+}  // namespace muonplan::cli

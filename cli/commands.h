@@ -1,0 +1,18 @@
+// Each subcommand registers its options on the app and returns the function that runs it.
+// Commands hold no planning logic: they parse flags, call the libraries and print.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+namespace muonplan::cli {
+
+using Runner = std::function<int()>;
+
+Runner add_inspect(CLI::App& app);
+
+// Thousands separators for large counts: 30532122624 -> "30,532,122,624".
+std::string with_commas(long long value);
+
+}  // namespace muonplan::cli

@@ -1,0 +1,42 @@
+// muonplan: the command-line front end. Exit codes (cli-contract.md): 0 success, 2 bad input
+// (one line naming file, line and field), 1 runtime failure.
+#include <iostream>
+#include <map>
+
+#include "commands.h"
+#include "muonplan/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"muonplan: plan and run the sharded Muon optimizer step for large models"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "muonplan 0.1.0");
+  std::map<CLI::App*, muonplan::cli::Runner> runners;
+  auto reg = [&](muonplan::cli::Runner (*add)(CLI::App&)) {
+    const size_t before = app.get_subcommands({}).size();
+    muonplan::cli::Runner run = add(app);
+    runners[app.get_subcommands({})[before]] = std::move(run);
+  };
+  reg(muonplan::cli::add_inspect);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "muonplan: " << e.what() << "\n";
+    return 2;
+  }
+  try {
+    for (auto* sub : app.get_subcommands()) return runners.at(sub)();
+  } catch (const muonplan::InputError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "muonplan: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 1;
+}

@@ -1,0 +1,32 @@
+// Errors a user can act on. Bad input (a malformed or inconsistent file, an impossible
+// layout) is an InputError; the command-line front end prints what() on one line and exits 2.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace muonplan {
+
+// Where in an input file a problem sits. line/col are 1-based; 0 means "unknown".
+struct SourceLoc {
+  std::string file;
+  int line = 0;
+  int col = 0;
+};
+
+// what() is "FILE:LINE:COL: field: message" (LINE:COL omitted when unknown, FILE omitted when
+// the input did not come from a file, e.g. a command-line flag).
+class InputError : public std::runtime_error {
+ public:
+  InputError(const SourceLoc& loc, const std::string& field, const std::string& message);
+  const SourceLoc& loc() const { return loc_; }
+  const std::string& field() const { return field_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  SourceLoc loc_;
+  std::string field_;
+  std::string message_;
+};
+
+}  // namespace muonplan

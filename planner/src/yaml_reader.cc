@@ -1,0 +1,195 @@
+#include "yaml_reader.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace muonplan::detail {
+
+YAML::Node parse_yaml_text(const std::string& text, const std::string& path) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw InputError({path, e.mark.line + 1, e.mark.column + 1}, "yaml", e.msg);
+  }
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError({path, 0, 0}, "file", "cannot be read");
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+YamlMap::YamlMap(YAML::Node node, std::string path, std::string where)
+    : node_(std::move(node)), path_(std::move(path)), where_(std::move(where)) {
+  if (!node_.IsMap()) {
+    const std::string what = where_.empty() ? "document" : where_;
+    if (!node_.IsDefined() || node_.IsNull()) {
+      throw InputError(loc_of(node_), what, "is empty; expected a mapping");
+    }
+    throw InputError(loc_of(node_), what, "expected a mapping of fields");
+  }
+}
+
+SourceLoc YamlMap::loc_of(const YAML::Node& node) const {
+  const YAML::Mark mark = node.Mark();
+  if (mark.line < 0) return {path_, 0, 0};
+  return {path_, mark.line + 1, mark.column + 1};
+}
+
+std::string YamlMap::field(const std::string& key) const {
+  return where_.empty() ? key : where_ + "." + key;
+}
+
+void YamlMap::fail(const std::string& key, const std::string& message) const {
+  const YAML::Node value = node_[key];
+  fail_at(value.IsDefined() ? value : node_, key, message);
+}
+
+void YamlMap::fail_at(const YAML::Node& node, const std::string& key,
+                      const std::string& message) const {
+  throw InputError(loc_of(node), field(key), message);
+}
+
+bool YamlMap::has(const std::string& key) const {
+  return node_[key].IsDefined();
+}
+
+YAML::Node YamlMap::raw(const std::string& key) const {
+  return node_[key];
+}
+
+YAML::Node YamlMap::require(const std::string& key) const {
+  YAML::Node value = node_[key];
+  if (!value.IsDefined()) throw InputError(loc_of(node_), field(key), "is required but missing");
+  if (value.IsNull()) fail_at(value, key, "is empty");
+  return value;
+}
+
+namespace {
+
+bool parse_int(const std::string& s, int64_t* out) {
+  if (s.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+bool parse_double(const std::string& s, double* out) {
+  if (s.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (errno != 0 || *end != '\0' || !std::isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+int64_t YamlMap::get_int(const std::string& key) const {
+  const YAML::Node value = require(key);
+  int64_t v = 0;
+  if (!value.IsScalar() || !parse_int(value.Scalar(), &v)) {
+    fail_at(value, key,
+            "expected an integer, got '" + (value.IsScalar() ? value.Scalar() : "?") + "'");
+  }
+  return v;
+}
+
+int64_t YamlMap::get_int(const std::string& key, int64_t fallback) const {
+  return has(key) ? get_int(key) : fallback;
+}
+
+double YamlMap::get_double(const std::string& key) const {
+  const YAML::Node value = require(key);
+  double v = 0;
+  if (!value.IsScalar() || !parse_double(value.Scalar(), &v)) {
+    fail_at(value, key,
+            "expected a number, got '" + (value.IsScalar() ? value.Scalar() : "?") + "'");
+  }
+  return v;
+}
+
+double YamlMap::get_double(const std::string& key, double fallback) const {
+  return has(key) ? get_double(key) : fallback;
+}
+
+bool YamlMap::get_bool(const std::string& key, bool fallback) const {
+  if (!has(key)) return fallback;
+  const YAML::Node value = require(key);
+  const std::string s = value.IsScalar() ? value.Scalar() : "";
+  if (s == "true") return true;
+  if (s == "false") return false;
+  fail_at(value, key, "expected true or false, got '" + s + "'");
+}
+
+std::string YamlMap::get_string(const std::string& key) const {
+  const YAML::Node value = require(key);
+  if (!value.IsScalar()) fail_at(value, key, "expected a string");
+  return value.Scalar();
+}
+
+std::string YamlMap::get_string(const std::string& key, const std::string& fallback) const {
+  return has(key) ? get_string(key) : fallback;
+}
+
+std::vector<int64_t> YamlMap::get_int_list(const std::string& key) const {
+  std::vector<int64_t> out;
+  if (!has(key)) return out;
+  const YAML::Node value = node_[key];
+  if (value.IsNull()) return out;
+  if (!value.IsSequence()) fail_at(value, key, "expected a list of integers");
+  for (const YAML::Node& item : value) {
+    int64_t v = 0;
+    if (!item.IsScalar() || !parse_int(item.Scalar(), &v)) {
+      fail_at(item, key, "expected a list of integers");
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<double> YamlMap::get_double_list(const std::string& key) const {
+  std::vector<double> out;
+  if (!has(key)) return out;
+  const YAML::Node value = node_[key];
+  if (!value.IsSequence()) fail_at(value, key, "expected a list of numbers");
+  for (const YAML::Node& item : value) {
+    double v = 0;
+    if (!item.IsScalar() || !parse_double(item.Scalar(), &v)) {
+      fail_at(item, key, "expected a list of numbers");
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+YamlMap YamlMap::get_map(const std::string& key) const {
+  const YAML::Node value = require(key);
+  if (!value.IsMap()) fail_at(value, key, "expected a mapping of fields");
+  return YamlMap(value, path_, field(key));
+}
+
+std::optional<YamlMap> YamlMap::get_optional_map(const std::string& key) const {
+  if (!has(key)) return std::nullopt;
+  return get_map(key);
+}
+
+void YamlMap::check_known(const std::set<std::string>& allowed) const {
+  for (const auto& kv : node_) {
+    const std::string key = kv.first.Scalar();
+    if (!allowed.count(key)) {
+      throw InputError(loc_of(kv.first), field(key), "unknown field");
+    }
+  }
+}
+
+}  // namespace muonplan::detail

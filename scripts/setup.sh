@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages muonplan builds against (architecture.md), only when missing.
+# Idempotent and non-interactive; safe to run on every build.
+set -euo pipefail
+pkgs=(cmake g++ make libopenmpi-dev openmpi-bin libboost-graph-dev libyaml-cpp-dev pybind11-dev
+      catch2 python3-matplotlib libcli11-dev nlohmann-json3-dev libopenblas-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
