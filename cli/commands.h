@@ -11,6 +11,12 @@ namespace muonplan::cli {
 using Runner = std::function<int()>;
 
 Runner add_inspect(CLI::App& app);
+Runner add_plan(CLI::App& app);
+Runner add_cost(CLI::App& app);
+
+// The bundled default topology (topologies/h200-ib.yaml in the source tree).
+std::string default_topology_path();
+Runner add_topology(CLI::App& app);
 
 // Thousands separators for large counts: 30532122624 -> "30,532,122,624".
 std::string with_commas(long long value);

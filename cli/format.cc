@@ -14,4 +14,8 @@ std::string with_commas(long long value) {
   return value < 0 ? "-" + out : out;
 }
 
+std::string default_topology_path() {
+  return std::string(MUONPLAN_SOURCE_DIR) + "/topologies/h200-ib.yaml";
+}
+
 }  // namespace muonplan::cli

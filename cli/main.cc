@@ -17,6 +17,9 @@ int main(int argc, char** argv) {
     runners[app.get_subcommands({})[before]] = std::move(run);
   };
   reg(muonplan::cli::add_inspect);
+  reg(muonplan::cli::add_plan);
+  reg(muonplan::cli::add_cost);
+  reg(muonplan::cli::add_topology);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

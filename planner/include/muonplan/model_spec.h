@@ -38,6 +38,7 @@ struct MoeSpec {
   int64_t layer_freq = 1;                // every layer_freq-th layer (after the dense ones) is MoE
   std::vector<int64_t> dense_layers;     // extra layers forced dense (Qwen mlp_only_layers)
   bool router_bias = false;              // score-correction bias [E] (noaux_tc routing)
+  int64_t experts_per_token = 0;         // routed experts per token (top-k); workload FLOPs
 };
 
 // How weights are laid out in memory, which decides what a "matrix" is for Muon.

@@ -30,16 +30,16 @@ struct NodeSpec {
   int nics = 0;
   double nic_gbps = 0;  // per NIC per direction
   double nic_latency_us = 0;
-  double host_ram_gib = 0;    // per node
-  double host_mem_gbps = 0;   // per node, STREAM-like achievable
-  int cpu_cores = 0;          // per node
+  double host_ram_gib = 0;   // per node
+  double host_mem_gbps = 0;  // per node, STREAM-like achievable
+  int cpu_cores = 0;         // per node
 };
 
 // Fixed costs the cost model adds on top of what the tensors need.
 struct Overheads {
-  double cuda_context_gib = 0;         // per GPU, outside the allocator's view
-  double allocator_slack_fraction = 0; // fragmentation reserve on top of allocated GPU bytes
-  double host_per_process_gib = 0;     // per rank: runtime, libraries, CUDA host allocations
+  double cuda_context_gib = 0;          // per GPU, outside the allocator's view
+  double allocator_slack_fraction = 0;  // fragmentation reserve on top of allocated GPU bytes
+  double host_per_process_gib = 0;      // per rank: runtime, libraries, CUDA host allocations
 };
 
 // Calibratable constants of the time model (docs/planner.md). `muonplan calibrate` fits them.
@@ -49,10 +49,10 @@ struct Calibration {
   int gemm_tile_m = 128;              // output tile of the GEMM kernels (wave quantization)
   int gemm_tile_n = 256;
   double kernel_launch_us = 4;
-  double hbm_efficiency = 0.9;        // achievable fraction of hbm_gbps
-  double link_efficiency = 0.8;       // achievable fraction of link bandwidth in collectives
-  double pcie_efficiency = 1.0;       // pcie_* figures are already measured rates
-  double host_kernel_efficiency = 0.8;  // CPU optimizer kernels' fraction of host_mem_gbps
+  double hbm_efficiency = 0.9;           // achievable fraction of hbm_gbps
+  double link_efficiency = 0.8;          // achievable fraction of link bandwidth in collectives
+  double pcie_efficiency = 1.0;          // pcie_* figures are already measured rates
+  double host_kernel_efficiency = 0.8;   // CPU optimizer kernels' fraction of host_mem_gbps
   double model_flops_utilization = 0.4;  // training-step compute at this fraction of peak
 };
 
@@ -75,15 +75,15 @@ const char* to_string(DeviceKind kind);
 
 struct Device {
   DeviceKind kind;
-  int node = -1;  // -1 for the fabric
-  int index = 0;  // within its kind on its node
+  int node = -1;     // -1 for the fabric
+  int index = 0;     // within its kind on its node
   std::string name;  // e.g. "n0.gpu3", "n1.nic0", "fabric"
 };
 
 struct Route {
-  std::vector<int> devices;      // endpoints included, in order
-  double bottleneck_gbps = 0;    // min over the route's links
-  double latency_us = 0;         // sum over the route's links
+  std::vector<int> devices;    // endpoints included, in order
+  double bottleneck_gbps = 0;  // min over the route's links
+  double latency_us = 0;       // sum over the route's links, plus the fabric's if crossed
 };
 
 // The devices of `nodes` nodes and their links, as a Boost.Graph (implementation detail).
@@ -91,18 +91,26 @@ struct Route {
 // host memory; NICs meet at the fabric.
 class TopologyGraph {
  public:
+  // Throws InputError unless 1 <= nodes <= topology.max_nodes.
   TopologyGraph(const Topology& topology, int nodes);
   ~TopologyGraph();
   TopologyGraph(TopologyGraph&&) noexcept;
 
   int num_devices() const;
-  const Device& device(int id) const;
+  int num_nodes() const;
+  const Device& device(int id) const;  // std::out_of_range for a bad id, as are the lookups below
   int gpu(int node, int local) const;
   int host(int node) const;
   int nic(int node, int index) const;
+  int pcie_switch(int node, int index) const;
+  int nvswitch(int node) const;             // -1 without NVLink
+  int fabric() const;                       // -1 for a single node
   int find(const std::string& name) const;  // -1 if none
 
-  // The widest route (max bottleneck bandwidth), ties broken by lowest latency.
+  // The widest route (max bottleneck bandwidth), ties broken by lowest latency. GPUs and host
+  // memory are endpoints only, never crossed. Crossing the fabric adds fabric_latency_us once.
+  // from == to: just that device, infinite bandwidth, zero latency. No route (GPUs on different
+  // PCIe switches of a node without NVLink): empty devices, zero bandwidth.
   Route route(int from, int to) const;
 
  private:

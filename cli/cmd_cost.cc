@@ -1,0 +1,80 @@
+// muonplan cost ns: predicted time of one batched Newton-Schulz call on a topology's GPU.
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "muonplan/error.h"
+#include "muonplan/ns_model.h"
+
+namespace muonplan::cli {
+namespace {
+
+struct CostFlags {
+  std::string topology = default_topology_path(), schedule = "quintic";
+  int64_t batch = 1, rows = 0, cols = 0;
+  bool symmetric = false, json = false;
+};
+
+}  // namespace
+
+Runner add_cost(CLI::App& app) {
+  auto f = std::make_shared<CostFlags>();
+  CLI::App* cost = app.add_subcommand("cost", "Predicted cost of one operation");
+  cost->require_subcommand(1);
+  CLI::App* ns = cost->add_subcommand("ns", "One batched Newton-Schulz call");
+  ns->add_option("--topology", f->topology, "Cluster description (YAML)")->capture_default_str();
+  ns->add_option("--batch", f->batch, "Matrices in the call")->capture_default_str();
+  ns->add_option("--rows", f->rows, "Rows of each matrix")->required();
+  ns->add_option("--cols", f->cols, "Columns of each matrix")->required();
+  ns->add_option("--ns-schedule", f->schedule, "Schedule preset or explicit list")
+      ->capture_default_str();
+  ns->add_flag("--symmetric", f->symmetric, "Symmetric products (one triangle of X X^T, A A)");
+  ns->add_flag("--json", f->json, "Machine-readable output");
+  return [f]() {
+    for (auto [name, v] :
+         {std::pair{"--batch", f->batch}, {"--rows", f->rows}, {"--cols", f->cols}}) {
+      if (v <= 0) throw InputError({}, name, "must be positive, got " + std::to_string(v));
+    }
+    const Topology topo = load_topology(f->topology);
+    const NsSchedule sched = ns_schedule(f->schedule);
+    const NsCost c = ns_cost(topo, f->batch, f->rows, f->cols, sched, f->symmetric);
+    if (f->json) {
+      nlohmann::json j = {{"ms", c.total_s * 1e3},
+                          {"flops", c.flops},
+                          {"tflops_per_s", c.flops / c.total_s / 1e12},
+                          {"normalize_ms", c.normalize_s * 1e3},
+                          {"gemm_ms", c.gemm_s * 1e3},
+                          {"iterations", c.iterations}};
+      for (const GemmCost& g : c.gemms) {
+        j["gemms_per_iteration"].push_back({{"what", g.what},
+                                            {"m", g.m},
+                                            {"n", g.n},
+                                            {"k", g.k},
+                                            {"ms", g.total_s * 1e3},
+                                            {"compute_ms", g.compute_s * 1e3},
+                                            {"memory_ms", g.memory_s * 1e3},
+                                            {"wave_efficiency", g.wave_efficiency},
+                                            {"k_efficiency", g.k_efficiency}});
+      }
+      std::cout << j.dump(2) << "\n";
+      return 0;
+    }
+    std::printf("NS %lld x [%lld, %lld], %s (%d iterations) on %s:\n", (long long)f->batch,
+                (long long)f->rows, (long long)f->cols, sched.name.c_str(), c.iterations,
+                topo.node.gpu.name.c_str());
+    std::printf("  %.3f ms  (%.3g FLOP, %.0f TFLOP/s)\n", c.total_s * 1e3, c.flops,
+                c.flops / c.total_s / 1e12);
+    std::printf("  normalize %.3f ms + %d x (", c.normalize_s * 1e3, c.iterations);
+    for (size_t i = 0; i < c.gemms.size(); ++i) {
+      const GemmCost& g = c.gemms[i];
+      std::printf("%s%s %.3f ms [waves %.2f, K %.2f, %s]", i ? " + " : "", g.what.c_str(),
+                  g.total_s * 1e3, g.wave_efficiency, g.k_efficiency,
+                  g.compute_s >= g.memory_s ? "compute" : "memory");
+    }
+    std::printf(")\n");
+    return 0;
+  };
+}
+
+}  // namespace muonplan::cli

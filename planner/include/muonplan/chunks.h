@@ -1,0 +1,70 @@
+// The step as a fixed list of chunks (muon-step.md section 4): Muon batches of row-sharded
+// matrices exchanged with their owners, local Muon work (expert stacks, replicated matrices),
+// and the AdamW group. Owner strategies decide who orthogonalizes which matrix.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "muonplan/inventory.h"
+#include "muonplan/layout.h"
+
+namespace muonplan {
+
+enum class OwnerStrategy { padded, restart, round_robin, balanced };
+OwnerStrategy parse_owner_strategy(const std::string& name);  // InputError on unknown
+const char* to_string(OwnerStrategy s);
+
+// One matrix Muon orthogonalizes: a partition of a tensor (of one stack entry).
+struct MatrixRef {
+  int tensor = 0;          // index into ParamInventory::tensors
+  int partition = 0;       // index into the tensor's muon_partitions()
+  int64_t row_offset = 0;  // the partition's first row within the tensor
+  int64_t rows = 0, cols = 0;
+};
+
+struct Chunk {
+  enum class Kind { muon_batch, muon_local, adamw_group } kind = Kind::muon_batch;
+  int64_t rows = 0, cols = 0;           // matrix shape (Muon chunks)
+  std::vector<MatrixRef> matrices;      // muon_batch: batch members; muon_local: one per tensor
+  std::vector<int> owners;              // muon_batch: group-relative owner of matrices[k]
+  int padding = 0;                      // muon_batch, padded strategy: zero matrices added
+  int group_size = 1;                   // shard-group size (muon_batch)
+  std::vector<int64_t> local_matrices;  // muon_local: matrices per world rank
+  int64_t params = 0;                   // elements updated by this chunk, whole model
+  std::vector<std::string> param_names;
+
+  static const char* kind_name(Kind kind);
+};
+
+// Per-rank loads of a chunk list, indexed by group position (muon batches) or world rank
+// (local work): what owners decide, and what the balanced strategy evens out.
+struct RankLoads {
+  std::vector<double> alltoall_bytes;  // bytes this rank sends in both exchanges, whole step
+  std::vector<double> ns_flops;        // NS FLOPs this rank runs, whole step (local included)
+  double max_bytes() const;
+  double max_flops() const;
+  double total_bytes() const;
+  double total_flops() const;
+};
+
+struct ChunkPlan {
+  std::vector<Chunk> chunks;
+  OwnerStrategy owners = OwnerStrategy::balanced;
+  int world = 1;
+  Layout layout;
+  RankLoads loads;  // per world rank
+};
+
+// Builds chunks for `world` ranks, assigns owners with `strategy`, and computes loads.
+// ns_iterations sets the FLOPs the balanced strategy weighs.
+ChunkPlan build_chunks(const ParamInventory& inv, bool include_mtp, const Layout& layout, int world,
+                       OwnerStrategy strategy, int ns_iterations);
+
+// Bytes rank r (group position) sends for batch `c` with its current owners: exchange 1 sends
+// its slices of matrices others own; exchange 2 sends the slices of its own matrix back.
+// Zero matrices of the padded strategy count like real ones (they travel).
+double batch_bytes_sent(const ParamInventory& inv, const Chunk& c, int group_rank);
+
+}  // namespace muonplan

@@ -1,0 +1,60 @@
+// The Plan: what the planner decided and predicts, and what the executor runs. Its JSON form
+// (schema "muonplan.plan/1", cli-contract.md) is the interface between the two.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "muonplan/chunks.h"
+#include "muonplan/cost_model.h"
+#include "muonplan/inventory.h"
+#include "muonplan/plan_options.h"
+#include "muonplan/topology.h"
+
+namespace muonplan {
+
+inline constexpr const char* kPlanSchema = "muonplan.plan/1";
+
+struct Candidate {
+  int nodes = 0;
+  OffloadMode offload = OffloadMode::none;
+  bool evaluated = false;  // false: the layout does not divide this world (see note)
+  bool fits = false;
+  double gpu_peak_gib = 0;
+  double host_ram_per_node_gib = 0;
+  double step_s = 0;
+  double gpu_seconds = 0;
+  std::string note;
+};
+
+// What to search: fixed or automatic node count and offload mode.
+struct PlanRequest {
+  PlanOptions options;  // options.nodes / options.offload are used when not automatic
+  bool auto_nodes = false;
+  bool auto_offload = false;
+  int max_nodes = 0;  // 0: the topology's max_nodes
+};
+
+struct Plan {
+  std::string model_name;
+  std::string topology_name;
+  Topology topology;
+  PlanOptions options;  // the chosen candidate's (nodes, offload, resolved layout)
+  int world = 0;
+  int gpus_per_node = 0;
+  ParamInventory inventory;  // as planned (Muon rules dropped for adamw/signsgd)
+  ChunkPlan chunks;
+  Prediction predicted;
+  bool fits = false;
+  std::vector<Candidate> candidates;
+  std::string reason;
+};
+
+// Evaluates the candidates and returns the chosen plan. InputError for impossible requests
+// (a layout no candidate world can take, zero nodes); "fits nowhere" is a plan with fits false.
+Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& request);
+
+nlohmann::json plan_to_json(const Plan& plan);
+
+}  // namespace muonplan

@@ -1,0 +1,56 @@
+// What a user asks the planner for: the layout, the optimizer and its offload, the workload.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "muonplan/chunks.h"
+#include "muonplan/layout.h"
+#include "muonplan/ns_schedule.h"
+
+namespace muonplan {
+
+enum class OffloadMode { none, optimizer, full };
+enum class OptimizerKind { muon, adamw, signsgd };
+OffloadMode parse_offload(const std::string& name);  // InputError on unknown
+OptimizerKind parse_optimizer(const std::string& name);
+const char* to_string(OffloadMode m);
+const char* to_string(OptimizerKind k);
+
+// How `optimizer` offload moves state: `whole` stages the rank's whole optimizer state on the
+// GPU for the step (what torch-based optimizer-state offload does: state.to(device) before the
+// step, back after), `chunked` streams it chunk by chunk with the batches in flight.
+enum class OffloadStaging { whole, chunked };
+
+// Training workload: with it the plan covers forward/backward too (activations, FSDP traffic,
+// training-step time). docs/planner.md, "Workload".
+struct Workload {
+  int64_t tokens_per_step = 0;  // global batch in tokens
+  int64_t seq_len = 0;
+  int64_t micro_batch_seqs = 1;  // sequences per rank per micro step (before CP splits them)
+  bool ac_full = true;           // full activation checkpointing
+  bool ac_offload = false;       // checkpointed layer inputs kept in host RAM
+};
+Workload load_workload(const std::string& path);  // YAML: the fields above, by name
+
+struct PlanOptions {
+  int nodes = 1;
+  int gpus_per_node = 0;  // 0: the topology's
+  Layout layout;
+  OptimizerKind optimizer = OptimizerKind::muon;
+  OffloadMode offload = OffloadMode::none;
+  OffloadStaging optimizer_staging = OffloadStaging::whole;
+  bool pinned_host_state = false;  // `optimizer` offload: state in pinned (vs pageable) memory
+  bool bf16_momentum = false;
+  bool nesterov = false;
+  NsSchedule schedule = ns_schedule("quintic");
+  OwnerStrategy owners = OwnerStrategy::balanced;
+  std::optional<Workload> workload;
+  double gpu_memory_gib = 0;  // limit per GPU; 0: the topology's memory less fixed overheads
+  double host_ram_gib = 0;    // limit per node; 0: the topology's
+  bool include_mtp = false;
+  int batches_in_flight() const { return offload == OffloadMode::full ? 2 : 3; }
+};
+
+}  // namespace muonplan

@@ -1,0 +1,189 @@
+#include "muonplan/chunks.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <tuple>
+
+#include "muonplan/error.h"
+#include "muonplan/ns_model.h"
+#include "owners.h"
+
+namespace muonplan {
+
+OwnerStrategy parse_owner_strategy(const std::string& name) {
+  if (name == "padded") return OwnerStrategy::padded;
+  if (name == "restart") return OwnerStrategy::restart;
+  if (name == "round-robin") return OwnerStrategy::round_robin;
+  if (name == "balanced") return OwnerStrategy::balanced;
+  throw InputError({}, "--owners",
+                   "expected padded, restart, round-robin or balanced, got '" + name + "'");
+}
+
+const char* to_string(OwnerStrategy s) {
+  switch (s) {
+    case OwnerStrategy::padded:
+      return "padded";
+    case OwnerStrategy::restart:
+      return "restart";
+    case OwnerStrategy::round_robin:
+      return "round-robin";
+    case OwnerStrategy::balanced:
+      return "balanced";
+  }
+  return "?";
+}
+
+const char* Chunk::kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::muon_batch:
+      return "muon_batch";
+    case Kind::muon_local:
+      return "muon_local";
+    case Kind::adamw_group:
+      return "adamw_group";
+  }
+  return "?";
+}
+
+double RankLoads::max_bytes() const {
+  return alltoall_bytes.empty() ? 0
+                                : *std::max_element(alltoall_bytes.begin(), alltoall_bytes.end());
+}
+double RankLoads::max_flops() const {
+  return ns_flops.empty() ? 0 : *std::max_element(ns_flops.begin(), ns_flops.end());
+}
+double RankLoads::total_bytes() const {
+  return std::accumulate(alltoall_bytes.begin(), alltoall_bytes.end(), 0.0);
+}
+double RankLoads::total_flops() const {
+  return std::accumulate(ns_flops.begin(), ns_flops.end(), 0.0);
+}
+
+namespace detail {
+
+double slice_bytes(const ParamInventory& inv, const MatrixRef& m, int group_size, int group_rank) {
+  const ParamTensor& t = inv.tensors[m.tensor];
+  const Range held = chunk_range(t.shape[0], group_size, group_rank);
+  const int64_t begin = std::max(held.begin, m.row_offset);
+  const int64_t end = std::min(held.end, m.row_offset + m.rows);
+  return end > begin ? 2.0 * double(end - begin) * double(m.cols) : 0.0;  // bf16
+}
+
+}  // namespace detail
+
+double batch_bytes_sent(const ParamInventory& inv, const Chunk& c, int r) {
+  double sent = 0;
+  const int total = static_cast<int>(c.owners.size());
+  for (int k = 0; k < total; ++k) {
+    // Padding matrices have the shape and sharding of the batch's first matrix.
+    const MatrixRef& m = c.matrices[std::min<int>(k, c.matrices.size() - 1)];
+    const double mine = detail::slice_bytes(inv, m, c.group_size, r);
+    if (c.owners[k] != r) {
+      sent += mine;
+    } else {
+      sent += 2.0 * double(m.rows) * double(m.cols) - mine;
+    }
+  }
+  return sent;
+}
+
+namespace {
+
+struct Collected {
+  std::vector<Chunk> chunks;
+  std::vector<int> first_tensor;  // ordering key of each chunk
+};
+
+void add_local_chunks(const ParamInventory& inv, const ParamTensor& t, int ti, const Placement& p,
+                      int world, Collected& out) {
+  int64_t offset = 0;
+  for (size_t pi = 0; pi < t.muon_partitions().size(); ++pi) {
+    const Partition& part = t.muon_partitions()[pi];
+    Chunk c;
+    c.kind = Chunk::Kind::muon_local;
+    c.rows = part.rows;
+    c.cols = t.cols();
+    c.matrices.push_back({ti, int(pi), offset, part.rows, t.cols()});
+    c.local_matrices.resize(world);
+    for (int r = 0; r < world; ++r) {
+      c.local_matrices[r] = p.kind == Placement::Kind::stack_sharded ? p.local[r].size() : 1;
+    }
+    c.params = t.stack_count() * part.rows * t.cols();
+    c.param_names.push_back(t.name);
+    c.group_size = 1;
+    out.chunks.push_back(std::move(c));
+    out.first_tensor.push_back(ti);
+    offset += part.rows;
+  }
+  (void)inv;
+}
+
+}  // namespace
+
+ChunkPlan build_chunks(const ParamInventory& inv, bool include_mtp, const Layout& layout, int world,
+                       OwnerStrategy strategy, int ns_iterations) {
+  ChunkPlan plan;
+  plan.owners = strategy;
+  plan.world = world;
+  plan.layout = layout;
+  const int g = layout.fsdp;
+  Collected col;
+  // Row-sharded matrices grouped by shape, in inventory order within a shape.
+  std::map<std::pair<int64_t, int64_t>, std::vector<MatrixRef>> by_shape;
+  std::map<std::pair<int64_t, int64_t>, int> shape_first;
+  Chunk adamw;
+  adamw.kind = Chunk::Kind::adamw_group;
+  for (int ti = 0; ti < static_cast<int>(inv.tensors.size()); ++ti) {
+    const ParamTensor& t = inv.tensors[ti];
+    if (t.mtp && !include_mtp) continue;
+    if (t.rule == UpdateRule::adamw) {
+      adamw.params += t.numel();
+      adamw.param_names.push_back(t.name);
+      continue;
+    }
+    const Placement p = place(t, layout, world);
+    if (p.kind != Placement::Kind::row_sharded) {
+      add_local_chunks(inv, t, ti, p, world, col);
+      continue;
+    }
+    int64_t offset = 0;
+    for (size_t pi = 0; pi < t.muon_partitions().size(); ++pi) {
+      const Partition& part = t.muon_partitions()[pi];
+      const auto key = std::make_pair(part.rows, t.cols());
+      if (!shape_first.count(key)) shape_first[key] = ti;
+      by_shape[key].push_back({ti, int(pi), offset, part.rows, t.cols()});
+      offset += part.rows;
+    }
+  }
+  for (auto& [shape, mats] : by_shape) {
+    for (size_t b = 0; b < mats.size(); b += g) {
+      Chunk c;
+      c.kind = Chunk::Kind::muon_batch;
+      c.rows = shape.first;
+      c.cols = shape.second;
+      c.group_size = g;
+      c.matrices.assign(mats.begin() + b, mats.begin() + std::min(mats.size(), b + g));
+      for (const MatrixRef& m : c.matrices) {
+        c.params += m.rows * m.cols;
+        const std::string& name = inv.tensors[m.tensor].name;
+        if (c.param_names.empty() || c.param_names.back() != name) c.param_names.push_back(name);
+      }
+      col.first_tensor.push_back(c.matrices.front().tensor);
+      col.chunks.push_back(std::move(c));
+    }
+  }
+  // Step order: front of the model first, so offload and overlap follow the backward pass.
+  std::vector<size_t> order(col.chunks.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return col.first_tensor[a] < col.first_tensor[b]; });
+  for (size_t i : order) plan.chunks.push_back(std::move(col.chunks[i]));
+  if (adamw.params > 0) plan.chunks.push_back(std::move(adamw));
+
+  assign_owners(inv, plan, strategy, ns_iterations);
+  plan.loads = compute_loads(inv, plan, ns_iterations);
+  return plan;
+}
+
+}  // namespace muonplan

@@ -1,0 +1,388 @@
+// Memory, host RAM, traffic and optimizer-step time of one candidate (docs/planner.md).
+#include "muonplan/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "muonplan/ns_model.h"
+#include "owners.h"
+#include "workload_cost.h"
+
+namespace muonplan {
+
+double sum(const std::vector<Term>& terms) {
+  double s = 0;
+  for (const Term& t : terms) s += t.value;
+  return s;
+}
+
+double Prediction::gpu_peak_bytes() const {
+  return sum(gpu_persistent_bytes) + sum(gpu_transient_bytes) + sum(gpu_fixed_bytes) +
+         sum(gpu_workload_bytes);
+}
+
+bool Prediction::fits() const {
+  return gpu_peak_bytes() <= gpu_limit_bytes && host_bytes() <= host_limit_bytes;
+}
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Elements each world rank holds, by update rule.
+struct LocalElems {
+  std::vector<double> muon, adamw;
+  double all(int r) const { return muon[r] + adamw[r]; }
+};
+
+LocalElems count_local(const ParamInventory& inv, const PlanOptions& o, int world) {
+  LocalElems e{std::vector<double>(world, 0), std::vector<double>(world, 0)};
+  for (const ParamTensor& t : inv.tensors) {
+    if (t.mtp && !o.include_mtp) continue;
+    const Placement p = place(t, o.layout, world);
+    std::vector<double>& dst = t.rule == UpdateRule::muon ? e.muon : e.adamw;
+    const double per_row = double(t.numel()) / double(t.shape[0]);
+    for (int r = 0; r < world; ++r) {
+      if (p.kind == Placement::Kind::replicated) {
+        dst[r] += double(t.numel());
+      } else {
+        const Range& held =
+            p.local[p.kind == Placement::Kind::stack_sharded ? r : r % p.group_size];
+        dst[r] += double(held.size()) * per_row;
+      }
+    }
+  }
+  return e;
+}
+
+// Optimizer-state bytes per element (muon-step.md section 5).
+double muon_state_bytes(const PlanOptions& o) {
+  return o.bf16_momentum ? 2 : 4;
+}
+double adamw_state_bytes() {
+  return 8;
+}
+
+double state_bytes(const PlanOptions& o, double muon_elems, double adamw_elems) {
+  if (o.optimizer == OptimizerKind::signsgd) return 0;
+  return muon_elems * muon_state_bytes(o) + adamw_elems * adamw_state_bytes();
+}
+
+// Rates the time model uses, from the topology and its calibration.
+struct Rates {
+  double hbm_bps, cpu_bps_per_rank, h2d_bps, d2h_bps, intra_bps, inter_bps;
+  double intra_latency_s, inter_latency_s;
+};
+
+Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node) {
+  const Calibration& c = topo.calibration;
+  const NodeSpec& n = topo.node;
+  Rates r{};
+  r.hbm_bps = n.gpu.hbm_gbps * 1e9 * c.hbm_efficiency;
+  r.cpu_bps_per_rank = n.host_mem_gbps * 1e9 * c.host_kernel_efficiency / gpus_per_node;
+  const bool pageable = o.offload == OffloadMode::optimizer && !o.pinned_host_state;
+  r.h2d_bps = (pageable ? n.pcie_pageable_gbps : n.pcie_h2d_gbps) * 1e9 * c.pcie_efficiency;
+  r.d2h_bps = (pageable ? n.pcie_pageable_gbps : n.pcie_d2h_gbps) * 1e9 * c.pcie_efficiency;
+  Topology t = topo;
+  t.max_nodes = std::max(2, t.max_nodes);  // two nodes suffice to route inter-node traffic
+  t.node.gpus = gpus_per_node;
+  t.node.gpus_per_pcie_switch = std::min(n.gpus_per_pcie_switch, gpus_per_node);
+  if (gpus_per_node % t.node.gpus_per_pcie_switch != 0) t.node.gpus_per_pcie_switch = 1;
+  const TopologyGraph g(t, 2);
+  if (gpus_per_node > 1) {
+    const Route in = g.route(g.gpu(0, 0), g.gpu(0, 1));
+    r.intra_bps = in.bottleneck_gbps * 1e9 * c.link_efficiency;
+    r.intra_latency_s = in.latency_us * 1e-6;
+  }
+  const Route out = g.route(g.gpu(0, 0), g.gpu(1, 0));
+  // A NIC shared by several GPUs splits its bandwidth among them.
+  const double nic_share = n.nics >= gpus_per_node ? 1.0 : double(n.nics) / gpus_per_node;
+  r.inter_bps = std::min(out.bottleneck_gbps, n.nic_gbps * nic_share) * 1e9 * c.link_efficiency;
+  r.inter_latency_s = out.latency_us * 1e-6;
+  return r;
+}
+
+// Per group position: elements of the batch it holds, and the seconds of each exchange.
+struct BatchTraffic {
+  std::vector<double> held_elems;
+  double exchange_s = 0;  // one exchange (the return exchange moves the same bytes back)
+  double max_sent_bytes = 0;
+};
+
+BatchTraffic batch_traffic(const ParamInventory& inv, const Chunk& c, const Rates& rt,
+                           int gpus_per_node) {
+  BatchTraffic bt;
+  const int g = c.group_size;
+  bt.held_elems.assign(g, 0);
+  // Exchange 1 bytes per rank, split by link; exchange 2 is its mirror image (send <-> recv).
+  std::vector<double> send_in(g, 0), send_out(g, 0), recv_in(g, 0), recv_out(g, 0);
+  for (size_t k = 0; k < c.owners.size(); ++k) {
+    const MatrixRef& m = c.matrices[std::min(k, c.matrices.size() - 1)];
+    const int owner = c.owners[k];
+    for (int r = 0; r < g; ++r) {
+      const double b = detail::slice_bytes(inv, m, g, r);
+      if (k < c.matrices.size()) bt.held_elems[r] += b / 2;
+      if (r == owner) continue;
+      const bool same_node = r / gpus_per_node == owner / gpus_per_node;
+      (same_node ? send_in : send_out)[r] += b;
+      (same_node ? recv_in : recv_out)[owner] += b;
+    }
+  }
+  bool any_inter = false;
+  for (int r = 0; r < g; ++r) {
+    // Links are full duplex: a rank's time is its busier direction on its busier link.
+    const double in = std::max(send_in[r], recv_in[r]), out = std::max(send_out[r], recv_out[r]);
+    const double t = std::max(rt.intra_bps > 0 ? in / rt.intra_bps : 0.0, out / rt.inter_bps);
+    bt.exchange_s = std::max(bt.exchange_s, t);
+    any_inter = any_inter || out > 0;
+    bt.max_sent_bytes = std::max(bt.max_sent_bytes, batch_bytes_sent(inv, c, r));
+  }
+  bt.exchange_s += any_inter ? rt.inter_latency_s : rt.intra_latency_s;
+  return bt;
+}
+
+// NS scratch of one matrix on its owner: X and the new X (bf16, m x n) plus A and B (m x m).
+double ns_scratch_bytes(int64_t rows, int64_t cols) {
+  const double m = double(std::min(rows, cols)), n = double(std::max(rows, cols));
+  return 2 * (2 * m * n) + 2 * (2 * m * m);
+}
+
+}  // namespace
+
+Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
+                   const PlanOptions& o, const ChunkPlan& plan) {
+  Prediction p;
+  const int gpn = o.gpus_per_node > 0 ? o.gpus_per_node : topo.node.gpus;
+  const int world = plan.world;
+  const LocalElems local = count_local(inv, o, world);
+  const Rates rt = rates(topo, o, gpn);
+  const bool muon = o.optimizer == OptimizerKind::muon;
+  const OffloadMode mode = o.offload;
+
+  // Busiest rank by persistent bytes (all ranks hold the same kinds of state).
+  int rank = 0;
+  for (int r = 1; r < world; ++r) {
+    if (local.all(r) + local.adamw[r] > local.all(rank) + local.adamw[rank]) rank = r;
+  }
+  const double all = local.all(rank), mu = local.muon[rank], aw = local.adamw[rank];
+  const double state = state_bytes(o, mu, aw);
+
+  // --- GPU persistent bytes
+  if (mode == OffloadMode::full) {
+    p.gpu_persistent_bytes.push_back({"params_bf16", 2 * all, "2 B x local params (compute copy)"});
+    p.gpu_persistent_bytes.push_back(
+        {"grads_bf16", 2 * all, "2 B x local params, until copied to host"});
+  } else {
+    p.gpu_persistent_bytes.push_back({"params_fp32", 4 * all, "4 B x local params (FSDP master)"});
+    p.gpu_persistent_bytes.push_back({"grads_fp32", 4 * all, "4 B x local params"});
+  }
+  if (mode == OffloadMode::none) {
+    if (o.optimizer == OptimizerKind::muon) {
+      p.gpu_persistent_bytes.push_back(
+          {"muon_momentum", mu * muon_state_bytes(o),
+           std::to_string(int(muon_state_bytes(o))) + " B x local Muon params"});
+      p.gpu_persistent_bytes.push_back(
+          {"adamw_moments", aw * adamw_state_bytes(), "8 B x local AdamW params"});
+    } else if (o.optimizer == OptimizerKind::adamw) {
+      p.gpu_persistent_bytes.push_back({"adamw_moments", state, "8 B x local params"});
+    }
+  }
+
+  // --- Per-chunk stages, transient bytes and traffic
+  std::vector<std::vector<Stage>> stages;
+  // Per chunk, max over ranks: bytes held while the chunk is in flight (exchange buffers,
+  // staged state) and scratch that lives only during its GPU compute. Compute runs one chunk
+  // at a time on the GPU stream, so only the largest scratch in a window counts.
+  std::vector<double> transient, scratch;
+  double alltoall_s_total = 0;
+  const double mom_b = o.bf16_momentum ? 2 : 4;
+  // GPU momentum fold: read G (4), read+write M, with Nesterov write+read U (fp32), write the
+  // bf16 copy that is exchanged (2).
+  const double momentum_bpe = 4 + 2 * mom_b + (o.nesterov ? 8 : 0) + 2;
+  const double update_bpe = 4 + 2 + 4;        // read W, read bf16 update, write W (decay folded in)
+  const double adamw_bpe = 28;                // read p, g, m, v; write p, m, v (fp32)
+  const double cpu_fold_bpe = 4 + 2 * mom_b;  // host: read G, read+write M
+  const double cpu_apply_bpe = 4 + 2 + 4 + 2;  // read master, read update, write master, bf16
+  const double cpu_adamw_bpe = 30;
+  for (const Chunk& c : plan.chunks) {
+    std::vector<Stage> st;
+    double tr = 0, sc = 0;
+    double elems = 0;        // this chunk's elements on the busiest rank
+    double state_elems = 0;  // bytes of optimizer state for the chunk on that rank
+    if (c.kind == Chunk::Kind::adamw_group) {
+      elems = aw;
+      state_elems = muon ? aw * adamw_state_bytes() : state_bytes(o, 0, aw);
+      if (mode == OffloadMode::full) {
+        st.push_back({Resource::pcie_d2h, 2 * elems / rt.d2h_bps, "bf16 grads D2H"});
+        st.push_back({Resource::cpu, elems * cpu_adamw_bpe / rt.cpu_bps_per_rank, "CPU AdamW"});
+        st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, "bf16 weights H2D"});
+      } else {
+        const double bpe = o.optimizer == OptimizerKind::signsgd ? 14 : adamw_bpe;
+        st.push_back({Resource::gpu, elems * bpe / rt.hbm_bps, "AdamW kernel"});
+      }
+    } else {
+      double ns_s = 0, exch_s = 0;
+      if (c.kind == Chunk::Kind::muon_batch) {
+        const BatchTraffic bt = batch_traffic(inv, c, rt, gpn);
+        elems = *std::max_element(bt.held_elems.begin(), bt.held_elems.end());
+        ns_s = ns_cost(topo, 1, c.rows, c.cols, o.schedule).total_s;
+        exch_s = bt.exchange_s;
+        // Send and receive buffers of both exchanges (bf16) and the gathered matrix are held
+        // while in flight; the NS scratch on its owner only during NS.
+        tr = 2 * 2 * elems + 2.0 * c.rows * c.cols;
+        sc = ns_scratch_bytes(c.rows, c.cols);
+        if (o.nesterov) tr += 4 * elems;
+      } else {
+        const int64_t count = *std::max_element(c.local_matrices.begin(), c.local_matrices.end());
+        elems = double(count) * c.rows * c.cols;
+        ns_s = count > 0 ? ns_cost(topo, count, c.rows, c.cols, o.schedule).total_s : 0;
+        // Local work needs no exchange: its bf16 copies, scratch and look-ahead live only
+        // while it computes.
+        sc = count * (2.0 * c.rows * c.cols + ns_scratch_bytes(c.rows, c.cols));
+        if (o.nesterov) sc += 4 * elems;
+      }
+      state_elems = elems * muon_state_bytes(o);
+      alltoall_s_total += 2 * exch_s;
+      if (mode == OffloadMode::full) {
+        st.push_back({Resource::pcie_d2h, 2 * elems / rt.d2h_bps, "bf16 grads D2H"});
+        st.push_back({Resource::cpu, elems * cpu_fold_bpe / rt.cpu_bps_per_rank, "CPU fold"});
+        st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, "bf16 momentum H2D"});
+        tr += 2 * 2 * elems;  // staged momentum in, update out
+      } else {
+        st.push_back({Resource::gpu, elems * momentum_bpe / rt.hbm_bps, "momentum"});
+      }
+      if (exch_s > 0) st.push_back({Resource::network, exch_s, "all-to-all to owners"});
+      st.push_back({Resource::gpu, ns_s, "Newton-Schulz"});
+      if (exch_s > 0) st.push_back({Resource::network, exch_s, "all-to-all back"});
+      if (mode == OffloadMode::full) {
+        st.push_back({Resource::pcie_d2h, 2 * elems / rt.d2h_bps, "bf16 update D2H"});
+        st.push_back({Resource::cpu, elems * cpu_apply_bpe / rt.cpu_bps_per_rank, "CPU apply"});
+        st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, "bf16 weights H2D"});
+      } else {
+        st.push_back({Resource::gpu, elems * update_bpe / rt.hbm_bps, "update + decay"});
+      }
+    }
+    if (mode == OffloadMode::optimizer && o.optimizer_staging == OffloadStaging::chunked) {
+      st.insert(st.begin(), {Resource::pcie_h2d, state_elems / rt.h2d_bps, "state H2D"});
+      st.push_back({Resource::pcie_d2h, state_elems / rt.d2h_bps, "state D2H"});
+      tr += state_elems;
+    }
+    stages.push_back(std::move(st));
+    transient.push_back(tr);
+    scratch.push_back(sc);
+  }
+
+  // --- Transient: the heaviest window of chunks in flight.
+  const int depth = o.batches_in_flight();
+  double window_max = 0;
+  for (size_t i = 0; i < transient.size(); ++i) {
+    double held = 0, compute = 0;
+    for (size_t j = i; j < std::min(transient.size(), i + depth); ++j) {
+      held += transient[j];
+      compute = std::max(compute, scratch[j]);
+    }
+    window_max = std::max(window_max, held + compute);
+  }
+  p.gpu_transient_bytes.push_back(
+      {"step_buffers", window_max,
+       "max over " + std::to_string(depth) +
+           " consecutive chunks in flight of their exchange buffers and gathered matrices, "
+           "plus the largest NS scratch among them" +
+           (o.nesterov ? ", Nesterov look-ahead" : "") +
+           (mode == OffloadMode::full ? ", staged momentum and update" : "")});
+  if (mode == OffloadMode::optimizer && o.optimizer_staging == OffloadStaging::whole) {
+    p.gpu_transient_bytes.push_back({"staged_optimizer_state", state,
+                                     "whole optimizer state of the rank, on GPU for the step"});
+  }
+
+  // --- Fixed overheads
+  const double allocated = sum(p.gpu_persistent_bytes) + sum(p.gpu_transient_bytes);
+  p.gpu_fixed_bytes.push_back(
+      {"cuda_context", topo.overheads.cuda_context_gib * kGiB, "per GPU, outside the allocator"});
+  p.gpu_fixed_bytes.push_back({"allocator_slack",
+                               allocated * topo.overheads.allocator_slack_fraction,
+                               "fragmentation reserve on allocated bytes"});
+
+  // --- Host RAM per node: the busiest node.
+  double node_all = 0, node_mu = 0, node_aw = 0;
+  for (int n = 0; n * gpn < world; ++n) {
+    double a = 0, m = 0, w = 0;
+    for (int r = n * gpn; r < (n + 1) * gpn && r < world; ++r) {
+      a += local.all(r);
+      m += local.muon[r];
+      w += local.adamw[r];
+    }
+    if (a > node_all) {
+      node_all = a;
+      node_mu = m;
+      node_aw = w;
+    }
+  }
+  if (mode == OffloadMode::full) {
+    p.host_bytes_per_node.push_back({"fp32_master", 4 * node_all, "4 B x params on the node"});
+    p.host_bytes_per_node.push_back(
+        {"fp32_grad_accumulator", 4 * node_all, "4 B x params on the node"});
+  }
+  if (mode != OffloadMode::none) {
+    p.host_bytes_per_node.push_back({"optimizer_state", state_bytes(o, node_mu, node_aw),
+                                     "momentum (Muon) and moments (AdamW) on the node"});
+  }
+  if (mode == OffloadMode::full) {
+    // Pinned staging for the batches in flight: bf16 momentum, update and weights per batch.
+    double pinned = 0;
+    for (const Chunk& c : plan.chunks) {
+      if (c.kind != Chunk::Kind::adamw_group) {
+        pinned = std::max(pinned, 3 * 2.0 * double(c.params) / std::max(1, c.group_size));
+      }
+    }
+    p.host_bytes_per_node.push_back({"pinned_staging", pinned * depth * gpn,
+                                     "bf16 momentum, update and weights of the batches in flight"});
+  }
+  p.host_bytes_per_node.push_back({"process_overhead",
+                                   topo.overheads.host_per_process_gib * kGiB * gpn,
+                                   "runtime and libraries per rank"});
+
+  // --- Traffic per GPU
+  p.alltoall_bytes_per_rank_max = plan.loads.max_bytes();
+  p.comm_bytes.push_back({"alltoall_sent", p.alltoall_bytes_per_rank_max,
+                          "bytes the busiest rank sends in both exchanges"});
+  if (mode == OffloadMode::optimizer) {
+    p.h2d_bytes_per_gpu = p.d2h_bytes_per_gpu = state;
+  } else if (mode == OffloadMode::full) {
+    p.h2d_bytes_per_gpu = 2 * mu + 2 * all;  // bf16 momentum, then new bf16 weights
+    p.d2h_bytes_per_gpu = 2 * all + 2 * mu;  // bf16 grads, then bf16 update
+  }
+  p.comm_bytes.push_back({"h2d", p.h2d_bytes_per_gpu, "host to GPU per step"});
+  p.comm_bytes.push_back({"d2h", p.d2h_bytes_per_gpu, "GPU to host per step"});
+
+  // --- Optimizer-step time
+  const PipelineResult pr = simulate_pipeline(stages, depth);
+  double staged_s = 0;
+  if (mode == OffloadMode::optimizer && o.optimizer_staging == OffloadStaging::whole) {
+    p.step_phases_s.push_back({"state_h2d", state / rt.h2d_bps, "whole state to GPU before"});
+    p.step_phases_s.push_back({"state_d2h", state / rt.d2h_bps, "whole state back after"});
+    staged_s = state / rt.h2d_bps + state / rt.d2h_bps;
+  }
+  const char* names[] = {"gpu_busy", "network_busy", "pcie_h2d_busy", "pcie_d2h_busy", "cpu_busy"};
+  double busy_total = 0;
+  for (int r = 0; r < 5; ++r) {
+    busy_total += pr.busy_s[r];
+    if (pr.busy_s[r] > 0) p.step_phases_s.push_back({names[r], pr.busy_s[r], "sum of stages"});
+  }
+  p.step_phases_s.push_back(
+      {"pipelined_chunks", pr.makespan_s, std::to_string(depth) + " chunks in flight"});
+  p.step_phases_s.push_back(
+      {"overlapped", busy_total - pr.makespan_s, "stage time hidden behind other resources"});
+  p.optimizer_step_s = staged_s + pr.makespan_s;
+  (void)alltoall_s_total;
+
+  // --- Limits
+  p.gpu_limit_bytes = (o.gpu_memory_gib > 0 ? o.gpu_memory_gib : topo.node.gpu.memory_gib) * kGiB;
+  p.host_limit_bytes = (o.host_ram_gib > 0 ? o.host_ram_gib : topo.node.host_ram_gib) * kGiB;
+
+  if (o.workload) add_workload_terms(spec, inv, topo, o, plan, local.all(rank), p);
+  return p;
+}
+
+}  // namespace muonplan

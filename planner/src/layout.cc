@@ -1,0 +1,102 @@
+#include "muonplan/layout.h"
+
+#include <sstream>
+
+#include "muonplan/error.h"
+
+namespace muonplan {
+namespace {
+
+[[noreturn]] void bad(const std::string& message) {
+  throw InputError({}, "--layout", message);
+}
+
+}  // namespace
+
+Layout parse_layout(const std::string& text) {
+  Layout layout;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos)
+      bad("expected key=value items like fsdp=8,ep=8, got '" + item + "'");
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    size_t used = 0;
+    int v = 0;
+    try {
+      v = std::stoi(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != value.size() || value.empty())
+      bad(key + " must be an integer, got '" + value + "'");
+    if (v <= 0) bad(key + " must be positive, got " + value);
+    if (key == "fsdp") {
+      layout.fsdp = v;
+    } else if (key == "cp") {
+      layout.cp = v;
+    } else if (key == "ep") {
+      layout.ep = v;
+    } else {
+      bad("unknown key '" + key + "' (known: fsdp, cp, ep)");
+    }
+  }
+  return layout;
+}
+
+std::string to_string(const Layout& layout) {
+  return "fsdp=" + std::to_string(layout.fsdp) + ",cp=" + std::to_string(layout.cp) +
+         ",ep=" + std::to_string(layout.ep);
+}
+
+Layout resolve_layout(const Layout& in, int world, const ModelSpec& spec) {
+  Layout l = in;
+  if (l.fsdp == 0) l.fsdp = world;
+  const std::string w = std::to_string(world);
+  if (world % l.fsdp != 0) bad("fsdp=" + std::to_string(l.fsdp) + " does not divide world " + w);
+  if (l.fsdp % l.cp != 0) {
+    bad("cp=" + std::to_string(l.cp) + " does not divide fsdp=" + std::to_string(l.fsdp) +
+        " (the FSDP group includes the CP ranks)");
+  }
+  if (world % l.ep != 0) bad("ep=" + std::to_string(l.ep) + " does not divide world " + w);
+  if (l.ep > 1 && spec.moe.num_experts == 0)
+    bad("ep=" + std::to_string(l.ep) + " needs an MoE model");
+  if (l.ep > spec.moe.num_experts && spec.moe.num_experts > 0) {
+    bad("ep=" + std::to_string(l.ep) + " exceeds the " + std::to_string(spec.moe.num_experts) +
+        " routed experts");
+  }
+  return l;
+}
+
+Range chunk_range(int64_t n, int k, int i) {
+  const int64_t per = (n + k - 1) / k;
+  const int64_t begin = std::min<int64_t>(n, per * i);
+  return {begin, std::min<int64_t>(n, begin + per)};
+}
+
+Placement place(const ParamTensor& t, const Layout& layout, int world) {
+  Placement p;
+  if (t.stack_dim == 0) {
+    // Experts: split over ep ranks, then over the world/ep ranks sharing an ep_rank, so each
+    // rank holds whole experts.
+    p.kind = Placement::Kind::stack_sharded;
+    p.group_size = world;
+    const int64_t experts = t.stack_count();
+    const int dp = world / layout.ep;
+    p.local.resize(world);
+    for (int r = 0; r < world; ++r) {
+      const Range ep_slice = chunk_range(experts, layout.ep, r % layout.ep);
+      const Range sub = chunk_range(ep_slice.size(), dp, r / layout.ep);
+      p.local[r] = {ep_slice.begin + sub.begin, ep_slice.begin + sub.end};
+    }
+    return p;
+  }
+  p.group_size = layout.fsdp;
+  p.kind = layout.fsdp == 1 ? Placement::Kind::replicated : Placement::Kind::row_sharded;
+  p.local.resize(layout.fsdp);
+  for (int i = 0; i < layout.fsdp; ++i) p.local[i] = chunk_range(t.shape[0], layout.fsdp, i);
+  return p;
+}
+
+}  // namespace muonplan

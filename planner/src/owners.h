@@ -1,0 +1,20 @@
+// Owner assignment for Muon batches (internal to the planner library).
+#pragma once
+
+#include "muonplan/chunks.h"
+
+namespace muonplan {
+
+namespace detail {
+// Bytes of group rank r's slice of matrix m (bf16), under Shard(0) over group_size ranks.
+double slice_bytes(const ParamInventory& inv, const MatrixRef& m, int group_size, int group_rank);
+}  // namespace detail
+
+// Sets owners (and padding) of every muon_batch chunk in plan.
+void assign_owners(const ParamInventory& inv, ChunkPlan& plan, OwnerStrategy strategy,
+                   int ns_iterations);
+
+// Per world rank: all-to-all bytes sent and NS FLOPs of the whole step.
+RankLoads compute_loads(const ParamInventory& inv, const ChunkPlan& plan, int ns_iterations);
+
+}  // namespace muonplan

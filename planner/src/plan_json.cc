@@ -1,0 +1,145 @@
+// The Plan as JSON (cli-contract.md). Bytes are reported in GiB (2^30) or GB (1e9) as the key
+// says; every figure under predicted.breakdown is a named term with its formula.
+#include "muonplan/ns_model.h"
+#include "muonplan/plan.h"
+
+namespace muonplan {
+namespace {
+
+using json = nlohmann::json;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+json terms(const std::vector<Term>& list, double scale, const char* unit) {
+  json out = json::array();
+  for (const Term& t : list) {
+    out.push_back({{"name", t.name}, {unit, t.value / scale}, {"formula", t.formula}});
+  }
+  return out;
+}
+
+json chunk_json(const Plan& plan, const Chunk& c) {
+  json j;
+  j["kind"] = Chunk::kind_name(c.kind);
+  j["rows"] = c.rows;
+  j["cols"] = c.cols;
+  j["params"] = c.params;
+  if (c.kind == Chunk::Kind::muon_batch) {
+    j["count"] = c.matrices.size();
+    j["shard_group"] = {{"size", c.group_size}, {"dim", 0}};
+    j["owners"] = c.owners;
+    j["padding"] = c.padding;
+    json mats = json::array();
+    for (const MatrixRef& m : c.matrices) {
+      mats.push_back({{"tensor", plan.inventory.tensors[m.tensor].name},
+                      {"partition", m.partition},
+                      {"row_offset", m.row_offset}});
+    }
+    j["matrices"] = mats;
+    // Each owner orthogonalizes its one matrix of the batch.
+    j["predicted_ns_ms"] =
+        1e3 * ns_cost(plan.topology, 1, c.rows, c.cols, plan.options.schedule).total_s;
+  } else if (c.kind == Chunk::Kind::muon_local) {
+    int64_t count = 0;
+    for (int64_t n : c.local_matrices) count = std::max(count, n);
+    j["count"] = count;
+    j["predicted_ns_ms"] =
+        1e3 * ns_cost(plan.topology, count, c.rows, c.cols, plan.options.schedule).total_s;
+    j["shard_group"] = {{"size", 1}, {"dim", "stack"}};
+    j["owners"] = json::array();
+    j["matrices"] = {{{"tensor", plan.inventory.tensors[c.matrices[0].tensor].name},
+                      {"partition", c.matrices[0].partition},
+                      {"row_offset", c.matrices[0].row_offset}}};
+  } else {
+    j["count"] = c.param_names.size();
+    j["shard_group"] = {{"size", plan.options.layout.fsdp}, {"dim", 0}};
+    j["owners"] = json::array();
+  }
+  j["param_names"] = c.param_names;
+  return j;
+}
+
+}  // namespace
+
+json plan_to_json(const Plan& plan) {
+  const PlanOptions& o = plan.options;
+  const Prediction& p = plan.predicted;
+  json j;
+  j["schema"] = kPlanSchema;
+  j["model"] = plan.model_name;
+  j["topology"] = plan.topology_name;
+  j["nodes"] = o.nodes;
+  j["gpus_per_node"] = plan.gpus_per_node;
+  j["world_size"] = plan.world;
+  j["layout"] = {{"fsdp", o.layout.fsdp}, {"cp", o.layout.cp}, {"ep", o.layout.ep}};
+  j["offload"] = to_string(o.offload);
+  j["optimizer"] = to_string(o.optimizer);
+  j["owners"] = to_string(o.owners);
+  json coeffs = json::array();
+  for (const NsCoefficients& c : o.schedule.steps) coeffs.push_back({c.a, c.b, c.c});
+  j["optimizer_config"] = {{"bf16_momentum", o.bf16_momentum},
+                           {"nesterov", o.nesterov},
+                           {"momentum", 0.95},
+                           {"update_rms", o.schedule.update_rms},
+                           {"ns_schedule", o.schedule.name},
+                           {"newton_schulz_coefficients", coeffs},
+                           {"ns_norm_scale", o.schedule.norm_scale},
+                           {"batches_in_flight", o.batches_in_flight()},
+                           {"optimizer_offload_staging",
+                            o.optimizer_staging == OffloadStaging::whole ? "whole" : "chunked"}};
+  j["fits"] = plan.fits;
+  j["limits"] = {{"gpu_memory_gib", p.gpu_limit_bytes / kGiB},
+                 {"host_ram_per_node_gib", p.host_limit_bytes / kGiB}};
+  json pred;
+  pred["gpu_peak_gib"] = p.gpu_peak_bytes() / kGiB;
+  pred["gpu_transient_gib"] = p.gpu_transient_bytes_total() / kGiB;
+  pred["host_ram_per_node_gib"] = p.host_bytes() / kGiB;
+  pred["alltoall_gb_per_rank_max"] = p.alltoall_bytes_per_rank_max / 1e9;
+  pred["h2d_gb_per_gpu"] = p.h2d_bytes_per_gpu / 1e9;
+  pred["d2h_gb_per_gpu"] = p.d2h_bytes_per_gpu / 1e9;
+  pred["optimizer_step_s"] = p.optimizer_step_s;
+  pred["training_step_s"] = p.training_step_s ? json(*p.training_step_s) : json(nullptr);
+  pred["gpu_seconds_per_step"] = p.step_s() * plan.world;
+  pred["ns_flops_per_rank_max"] = plan.chunks.loads.max_flops();
+  pred["breakdown"] = {{"gpu_persistent_gib", terms(p.gpu_persistent_bytes, kGiB, "gib")},
+                       {"gpu_transient_gib", terms(p.gpu_transient_bytes, kGiB, "gib")},
+                       {"gpu_fixed_gib", terms(p.gpu_fixed_bytes, kGiB, "gib")},
+                       {"gpu_workload_gib", terms(p.gpu_workload_bytes, kGiB, "gib")},
+                       {"host_per_node_gib", terms(p.host_bytes_per_node, kGiB, "gib")},
+                       {"traffic_per_gpu_gb", terms(p.comm_bytes, 1e9, "gb")},
+                       {"optimizer_step_s", terms(p.step_phases_s, 1, "s")},
+                       {"training_step_s", terms(p.training_terms_s, 1, "s")}};
+  j["predicted"] = pred;
+  json chunks = json::array();
+  for (const Chunk& c : plan.chunks.chunks) chunks.push_back(chunk_json(plan, c));
+  j["chunks"] = chunks;
+  json tensors = json::array();
+  for (const ParamTensor& t : plan.inventory.tensors) {
+    if (t.mtp && !o.include_mtp) continue;
+    json parts = json::array();
+    for (const Partition& part : t.partitions)
+      parts.push_back({{"name", part.name}, {"rows", part.rows}});
+    tensors.push_back({{"name", t.name},
+                       {"shape", t.shape},
+                       {"rule", to_string(t.rule)},
+                       {"partitions", parts},
+                       {"stack_dim", t.stack_dim}});
+  }
+  j["tensors"] = tensors;
+  json cands = json::array();
+  for (const Candidate& c : plan.candidates) {
+    json cj = {{"nodes", c.nodes}, {"offload", to_string(c.offload)}, {"fits", c.fits}};
+    if (c.evaluated) {
+      cj["gpu_peak_gib"] = c.gpu_peak_gib;
+      cj["host_ram_per_node_gib"] = c.host_ram_per_node_gib;
+      cj["step_s"] = c.step_s;
+      cj["gpu_seconds"] = c.gpu_seconds;
+    } else {
+      cj["note"] = c.note;
+    }
+    cands.push_back(cj);
+  }
+  j["decision"] = {{"candidates", cands}, {"reason", plan.reason}};
+  return j;
+}
+
+}  // namespace muonplan

@@ -1,0 +1,151 @@
+// Node-count and offload-mode search: the fewest nodes on which some mode fits, then the mode
+// with the fewest GPU-seconds per step.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "muonplan/error.h"
+#include "muonplan/plan.h"
+
+namespace muonplan {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// How far a prediction is from fitting: the larger of its GPU and host use over the limits.
+double pressure(const Prediction& p) {
+  return std::max(p.gpu_peak_bytes() / p.gpu_limit_bytes, p.host_bytes() / p.host_limit_bytes);
+}
+
+ParamInventory planned_inventory(const ModelSpec& spec, OptimizerKind optimizer) {
+  ParamInventory inv = build_inventory(spec);
+  if (optimizer != OptimizerKind::muon) {
+    for (ParamTensor& t : inv.tensors) t.rule = UpdateRule::adamw;
+  }
+  return inv;
+}
+
+}  // namespace
+
+Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& req) {
+  const int gpn = req.options.gpus_per_node > 0 ? req.options.gpus_per_node : topo.node.gpus;
+  if (gpn <= 0) throw InputError({}, "--gpus-per-node", "must be positive");
+  const int max_nodes = req.max_nodes > 0 ? req.max_nodes : topo.max_nodes;
+  std::vector<int> node_counts;
+  if (req.auto_nodes) {
+    for (int n = 1; n <= max_nodes; ++n) node_counts.push_back(n);
+  } else {
+    if (req.options.nodes <= 0) {
+      throw InputError(
+          {}, "--nodes",
+          "must be a positive integer or auto, got " + std::to_string(req.options.nodes));
+    }
+    node_counts.push_back(req.options.nodes);
+  }
+  std::vector<OffloadMode> modes = {req.options.offload};
+  if (req.auto_offload) modes = {OffloadMode::none, OffloadMode::optimizer, OffloadMode::full};
+
+  Plan best;
+  best.model_name = spec.name;
+  best.topology_name = topo.name;
+  best.topology = topo;
+  best.gpus_per_node = gpn;
+  const ParamInventory inv = planned_inventory(spec, req.options.optimizer);
+  bool have_best = false, best_fits = false;
+  double best_key = 0;
+  std::string last_layout_error;
+  for (int nodes : node_counts) {
+    const int world = nodes * gpn;
+    PlanOptions o = req.options;
+    o.nodes = nodes;
+    o.gpus_per_node = gpn;
+    try {
+      o.layout = resolve_layout(req.options.layout, world, spec);
+    } catch (const InputError& e) {
+      last_layout_error = e.message();
+      for (OffloadMode m : modes) {
+        best.candidates.push_back({nodes, m, false, false, 0, 0, 0, 0, e.message()});
+      }
+      continue;
+    }
+    const ChunkPlan chunks = build_chunks(inv, o.include_mtp, o.layout, world, o.owners,
+                                          static_cast<int>(o.schedule.steps.size()));
+    bool any_fit_here = false;
+    for (OffloadMode m : modes) {
+      o.offload = m;
+      if (m == OffloadMode::full && o.nesterov) {
+        best.candidates.push_back(
+            {nodes, m, false, false, 0, 0, 0, 0, "Nesterov is not supported under full offload"});
+        continue;
+      }
+      Prediction p = predict(spec, inv, topo, o, chunks);
+      Candidate c{nodes,
+                  m,
+                  true,
+                  p.fits(),
+                  p.gpu_peak_bytes() / kGiB,
+                  p.host_bytes() / kGiB,
+                  p.step_s(),
+                  p.step_s() * world,
+                  ""};
+      best.candidates.push_back(c);
+      any_fit_here = any_fit_here || c.fits;
+      // Fitting beats not fitting; among fits, fewer nodes then fewer GPU-seconds; among
+      // misfits, the one closest to fitting.
+      const double key = c.fits ? nodes * 1e12 + c.gpu_seconds : pressure(p);
+      const bool better =
+          !have_best || (c.fits && !best_fits) || (c.fits == best_fits && key < best_key);
+      if (better) {
+        have_best = true;
+        best_fits = c.fits;
+        best_key = key;
+        best.options = o;
+        best.world = world;
+        best.chunks = chunks;
+        best.predicted = std::move(p);
+        best.fits = c.fits;
+      }
+    }
+    if (any_fit_here && req.auto_nodes) break;  // fewer nodes cannot come later
+  }
+  if (!have_best) {
+    throw InputError({}, "--layout",
+                     "no candidate node count can take this layout (" + last_layout_error + ")");
+  }
+  best.inventory = inv;
+  const Candidate* chosen = nullptr;
+  for (const Candidate& c : best.candidates) {
+    if (c.nodes == best.options.nodes && c.offload == best.options.offload && c.evaluated) {
+      chosen = &c;
+    }
+  }
+  if (best.fits) {
+    best.reason = "fewest nodes that fit: " + std::to_string(chosen->nodes) + " node(s), offload " +
+                  to_string(chosen->offload) + ": GPU peak " + fmt("%.1f", chosen->gpu_peak_gib) +
+                  " of " + fmt("%.1f", best.predicted.gpu_limit_bytes / kGiB) + " GiB, host RAM " +
+                  fmt("%.0f", chosen->host_ram_per_node_gib) + " of " +
+                  fmt("%.0f", best.predicted.host_limit_bytes / kGiB) + " GiB per node";
+    int alternatives = 0;
+    for (const Candidate& c : best.candidates) {
+      alternatives += c.nodes == chosen->nodes && c.fits && &c != chosen;
+    }
+    if (alternatives > 0) {
+      best.reason += "; fewest GPU-seconds per step among the " + std::to_string(alternatives + 1) +
+                     " modes that fit there (" + fmt("%.3f", chosen->gpu_seconds) + " GPU-s)";
+    }
+  } else {
+    best.reason = "does not fit on any candidate up to " + std::to_string(node_counts.back()) +
+                  " node(s); closest: " + std::to_string(chosen->nodes) + " node(s), offload " +
+                  to_string(chosen->offload) + " (GPU peak " + fmt("%.1f", chosen->gpu_peak_gib) +
+                  " GiB, host RAM " + fmt("%.0f", chosen->host_ram_per_node_gib) + " GiB per node)";
+  }
+  return best;
+}
+
+}  // namespace muonplan

@@ -1,0 +1,170 @@
+// Our YAML topology format (docs/topology.md) and the checks every topology must pass.
+#include "muonplan/topology.h"
+#include "yaml_reader.h"
+
+namespace muonplan {
+
+using detail::YamlMap;
+
+namespace {
+
+// Counts beyond these are typos (a GiB figure in a count field), not clusters we plan for.
+constexpr int64_t kMaxGpusPerNode = 1024;
+constexpr int64_t kMaxNodes = 100000;
+constexpr int64_t kMaxNicsPerNode = 1024;
+constexpr int64_t kMaxSmCount = 100000;
+constexpr int64_t kMaxCpuCores = 1000000;
+constexpr int64_t kMaxGemmTile = 4096;
+
+// The number as written in the file, so messages quote the user's text ("got -1", not -1.000000).
+std::string as_written(const YamlMap& m, const std::string& key) {
+  return m.raw(key).Scalar();
+}
+
+int count(const YamlMap& m, const std::string& key, int64_t max) {
+  const int64_t v = m.get_int(key);
+  if (v <= 0) m.fail(key, "must be positive, got " + std::to_string(v));
+  if (v > max) {
+    m.fail(key, "must be at most " + std::to_string(max) + ", got " + std::to_string(v));
+  }
+  return static_cast<int>(v);
+}
+
+int count(const YamlMap& m, const std::string& key, int64_t max, int fallback) {
+  return m.has(key) ? count(m, key, max) : fallback;
+}
+
+double positive(const YamlMap& m, const std::string& key) {
+  const double v = m.get_double(key);
+  if (v <= 0) m.fail(key, "must be positive, got " + as_written(m, key));
+  return v;
+}
+
+double non_negative(const YamlMap& m, const std::string& key) {
+  const double v = m.get_double(key);
+  if (v < 0) m.fail(key, "must not be negative, got " + as_written(m, key));
+  return v;
+}
+
+double non_negative(const YamlMap& m, const std::string& key, double fallback) {
+  return m.has(key) ? non_negative(m, key) : fallback;
+}
+
+// An achievable fraction of a peak: zero would make every time infinite, above one is a typo.
+double efficiency(const YamlMap& m, const std::string& key, double fallback) {
+  if (!m.has(key)) return fallback;
+  const double v = m.get_double(key);
+  if (v <= 0 || v > 1) m.fail(key, "must be in (0, 1], got " + as_written(m, key));
+  return v;
+}
+
+// Each reader refuses unknown fields first, so a misspelt field is reported where it is written
+// rather than as the correctly spelt one missing.
+
+void read_gpu(const YamlMap& m, GpuSpec& g) {
+  m.check_known({"name", "memory_gib", "bf16_tflops", "hbm_gbps", "sm_count"});
+  g.name = m.get_string("name");
+  if (g.name.empty()) m.fail("name", "must not be empty");
+  g.memory_gib = positive(m, "memory_gib");
+  g.bf16_tflops = positive(m, "bf16_tflops");
+  g.hbm_gbps = positive(m, "hbm_gbps");
+  g.sm_count = count(m, "sm_count", kMaxSmCount);
+}
+
+void read_pcie(const YamlMap& m, NodeSpec& n) {
+  m.check_known({"h2d_gbps", "d2h_gbps", "pageable_gbps", "gpus_per_switch", "latency_us"});
+  n.pcie_h2d_gbps = positive(m, "h2d_gbps");
+  n.pcie_d2h_gbps = positive(m, "d2h_gbps");
+  n.pcie_pageable_gbps = positive(m, "pageable_gbps");
+  n.gpus_per_pcie_switch = count(m, "gpus_per_switch", kMaxGpusPerNode, 1);
+  if (n.gpus % n.gpus_per_pcie_switch != 0) {
+    m.fail("gpus_per_switch", "must divide node.gpus (" + std::to_string(n.gpus) + "), got " +
+                                  std::to_string(n.gpus_per_pcie_switch));
+  }
+  n.pcie_latency_us = non_negative(m, "latency_us");
+}
+
+void read_nics(const YamlMap& m, NodeSpec& n) {
+  m.check_known({"count", "gbps", "latency_us"});
+  n.nics = count(m, "count", kMaxNicsPerNode);
+  // Every PCIe switch needs its own NICs: a route never crosses host memory (docs/topology.md),
+  // so a switch without one would leave its GPUs with no way off the node.
+  const int switches = n.gpus / n.gpus_per_pcie_switch;
+  if (n.nics % switches != 0) {
+    m.fail("count", "must be a multiple of the PCIe switch count (" + std::to_string(switches) +
+                        " = node.gpus / pcie.gpus_per_switch), got " + std::to_string(n.nics));
+  }
+  n.nic_gbps = positive(m, "gbps");
+  n.nic_latency_us = non_negative(m, "latency_us");
+}
+
+void read_node(const YamlMap& m, NodeSpec& n) {
+  m.check_known({"gpus", "gpu", "nvlink", "pcie", "nics", "host"});
+  n.gpus = count(m, "gpus", kMaxGpusPerNode);
+  read_gpu(m.get_map("gpu"), n.gpu);
+  if (auto nv = m.get_optional_map("nvlink")) {
+    nv->check_known({"gbps", "latency_us"});
+    n.nvlink_gbps = positive(*nv, "gbps");
+    n.nvlink_latency_us = non_negative(*nv, "latency_us");
+  }
+  read_pcie(m.get_map("pcie"), n);
+  read_nics(m.get_map("nics"), n);
+  const YamlMap host = m.get_map("host");
+  host.check_known({"ram_gib", "mem_gbps", "cpu_cores"});
+  n.host_ram_gib = positive(host, "ram_gib");
+  n.host_mem_gbps = positive(host, "mem_gbps");
+  n.cpu_cores = count(host, "cpu_cores", kMaxCpuCores);
+}
+
+void read_overheads(const YamlMap& m, Overheads& o) {
+  m.check_known({"cuda_context_gib", "allocator_slack_fraction", "host_per_process_gib"});
+  o.cuda_context_gib = non_negative(m, "cuda_context_gib", o.cuda_context_gib);
+  o.allocator_slack_fraction =
+      non_negative(m, "allocator_slack_fraction", o.allocator_slack_fraction);
+  if (o.allocator_slack_fraction >= 1) {
+    m.fail("allocator_slack_fraction",
+           "must be below 1, got " + as_written(m, "allocator_slack_fraction"));
+  }
+  o.host_per_process_gib = non_negative(m, "host_per_process_gib", o.host_per_process_gib);
+}
+
+void read_calibration(const YamlMap& m, Calibration& c) {
+  m.check_known({"gemm_efficiency_max", "gemm_k_overhead", "gemm_tile_m", "gemm_tile_n",
+                 "kernel_launch_us", "hbm_efficiency", "link_efficiency", "pcie_efficiency",
+                 "host_kernel_efficiency", "model_flops_utilization"});
+  c.gemm_efficiency_max = efficiency(m, "gemm_efficiency_max", c.gemm_efficiency_max);
+  c.gemm_k_overhead = non_negative(m, "gemm_k_overhead", c.gemm_k_overhead);
+  c.gemm_tile_m = count(m, "gemm_tile_m", kMaxGemmTile, c.gemm_tile_m);
+  c.gemm_tile_n = count(m, "gemm_tile_n", kMaxGemmTile, c.gemm_tile_n);
+  c.kernel_launch_us = non_negative(m, "kernel_launch_us", c.kernel_launch_us);
+  c.hbm_efficiency = efficiency(m, "hbm_efficiency", c.hbm_efficiency);
+  c.link_efficiency = efficiency(m, "link_efficiency", c.link_efficiency);
+  c.pcie_efficiency = efficiency(m, "pcie_efficiency", c.pcie_efficiency);
+  c.host_kernel_efficiency = efficiency(m, "host_kernel_efficiency", c.host_kernel_efficiency);
+  c.model_flops_utilization = efficiency(m, "model_flops_utilization", c.model_flops_utilization);
+}
+
+}  // namespace
+
+Topology parse_topology(const std::string& text, const std::string& path_for_errors) {
+  const YamlMap root(detail::parse_yaml_text(text, path_for_errors), path_for_errors, "");
+  root.check_known({"name", "max_nodes", "node", "fabric", "overheads", "calibration"});
+  Topology t;
+  t.name = root.get_string("name");
+  if (t.name.empty()) root.fail("name", "must not be empty");
+  t.source_path = path_for_errors;
+  t.max_nodes = count(root, "max_nodes", kMaxNodes);
+  read_node(root.get_map("node"), t.node);
+  const YamlMap fabric = root.get_map("fabric");
+  fabric.check_known({"latency_us"});
+  t.fabric_latency_us = non_negative(fabric, "latency_us");
+  if (auto o = root.get_optional_map("overheads")) read_overheads(*o, t.overheads);
+  if (auto c = root.get_optional_map("calibration")) read_calibration(*c, t.calibration);
+  return t;
+}
+
+Topology load_topology(const std::string& path) {
+  return parse_topology(detail::read_text_file(path), path);
+}
+
+}  // namespace muonplan
