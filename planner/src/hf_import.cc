@@ -2,6 +2,9 @@
 // classes for each model type; weights are laid out as muonplan's defaults (separate q/k/v and
 // gate/up, stacked experts) so a bundled YAML spec with the same defaults gives the same
 // inventory.
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "muonplan/model_io.h"
@@ -26,13 +29,37 @@ SourceLoc loc_at(const std::string& text, const std::string& path, size_t offset
   return loc;
 }
 
+// nlohmann's parse_error::byte counts the bytes read up to the end of the offending token;
+// returns the offset where that token starts, so a message points at its first character.
+size_t token_start(const std::string& text, size_t byte) {
+  if (byte == 0) return 0;
+  size_t at = std::min(byte, text.size()) - 1;
+  if (at >= text.size()) return at;
+  if (text[at] == '"' && at > 0) {  // a string literal: back to its opening quote
+    size_t open = at;
+    while (open > 0) {
+      --open;
+      if (text[open] != '"') continue;
+      size_t slashes = 0;
+      while (open >= slashes + 1 && text[open - slashes - 1] == '\\') ++slashes;
+      if (slashes % 2 == 0) return open;
+    }
+    return at;
+  }
+  auto word = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '+';
+  };
+  while (at > 0 && word(text[at]) && word(text[at - 1])) --at;  // a number or true/false/null
+  return at;
+}
+
 class Config {
  public:
   Config(const std::string& text, const std::string& path) : text_(text), path_(path) {
     try {
       j_ = json::parse(text);
     } catch (const json::parse_error& e) {
-      throw InputError(loc_at(text, path, e.byte > 0 ? e.byte - 1 : 0), "json",
+      throw InputError(loc_at(text, path, token_start(text, e.byte)), "json",
                        std::string(e.what()).substr(std::string(e.what()).find(':') + 2));
     }
     if (!j_.is_object()) throw InputError({path, 1, 1}, "json", "expected an object");
@@ -48,6 +75,7 @@ class Config {
   }
 
   bool has(const std::string& key) const { return j_.contains(key) && !j_[key].is_null(); }
+  bool has_string(const std::string& key) const { return has(key) && j_[key].is_string(); }
 
   int64_t get_int(const std::string& key) const {
     if (!has(key)) fail(key, "is required but missing");
@@ -126,6 +154,7 @@ void read_gqa(const Config& c, ModelSpec& s) {
 void read_moe(const Config& c, ModelSpec& s, const char* experts_key) {
   s.moe.num_experts = c.positive(experts_key);
   s.moe.intermediate_size = c.positive("moe_intermediate_size");
+  s.moe.experts_per_token = c.non_negative("num_experts_per_tok", 0);
 }
 
 void read_mla(const Config& c, ModelSpec& s) {
@@ -157,13 +186,27 @@ void read_deepseek(const Config& c, ModelSpec& s, bool indexer) {
   }
 }
 
+// The model's name: the file stem (tests/data/hf/glm-4.5-air.json -> glm-4.5-air); for a file
+// called config.json, the last component of _name_or_path, else the model type.
+std::string model_name(const Config& c, const std::string& path, const std::string& model_type) {
+  const std::string stem = std::filesystem::path(path).stem().string();
+  if (!stem.empty() && stem != "config") return stem;
+  if (c.has_string("_name_or_path")) {
+    std::string id = c.get_string("_name_or_path");
+    while (!id.empty() && id.back() == '/') id.pop_back();
+    const std::string last = id.substr(id.find_last_of('/') + 1);
+    if (!last.empty()) return last;
+  }
+  return model_type;
+}
+
 }  // namespace
 
 ModelSpec parse_hf_config(const std::string& text, const std::string& path) {
   const Config c(text, path);
   ModelSpec s;
   s.family = c.get_string("model_type");
-  s.name = s.family;
+  s.name = model_name(c, path, s.family);
   read_common(c, s);
   const std::string& t = s.family;
   if (t == "llama") {
@@ -184,7 +227,10 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& path) {
         if ((l + 1) % step != 0) s.moe.dense_layers.push_back(l);
       }
       for (int64_t l : c.get_int_list("mlp_only_layers")) {
-        if (l < 0 || l >= s.num_layers) c.fail("mlp_only_layers", "layer out of range");
+        if (l < 0 || l >= s.num_layers) {
+          c.fail("mlp_only_layers", "layer " + std::to_string(l) + " is outside 0.." +
+                                        std::to_string(s.num_layers - 1));
+        }
         s.moe.dense_layers.push_back(l);
       }
     }

@@ -83,16 +83,22 @@ void read_moe(const YamlMap& m, ModelSpec& s) {
   e.first_dense_layers = non_negative(m, "first_dense_layers", 0);
   e.layer_freq = m.has("layer_freq") ? positive(m, "layer_freq") : 1;
   e.dense_layers = m.get_int_list("dense_layers");
-  for (int64_t l : e.dense_layers) {
+  for (size_t i = 0; i < e.dense_layers.size(); ++i) {
+    const int64_t l = e.dense_layers[i];
     if (l < 0 || l >= s.num_layers) {
-      m.fail("dense_layers",
-             "layer " + std::to_string(l) + " is outside 0.." + std::to_string(s.num_layers - 1));
+      m.fail_at(
+          m.raw("dense_layers")[i], "dense_layers",
+          "layer " + std::to_string(l) + " is outside 0.." + std::to_string(s.num_layers - 1));
     }
   }
   e.router_bias = m.get_bool("router_bias", false);
+  e.experts_per_token = non_negative(m, "experts_per_token", 0);
+  if (e.experts_per_token > e.num_experts) {
+    m.fail("experts_per_token", "exceeds num_experts (" + std::to_string(e.num_experts) + ")");
+  }
   m.check_known({"num_experts", "intermediate_size", "num_shared_experts",
                  "shared_intermediate_size", "first_dense_layers", "layer_freq", "dense_layers",
-                 "router_bias"});
+                 "router_bias", "experts_per_token"});
 }
 
 }  // namespace
@@ -109,17 +115,22 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& path) {
   s.mtp_layers = non_negative(root, "mtp_layers", 0);
   read_attention(root.get_map("attention"), s);
   if (auto moe = root.get_optional_map("moe")) read_moe(*moe, s);
-  bool any_dense = s.moe.num_experts == 0;
-  for (int64_t l = 0; l < s.num_layers + s.mtp_layers && !any_dense; ++l) {
-    any_dense = !s.is_moe_layer(l);
+  int64_t first_dense = -1;  // the first layer with a dense MLP, if any
+  for (int64_t l = 0; l < s.num_layers + s.mtp_layers && first_dense < 0; ++l) {
+    if (!s.is_moe_layer(l)) first_dense = l;
   }
+  const bool any_dense = first_dense >= 0;
   if (auto mlp = root.get_optional_map("mlp")) {
     s.intermediate_size = any_dense ? positive(*mlp, "intermediate_size")
                                     : non_negative(*mlp, "intermediate_size", 0);
     s.mlp_bias = mlp->get_bool("bias", false);
     mlp->check_known({"intermediate_size", "bias"});
   } else if (any_dense) {
-    root.fail("mlp", "is required: some layers have a dense MLP");
+    root.fail("mlp", s.moe.num_experts == 0
+                         ? "is required but missing: without a moe section every layer has a "
+                           "dense MLP"
+                         : "is required but missing: layer " + std::to_string(first_dense) +
+                               " has a dense MLP");
   }
   if (auto st = root.get_optional_map("storage")) {
     s.storage.fused_qkv = st->get_bool("fused_qkv", false);
@@ -143,10 +154,22 @@ ModelSpec load_model(const std::string& path) {
   const std::string text = detail::read_text_file(path);
   const auto first =
       std::find_if(text.begin(), text.end(), [](char c) { return !std::isspace(c); });
-  if (first != text.end() && *first == '{' && text.find("\"model_type\"") != std::string::npos) {
+  const bool json_object = first != text.end() && *first == '{';
+  if (json_object && text.find("\"model_type\"") != std::string::npos) {
     return parse_hf_config(text, path);
   }
-  return parse_model_yaml(text, path);
+  try {
+    return parse_model_yaml(text, path);
+  } catch (const InputError& e) {
+    // A JSON object without model_type is read as YAML (JSON is YAML); when it lacks our `name`
+    // too, it is most likely a Hugging Face config.json without its model_type.
+    if (json_object && e.field() == "name" && e.message() == "is required but missing") {
+      throw InputError({path, 1, 1}, "model_type",
+                       "is required but missing (a Hugging Face config.json needs it; a "
+                       "muonplan YAML spec needs name)");
+    }
+    throw;
+  }
 }
 
 }  // namespace muonplan

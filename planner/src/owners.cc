@@ -232,6 +232,13 @@ void assign_owners(const ParamInventory& inv, ChunkPlan& plan, OwnerStrategy str
   Owners own = round_robin(p);
   if (strategy == OwnerStrategy::balanced && p.g > 1 && !p.batches.empty()) {
     const Loads rr = evaluate(p, own);
+    // First choice: owners chosen freely, batches formed after; kept only if it beats
+    // round-robin on neither maximum worse.
+    if (balance_with_rebatching(inv, plan, p.fixed_flops, ns_iterations, max_of(rr.bytes),
+                                max_of(rr.flops))) {
+      return;
+    }
+    // Fallback: the round-robin batches, owners improved by local search.
     local_search(p, own);
     Owners alt = greedy(p);
     local_search(p, alt);

@@ -14,6 +14,13 @@ double slice_bytes(const ParamInventory& inv, const MatrixRef& m, int group_size
 void assign_owners(const ParamInventory& inv, ChunkPlan& plan, OwnerStrategy strategy,
                    int ns_iterations);
 
+// The balanced strategy with batches formed after owners are chosen (owners_balanced.cc).
+// Replaces plan's muon batches and returns true when the result's max bytes and max FLOPs
+// are within the limits (those of round-robin); leaves plan untouched otherwise.
+bool balance_with_rebatching(const ParamInventory& inv, ChunkPlan& plan,
+                             const std::vector<double>& fixed_flops, int ns_iterations,
+                             double max_bytes_limit, double max_flops_limit);
+
 // Per world rank: all-to-all bytes sent and NS FLOPs of the whole step.
 RankLoads compute_loads(const ParamInventory& inv, const ChunkPlan& plan, int ns_iterations);
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "muonplan/error.h"
 #include "workload_cost.h"
 
 namespace muonplan {
@@ -45,6 +46,12 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Top
                         const PlanOptions& o, const ChunkPlan& plan, double local_params,
                         Prediction& p) {
   const Workload& w = *o.workload;
+  if (s.moe.num_experts > 0 && s.moe.experts_per_token == 0) {
+    throw InputError({}, "moe.experts_per_token",
+                     "model " + s.name +
+                         " does not say how many experts each token uses; a "
+                         "workload needs it");
+  }
   const int world = plan.world;
   const int gpn = o.gpus_per_node > 0 ? o.gpus_per_node : topo.node.gpus;
   const Layout& l = plan.layout;

@@ -8,6 +8,18 @@
 
 namespace muonplan::detail {
 
+namespace {
+
+// What a node holds, for "expected X, got Y" messages.
+std::string describe(const YAML::Node& node) {
+  if (node.IsScalar()) return "'" + node.Scalar() + "'";
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a mapping";
+  return "nothing";
+}
+
+}  // namespace
+
 YAML::Node parse_yaml_text(const std::string& text, const std::string& path) {
   try {
     return YAML::Load(text);
@@ -31,7 +43,7 @@ YamlMap::YamlMap(YAML::Node node, std::string path, std::string where)
     if (!node_.IsDefined() || node_.IsNull()) {
       throw InputError(loc_of(node_), what, "is empty; expected a mapping");
     }
-    throw InputError(loc_of(node_), what, "expected a mapping of fields");
+    throw InputError(loc_of(node_), what, "expected a mapping of fields, got " + describe(node_));
   }
 }
 
@@ -47,7 +59,14 @@ std::string YamlMap::field(const std::string& key) const {
 
 void YamlMap::fail(const std::string& key, const std::string& message) const {
   const YAML::Node value = node_[key];
-  fail_at(value.IsDefined() ? value : node_, key, message);
+  if (!value.IsDefined()) fail_at(node_, key, message);
+  if (!value.IsScalar()) {
+    // A block mapping or list starts on a later line than its key: point at the key.
+    for (const auto& kv : node_) {
+      if (kv.first.IsScalar() && kv.first.Scalar() == key) fail_at(kv.first, key, message);
+    }
+  }
+  fail_at(value, key, message);
 }
 
 void YamlMap::fail_at(const YAML::Node& node, const std::string& key,
@@ -98,8 +117,7 @@ int64_t YamlMap::get_int(const std::string& key) const {
   const YAML::Node value = require(key);
   int64_t v = 0;
   if (!value.IsScalar() || !parse_int(value.Scalar(), &v)) {
-    fail_at(value, key,
-            "expected an integer, got '" + (value.IsScalar() ? value.Scalar() : "?") + "'");
+    fail_at(value, key, "expected an integer, got " + describe(value));
   }
   return v;
 }
@@ -112,8 +130,7 @@ double YamlMap::get_double(const std::string& key) const {
   const YAML::Node value = require(key);
   double v = 0;
   if (!value.IsScalar() || !parse_double(value.Scalar(), &v)) {
-    fail_at(value, key,
-            "expected a number, got '" + (value.IsScalar() ? value.Scalar() : "?") + "'");
+    fail_at(value, key, "expected a number, got " + describe(value));
   }
   return v;
 }
@@ -128,12 +145,12 @@ bool YamlMap::get_bool(const std::string& key, bool fallback) const {
   const std::string s = value.IsScalar() ? value.Scalar() : "";
   if (s == "true") return true;
   if (s == "false") return false;
-  fail_at(value, key, "expected true or false, got '" + s + "'");
+  fail_at(value, key, "expected true or false, got " + describe(value));
 }
 
 std::string YamlMap::get_string(const std::string& key) const {
   const YAML::Node value = require(key);
-  if (!value.IsScalar()) fail_at(value, key, "expected a string");
+  if (!value.IsScalar()) fail_at(value, key, "expected a string, got " + describe(value));
   return value.Scalar();
 }
 
@@ -146,11 +163,13 @@ std::vector<int64_t> YamlMap::get_int_list(const std::string& key) const {
   if (!has(key)) return out;
   const YAML::Node value = node_[key];
   if (value.IsNull()) return out;
-  if (!value.IsSequence()) fail_at(value, key, "expected a list of integers");
+  if (!value.IsSequence()) {
+    fail_at(value, key, "expected a list of integers, got " + describe(value));
+  }
   for (const YAML::Node& item : value) {
     int64_t v = 0;
     if (!item.IsScalar() || !parse_int(item.Scalar(), &v)) {
-      fail_at(item, key, "expected a list of integers");
+      fail_at(item, key, "expected a list of integers, got " + describe(item) + " in it");
     }
     out.push_back(v);
   }
@@ -161,11 +180,13 @@ std::vector<double> YamlMap::get_double_list(const std::string& key) const {
   std::vector<double> out;
   if (!has(key)) return out;
   const YAML::Node value = node_[key];
-  if (!value.IsSequence()) fail_at(value, key, "expected a list of numbers");
+  if (!value.IsSequence()) {
+    fail_at(value, key, "expected a list of numbers, got " + describe(value));
+  }
   for (const YAML::Node& item : value) {
     double v = 0;
     if (!item.IsScalar() || !parse_double(item.Scalar(), &v)) {
-      fail_at(item, key, "expected a list of numbers");
+      fail_at(item, key, "expected a list of numbers, got " + describe(item) + " in it");
     }
     out.push_back(v);
   }
@@ -174,7 +195,7 @@ std::vector<double> YamlMap::get_double_list(const std::string& key) const {
 
 YamlMap YamlMap::get_map(const std::string& key) const {
   const YAML::Node value = require(key);
-  if (!value.IsMap()) fail_at(value, key, "expected a mapping of fields");
+  if (!value.IsMap()) fail_at(value, key, "expected a mapping of fields, got " + describe(value));
   return YamlMap(value, path_, field(key));
 }
 

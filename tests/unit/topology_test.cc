@@ -79,7 +79,7 @@ TEST_CASE("h200-ib.yaml loads with its datasheet figures", "[topology]") {
   CHECK(t.node.host_mem_gbps == 480);
   CHECK(t.node.cpu_cores == 112);
   CHECK(t.overheads.cuda_context_gib == 0.5);
-  CHECK(t.overheads.allocator_slack_fraction == 0.05);
+  CHECK(t.overheads.allocator_slack_fraction == 0.02);
   CHECK(t.overheads.host_per_process_gib == 4);
   // The calibration section spells out the struct defaults.
   const Calibration defaults;
