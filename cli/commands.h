@@ -13,6 +13,7 @@ using Runner = std::function<int()>;
 Runner add_inspect(CLI::App& app);
 Runner add_plan(CLI::App& app);
 Runner add_cost(CLI::App& app);
+Runner add_validate(CLI::App& app);
 
 // The bundled default topology (topologies/h200-ib.yaml in the source tree).
 std::string default_topology_path();

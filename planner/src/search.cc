@@ -68,6 +68,7 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
     try {
       o.layout = resolve_layout(req.options.layout, world, spec);
     } catch (const InputError& e) {
+      if (!req.auto_nodes) throw;  // the one world asked for cannot take the layout
       last_layout_error = e.message();
       for (OffloadMode m : modes) {
         best.candidates.push_back({nodes, m, false, false, 0, 0, 0, 0, e.message()});

@@ -1,0 +1,77 @@
+// Backend: the primitives the step needs, nothing more (architecture.md, "Boundaries").
+// The step algorithm (step.cc, newton_schulz.cc) is written once against this interface; the
+// CPU backend (exact bf16 emulation, the oracle) and the CUDA backend implement it.
+//
+// Memory is the backend's: pointers from alloc() may only be touched through the backend
+// (on CUDA they are device pointers). Host pointers are plain memory. Calls are ordered: a
+// backend may run them asynchronously, but each call sees the effects of the calls before it;
+// synchronize() waits for all of them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "muonplan/exec/bf16.h"
+
+namespace muonplan::exec {
+
+struct MemoryStats {
+  size_t current_bytes = 0;  // allocated through alloc() and not yet freed
+  size_t peak_bytes = 0;     // max of current_bytes since the last reset_peak()
+};
+
+// One strided batch of row-major matrices: element (b, i, j) at ptr[b*stride + i*ld + j].
+struct MatrixBatch {
+  void* ptr = nullptr;
+  int64_t rows = 0, cols = 0, ld = 0, stride = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+
+  // --- memory
+  virtual void* alloc(size_t bytes) = 0;  // zero-filled; throws std::bad_alloc on failure
+  virtual void free(void* ptr) = 0;
+  virtual void copy_to_device(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+  virtual MemoryStats memory() const = 0;
+  virtual void reset_peak() = 0;
+  virtual void synchronize() = 0;
+
+  // --- bf16 GEMM, fp32 accumulation, one rounding of each output element:
+  // C[b] = bf16(alpha * op(A[b]) op(B[b]) + beta * C[b]), op = transpose when trans_*.
+  // A, B, C hold bf16. Shapes are of op(A): m x k, op(B): k x n, C: m x n.
+  virtual void gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                         int64_t k, float alpha, const MatrixBatch& a, const MatrixBatch& b,
+                         float beta, const MatrixBatch& c) = 0;
+
+  // --- elementwise (n elements; fp32 unless the name says bf16)
+  // Per matrix b of a batch: out[b] = sum of squares of x[b], accumulated in a fixed order
+  // (the result must not depend on threads: the step is bit-exact across world sizes).
+  virtual void sum_squares_bf16(int64_t batch, int64_t elems, const bf16* x, float* out) = 0;
+  // y = bf16(x * scale[b]) for matrix b (elems per matrix); y may alias x.
+  virtual void scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float* scale,
+                          bf16* y) = 0;
+  virtual void cast_to_bf16(int64_t n, const float* x, bf16* y) = 0;
+  virtual void cast_to_f32(int64_t n, const bf16* x, float* y) = 0;
+  // Momentum fold, M = mu * M + G (M fp32; or bf16, with G rounded to bf16 first and the fold
+  // rounded to bf16), and the NS input u = bf16(nesterov ? mu * M + G : M).
+  virtual void momentum_f32(int64_t n, float mu, bool nesterov, const float* g, float* m,
+                            bf16* u) = 0;
+  virtual void momentum_bf16(int64_t n, float mu, bool nesterov, const float* g, bf16* m,
+                             bf16* u) = 0;
+  // W = W * (1 - lr * wd) - s * O  (O bf16: the orthogonalized update).
+  virtual void apply_update(int64_t n, float decay, float s, const bf16* o, float* w) = 0;
+  // Decoupled AdamW with bias correction; m, v fp32 (dion's `momentum`, `variance`).
+  virtual void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd,
+                     int64_t step, const float* g, float* w, float* m, float* v) = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend();
+
+}  // namespace muonplan::exec

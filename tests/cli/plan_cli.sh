@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# muonplan plan / cost / inspect from the command line: exit codes, one-line errors, keys.
+set -u
+bin="$1"; root="$2"; cd "$root"
+pass=0; fail=0
+check() {  # name, expected exit code, expected stderr (exact, "" to skip), command...
+  local name="$1" code="$2" msg="$3"; shift 3
+  local err; err="$("$@" 2>&1 >/dev/null)"; local rc=$?
+  if [ "$rc" != "$code" ] || { [ -n "$msg" ] && [ "$err" != "$msg" ]; }; then
+    echo "FAIL $name: exit $rc (want $code), stderr: $err"; fail=$((fail + 1))
+  else
+    pass=$((pass + 1))
+  fi
+}
+M=models/qwen3-8b.yaml
+check zero-nodes 2 "--nodes: expected a positive integer or auto, got '0'" "$bin" plan --model $M --nodes 0
+check bad-layout 2 "--layout: fsdp=3 does not divide world 8" "$bin" plan --model $M --nodes 1 --layout fsdp=3
+check bad-offload 2 "--offload: expected none, optimizer, full or auto, got 'disk'" "$bin" plan --model $M --offload disk
+check bad-owners 2 "--owners: expected padded, restart, round-robin or balanced, got 'x'" "$bin" plan --model $M --owners x
+check nesterov-full 2 "--nesterov: Nesterov momentum is not supported under full offload" "$bin" plan --model $M --offload full --nesterov
+check missing-model 2 "missing.yaml: file: cannot be read" "$bin" plan --model missing.yaml
+check bad-flag 2 "" "$bin" plan --model $M --frobnicate
+check no-fit 0 "" "$bin" plan --model models/kimi-k2.yaml --max-nodes 2 --gpu-memory-gib 10
+check help 0 "" "$bin" plan --help
+check cost-bad 2 "--rows: must be positive, got -5" "$bin" cost ns --rows -5 --cols 8
+# JSON output carries the decision and writes the same plan to --out.
+out="$(mktemp)"
+json="$("$bin" plan --model models/kimi-k2.yaml --max-nodes 2 --gpu-memory-gib 10 --json --out "$out")"
+if echo "$json" | grep -q '"fits": false' && grep -q '"schema": "muonplan.plan/1"' "$out"; then
+  pass=$((pass + 1)); else echo "FAIL no-fit-json"; fail=$((fail + 1)); fi
+rm -f "$out"
+ms="$("$bin" cost ns --batch 32 --rows 768 --cols 2048 --json | grep '"ms"')"
+if [ -n "$ms" ]; then pass=$((pass + 1)); else echo "FAIL cost-json"; fail=$((fail + 1)); fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
