@@ -23,6 +23,7 @@ struct PlanFlags {
   bool ac_offload = false, bf16_momentum = false, nesterov = false, pinned_state = false;
   bool include_mtp = false, json = false, explain = false;
   double gpu_memory_gib = 0, host_ram_gib = 0;
+  OptimizerHyper hyper;
 };
 
 int parse_positive_int(const std::string& text, const std::string& flag) {
@@ -56,6 +57,11 @@ PlanRequest to_request(const PlanFlags& f) {
   o.optimizer_staging = f.staging == "whole" ? OffloadStaging::whole : OffloadStaging::chunked;
   o.pinned_host_state = f.pinned_state;
   o.bf16_momentum = f.bf16_momentum;
+  o.hyper = f.hyper;
+  for (auto [name, v] : {std::pair{"--lr", f.hyper.lr}, {"--momentum", f.hyper.momentum}}) {
+    if (!(v > 0)) throw InputError({}, name, "must be positive");
+  }
+  if (f.hyper.weight_decay < 0) throw InputError({}, "--weight-decay", "must not be negative");
   o.nesterov = f.nesterov;
   o.schedule = ns_schedule(f.schedule);
   o.owners = parse_owner_strategy(f.owners);
@@ -157,6 +163,13 @@ Runner add_plan(CLI::App& app) {
   c->add_flag("--pinned-state", f->pinned_state, "optimizer offload: state in pinned host memory");
   c->add_flag("--bf16-momentum", f->bf16_momentum, "Keep Muon momentum in bf16");
   c->add_flag("--nesterov", f->nesterov, "Nesterov momentum (not with full offload)");
+  c->add_option("--lr", f->hyper.lr, "Learning rate (carried to the executor)")
+      ->capture_default_str();
+  c->add_option("--momentum", f->hyper.momentum, "Muon momentum mu")->capture_default_str();
+  c->add_option("--weight-decay", f->hyper.weight_decay, "Decoupled weight decay")
+      ->capture_default_str();
+  c->add_option("--update-rms", f->hyper.update_rms,
+                "Update RMS scale (default: the schedule's, 0.2 or 0.18 for deepseek-v4)");
   c->add_option("--ns-schedule", f->schedule,
                 "quintic | polar-express | jordan | deepseek-v4 | 'a,b,c;a,b,c;...'")
       ->capture_default_str();

@@ -34,6 +34,19 @@ struct Workload {
 };
 Workload load_workload(const std::string& path);  // YAML: the fields above, by name
 
+// Step hyperparameters: not needed to plan, carried in the Plan for the executor.
+struct OptimizerHyper {
+  double lr = 0.02;
+  double momentum = 0.95;  // mu
+  double weight_decay = 0.0;
+  double update_rms = 0;  // 0: the schedule's recommendation (0.2; 0.18 for deepseek-v4)
+  double adamw_lr = 0;    // 0: lr
+  double adamw_beta1 = 0.9;
+  double adamw_beta2 = 0.95;
+  double adamw_eps = 1e-8;
+  double adamw_weight_decay = 0.0;
+};
+
 struct PlanOptions {
   int nodes = 1;
   int gpus_per_node = 0;  // 0: the topology's
@@ -45,6 +58,7 @@ struct PlanOptions {
   bool bf16_momentum = false;
   bool nesterov = false;
   NsSchedule schedule = ns_schedule("quintic");
+  OptimizerHyper hyper;
   OwnerStrategy owners = OwnerStrategy::balanced;
   std::optional<Workload> workload;
   double gpu_memory_gib = 0;  // limit per GPU; 0: the topology's memory less fixed overheads
