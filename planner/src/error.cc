@@ -1,17 +1,20 @@
 #include "muonplan/error.h"
 
+#include <sstream>
+
 namespace muonplan {
 namespace {
 
 std::string format(const SourceLoc& loc, const std::string& field, const std::string& message) {
-  std::string out;
+  std::ostringstream out;
   if (!loc.file.empty()) {
-    out += loc.file;
-    if (loc.line > 0) out += ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
-    out += ": ";
+    out << loc.file;
+    if (loc.line > 0) out << ':' << loc.line << ':' << loc.col;
+    out << ": ";
   }
-  if (!field.empty()) out += field + ": ";
-  return out + message;
+  if (!field.empty()) out << field << ": ";
+  out << message;
+  return out.str();
 }
 
 }  // namespace
