@@ -13,7 +13,9 @@ using Runner = std::function<int()>;
 Runner add_inspect(CLI::App& app);
 Runner add_plan(CLI::App& app);
 Runner add_cost(CLI::App& app);
+Runner add_bench(CLI::App& app);  // bench ns: measured NS speed on a backend
 Runner add_validate(CLI::App& app);
+Runner add_execute(CLI::App& app);
 
 // The bundled default topology (topologies/h200-ib.yaml in the source tree).
 std::string default_topology_path();

@@ -19,7 +19,9 @@ int main(int argc, char** argv) {
   reg(muonplan::cli::add_inspect);
   reg(muonplan::cli::add_plan);
   reg(muonplan::cli::add_cost);
+  reg(muonplan::cli::add_bench);
   reg(muonplan::cli::add_validate);
+  reg(muonplan::cli::add_execute);
   reg(muonplan::cli::add_topology);
   try {
     app.parse(argc, argv);

@@ -98,8 +98,9 @@ struct Collected {
 void add_local_chunks(const ParamInventory& inv, const ParamTensor& t, int ti, const Placement& p,
                       int world, Collected& out) {
   int64_t offset = 0;
-  for (size_t pi = 0; pi < t.muon_partitions().size(); ++pi) {
-    const Partition& part = t.muon_partitions()[pi];
+  const std::vector<Partition> parts = t.muon_partitions();  // a copy: keep it alive
+  for (size_t pi = 0; pi < parts.size(); ++pi) {
+    const Partition& part = parts[pi];
     Chunk c;
     c.kind = Chunk::Kind::muon_local;
     c.rows = part.rows;
@@ -148,8 +149,9 @@ ChunkPlan build_chunks(const ParamInventory& inv, bool include_mtp, const Layout
       continue;
     }
     int64_t offset = 0;
-    for (size_t pi = 0; pi < t.muon_partitions().size(); ++pi) {
-      const Partition& part = t.muon_partitions()[pi];
+    const std::vector<Partition> parts = t.muon_partitions();  // a copy: keep it alive
+    for (size_t pi = 0; pi < parts.size(); ++pi) {
+      const Partition& part = parts[pi];
       const auto key = std::make_pair(part.rows, t.cols());
       if (!shape_first.count(key)) shape_first[key] = ti;
       by_shape[key].push_back({ti, int(pi), offset, part.rows, t.cols()});

@@ -103,6 +103,7 @@ json plan_to_json(const Plan& plan) {
   pred["gpu_transient_gib"] = p.gpu_transient_bytes_total() / kGiB;
   pred["host_ram_per_node_gib"] = p.host_bytes() / kGiB;
   pred["alltoall_gb_per_rank_max"] = p.alltoall_bytes_per_rank_max / 1e9;
+  pred["alltoall_bytes_per_rank_max"] = p.alltoall_bytes_per_rank_max;
   pred["h2d_gb_per_gpu"] = p.h2d_bytes_per_gpu / 1e9;
   pred["d2h_gb_per_gpu"] = p.d2h_bytes_per_gpu / 1e9;
   pred["optimizer_step_s"] = p.optimizer_step_s;

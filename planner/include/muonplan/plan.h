@@ -57,4 +57,13 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
 
 nlohmann::json plan_to_json(const Plan& plan);
 
+// The inverse of plan_to_json for everything the executor runs (plan_load.cc): options, world,
+// inventory (tensors; layer unknown, mtp false), chunks with their owners and per-rank local
+// work, and the decision. Predictions are not read back: they depend on the topology, which the
+// plan names but does not hold. InputError "FILE: field: message" for malformed JSON, a schema
+// other than kPlanSchema, missing or mistyped keys, unknown tensor names, owners out of range,
+// chunks that do not cover every tensor exactly once, and layouts that do not divide the world.
+Plan plan_from_json(const nlohmann::json& j, const std::string& path_for_errors);
+Plan load_plan(const std::string& path);  // reads and parses FILE, then plan_from_json
+
 }  // namespace muonplan

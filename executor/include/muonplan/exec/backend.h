@@ -45,10 +45,12 @@ class Backend {
 
   // --- bf16 GEMM, fp32 accumulation, one rounding of each output element:
   // C[b] = bf16(alpha * op(A[b]) op(B[b]) + beta * C[b]), op = transpose when trans_*.
-  // A, B, C hold bf16. Shapes are of op(A): m x k, op(B): k x n, C: m x n.
-  virtual void gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n,
-                         int64_t k, float alpha, const MatrixBatch& a, const MatrixBatch& b,
-                         float beta, const MatrixBatch& c) = 0;
+  // A, B, C hold bf16. Shapes are of op(A): m x k, op(B): k x n, C: m x n; a, b, c describe the
+  // stored matrices (a.rows x a.cols is k x m when trans_a). C must not overlap A or B (as in
+  // cuBLAS); A and B may be the same matrices (X X^T). With beta == 0, C is not read.
+  virtual void gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                         float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
+                         const MatrixBatch& c) = 0;
 
   // --- elementwise (n elements; fp32 unless the name says bf16)
   // Per matrix b of a batch: out[b] = sum of squares of x[b], accumulated in a fixed order
@@ -57,6 +59,14 @@ class Backend {
   // y = bf16(x * scale[b]) for matrix b (elems per matrix); y may alias x.
   virtual void scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float* scale,
                           bf16* y) = 0;
+  // NS normalization factor: scale[b] = fp32(1 / (norm_scale * sqrt(sum_sq[b]) + eps)), computed
+  // in double and rounded once. sum_sq and scale are backend memory. The default goes through
+  // host memory (copy, compute, copy back); a device backend overrides it to avoid the sync.
+  virtual void ns_scale(int64_t batch, const float* sum_sq, double norm_scale, double eps,
+                        float* scale);
+  // y[b] = x[b]^T, exact: x holds [rows, cols] matrices, y gets [cols, rows]; y must not overlap
+  // x. The default goes through host memory; backends override it.
+  virtual void transpose_bf16(int64_t batch, int64_t rows, int64_t cols, const bf16* x, bf16* y);
   virtual void cast_to_bf16(int64_t n, const float* x, bf16* y) = 0;
   virtual void cast_to_f32(int64_t n, const bf16* x, float* y) = 0;
   // Momentum fold, M = mu * M + G (M fp32; or bf16, with G rounded to bf16 first and the fold
@@ -67,11 +77,19 @@ class Backend {
                              bf16* u) = 0;
   // W = W * (1 - lr * wd) - s * O  (O bf16: the orthogonalized update).
   virtual void apply_update(int64_t n, float decay, float s, const bf16* o, float* w) = 0;
-  // Decoupled AdamW with bias correction; m, v fp32 (dion's `momentum`, `variance`).
+  // Decoupled AdamW with bias correction; m, v fp32 (dion's `momentum`, `variance`); step >= 1.
+  // Per element, in fp32 with each operation rounded as written:
+  //   m = beta1 * m + (1 - beta1) * g;   v = beta2 * v + (1 - beta2) * g * g
+  //   w = w * (1 - lr * wd) - step_size * (m / (sqrt(v) / sqrt_bc2 + eps))
+  // with step_size = fp32(lr / (1 - beta1^step)) and sqrt_bc2 = fp32(sqrt(1 - beta2^step)),
+  // both computed in double.
   virtual void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd,
                      int64_t step, const float* g, float* w, float* m, float* v) = 0;
 };
 
+// The CPU reference backend (cpu_backend.cc, docs/executor-numerics.md): exact bf16 emulation;
+// results do not depend on the number of OpenMP threads. Sets OpenBLAS to one thread per call
+// (process-wide): the backend runs single-threaded sgemm calls on fixed row blocks in parallel.
 std::unique_ptr<Backend> make_cpu_backend();
 
 }  // namespace muonplan::exec

@@ -22,6 +22,8 @@ class Communicator {
   virtual ~Communicator() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // Ranks on this rank's node (they share its cores).
+  virtual int local_size() const { return 1; }
 
   // All-to-all with per-peer byte counts and displacements (bytes), started now. A peer with
   // zero counts is not contacted; the byte counter below counts what goes to other ranks.
@@ -40,6 +42,12 @@ class Communicator {
   virtual uint64_t alltoall_bytes_sent() const = 0;
   virtual void reset_counters() = 0;
 };
+
+// A world of one rank in this process: the all-to-all is a local copy. For single-process
+// runs and for the unsharded reference the executor checks against.
+// Copies go through `backend` (buffers are its memory), which must outlive the communicator.
+class Backend;
+std::unique_ptr<Communicator> make_self_communicator(Backend& backend);
 
 // MPI_COMM_WORLD; MPI must be initialized (mpi_session below does it).
 std::unique_ptr<Communicator> make_mpi_communicator();

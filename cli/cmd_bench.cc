@@ -1,0 +1,150 @@
+// muonplan bench ns: measured time of one batched Newton-Schulz call on a backend, next to the
+// rate of a plain sgemm measured in the same run (docs/executor-numerics.md, "Speed").
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "commands.h"
+#include "muonplan/error.h"
+#include "muonplan/exec/backend.h"
+#include "muonplan/exec/newton_schulz.h"
+#include "muonplan/exec/sgemm_rate.h"
+#include "muonplan/ns_model.h"
+
+namespace muonplan::cli {
+namespace {
+
+struct Shape {
+  int64_t batch = 0, rows = 0, cols = 0;
+};
+
+struct BenchFlags {
+  std::string backend = "cpu", shapes = "4,256,1024;2,1024,1024;8,512,512", schedule = "quintic";
+  int reps = 3;
+  int64_t sgemm_n = 1024;
+  bool json = false;
+};
+
+// "B,R,C;B,R,C;..." -> shapes; InputError (field --shapes) on anything else.
+std::vector<Shape> parse_shapes(const std::string& text) {
+  std::vector<Shape> shapes;
+  std::stringstream all(text);
+  std::string item;
+  while (std::getline(all, item, ';')) {
+    if (item.empty()) continue;
+    Shape s;
+    char c1 = 0, c2 = 0;
+    std::stringstream one(item);
+    if (!(one >> s.batch >> c1 >> s.rows >> c2 >> s.cols) || c1 != ',' || c2 != ',' ||
+        !(one >> std::ws).eof() || s.batch <= 0 || s.rows <= 0 || s.cols <= 0) {
+      throw InputError({}, "--shapes",
+                       "expected BATCH,ROWS,COLS with positive integers, got '" + item + "'");
+    }
+    shapes.push_back(s);
+  }
+  if (shapes.empty()) throw InputError({}, "--shapes", "no shapes given");
+  return shapes;
+}
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// Median seconds of `reps` NS calls on random input, after one warm-up call.
+double time_ns(exec::Backend& backend, const NsSchedule& schedule, const Shape& s, int reps) {
+  const int64_t elems = s.batch * s.rows * s.cols;
+  std::vector<exec::bf16> host(elems);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  for (exec::bf16& v : host) v = exec::to_bf16(normal(rng));
+  auto* x = static_cast<exec::bf16*>(backend.alloc(elems * sizeof(exec::bf16)));
+  exec::NsWorkspace ws(backend, s.batch, s.rows, s.cols);
+  std::vector<double> seconds;
+  for (int r = -1; r < reps; ++r) {  // r = -1: warm-up
+    backend.copy_to_device(x, host.data(), elems * sizeof(exec::bf16));
+    backend.synchronize();
+    const auto start = std::chrono::steady_clock::now();
+    exec::newton_schulz(backend, schedule, s.batch, s.rows, s.cols, x, ws);
+    backend.synchronize();
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    if (r >= 0) seconds.push_back(took.count());
+  }
+  backend.free(x);
+  return median(seconds);
+}
+
+}  // namespace
+
+Runner add_bench(CLI::App& app) {
+  auto f = std::make_shared<BenchFlags>();
+  CLI::App* bench = app.add_subcommand("bench", "Measure executor kernels on this machine");
+  bench->require_subcommand(1);
+  CLI::App* ns = bench->add_subcommand(
+      "ns", "Batched Newton-Schulz: ms per call and GFLOP/s next to a plain sgemm's");
+  ns->add_option("--backend", f->backend, "Backend to run on (cpu)")->capture_default_str();
+  ns->add_option("--shapes", f->shapes, "Shapes as BATCH,ROWS,COLS;...")->capture_default_str();
+  ns->add_option("--ns-schedule", f->schedule, "Schedule preset or explicit list")
+      ->capture_default_str();
+  ns->add_option("--reps", f->reps, "Timed calls per shape (median reported)")
+      ->capture_default_str();
+  ns->add_option("--sgemm-size", f->sgemm_n, "N of the N^3 reference sgemm")->capture_default_str();
+  ns->add_flag("--json", f->json, "Machine-readable output");
+  return [f]() {
+    if (f->backend != "cpu") {
+      throw InputError({}, "--backend", "unknown backend '" + f->backend + "' (known: cpu)");
+    }
+    if (f->reps <= 0) throw InputError({}, "--reps", "must be positive");
+    if (f->sgemm_n <= 0) throw InputError({}, "--sgemm-size", "must be positive");
+    const std::vector<Shape> shapes = parse_shapes(f->shapes);
+    const NsSchedule schedule = ns_schedule(f->schedule);
+    std::unique_ptr<exec::Backend> backend = exec::make_cpu_backend();
+    const int threads = omp_get_max_threads();
+
+    nlohmann::json out = {{"backend", backend->name()},
+                          {"schedule", schedule.name},
+                          {"iterations", schedule.steps.size()},
+                          {"threads", threads},
+                          {"sgemm_size", f->sgemm_n},
+                          {"shapes", nlohmann::json::array()}};
+    if (!f->json) {
+      std::printf(
+          "NS on the %s backend, %s (%zu iterations), %d threads; reference: OpenBLAS "
+          "sgemm %lld^3, %d threads, measured just before each shape\n",
+          backend->name().c_str(), schedule.name.c_str(), schedule.steps.size(), threads,
+          (long long)f->sgemm_n, threads);
+      std::printf("%6s %6s %6s %10s %9s %12s %7s\n", "batch", "rows", "cols", "ms", "GFLOP/s",
+                  "sgemm GF/s", "ratio");
+    }
+    for (const Shape& s : shapes) {
+      // The sgemm runs right before the shape, so a busy neighbour on a shared machine slows
+      // both alike.
+      const double sgemm = exec::openblas_sgemm_gflops(f->sgemm_n, std::max(f->reps, 10), threads);
+      const double sec = time_ns(*backend, schedule, s, f->reps);
+      const double gflops =
+          s.batch * ns_flops(s.rows, s.cols, static_cast<int>(schedule.steps.size())) / sec / 1e9;
+      out["shapes"].push_back({{"batch", s.batch},
+                               {"rows", s.rows},
+                               {"cols", s.cols},
+                               {"ms", sec * 1e3},
+                               {"gflops", gflops},
+                               {"sgemm_gflops", sgemm},
+                               {"ratio", gflops / sgemm}});
+      if (!f->json) {
+        std::printf("%6lld %6lld %6lld %10.2f %9.1f %12.1f %7.2f\n", (long long)s.batch,
+                    (long long)s.rows, (long long)s.cols, sec * 1e3, gflops, sgemm, gflops / sgemm);
+        std::fflush(stdout);
+      }
+    }
+    if (f->json) std::cout << out.dump(2) << "\n";
+    return 0;
+  };
+}
+
+}  // namespace muonplan::cli

@@ -1,0 +1,124 @@
+// muonplan execute: run a Plan's sharded Muon step, one process per rank under mpirun.
+// Every rank reports a failure on its own line ("muonplan: rank R: ..."); rank 0 writes the
+// metrics, with the plan's predictions beside the measurements.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "muonplan/error.h"
+#include "muonplan/exec/backend.h"
+#include "muonplan/exec/communicator.h"
+#include "muonplan/exec/cpu_threads.h"
+#include "muonplan/exec/execute.h"
+#include "muonplan/plan.h"
+
+namespace muonplan::cli {
+namespace {
+
+struct ExecuteFlags {
+  std::string plan, backend = "cpu", metrics, inject;
+  exec::ExecuteOptions options;
+  bool json = false;
+};
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError({path, 0, 0}, "file", "cannot be read");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError({path, 0, 0}, "json", e.what());
+  }
+}
+
+// One write per line, so the lines of ranks sharing a terminal do not interleave.
+void report(int rank, const std::string& message) {
+  const std::string line = "muonplan: rank " + std::to_string(rank) + ": " + message + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+int run(const ExecuteFlags& f) {
+  exec::MpiSession mpi(nullptr, nullptr);
+  std::unique_ptr<exec::Communicator> comm = exec::make_mpi_communicator();
+  const int rank = comm->rank();
+  exec::configure_cpu_threads(comm->local_size());
+  try {
+    if (f.backend != "cpu") {
+      throw InputError({}, "--backend",
+                       f.backend == "cuda" ? "the CUDA backend is not built in this version"
+                                           : "expected cpu or cuda, got '" + f.backend + "'");
+    }
+    exec::ExecuteOptions opt = f.options;
+    if (!f.inject.empty()) {
+      const size_t colon = f.inject.rfind(':');
+      if (colon == std::string::npos)
+        throw InputError({}, "--inject-nonfinite", "expected NAME:STEP");
+      opt.inject_nonfinite_tensor = f.inject.substr(0, colon);
+      opt.inject_nonfinite_step = std::stoll(f.inject.substr(colon + 1));
+    }
+    const nlohmann::json plan_json = read_json(f.plan);
+    const Plan plan = plan_from_json(plan_json, f.plan);
+    std::unique_ptr<exec::Backend> backend = exec::make_cpu_backend();
+    exec::ExecuteResult r = exec::execute(plan, opt, *backend, *comm);
+    r.metrics["plan"] = f.plan;
+    r.metrics["predicted"] = plan_json.value("predicted", nlohmann::json::object());
+    r.metrics["predicted"].erase("breakdown");
+    if (rank == 0) {
+      if (!f.metrics.empty()) {
+        std::ofstream out(f.metrics);
+        if (!out) throw std::runtime_error("cannot write " + f.metrics);
+        out << r.metrics.dump(2) << "\n";
+      }
+      if (f.json) {
+        std::cout << r.metrics.dump(2) << "\n";
+      } else {
+        const auto& m = r.metrics["measured"];
+        const auto& p = r.metrics["predicted"];
+        std::cout << "executed steps " << r.metrics["first_step"] << ".." << r.metrics["last_step"]
+                  << " on " << plan.world << " " << backend->name() << " rank(s)\n"
+                  << "  step " << m["optimizer_step_s"]
+                  << " s (median of steps 2+, max over ranks)\n"
+                  << "  all-to-all " << m["alltoall_gb_per_rank_max"] << " GB per rank (predicted "
+                  << p.value("alltoall_gb_per_rank_max", 0.0) << ")\n"
+                  << "  peak " << m["peak_bytes"] << " B, transient " << m["transient_bytes"]
+                  << " B\n"
+                  << "  state_digest " << m["state_digest"].get<std::string>() << "\n";
+        if (m.contains("reference_rel_error")) {
+          std::cout << "  reference_rel_error " << m["reference_rel_error"] << "\n";
+        }
+      }
+    }
+    return 0;
+  } catch (const InputError& e) {
+    report(rank, e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    report(rank, std::string("error: ") + e.what());
+    return 1;
+  }
+}
+
+}  // namespace
+
+Runner add_execute(CLI::App& app) {
+  auto f = std::make_shared<ExecuteFlags>();
+  CLI::App* c = app.add_subcommand("execute", "Run a plan's sharded Muon step (under mpirun)");
+  c->add_option("--plan", f->plan, "Plan JSON from `muonplan plan --out`")->required();
+  c->add_option("--backend", f->backend, "cpu | cuda")->capture_default_str();
+  c->add_option("--steps", f->options.steps, "Optimizer steps to run")->capture_default_str();
+  c->add_option("--metrics", f->metrics, "Write the metrics JSON here (rank 0)");
+  c->add_flag("--check-reference", f->options.check_reference,
+              "Compare with the same steps recomputed unsharded");
+  c->add_option("--checkpoint", f->options.checkpoint_dir,
+                "Save the state here after the last step");
+  c->add_option("--resume", f->options.resume_dir, "Load the state from this checkpoint first");
+  c->add_flag("--skip-nonfinite", f->options.skip_nonfinite,
+              "Skip a step with NaN/Inf gradients instead of failing");
+  c->add_option("--inject-nonfinite", f->inject, "Test hook: NAME:STEP poisons a gradient");
+  c->add_flag("--json", f->json, "Print the metrics JSON");
+  return [f]() { return run(*f); };
+}
+
+}  // namespace muonplan::cli

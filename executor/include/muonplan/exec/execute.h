@@ -1,0 +1,41 @@
+// Running a Plan: K optimizer steps of MuonStep on this rank with deterministic weights and
+// gradients, measured the way the planner predicts (metrics JSON, cli-contract.md), optionally
+// checked against an unsharded recomputation, checkpointed and resumed.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "muonplan/exec/backend.h"
+#include "muonplan/exec/communicator.h"
+#include "muonplan/plan.h"
+
+namespace muonplan::exec {
+
+struct ExecuteOptions {
+  int64_t steps = 1;
+  bool check_reference = false;
+  std::string checkpoint_dir;   // save after the last step when set
+  std::string resume_dir;       // load before the first step when set
+  bool skip_nonfinite = false;  // skip a step whose gradients hold NaN/Inf instead of failing
+  // Test hook: poison one element of this tensor's gradient at this step ("" = never).
+  std::string inject_nonfinite_tensor;
+  int64_t inject_nonfinite_step = 0;
+};
+
+struct ExecuteResult {
+  nlohmann::json metrics;  // the same on every rank after the collectives
+  int64_t last_step = 0;
+};
+
+// Throws InputError for a plan that cannot run here (world size, optimizer), and
+// std::runtime_error for a failure during the run; either the same on every rank.
+ExecuteResult execute(const Plan& plan, const ExecuteOptions& options, Backend& backend,
+                      Communicator& comm);
+
+// The plan's identity for checkpoints: a hash of its layout, world and tensors.
+std::string plan_fingerprint(const Plan& plan);
+
+}  // namespace muonplan::exec

@@ -1,0 +1,64 @@
+// RankState: this rank's shards of every parameter of a Plan and their optimizer state, in
+// backend memory, placed exactly as the planner placed them (layout.h).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "muonplan/exec/backend.h"
+#include "muonplan/plan.h"
+
+namespace muonplan::exec {
+
+// One parameter's local shard: entries [begin, end) of dim 0 (rows; experts for a stack),
+// each `entry_elems` long, contiguous.
+struct LocalParam {
+  int tensor = 0;
+  bool muon = false;
+  int64_t begin = 0, end = 0;
+  int64_t entry_elems = 1;
+  float* w = nullptr;      // fp32 master
+  float* g = nullptr;      // fp32 gradient
+  float* m = nullptr;      // fp32 momentum (Muon without bf16 momentum) or AdamW momentum
+  bf16* m_bf16 = nullptr;  // bf16 momentum (Muon with bf16 momentum)
+  float* v = nullptr;      // AdamW variance
+
+  int64_t elems() const { return (end - begin) * entry_elems; }
+  int64_t global_offset() const { return begin * entry_elems; }
+};
+
+class RankState {
+ public:
+  // Allocates every local shard (zeroed) on the backend. world and rank as the plan's.
+  RankState(const Plan& plan, Backend& backend, int rank);
+  ~RankState();
+  RankState(const RankState&) = delete;
+  RankState& operator=(const RankState&) = delete;
+
+  // Deterministic initial weights (init.h): the same global values on any world size.
+  void init_params();
+  // This step's deterministic gradients.
+  void load_grads(int64_t step);
+
+  const Plan& plan() const { return plan_; }
+  int rank() const { return rank_; }
+  int group_position() const { return rank_ % plan_.options.layout.fsdp; }
+  LocalParam& param(int tensor) { return params_[index_[tensor]]; }
+  const LocalParam& param(int tensor) const { return params_[index_[tensor]]; }
+  std::vector<LocalParam>& params() { return params_; }
+  const std::vector<LocalParam>& params() const { return params_; }
+  Backend& backend() const { return backend_; }
+  bool bf16_momentum() const { return plan_.options.bf16_momentum; }
+
+  // Partial digest of parameters and optimizer state (digest.h); sum over ranks is the total.
+  uint64_t partial_digest() const;
+
+ private:
+  const Plan& plan_;
+  Backend& backend_;
+  int rank_;
+  std::vector<LocalParam> params_;
+  std::vector<int> index_;  // tensor -> params_ position
+};
+
+}  // namespace muonplan::exec

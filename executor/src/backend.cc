@@ -1,0 +1,33 @@
+// Default implementations of the Backend methods that can be written with the others: they go
+// through host memory, so any backend has them; a device backend overrides them with kernels.
+#include "muonplan/exec/backend.h"
+
+#include <cmath>
+#include <vector>
+
+namespace muonplan::exec {
+
+void Backend::ns_scale(int64_t batch, const float* sum_sq, double norm_scale, double eps,
+                       float* scale) {
+  std::vector<float> host(batch);
+  copy_to_host(host.data(), sum_sq, batch * sizeof(float));
+  for (float& v : host) {
+    v = static_cast<float>(1.0 / (norm_scale * std::sqrt(static_cast<double>(v)) + eps));
+  }
+  copy_to_device(scale, host.data(), batch * sizeof(float));
+}
+
+void Backend::transpose_bf16(int64_t batch, int64_t rows, int64_t cols, const bf16* x, bf16* y) {
+  const int64_t elems = rows * cols;
+  std::vector<bf16> in(batch * elems), out(batch * elems);
+  copy_to_host(in.data(), x, in.size() * sizeof(bf16));
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j)
+        out[b * elems + j * rows + i] = in[b * elems + i * cols + j];
+    }
+  }
+  copy_to_device(y, out.data(), out.size() * sizeof(bf16));
+}
+
+}  // namespace muonplan::exec

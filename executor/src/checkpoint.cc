@@ -1,0 +1,355 @@
+// Checkpoint files (docs/checkpoint-format.md). The manifest is written last, into DIR.tmp,
+// and DIR.tmp only becomes DIR by a rename: a directory with a manifest is always complete.
+#include "muonplan/exec/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "muonplan/error.h"
+#include "muonplan/exec/digest.h"
+
+namespace muonplan::exec {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+static_assert(std::endian::native == std::endian::little, "the format is little-endian");
+
+constexpr const char* kSchema = "muonplan.checkpoint/1";
+constexpr char kMagic[8] = {'M', 'U', 'O', 'N', 'C', 'K', 'P', 'T'};
+constexpr uint64_t kVersion = 1;
+constexpr const char* kStepEntry = "step";  // the group's step count, as dion keeps it
+
+uint64_t fnv1a(const void* data, size_t n, uint64_t h) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+constexpr uint64_t kFnvBasis = 1469598103934665603ull;
+
+size_t dtype_size(const std::string& dtype) {
+  return dtype == "f32" ? 4 : dtype == "bf16" ? 2 : dtype == "i64" ? 8 : 0;
+}
+
+// "ckpt/" and "ckpt" name one checkpoint, whose siblings are ckpt.tmp and ckpt.old.
+std::string without_trailing_slash(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
+}
+
+std::string rank_file(int rank) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "rank-%05d.bin", rank);
+  return buf;
+}
+
+[[noreturn]] void sys_fail(const std::string& what, const std::string& path) {
+  throw std::runtime_error(path + ": " + what + ": " + std::strerror(errno));
+}
+
+void fsync_path(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  if (fd < 0) sys_fail("cannot open to sync", path);
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) sys_fail("fsync failed", path);
+}
+
+// Writes a file through stdio, checksumming every byte, and fsyncs it on close.
+class Writer {
+ public:
+  explicit Writer(std::string path) : path_(std::move(path)), f_(std::fopen(path_.c_str(), "wb")) {
+    if (!f_) sys_fail("cannot create", path_);
+  }
+  ~Writer() {
+    if (f_) std::fclose(f_);
+  }
+  void put(const void* data, size_t n) {
+    if (n && std::fwrite(data, 1, n, f_) != n) sys_fail("write failed", path_);
+    sum_ = fnv1a(data, n, sum_);
+    bytes_ += n;
+  }
+  template <class T>
+  void put_int(T v) {
+    put(&v, sizeof v);
+  }
+  void put_string(const std::string& s) {
+    put_int<uint32_t>(static_cast<uint32_t>(s.size()));
+    put(s.data(), s.size());
+  }
+  void close() {
+    if (std::fflush(f_) != 0 || ::fsync(::fileno(f_)) != 0) sys_fail("flush failed", path_);
+    const int rc = std::fclose(f_);
+    f_ = nullptr;
+    if (rc != 0) sys_fail("close failed", path_);
+  }
+  uint64_t bytes() const { return bytes_; }
+  uint64_t checksum() const { return sum_; }
+
+ private:
+  std::string path_;
+  FILE* f_;
+  uint64_t bytes_ = 0, sum_ = kFnvBasis;
+};
+
+// Reads a rank file whose size the manifest vouches for; every length is checked against the
+// bytes left, so a corrupt length cannot make it allocate or read past the end.
+class Reader {
+ public:
+  Reader(std::string path, uint64_t size)
+      : path_(std::move(path)), in_(path_, std::ios::binary), left_(size) {
+    if (!in_) throw InputError({path_, 0, 0}, "file", "cannot be read");
+  }
+  [[noreturn]] void corrupt(const std::string& what) const {
+    throw InputError({path_, 0, 0}, "", "corrupt checkpoint file: " + what);
+  }
+  void get(void* data, uint64_t n) {
+    if (n > left_) corrupt("a record runs past the end of the file");
+    if (n && !in_.read(static_cast<char*>(data), std::streamsize(n))) corrupt("read failed");
+    sum_ = fnv1a(data, n, sum_);
+    left_ -= n;
+  }
+  template <class T>
+  T get_int() {
+    T v;
+    get(&v, sizeof v);
+    return v;
+  }
+  std::string get_string() {
+    std::string s(get_int<uint32_t>(), '\0');
+    get(s.data(), s.size());
+    return s;
+  }
+  uint64_t left() const { return left_; }
+  uint64_t checksum() const { return sum_; }
+
+ private:
+  std::string path_;
+  std::ifstream in_;
+  uint64_t left_, sum_ = kFnvBasis;
+};
+
+void check_entry(const CheckpointEntry& e) {
+  const size_t size = dtype_size(e.dtype);
+  if (e.name.empty() || e.name == kStepEntry || size == 0 || e.bytes.size() % size != 0) {
+    throw std::invalid_argument("checkpoint entry '" + e.name + "' (" + e.dtype + ", " +
+                                std::to_string(e.bytes.size()) +
+                                " bytes): needs a name other than 'step' and whole f32 or bf16 "
+                                "elements");
+  }
+}
+
+struct Written {
+  uint64_t bytes = 0, checksum = 0;
+};
+
+// Rank file: magic, version, entry count, then per entry name, dtype, byte count, bytes.
+Written write_rank_file(const std::string& path, int64_t step,
+                        const std::vector<CheckpointEntry>& entries) {
+  Writer w(path);
+  w.put(kMagic, sizeof kMagic);
+  w.put_int<uint64_t>(kVersion);
+  w.put_int<uint64_t>(entries.size() + 1);
+  w.put_string(kStepEntry);
+  w.put_string("i64");
+  w.put_int<uint64_t>(8);
+  w.put_int<int64_t>(step);
+  for (const CheckpointEntry& e : entries) {
+    w.put_string(e.name);
+    w.put_string(e.dtype);
+    w.put_int<uint64_t>(e.bytes.size());
+    w.put(e.bytes.data(), e.bytes.size());
+  }
+  w.close();
+  return {w.bytes(), w.checksum()};
+}
+
+// Finishes or undoes a save that crashed between its renames, so DIR is the newest complete
+// checkpoint (if any), then clears the leftovers. Rank 0 only.
+void recover(const std::string& dir) {
+  const std::string tmp = dir + ".tmp", old = dir + ".old";
+  if (!fs::exists(dir + "/manifest.json")) {
+    if (fs::exists(tmp + "/manifest.json")) {
+      fs::remove_all(dir);
+      fs::rename(tmp, dir);
+    } else if (fs::exists(old + "/manifest.json")) {
+      fs::remove_all(dir);
+      fs::rename(old, dir);
+    }
+  }
+  fs::remove_all(tmp);
+  fs::remove_all(old);
+}
+
+// Rank 0, after every rank file is on disk: the manifest, then the renames.
+void publish(const std::string& dir, int world, int64_t step, const std::string& fingerprint,
+             const std::vector<uint64_t>& sizes, const std::vector<uint64_t>& sums) {
+  const std::string tmp = dir + ".tmp", old = dir + ".old";
+  json ranks = json::array();
+  for (int r = 0; r < world; ++r) {
+    ranks.push_back(
+        {{"file", rank_file(r)}, {"bytes", sizes[r]}, {"checksum", digest_hex(sums[r])}});
+  }
+  const json manifest = {{"schema", kSchema},      {"step", step},
+                         {"world_size", world},    {"plan_fingerprint", fingerprint},
+                         {"checksum", "fnv1a-64"}, {"ranks", ranks}};
+  const std::string text = manifest.dump(2) + "\n";
+  Writer w(tmp + "/manifest.json");
+  w.put(text.data(), text.size());
+  w.close();
+  fsync_path(tmp, true);
+  if (fs::exists(dir)) fs::rename(dir, old);
+  fs::rename(tmp, dir);
+  fsync_path(fs::absolute(dir).parent_path().string(), true);
+  fs::remove_all(old);
+}
+
+// Runs `phase` on the ranks `mine` says, then agrees on success: if any rank failed, every rank
+// throws (the failing one with its own message), so no rank waits forever for another.
+template <class F>
+void agreed(Communicator* comm, const std::string& dir, const std::string& phase, bool mine,
+            F&& body) {
+  std::string error;
+  if (mine) {
+    try {
+      body();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  uint64_t failed = error.empty() ? 0 : 1;
+  if (comm) comm->allreduce_sum_u64(&failed, 1);
+  if (!error.empty()) throw std::runtime_error("checkpoint " + dir + ": " + error);
+  if (failed) {
+    throw std::runtime_error("checkpoint " + dir + ": " + phase + " failed on " +
+                             std::to_string(failed) + " other rank(s)");
+  }
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& dir_arg, int rank, int world, int64_t step,
+                     const std::string& fingerprint, const std::vector<CheckpointEntry>& entries,
+                     Communicator* comm) {
+  if (!comm && (world != 1 || rank != 0))
+    throw std::invalid_argument("save_checkpoint: without a communicator the world must be 1");
+  const std::string dir = without_trailing_slash(dir_arg);
+  const std::string tmp = dir + ".tmp";
+  // Entries are checked inside a phase: a bad entry on one rank must fail every rank, not
+  // leave the others waiting in the next collective.
+  agreed(comm, dir, "checking entries or preparing " + tmp, true, [&] {
+    for (const CheckpointEntry& e : entries) check_entry(e);
+    if (rank != 0) return;
+    recover(dir);
+    fs::create_directories(tmp);
+  });
+  // Each rank's size and checksum in its own slot: a sum over ranks gathers them.
+  std::vector<uint64_t> info(2 * world, 0);
+  agreed(comm, dir, "writing rank files", true, [&] {
+    const Written w = write_rank_file(tmp + "/" + rank_file(rank), step, entries);
+    info[rank] = w.bytes;
+    info[world + rank] = w.checksum;
+  });
+  if (comm) comm->allreduce_sum_u64(info.data(), info.size());
+  agreed(comm, dir, "publishing the manifest", rank == 0, [&] {
+    publish(dir, world, step, fingerprint, {info.begin(), info.begin() + world},
+            {info.begin() + world, info.end()});
+  });
+}
+
+LoadedCheckpoint load_checkpoint(const std::string& dir_arg, int rank, int world,
+                                 const std::string& fingerprint) {
+  const std::string dir = without_trailing_slash(dir_arg);
+  std::string base = dir;
+  for (const std::string& d : {dir, dir + ".tmp", dir + ".old"}) {
+    if (fs::exists(d + "/manifest.json")) {
+      base = d;
+      break;
+    }
+  }
+  const std::string mpath = base + "/manifest.json";
+  std::ifstream in(mpath);
+  if (!in) throw InputError({mpath, 0, 0}, "file", "cannot be read");
+  json m;
+  try {
+    m = json::parse(in);
+  } catch (const json::exception& e) {
+    throw InputError({mpath, 0, 0}, "json", e.what());
+  }
+  auto field = [&](const char* key) -> const json& {
+    if (!m.is_object() || !m.contains(key)) throw InputError({mpath, 0, 0}, key, "missing");
+    return m[key];
+  };
+  if (field("schema") != kSchema) {
+    throw InputError({mpath, 0, 0}, "schema",
+                     std::string("expected ") + kSchema + ", got " + field("schema").dump());
+  }
+  LoadedCheckpoint out;
+  try {
+    if (field("world_size").get<int>() != world) {
+      throw InputError({mpath, 0, 0}, "world_size",
+                       "the checkpoint was written by " + field("world_size").dump() +
+                           " ranks; this run has " + std::to_string(world));
+    }
+    if (field("plan_fingerprint").get<std::string>() != fingerprint) {
+      throw InputError({mpath, 0, 0}, "plan_fingerprint",
+                       "the checkpoint is for plan " + field("plan_fingerprint").dump() +
+                           ", this run's plan is \"" + fingerprint + "\"");
+    }
+    out.step = field("step").get<int64_t>();
+    const json& r = field("ranks").at(rank);
+    const std::string path = base + "/" + r.at("file").get<std::string>();
+    const uint64_t size = r.at("bytes").get<uint64_t>();
+    const std::string sum = r.at("checksum").get<std::string>();
+    std::error_code ec;
+    const uint64_t actual = fs::file_size(path, ec);
+    if (ec) throw InputError({path, 0, 0}, "file", "cannot be read");
+    if (actual != size) {
+      throw InputError({path, 0, 0}, "",
+                       "truncated or extended: " + std::to_string(actual) +
+                           " bytes, the manifest says " + std::to_string(size));
+    }
+    Reader rd(path, size);
+    char magic[sizeof kMagic];
+    rd.get(magic, sizeof magic);
+    if (std::memcmp(magic, kMagic, sizeof magic) != 0 || rd.get_int<uint64_t>() != kVersion)
+      rd.corrupt("not a muonplan checkpoint file of version 1");
+    const uint64_t count = rd.get_int<uint64_t>();
+    for (uint64_t i = 0; i < count; ++i) {
+      CheckpointEntry e;
+      e.name = rd.get_string();
+      e.dtype = rd.get_string();
+      const uint64_t n = rd.get_int<uint64_t>();
+      if (dtype_size(e.dtype) == 0 || n % dtype_size(e.dtype) != 0 || n > rd.left())
+        rd.corrupt("entry '" + e.name + "' has a bad dtype or length");
+      e.bytes.resize(n);
+      rd.get(e.bytes.data(), n);
+      if (e.name != kStepEntry) {
+        out.entries.push_back(std::move(e));
+      } else if (n != 8 || std::memcmp(e.bytes.data(), &out.step, 8) != 0) {
+        rd.corrupt("its step differs from the manifest's");
+      }
+    }
+    if (rd.left() != 0) rd.corrupt("trailing bytes after the last entry");
+    if (digest_hex(rd.checksum()) != sum) {
+      throw InputError({path, 0, 0}, "",
+                       "checksum mismatch: fnv1a-64 " + digest_hex(rd.checksum()) +
+                           ", the manifest says " + sum);
+    }
+  } catch (const json::exception& e) {
+    throw InputError({mpath, 0, 0}, "", std::string("malformed manifest: ") + e.what());
+  }
+  return out;
+}
+
+}  // namespace muonplan::exec

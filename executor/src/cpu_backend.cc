@@ -1,0 +1,372 @@
+// The CPU reference backend: exact bf16 emulation (docs/executor-numerics.md).
+//
+// Every stored bf16 is rounded once, to nearest even. A GEMM converts its bf16 operands to fp32
+// (exact), runs OpenBLAS sgemm with alpha and beta folded in, and rounds the fp32 result to bf16
+// once. Nothing depends on the number of threads: sgemm runs single-threaded on row blocks whose
+// size is a function of the shape alone, elementwise kernels compute each element on its own,
+// and reductions sum fixed blocks combined in index order.
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "cpu_kernels.h"
+#include "muonplan/exec/backend.h"
+
+namespace muonplan::exec {
+namespace {
+
+constexpr int64_t kAlign = 64;                        // bytes: allocations and scratch regions
+constexpr int64_t kSumBlock = 4096;                   // elements per partial sum of sum_squares
+constexpr int64_t kConvertChunk = 1 << 16;            // elements per task of the casts
+constexpr int64_t kScratchFloats = int64_t{1} << 25;  // fp32 GEMM scratch per group: 128 MiB
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+int64_t round_up(int64_t a, int64_t b) {
+  return ceil_div(a, b) * b;
+}
+
+// Rows of C per sgemm call. A function of m alone (never of the thread count or the batch), so
+// the same shape always runs the same sgemm calls and gets the same bits. Blocks of 128-256
+// rows keep sgemm near its peak (64-row blocks lose about 12% on m = 256); two blocks per
+// matrix keep two cores busy on a single matrix (an owner usually orthogonalizes one matrix).
+int64_t gemm_row_block(int64_t m) {
+  return std::clamp<int64_t>(round_up(ceil_div(m, 2), 16), 64, 256);
+}
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+void* aligned_zeroed(size_t bytes) {
+  const size_t padded = round_up(std::max<int64_t>(static_cast<int64_t>(bytes), 1), kAlign);
+  void* p = std::aligned_alloc(kAlign, padded);
+  if (p == nullptr) throw std::bad_alloc();
+  std::memset(p, 0, padded);
+  return p;
+}
+
+void check_matrix(const char* what, const MatrixBatch& x, int64_t rows, int64_t cols) {
+  if (x.rows != rows || x.cols != cols || x.ld < std::max<int64_t>(cols, 1) || x.stride < 0) {
+    throw std::invalid_argument(std::string("gemm_bf16: ") + what + " is " +
+                                std::to_string(x.rows) + " x " + std::to_string(x.cols) + " (ld " +
+                                std::to_string(x.ld) + "), the call needs " + std::to_string(rows) +
+                                " x " + std::to_string(cols) + " with ld >= cols");
+  }
+}
+
+// Byte range [first, last) a matrix batch touches.
+std::pair<uintptr_t, uintptr_t> extent(const MatrixBatch& x, int64_t batch) {
+  const auto first = reinterpret_cast<uintptr_t>(x.ptr);
+  const int64_t elems = (batch - 1) * x.stride + (x.rows - 1) * x.ld + x.cols;
+  return {first, first + static_cast<uintptr_t>(elems) * sizeof(bf16)};
+}
+
+bool overlap(std::pair<uintptr_t, uintptr_t> a, std::pair<uintptr_t, uintptr_t> b) {
+  return a.first < b.second && b.first < a.second;
+}
+
+const bf16* row_of(const MatrixBatch& x, int64_t b, int64_t i) {
+  return static_cast<const bf16*>(x.ptr) + b * x.stride + i * x.ld;
+}
+
+// One caller at a time, as the Backend contract orders calls (the GEMM scratch is shared);
+// alloc, free and memory may also be called from other threads.
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend() { openblas_set_num_threads(1); }
+  ~CpuBackend() override {
+    for (auto& [ptr, bytes] : sizes_) std::free(ptr);
+  }
+
+  std::string name() const override { return "cpu"; }
+
+  void* alloc(size_t bytes) override {
+    void* p = aligned_zeroed(bytes);
+    std::lock_guard<std::mutex> lock(mutex_);
+    sizes_[p] = bytes;
+    stats_.current_bytes += bytes;
+    stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.current_bytes);
+    return p;
+  }
+
+  void free(void* ptr) override {
+    if (ptr == nullptr) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = sizes_.find(ptr);
+      if (it == sizes_.end()) {
+        throw std::invalid_argument("cpu backend: free() of a pointer alloc() did not return");
+      }
+      stats_.current_bytes -= it->second;
+      sizes_.erase(it);
+    }
+    std::free(ptr);
+  }
+
+  void copy_to_device(void* dst, const void* host_src, size_t bytes) override {
+    copy(dst, host_src, bytes);
+  }
+  void copy_to_host(void* host_dst, const void* src, size_t bytes) override {
+    copy(host_dst, src, bytes);
+  }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
+    if (d < s + bytes && s < d + bytes) {  // overlapping: one memmove, in order
+      std::memmove(dst, src, bytes);
+      return;
+    }
+    constexpr int64_t kChunk = int64_t{1} << 20;
+    const int64_t chunks = ceil_div(static_cast<int64_t>(bytes), kChunk);
+#pragma omp parallel for schedule(static) if (chunks > 1)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t off = c * kChunk;
+      std::memcpy(static_cast<char*>(dst) + off, static_cast<const char*>(src) + off,
+                  std::min<int64_t>(kChunk, bytes - off));
+    }
+  }
+
+  MemoryStats memory() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+  }
+  void reset_peak() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.peak_bytes = stats_.current_bytes;
+  }
+  void synchronize() override {}
+
+  void gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                 float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
+                 const MatrixBatch& c) override;
+
+  void sum_squares_bf16(int64_t batch, int64_t elems, const bf16* x, float* out) override {
+    const int64_t blocks = std::max<int64_t>(1, ceil_div(elems, kSumBlock));
+    std::vector<double> partial(batch * blocks);
+#pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < batch * blocks; ++t) {
+      const int64_t mat = t / blocks, first = (t % blocks) * kSumBlock;
+      partial[t] = cpu::sum_squares(x + mat * elems + first,
+                                    std::max<int64_t>(0, std::min(kSumBlock, elems - first)));
+    }
+    for (int64_t mat = 0; mat < batch; ++mat) {
+      double s = 0;
+      for (int64_t j = 0; j < blocks; ++j) s += partial[mat * blocks + j];
+      out[mat] = static_cast<float>(s);
+    }
+  }
+
+  void scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float* scale,
+                  bf16* y) override {
+#pragma omp parallel
+    for (int64_t mat = 0; mat < batch; ++mat) {
+      const float s = scale[mat];
+      const bf16* xm = x + mat * elems;
+      bf16* ym = y + mat * elems;
+#pragma omp for simd schedule(static) nowait
+      for (int64_t i = 0; i < elems; ++i) ym[i] = cpu::to_bf16_fast(to_float(xm[i]) * s);
+    }
+  }
+
+  void ns_scale(int64_t batch, const float* sum_sq, double norm_scale, double eps,
+                float* scale) override {
+    for (int64_t mat = 0; mat < batch; ++mat) {
+      scale[mat] = static_cast<float>(
+          1.0 / (norm_scale * std::sqrt(static_cast<double>(sum_sq[mat])) + eps));
+    }
+  }
+
+  void transpose_bf16(int64_t batch, int64_t rows, int64_t cols, const bf16* x, bf16* y) override {
+    constexpr int64_t kRows = 64;
+    const int64_t blocks = ceil_div(rows, kRows);
+#pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < batch * blocks; ++t) {
+      const int64_t mat = t / blocks, i0 = (t % blocks) * kRows;
+      cpu::transpose(x + mat * rows * cols + i0 * cols, std::min(kRows, rows - i0), cols, cols,
+                     y + mat * rows * cols + i0, rows);
+    }
+  }
+
+  void cast_to_bf16(int64_t n, const float* x, bf16* y) override {
+#pragma omp parallel for schedule(static)
+    for (int64_t c = 0; c < ceil_div(n, kConvertChunk); ++c) {
+      const int64_t off = c * kConvertChunk;
+      cpu::f32_to_bf16(x + off, y + off, std::min(kConvertChunk, n - off));
+    }
+  }
+
+  void cast_to_f32(int64_t n, const bf16* x, float* y) override {
+#pragma omp parallel for schedule(static)
+    for (int64_t c = 0; c < ceil_div(n, kConvertChunk); ++c) {
+      const int64_t off = c * kConvertChunk;
+      cpu::bf16_to_f32(x + off, y + off, std::min(kConvertChunk, n - off));
+    }
+  }
+
+  void momentum_f32(int64_t n, float mu, bool nesterov, const float* g, float* m,
+                    bf16* u) override {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      const float mi = mu * m[i] + g[i];
+      m[i] = mi;
+      u[i] = cpu::to_bf16_fast(nesterov ? mu * mi + g[i] : mi);
+    }
+  }
+
+  void momentum_bf16(int64_t n, float mu, bool nesterov, const float* g, bf16* m,
+                     bf16* u) override {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      const float gi = to_float(cpu::to_bf16_fast(g[i]));
+      const bf16 mi = cpu::to_bf16_fast(mu * to_float(m[i]) + gi);
+      m[i] = mi;
+      u[i] = nesterov ? cpu::to_bf16_fast(mu * to_float(mi) + gi) : mi;
+    }
+  }
+
+  void apply_update(int64_t n, float decay, float s, const bf16* o, float* w) override {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) w[i] = w[i] * decay - s * to_float(o[i]);
+  }
+
+  void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd, int64_t step,
+             const float* g, float* w, float* m, float* v) override {
+    if (step < 1) throw std::invalid_argument("adamw: step must be >= 1 (bias correction)");
+    const double bc1 = 1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(step));
+    const double bc2 = 1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(step));
+    const float step_size = static_cast<float>(lr / bc1);
+    const float sqrt_bc2 = static_cast<float>(std::sqrt(bc2));
+    const float c1 = 1.0f - beta1, c2 = 1.0f - beta2, decay = 1.0f - lr * wd;
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      const float mi = beta1 * m[i] + c1 * g[i];
+      const float vi = beta2 * v[i] + c2 * g[i] * g[i];
+      m[i] = mi;
+      v[i] = vi;
+      w[i] = w[i] * decay - step_size * (mi / (std::sqrt(vi) / sqrt_bc2 + eps));
+    }
+  }
+
+ private:
+  float* scratch(int64_t floats) {
+    if (floats > scratch_floats_) {
+      scratch_.reset(static_cast<float*>(aligned_zeroed(floats * sizeof(float))));
+      scratch_floats_ = floats;
+    }
+    return scratch_.get();
+  }
+
+  mutable std::mutex mutex_;
+  std::unordered_map<void*, size_t> sizes_;
+  MemoryStats stats_;
+  // fp32 copies of GEMM operands: backend-internal, not counted in memory().
+  std::unique_ptr<float, FreeDeleter> scratch_;
+  int64_t scratch_floats_ = 0;
+};
+
+void CpuBackend::gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                           int64_t k, float alpha, const MatrixBatch& a, const MatrixBatch& b,
+                           float beta, const MatrixBatch& c) {
+  if (batch < 0 || m < 0 || n < 0 || k < 0) throw std::invalid_argument("gemm_bf16: negative size");
+  if (batch == 0 || m == 0 || n == 0) return;
+  // Stored shapes: op(A) is m x k, so A is k x m when transposed.
+  const int64_t ar = trans_a ? k : m, ac = trans_a ? m : k;
+  const int64_t br = trans_b ? n : k, bc = trans_b ? k : n;
+  check_matrix("C", c, m, n);
+  if (k > 0) {
+    check_matrix("A", a, ar, ac);
+    check_matrix("B", b, br, bc);
+    if (overlap(extent(c, batch), extent(a, batch)) ||
+        overlap(extent(c, batch), extent(b, batch))) {
+      throw std::invalid_argument("gemm_bf16: C overlaps A or B");
+    }
+  }
+  const bool same_ab =
+      a.ptr == b.ptr && a.ld == b.ld && a.stride == b.stride && ar == br && ac == bc;
+  // Per-matrix fp32 regions, each starting on a 64-byte boundary so every matrix of a batch
+  // sits alike in memory.
+  const int64_t fa = round_up(ar * ac, kAlign / 4),
+                fb = same_ab ? 0 : round_up(br * bc, kAlign / 4);
+  const int64_t fc = round_up(m * n, kAlign / 4);
+  const int64_t group = std::clamp<int64_t>(kScratchFloats / (fa + fb + fc), 1, batch);
+  float* const sa = scratch(group * (fa + fb + fc));
+  float* const sb = same_ab ? sa : sa + group * fa;
+  float* const sc = sa + group * (fa + fb);
+  const int64_t ldb = same_ab ? ac : bc;
+  const int64_t row_block = gemm_row_block(m), blocks = ceil_div(m, row_block);
+  const bool read_c = beta != 0.0f;
+
+  // A is converted whole up front when every block reads all of it (X X^T reads A as B, and a
+  // transposed A's row block is a column slice); otherwise each block converts its own rows.
+  const bool a_whole = same_ab || trans_a;
+  for (int64_t g0 = 0; g0 < batch; g0 += group) {
+    const int64_t gn = std::min(group, batch - g0);
+#pragma omp parallel
+    {
+      if (k > 0 && a_whole) {
+#pragma omp for schedule(static) nowait
+        for (int64_t r = 0; r < gn * ar; ++r) {
+          cpu::bf16_to_f32(row_of(a, g0 + r / ar, r % ar), sa + (r / ar) * fa + (r % ar) * ac, ac);
+        }
+      }
+      if (k > 0 && !same_ab) {
+#pragma omp for schedule(static) nowait
+        for (int64_t r = 0; r < gn * br; ++r) {
+          cpu::bf16_to_f32(row_of(b, g0 + r / br, r % br), sb + (r / br) * fb + (r % br) * bc, bc);
+        }
+      }
+#pragma omp barrier
+      // One task per (matrix, row block): convert its rows of A and C, sgemm, round C back to
+      // bf16, all while the block is in cache. Which thread runs a task does not change its bits.
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t t = 0; t < gn * blocks; ++t) {
+        const int64_t mat = t / blocks, i0 = (t % blocks) * row_block;
+        const int64_t rows = std::min(row_block, m - i0);
+        float* cm = sc + mat * fc + i0 * n;
+        if (read_c) {
+          for (int64_t i = 0; i < rows; ++i) {
+            cpu::bf16_to_f32(row_of(c, g0 + mat, i0 + i), cm + i * n, n);
+          }
+        }
+        if (k == 0) {  // sgemm's argument checks reject k = 0 with row-major lda = k
+          for (int64_t i = 0; i < rows * n; ++i) cm[i] = read_c ? beta * cm[i] : 0.0f;
+        } else {
+          float* am = sa + mat * fa + (trans_a ? i0 : i0 * ac);
+          if (!a_whole) {
+            for (int64_t i = 0; i < rows; ++i) {
+              cpu::bf16_to_f32(row_of(a, g0 + mat, i0 + i), am + i * ac, ac);
+            }
+          }
+          const float* bm = sb + mat * (same_ab ? fa : fb);
+          cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                      trans_b ? CblasTrans : CblasNoTrans, rows, n, k, alpha, am, ac, bm, ldb,
+                      read_c ? beta : 0.0f, cm, n);
+        }
+        for (int64_t i = 0; i < rows; ++i) {
+          bf16* out = static_cast<bf16*>(c.ptr) + (g0 + mat) * c.stride + (i0 + i) * c.ld;
+          cpu::f32_to_bf16(cm + i * n, out, n);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() {
+  return std::make_unique<CpuBackend>();
+}
+
+}  // namespace muonplan::exec

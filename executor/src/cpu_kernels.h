@@ -1,0 +1,33 @@
+// Single-threaded building blocks of the CPU backend (cpu_kernels.cc, built with AVX2). The
+// backend splits work into fixed pieces and runs these on each piece, so no result depends on
+// the number of threads.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "muonplan/exec/bf16.h"
+
+namespace muonplan::exec::cpu {
+
+// Same bits as to_bf16() (round to nearest even, NaN stays a quiet NaN), written without a
+// branch so that loops over it vectorize.
+inline bf16 to_bf16_fast(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t quiet_nan = (u >> 16) | 0x0040u;
+  return bf16{static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded)};
+}
+
+// y[i] = float(x[i]), n elements.
+void bf16_to_f32(const bf16* x, float* y, int64_t n);
+// y[i] = to_bf16(x[i]), n elements.
+void f32_to_bf16(const float* x, bf16* y, int64_t n);
+// Sum of x[i]^2 in double (each square is exact), in an order fixed by n alone: eight lanes
+// (lane j takes i = j mod 8 up to the last multiple of 8), combined pairwise, then the tail.
+double sum_squares(const bf16* x, int64_t n);
+// y = x^T for one [rows, cols] matrix with leading dimensions ldx, ldy.
+void transpose(const bf16* x, int64_t rows, int64_t cols, int64_t ldx, bf16* y, int64_t ldy);
+
+}  // namespace muonplan::exec::cpu

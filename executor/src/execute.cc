@@ -1,0 +1,289 @@
+#include "muonplan/exec/execute.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <stdexcept>
+
+#include "muonplan/error.h"
+#include "muonplan/exec/checkpoint.h"
+#include "muonplan/exec/init.h"
+#include "muonplan/exec/rank_state.h"
+#include "muonplan/exec/step.h"
+
+namespace muonplan::exec {
+namespace {
+
+uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// The first tensor (by index) whose local gradient holds a NaN or Inf, agreed by all ranks;
+// -1 when none.
+int find_nonfinite(RankState& state, Communicator& comm) {
+  std::vector<float> host;
+  const int n = static_cast<int>(state.params().size());
+  int found = -1;
+  for (const LocalParam& p : state.params()) {
+    if (p.elems() == 0) continue;
+    host.resize(p.elems());
+    state.backend().copy_to_host(host.data(), p.g, host.size() * sizeof(float));
+    if (std::any_of(host.begin(), host.end(), [](float x) { return !std::isfinite(x); })) {
+      found = p.tensor;
+      break;
+    }
+  }
+  double code = found >= 0 ? double(n - found) : 0.0;  // max picks the lowest index
+  comm.allreduce_max(&code, 1);
+  return code > 0 ? n - static_cast<int>(code) : -1;
+}
+
+void poison(RankState& state, const std::string& tensor) {
+  for (LocalParam& p : state.params()) {
+    if (state.plan().inventory.tensors[p.tensor].name != tensor || p.elems() == 0) continue;
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    state.backend().copy_to_device(p.g, &nan, sizeof nan);
+  }
+}
+
+std::vector<CheckpointEntry> snapshot(const RankState& state) {
+  std::vector<CheckpointEntry> out;
+  auto add = [&](const std::string& name, const char* dtype, const void* ptr, size_t bytes) {
+    CheckpointEntry e;
+    e.name = name;
+    e.dtype = dtype;
+    e.bytes.resize(bytes);
+    if (bytes) state.backend().copy_to_host(e.bytes.data(), ptr, bytes);
+    out.push_back(std::move(e));
+  };
+  for (const LocalParam& p : state.params()) {
+    const std::string& name = state.plan().inventory.tensors[p.tensor].name;
+    const size_t n = static_cast<size_t>(p.elems());
+    add(name + "/param", "f32", p.w, n * 4);
+    if (p.m_bf16) {
+      add(name + "/momentum", "bf16", p.m_bf16, n * 2);
+    } else {
+      add(name + "/momentum", "f32", p.m, n * 4);
+    }
+    if (p.v) add(name + "/variance", "f32", p.v, n * 4);
+  }
+  return out;
+}
+
+void restore(RankState& state, const std::vector<CheckpointEntry>& entries,
+             const std::string& dir) {
+  std::map<std::string, const CheckpointEntry*> by_name;
+  for (const CheckpointEntry& e : entries) by_name[e.name] = &e;
+  auto get = [&](const std::string& name, const char* dtype, void* ptr, size_t bytes) {
+    const auto it = by_name.find(name);
+    if (it == by_name.end()) throw std::runtime_error(dir + ": checkpoint has no entry " + name);
+    if (it->second->dtype != dtype || it->second->bytes.size() != bytes) {
+      throw std::runtime_error(dir + ": entry " + name + " is " + it->second->dtype + " of " +
+                               std::to_string(it->second->bytes.size()) +
+                               " bytes; the plan needs " + dtype + " of " + std::to_string(bytes));
+    }
+    if (bytes) state.backend().copy_to_device(ptr, it->second->bytes.data(), bytes);
+  };
+  for (LocalParam& p : state.params()) {
+    const std::string& name = state.plan().inventory.tensors[p.tensor].name;
+    const size_t n = static_cast<size_t>(p.elems());
+    get(name + "/param", "f32", p.w, n * 4);
+    if (p.m_bf16) {
+      get(name + "/momentum", "bf16", p.m_bf16, n * 2);
+    } else {
+      get(name + "/momentum", "f32", p.m, n * 4);
+    }
+    if (p.v) get(name + "/variance", "f32", p.v, n * 4);
+  }
+}
+
+// The same run on one rank with whole matrices: every Muon matrix local, no exchange.
+Plan unsharded(const Plan& plan) {
+  Plan ref = plan;
+  ref.world = 1;
+  ref.options.nodes = 1;
+  ref.options.gpus_per_node = 1;
+  ref.options.layout = Layout{1, 1, 1};
+  ref.chunks =
+      build_chunks(plan.inventory, false, ref.options.layout, 1, OwnerStrategy::round_robin,
+                   static_cast<int>(plan.options.schedule.steps.size()));
+  return ref;
+}
+
+// Max over this rank's tensors of |dW - dW_ref| / |dW_ref| (dW: change since initialization).
+double reference_error(const RankState& state, const RankState& ref) {
+  double worst = 0;
+  std::vector<float> mine, theirs, init;
+  for (const LocalParam& p : state.params()) {
+    if (p.elems() == 0) continue;
+    const std::string& name = state.plan().inventory.tensors[p.tensor].name;
+    const LocalParam& r = ref.param(p.tensor);
+    mine.resize(p.elems());
+    theirs.resize(p.elems());
+    init.resize(p.elems());
+    state.backend().copy_to_host(mine.data(), p.w, mine.size() * 4);
+    ref.backend().copy_to_host(theirs.data(), r.w + p.global_offset(), theirs.size() * 4);
+    fill_param(name, p.global_offset(), p.elems(), init.data());
+    double num = 0, den = 0;
+    for (size_t i = 0; i < mine.size(); ++i) {
+      const double d_ref = double(theirs[i]) - init[i], d = double(mine[i]) - init[i];
+      num += (d - d_ref) * (d - d_ref);
+      den += d_ref * d_ref;
+    }
+    if (num > 0) worst = std::max(worst, den > 0 ? std::sqrt(num / den) : INFINITY);
+  }
+  return worst;
+}
+
+}  // namespace
+
+std::string plan_fingerprint(const Plan& plan) {
+  std::string s = "world=" + std::to_string(plan.world) + ";" + to_string(plan.options.layout) +
+                  ";bf16_momentum=" + std::to_string(plan.options.bf16_momentum) + ";";
+  for (const ParamTensor& t : plan.inventory.tensors) {
+    s += t.name + "[";
+    for (int64_t d : t.shape) s += std::to_string(d) + ",";
+    s += std::string(to_string(t.rule)) + "];";
+  }
+  return hex(fnv1a(s));
+}
+
+ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& backend,
+                      Communicator& comm) {
+  if (plan.world != comm.size()) {
+    throw InputError({}, "--plan",
+                     "plan world_size " + std::to_string(plan.world) + " differs from the " +
+                         std::to_string(comm.size()) + " ranks running it");
+  }
+  if (plan.options.optimizer == OptimizerKind::signsgd) {
+    throw InputError({}, "--plan", "the executor runs muon and adamw plans, not signsgd");
+  }
+  if (plan.options.offload != OffloadMode::none) {
+    throw InputError({}, "--plan",
+                     std::string("offload ") + to_string(plan.options.offload) +
+                         " is planned but not yet executed; plan with --offload none");
+  }
+  if (opt.steps <= 0) throw InputError({}, "--steps", "must be positive");
+  RankState state(plan, backend, comm.rank());
+  state.init_params();
+  int64_t first = 1;
+  const std::string fingerprint = plan_fingerprint(plan);
+  if (!opt.resume_dir.empty()) {
+    // Every rank learns whether any rank failed to load, so none waits in a collective for
+    // one that gave up.
+    std::string error;
+    try {
+      const LoadedCheckpoint ck =
+          load_checkpoint(opt.resume_dir, comm.rank(), plan.world, fingerprint);
+      restore(state, ck.entries, opt.resume_dir);
+      first = ck.step + 1;
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    double failed_rank = error.empty() ? 0 : comm.rank() + 1;
+    comm.allreduce_max(&failed_rank, 1);
+    if (failed_rank > 0) {
+      throw std::runtime_error(error.empty() ? "checkpoint " + opt.resume_dir +
+                                                   " could not be loaded on rank " +
+                                                   std::to_string(int(failed_rank) - 1)
+                                             : error);
+    }
+  }
+  MuonStep step(state, comm);
+  std::vector<double> times;
+  double peak = 0, transient = 0, sent = 0;
+  int64_t skipped = 0;
+  const int64_t last = first + opt.steps - 1;
+  for (int64_t s = first; s <= last; ++s) {
+    state.load_grads(s);
+    if (s == opt.inject_nonfinite_step) poison(state, opt.inject_nonfinite_tensor);
+    const int bad = find_nonfinite(state, comm);
+    if (bad >= 0) {
+      const std::string what = "non-finite gradient in " + plan.inventory.tensors[bad].name +
+                               " at step " + std::to_string(s);
+      if (!opt.skip_nonfinite) {
+        throw std::runtime_error(what + "; parameters and state left as after step " +
+                                 std::to_string(s - 1) + " (--skip-nonfinite skips such steps)");
+      }
+      const std::string line =
+          "muonplan: rank " + std::to_string(comm.rank()) + ": " + what + ": step skipped\n";
+      std::fwrite(line.data(), 1, line.size(), stderr);
+      ++skipped;
+      continue;
+    }
+    comm.barrier();
+    comm.reset_counters();
+    backend.synchronize();
+    const size_t before = backend.memory().current_bytes;
+    backend.reset_peak();
+    const auto t0 = std::chrono::steady_clock::now();
+    step.run(s);
+    const auto t1 = std::chrono::steady_clock::now();
+    times.push_back(std::chrono::duration<double>(t1 - t0).count());
+    const MemoryStats m = backend.memory();
+    peak = std::max(peak, double(m.peak_bytes));
+    transient = std::max(transient, double(m.peak_bytes - before));
+    sent = std::max(sent, double(comm.alltoall_bytes_sent()));
+  }
+  // Steps 2+ when there are any: the first step pays for first-touch and warm-up.
+  std::vector<double> steady(times.size() > 1 ? times.begin() + 1 : times.begin(), times.end());
+  double stats[4] = {median(steady), peak, transient, sent};
+  comm.allreduce_max(stats, 4);
+  uint64_t digest = state.partial_digest();
+  comm.allreduce_sum_u64(&digest, 1);
+
+  nlohmann::json measured = {{"optimizer_step_s", stats[0]},
+                             {"peak_bytes", stats[1]},
+                             {"transient_bytes", stats[2]},
+                             {"alltoall_gb_per_rank_max", stats[3] / 1e9},
+                             {"alltoall_bytes_per_rank_max", stats[3]},
+                             {"state_digest", hex(digest)},
+                             {"steps_skipped", skipped}};
+  if (backend.name() != "cpu") measured["gpu_peak_gib"] = stats[1] / (1024.0 * 1024 * 1024);
+  if (opt.check_reference) {
+    const Plan ref_plan = unsharded(plan);
+    RankState ref(ref_plan, backend, 0);
+    ref.init_params();
+    const std::unique_ptr<Communicator> self = make_self_communicator(backend);
+    MuonStep ref_step(ref, *self);
+    for (int64_t s = 1; s <= last; ++s) {
+      ref.load_grads(s);
+      if (s == opt.inject_nonfinite_step) continue;  // skipped above as well
+      ref_step.run(s);
+    }
+    double err = reference_error(state, ref);
+    comm.allreduce_max(&err, 1);
+    measured["reference_rel_error"] = err;
+  }
+  if (!opt.checkpoint_dir.empty()) {
+    save_checkpoint(opt.checkpoint_dir, comm.rank(), plan.world, last, fingerprint, snapshot(state),
+                    &comm);
+  }
+  ExecuteResult r;
+  r.last_step = last;
+  r.metrics = {{"schema", "muonplan.metrics/1"},
+               {"backend", backend.name()},
+               {"world_size", plan.world},
+               {"first_step", first},
+               {"last_step", last},
+               {"plan_fingerprint", fingerprint},
+               {"measured", measured}};
+  return r;
+}
+
+}  // namespace muonplan::exec

@@ -1,0 +1,380 @@
+// Reading a plan back: the inverse of plan_to_json for what the executor runs. The executor
+// trusts the chunks it loads (which rank owns which matrix, which rows each rank holds), so
+// everything it would index with is checked here and reported as "FILE: field: message".
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "muonplan/error.h"
+#include "muonplan/plan.h"
+#include "owners.h"
+
+namespace muonplan {
+namespace {
+
+using json = nlohmann::json;
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// A value in the plan with the dotted path that names it in errors ("chunks[3].owners[1]").
+class Node {
+ public:
+  Node(const std::string& path, const json& value, std::string field)
+      : path_(path), v_(value), field_(std::move(field)) {}
+
+  [[noreturn]] void fail(const std::string& message) const {
+    throw InputError({path_, 0, 0}, field_, message);
+  }
+  const std::string& field() const { return field_; }
+  const json& raw() const { return v_; }
+
+  bool has(const std::string& key) const { return v_.is_object() && v_.contains(key); }
+  Node operator[](const std::string& key) const {
+    if (!v_.is_object()) fail("expected an object, got " + v_.dump());
+    const std::string field = field_.empty() ? key : field_ + "." + key;
+    const auto it = v_.find(key);
+    if (it == v_.end()) Node(path_, v_, field).fail("missing");
+    return Node(path_, *it, field);
+  }
+  Node operator[](size_t i) const {
+    return Node(path_, v_.at(i), field_ + "[" + std::to_string(i) + "]");
+  }
+  size_t size() const {
+    if (!v_.is_array()) fail("expected an array, got " + v_.dump());
+    return v_.size();
+  }
+
+  int64_t integer(int64_t lo, int64_t hi = INT32_MAX) const {
+    if (!v_.is_number_integer()) fail("expected an integer, got " + v_.dump());
+    const int64_t x = v_.get<int64_t>();
+    if (x < lo || x > hi) {
+      const std::string range = hi >= INT32_MAX
+                                    ? ">= " + std::to_string(lo)
+                                    : "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+      fail("expected an integer " + range + ", got " + std::to_string(x));
+    }
+    return x;
+  }
+  // lo_open: the value must exceed lo (a positive rate), not merely reach it.
+  double number(double lo = -HUGE_VAL, bool lo_open = false, double hi = HUGE_VAL) const {
+    if (!v_.is_number()) fail("expected a number, got " + v_.dump());
+    const double x = v_.get<double>();
+    if (!std::isfinite(x) || x < lo || (lo_open && x == lo) || x > hi) {
+      fail("out of range: " + v_.dump());
+    }
+    return x;
+  }
+  bool boolean() const {
+    if (!v_.is_boolean()) fail("expected true or false, got " + v_.dump());
+    return v_.get<bool>();
+  }
+  std::string string() const {
+    if (!v_.is_string()) fail("expected a string, got " + v_.dump());
+    return v_.get<std::string>();
+  }
+  // Index of the string value in `names`; callers list an enum's names in declaration order.
+  int one_of(const std::vector<std::string>& names) const {
+    const std::string s = string();
+    std::string list;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == s) return static_cast<int>(i);
+      list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+    }
+    fail("expected " + list + ", got '" + s + "'");
+  }
+
+ private:
+  const std::string& path_;
+  const json& v_;
+  std::string field_;
+};
+
+void read_options(const Node& root, Plan& plan) {
+  PlanOptions& o = plan.options;
+  o.nodes = root["nodes"].integer(1);
+  o.gpus_per_node = plan.gpus_per_node = root["gpus_per_node"].integer(1);
+  plan.world = root["world_size"].integer(1);
+  if (int64_t(o.nodes) * o.gpus_per_node != plan.world) {
+    root["world_size"].fail(
+        "expected nodes x gpus_per_node = " + std::to_string(int64_t(o.nodes) * o.gpus_per_node) +
+        ", got " + std::to_string(plan.world));
+  }
+  const Node layout = root["layout"];
+  o.layout.fsdp = layout["fsdp"].integer(1);
+  o.layout.cp = layout["cp"].integer(1);
+  o.layout.ep = layout["ep"].integer(1);
+  const std::string w = "world_size " + std::to_string(plan.world);
+  if (plan.world % o.layout.fsdp != 0) layout["fsdp"].fail("does not divide " + w);
+  if (o.layout.fsdp % o.layout.cp != 0) layout["cp"].fail("does not divide fsdp");
+  if (plan.world % o.layout.ep != 0) layout["ep"].fail("does not divide " + w);
+  o.offload = OffloadMode(root["offload"].one_of({"none", "optimizer", "full"}));
+  o.optimizer = OptimizerKind(root["optimizer"].one_of({"muon", "adamw", "signsgd"}));
+  o.owners = OwnerStrategy(root["owners"].one_of({"padded", "restart", "round-robin", "balanced"}));
+
+  const Node c = root["optimizer_config"];
+  o.bf16_momentum = c["bf16_momentum"].boolean();
+  o.nesterov = c["nesterov"].boolean();
+  if (o.nesterov && o.offload == OffloadMode::full)
+    c["nesterov"].fail("not supported under full offload");
+  OptimizerHyper& h = o.hyper;
+  h.lr = c["lr"].number(0);
+  h.momentum = c["momentum"].number(0, false, 1);
+  h.weight_decay = c["weight_decay"].number(0);
+  // plan_to_json writes the resolved values; a zero would mean "use the default" on the way
+  // back out, so the plan must say what it runs.
+  h.update_rms = c["update_rms"].number(0, true);
+  const Node a = c["adamw"];
+  h.adamw_lr = a["lr"].number(0, true);
+  h.adamw_beta1 = a["beta1"].number(0, false, 1);
+  h.adamw_beta2 = a["beta2"].number(0, false, 1);
+  h.adamw_eps = a["eps"].number(0, true);
+  h.adamw_weight_decay = a["weight_decay"].number(0);
+
+  // The coefficients are what runs; the name is a label (a preset's name also brings its
+  // recommended update RMS, which only matters when update_rms is resolved again).
+  NsSchedule& s = o.schedule;
+  s = NsSchedule{c["ns_schedule"].string(), {}, 1.0, 0.2};
+  for (const std::string& preset : ns_schedule_presets()) {
+    if (preset == s.name) s.update_rms = ns_schedule(preset).update_rms;
+  }
+  const Node coeffs = c["newton_schulz_coefficients"];
+  if (coeffs.size() == 0) coeffs.fail("expected at least one (a, b, c) step");
+  for (size_t i = 0; i < coeffs.size(); ++i) {
+    const Node step = coeffs[i];
+    if (step.size() != 3) step.fail("expected [a, b, c], got " + step.raw().dump());
+    s.steps.push_back({step[0].number(), step[1].number(), step[2].number()});
+  }
+  s.norm_scale = c["ns_norm_scale"].number(0, true);
+  if (c["batches_in_flight"].integer(1) != o.batches_in_flight()) {
+    c["batches_in_flight"].fail("expected " + std::to_string(o.batches_in_flight()) +
+                                " for offload " + to_string(o.offload) +
+                                " (the executor derives it), got " +
+                                c["batches_in_flight"].raw().dump());
+  }
+  o.optimizer_staging = OffloadStaging(c["optimizer_offload_staging"].one_of({"whole", "chunked"}));
+}
+
+void read_inventory(const Node& root, Plan& plan) {
+  plan.inventory.model_name = plan.model_name;
+  const Node tensors = root["tensors"];
+  std::map<std::string, int> seen;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Node n = tensors[i];
+    ParamTensor t;
+    t.name = n["name"].string();
+    if (t.name.empty()) n["name"].fail("must not be empty");
+    if (!seen.emplace(t.name, int(i)).second) n["name"].fail("duplicate tensor '" + t.name + "'");
+    const Node shape = n["shape"];
+    if (shape.size() < 1 || shape.size() > 3) shape.fail("expected 1 to 3 dimensions");
+    for (size_t d = 0; d < shape.size(); ++d) t.shape.push_back(shape[d].integer(1, INT64_MAX));
+    t.rule = UpdateRule(n["rule"].one_of({"muon", "adamw"}));
+    t.stack_dim = n["stack_dim"].integer(-1, 0);
+    if (t.stack_dim == 0 && t.shape.size() != 3)
+      n["stack_dim"].fail("a stack ([E, out, in]) needs 3 dimensions");
+    if (t.rule == UpdateRule::muon && t.shape.size() != 2 + (t.stack_dim == 0 ? 1 : 0))
+      n["rule"].fail("muon needs a matrix or a stack of matrices");
+    const Node parts = n["partitions"];
+    int64_t rows = 0;
+    for (size_t p = 0; p < parts.size(); ++p) {
+      t.partitions.push_back({parts[p]["name"].string(), parts[p]["rows"].integer(1, INT64_MAX)});
+      rows += t.partitions.back().rows;
+    }
+    if (!t.partitions.empty() && (t.shape.size() < 2 || rows != t.rows()))
+      parts.fail("partition rows must add up to the matrix rows");
+    t.routed_expert = t.stack_dim == 0;
+    plan.inventory.tensors.push_back(std::move(t));
+  }
+}
+
+// Coverage of each tensor's Muon partitions (or the tensor, for AdamW) by the chunks.
+using Coverage = std::vector<std::vector<int>>;
+
+int tensor_index(const Node& n, const Plan& plan) {
+  const std::string name = n.string();
+  for (size_t i = 0; i < plan.inventory.tensors.size(); ++i) {
+    if (plan.inventory.tensors[i].name == name) return static_cast<int>(i);
+  }
+  n.fail("unknown tensor '" + name + "'");
+}
+
+// A chunk's matrix: tensor, partition, row_offset; the partition must have the chunk's shape.
+MatrixRef read_matrix(const Node& n, const Plan& plan, const Chunk& c, Coverage& covered) {
+  MatrixRef m;
+  m.tensor = tensor_index(n["tensor"], plan);
+  const ParamTensor& t = plan.inventory.tensors[m.tensor];
+  if (t.rule != UpdateRule::muon) n["tensor"].fail("'" + t.name + "' is not a Muon tensor");
+  const std::vector<Partition> parts = t.muon_partitions();
+  m.partition = n["partition"].integer(0, int64_t(parts.size()) - 1);
+  for (int p = 0; p < m.partition; ++p) m.row_offset += parts[p].rows;
+  if (n["row_offset"].integer(0, INT64_MAX) != m.row_offset)
+    n["row_offset"].fail("expected " + std::to_string(m.row_offset) + " for this partition");
+  m.rows = parts[m.partition].rows;
+  m.cols = t.cols();
+  if (m.rows != c.rows || m.cols != c.cols) {
+    n.fail("a " + std::to_string(m.rows) + " x " + std::to_string(m.cols) +
+           " matrix in a chunk of " + std::to_string(c.rows) + " x " + std::to_string(c.cols));
+  }
+  ++covered[m.tensor][m.partition];
+  return m;
+}
+
+Chunk read_chunk(const Node& n, const Plan& plan, Coverage& covered) {
+  Chunk c;
+  c.kind = Chunk::Kind(n["kind"].one_of({"muon_batch", "muon_local", "adamw_group"}));
+  c.rows = n["rows"].integer(0, INT64_MAX);
+  c.cols = n["cols"].integer(0, INT64_MAX);
+  c.params = n["params"].integer(0, INT64_MAX);
+  const Node names = n["param_names"];
+  for (size_t i = 0; i < names.size(); ++i) {
+    tensor_index(names[i], plan);
+    c.param_names.push_back(names[i].string());
+  }
+  const Layout& layout = plan.options.layout;
+  if (c.kind == Chunk::Kind::muon_batch) {
+    const Node matrices = n["matrices"];
+    c.group_size = n["shard_group"]["size"].integer(1);
+    if (c.group_size != layout.fsdp)
+      n["shard_group"]["size"].fail("expected the fsdp size " + std::to_string(layout.fsdp));
+    if (matrices.size() == 0) matrices.fail("a batch needs at least one matrix");
+    for (size_t k = 0; k < matrices.size(); ++k) {
+      c.matrices.push_back(read_matrix(matrices[k], plan, c, covered));
+      const ParamTensor& t = plan.inventory.tensors[c.matrices.back().tensor];
+      if (place(t, layout, plan.world).kind != Placement::Kind::row_sharded)
+        matrices[k]["tensor"].fail("'" + t.name + "' is not row-sharded under this layout");
+    }
+    c.padding = n["padding"].integer(0, c.group_size);
+    const Node owners = n["owners"];
+    if (owners.size() != c.matrices.size() + c.padding)
+      owners.fail("expected one owner per matrix and padding matrix");
+    for (size_t k = 0; k < owners.size(); ++k)
+      c.owners.push_back(owners[k].integer(0, c.group_size - 1));
+  } else if (c.kind == Chunk::Kind::muon_local) {
+    const Node matrices = n["matrices"];
+    if (matrices.size() != 1) matrices.fail("a local chunk has exactly one matrix entry");
+    c.matrices.push_back(read_matrix(matrices[0], plan, c, covered));
+    const ParamTensor& t = plan.inventory.tensors[c.matrices[0].tensor];
+    // Per-rank work is not in the JSON (only its max): recompute it as chunks.cc does.
+    const Placement p = place(t, layout, plan.world);
+    if (p.kind == Placement::Kind::row_sharded)
+      matrices[0]["tensor"].fail("'" + t.name + "' is row-sharded: it belongs in a muon_batch");
+    c.local_matrices.resize(plan.world);
+    int64_t most = 0;
+    for (int r = 0; r < plan.world; ++r) {
+      c.local_matrices[r] = p.kind == Placement::Kind::stack_sharded ? p.local[r].size() : 1;
+      most = std::max(most, c.local_matrices[r]);
+    }
+    if (n["count"].integer(0, INT64_MAX) != most)
+      n["count"].fail("expected " + std::to_string(most) + " matrices on the busiest rank");
+  } else {
+    for (size_t i = 0; i < names.size(); ++i) {
+      const int ti = tensor_index(names[i], plan);
+      if (plan.inventory.tensors[ti].rule != UpdateRule::adamw)
+        names[i].fail("'" + names[i].string() + "' is not an AdamW tensor");
+      ++covered[ti][0];
+    }
+  }
+  return c;
+}
+
+void read_chunks(const Node& root, Plan& plan) {
+  ChunkPlan& cp = plan.chunks;
+  cp.owners = plan.options.owners;
+  cp.world = plan.world;
+  cp.layout = plan.options.layout;
+  Coverage covered;
+  for (const ParamTensor& t : plan.inventory.tensors) {
+    covered.emplace_back(t.rule == UpdateRule::muon ? t.muon_partitions().size() : 1, 0);
+  }
+  const Node chunks = root["chunks"];
+  for (size_t i = 0; i < chunks.size(); ++i)
+    cp.chunks.push_back(read_chunk(chunks[i], plan, covered));
+  for (size_t ti = 0; ti < covered.size(); ++ti) {
+    for (size_t p = 0; p < covered[ti].size(); ++p) {
+      if (covered[ti][p] == 1) continue;
+      const ParamTensor& t = plan.inventory.tensors[ti];
+      chunks.fail("tensor '" + t.name + "'" +
+                  (covered[ti].size() > 1 ? " partition " + std::to_string(p) : "") + " is in " +
+                  std::to_string(covered[ti][p]) + " chunks, expected 1");
+    }
+  }
+  cp.loads =
+      compute_loads(plan.inventory, cp, static_cast<int>(plan.options.schedule.steps.size()));
+}
+
+// What the planner decided and why: not needed to run, read when present.
+void read_decision(const Node& root, Plan& plan) {
+  if (root.has("model")) plan.model_name = root["model"].string();
+  if (root.has("topology")) plan.topology_name = root["topology"].string();
+  if (root.has("fits")) plan.fits = root["fits"].boolean();
+  if (root.has("limits")) {
+    const Node l = root["limits"];
+    plan.predicted.gpu_limit_bytes = l["gpu_memory_gib"].number(0) * kGiB;
+    plan.predicted.host_limit_bytes = l["host_ram_per_node_gib"].number(0) * kGiB;
+  }
+  if (!root.has("decision")) return;
+  const Node d = root["decision"];
+  plan.reason = d["reason"].string();
+  const Node cands = d["candidates"];
+  for (size_t i = 0; i < cands.size(); ++i) {
+    const Node n = cands[i];
+    Candidate c;
+    c.nodes = n["nodes"].integer(1);
+    c.offload = OffloadMode(n["offload"].one_of({"none", "optimizer", "full"}));
+    c.fits = n["fits"].boolean();
+    c.evaluated = n.has("gpu_peak_gib");
+    if (c.evaluated) {
+      c.gpu_peak_gib = n["gpu_peak_gib"].number();
+      c.host_ram_per_node_gib = n["host_ram_per_node_gib"].number();
+      c.step_s = n["step_s"].number();
+      c.gpu_seconds = n["gpu_seconds"].number();
+    } else {
+      c.note = n["note"].string();
+    }
+    plan.candidates.push_back(c);
+  }
+}
+
+}  // namespace
+
+Plan plan_from_json(const json& j, const std::string& path) {
+  const Node root(path, j, "");
+  const auto schema = j.is_object() ? j.find("schema") : j.end();
+  if (!j.is_object() || schema == j.end() || *schema != kPlanSchema) {
+    const std::string got = !j.is_object() || schema == j.end() ? ""
+                            : schema->is_string()               ? schema->get<std::string>()
+                                                                : schema->dump();
+    throw InputError({path, 0, 0}, "schema",
+                     std::string("expected ") + kPlanSchema + ", got '" + got + "'");
+  }
+  Plan plan;
+  read_decision(root, plan);
+  read_options(root, plan);
+  read_inventory(root, plan);
+  read_chunks(root, plan);
+  return plan;
+}
+
+Plan load_plan(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError({path, 0, 0}, "file", "cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string s = text.str();
+  json j;
+  try {
+    j = json::parse(s);
+  } catch (const json::parse_error& e) {
+    // e.byte is the 1-based offset where parsing stopped: turn it into LINE:COL.
+    SourceLoc loc{path, 1, 1};
+    for (size_t i = 0; i + 1 < e.byte && i < s.size(); ++i) {
+      loc.col = s[i] == '\n' ? 1 : loc.col + 1;
+      loc.line += s[i] == '\n';
+    }
+    std::string what = e.what();
+    const size_t colon = what.find(": ");  // drop "[json.exception...] parse error at ...: "
+    throw InputError(loc, "json", colon == std::string::npos ? what : what.substr(colon + 2));
+  }
+  return plan_from_json(j, path);
+}
+
+}  // namespace muonplan

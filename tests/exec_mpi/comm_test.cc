@@ -1,0 +1,188 @@
+// The MPI communicator under mpiexec with any number of ranks: uneven all-to-all with zero
+// counts, several exchanges in flight, the byte counter, reductions, broadcast, errors that
+// become exceptions, and a checkpoint saved and loaded by every rank. Exits non-zero (on any
+// failing rank) when a check fails.
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "muonplan/exec/checkpoint.h"
+#include "muonplan/exec/communicator.h"
+
+using namespace muonplan::exec;
+
+namespace {
+
+int failures = 0;
+
+#define EXPECT(cond)                                                                         \
+  do {                                                                                       \
+    if (!(cond)) {                                                                           \
+      std::fprintf(stderr, "rank %d: %s:%d: failed: %s\n", rank, __FILE__, __LINE__, #cond); \
+      ++failures;                                                                            \
+    }                                                                                        \
+  } while (0)
+
+// Bytes rank `from` sends rank `to` in exchange `round`: uneven, often zero (self included).
+size_t count(int from, int to, int round) {
+  return size_t((from * 7 + to * 3 + round) % 5) * 3;
+}
+uint8_t byte(int from, int to, int round, size_t i) {
+  return uint8_t(from * 31 + to * 17 + round * 5 + i);
+}
+
+// One exchange's buffers, laid out with gaps so displacements matter.
+struct Exchange {
+  std::vector<uint8_t> send, recv;
+  std::vector<size_t> send_bytes, send_displs, recv_bytes, recv_displs;
+  Exchange(int rank, int world, int round) {
+    size_t s = 1, r = 2;  // leading gaps
+    for (int p = 0; p < world; ++p) {
+      send_bytes.push_back(count(rank, p, round));
+      send_displs.push_back(s);
+      s += send_bytes.back() + 1;
+      recv_bytes.push_back(count(p, rank, round));
+      recv_displs.push_back(r);
+      r += recv_bytes.back() + 2;
+    }
+    send.assign(s, 0xee);
+    recv.assign(r, 0xcc);
+    for (int p = 0; p < world; ++p) {
+      for (size_t i = 0; i < send_bytes[p]; ++i) send[send_displs[p] + i] = byte(rank, p, round, i);
+    }
+  }
+  // Every received byte right, every gap byte untouched.
+  bool received_right(int rank, int world, int round) const {
+    std::vector<uint8_t> want(recv.size(), 0xcc);
+    for (int p = 0; p < world; ++p) {
+      for (size_t i = 0; i < recv_bytes[p]; ++i) want[recv_displs[p] + i] = byte(p, rank, round, i);
+    }
+    return want == recv;
+  }
+  uint64_t sent_to_others(int rank) const {
+    uint64_t n = 0;
+    for (size_t p = 0; p < send_bytes.size(); ++p) n += int(p) == rank ? 0 : send_bytes[p];
+    return n;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MpiSession session(&argc, &argv);
+  int rank = -1;
+  {
+    const std::unique_ptr<Communicator> comm = make_mpi_communicator();
+    rank = comm->rank();
+    const int world = comm->size();
+
+    // Three exchanges in flight, completed out of order.
+    std::vector<Exchange> ex;
+    for (int round = 0; round < 3; ++round) ex.emplace_back(rank, world, round);
+    std::vector<std::unique_ptr<Request>> reqs;
+    for (Exchange& e : ex) {
+      reqs.push_back(comm->ialltoallv(e.send.data(), e.send_bytes, e.send_displs, e.recv.data(),
+                                      e.recv_bytes, e.recv_displs));
+    }
+    for (int i = 2; i >= 0; --i) reqs[i]->wait();
+    uint64_t expected_sent = 0;
+    for (int round = 0; round < 3; ++round) {
+      EXPECT(ex[round].received_right(rank, world, round));
+      expected_sent += ex[round].sent_to_others(rank);
+    }
+    EXPECT(comm->alltoall_bytes_sent() == expected_sent);
+    comm->reset_counters();
+    EXPECT(comm->alltoall_bytes_sent() == 0);
+
+    // All counts zero: a valid exchange that moves nothing; a dropped request still completes.
+    std::vector<size_t> zeros(world, 0);
+    comm->ialltoallv(nullptr, zeros, zeros, nullptr, zeros, zeros);
+    EXPECT(comm->alltoall_bytes_sent() == 0);
+
+    // A count past INT_MAX is refused before MPI sees it (and is not counted as sent).
+    std::vector<size_t> huge(world, 0);
+    huge[(rank + 1) % world] = size_t(INT_MAX) + 1;
+    bool refused = false;
+    try {
+      comm->ialltoallv(nullptr, huge, zeros, nullptr, zeros, zeros);
+    } catch (const std::runtime_error& e) {
+      refused = std::strstr(e.what(), "INT_MAX") != nullptr;
+    }
+    EXPECT(refused);
+    EXPECT(comm->alltoall_bytes_sent() == 0);
+
+    // Reductions: max of doubles; u64 sums wrap modulo 2^64.
+    double mx[2] = {double(rank), -double(rank)};
+    comm->allreduce_max(mx, 2);
+    EXPECT(mx[0] == world - 1 && mx[1] == 0);
+    uint64_t sum[2] = {uint64_t(rank + 1), ~uint64_t(0)};
+    comm->allreduce_sum_u64(sum, 2);
+    EXPECT(sum[0] == uint64_t(world) * (world + 1) / 2);
+    EXPECT(sum[1] == uint64_t(0) - uint64_t(world));
+
+    // Broadcast from the last rank.
+    std::vector<uint8_t> data(1000, uint8_t(rank));
+    if (rank == world - 1) {
+      for (size_t i = 0; i < data.size(); ++i) data[i] = uint8_t(i * 13);
+    }
+    comm->broadcast(data.data(), data.size(), world - 1);
+    bool same = true;
+    for (size_t i = 0; i < data.size(); ++i) same = same && data[i] == uint8_t(i * 13);
+    EXPECT(same);
+
+    // A bad root comes back as an exception with MPI's text instead of aborting the job.
+    bool threw = false;
+    try {
+      comm->broadcast(data.data(), data.size(), world + 5);
+    } catch (const std::runtime_error& e) {
+      threw = std::strstr(e.what(), "MPI_Bcast failed") != nullptr;
+    }
+    EXPECT(threw);
+
+    // Checkpoint: every rank saves its own entries (uneven sizes), then loads them back.
+    uint64_t pid = rank == 0 ? uint64_t(::getpid()) : 0;
+    comm->broadcast(&pid, sizeof pid, 0);
+    const std::string dir =
+        (std::filesystem::temp_directory_path() / ("muonplan_comm_test_" + std::to_string(pid)))
+            .string();
+    std::vector<CheckpointEntry> mine = {
+        {"w/param", "f32", std::vector<uint8_t>(4 * (rank + 1), uint8_t(rank))},
+        {"w/momentum", "bf16", std::vector<uint8_t>(2 * rank, uint8_t(rank + 1))}};
+    save_checkpoint(dir, rank, world, 5, "plan", mine, comm.get());
+    const LoadedCheckpoint ck = load_checkpoint(dir, rank, world, "plan");
+    EXPECT(ck.step == 5 && ck.entries.size() == 2);
+    EXPECT(ck.entries.size() == 2 && ck.entries[0].bytes == mine[0].bytes &&
+           ck.entries[1].bytes == mine[1].bytes && ck.entries[1].dtype == "bf16");
+    // A bad entry on the last rank fails the save on every rank instead of hanging the others,
+    // and leaves the saved checkpoint loadable.
+    if (rank == world - 1) mine[1].dtype = "f16";
+    bool all_threw = false;
+    try {
+      save_checkpoint(dir, rank, world, 6, "plan", mine, comm.get());
+    } catch (const std::runtime_error&) {
+      all_threw = true;
+    }
+    EXPECT(all_threw);
+    comm->barrier();
+    EXPECT(load_checkpoint(dir, rank, world, "plan").step == 5);
+    comm->barrier();
+    if (rank == 0) {
+      for (const char* suffix : {"", ".tmp", ".old"}) std::filesystem::remove_all(dir + suffix);
+    }
+
+    // Everyone learns whether anyone failed, so every rank exits with the same status.
+    uint64_t failed = failures;
+    comm->allreduce_sum_u64(&failed, 1);
+    comm->barrier();
+    if (rank == 0) std::printf("comm_test: %d rank(s): %s\n", world, failed ? "FAILED" : "ok");
+    failures = int(failed);
+  }
+  return failures ? 1 : 0;
+}

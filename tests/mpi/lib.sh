@@ -1,0 +1,27 @@
+# Helpers for the multi-rank tests: plan a tiny model for W CPU ranks and run it under mpiexec.
+# Sourced by the tests/mpi/*.sh scripts; ctest passes: muonplan binary, repo root, mpiexec.
+bin="$1"; root="$2"; mpiexec="${3:-mpiexec}"
+cd "$root" || exit 1
+py=/usr/bin/python3
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+pass=0; fail=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+finish() { echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]; }
+
+# plan OUT MODEL WORLD [plan flags...]
+plan() {
+  local out="$1" model="$2" world="$3"; shift 3
+  "$bin" plan --model "models/$model.yaml" --topology topologies/cpu-ci.yaml --nodes 1 \
+    --gpus-per-node "$world" --offload none --out "$out" "$@" >/dev/null
+}
+# run WORLD PLAN [execute flags...]: metrics JSON on stdout, stderr to $work/err
+run() {
+  local world="$1"; shift
+  "$mpiexec" --allow-run-as-root --oversubscribe -n "$world" "$bin" execute --plan "$@" --json \
+    2>"$work/err"
+}
+# field JSON KEY.PATH
+field() { echo "$1" | "$py" -c "import json,sys; d=json.load(sys.stdin)
+for k in sys.argv[1].split('.'): d=d[k]
+print(d)" "$2"; }

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Checkpoints and bad input under mpiexec: 2 steps + save + resume 2 steps equals 4 steps
+# (fp32 and bf16 momentum); a NaN gradient stops every rank with the parameter and step named
+# (or is skipped with --skip-nonfinite); a plan for another world size, a plan of another
+# schema and a damaged checkpoint are refused on every rank with one line, without a hang.
+source "$(dirname "$0")/lib.sh"
+W=3
+for extra in "" "--bf16-momentum"; do
+  plan "$work/p.json" tiny-moe $W $extra
+  full="$(run $W "$work/p.json" --steps 4)" || bad "4 steps: $(cat "$work/err")"
+  run $W "$work/p.json" --steps 2 --checkpoint "$work/ck" >/dev/null || bad "save: $(cat "$work/err")"
+  half="$(run $W "$work/p.json" --steps 2 --resume "$work/ck")" || bad "resume: $(cat "$work/err")"
+  [ "$(field "$half" last_step)" = 4 ] && ok || bad "resumed run ends at step $(field "$half" last_step)"
+  [ "$(field "$half" measured.state_digest)" = "$(field "$full" measured.state_digest)" ] && ok \
+    || bad "resume $extra: digest differs from 4 uninterrupted steps"
+  rm -rf "$work/ck"
+done
+
+plan "$work/p.json" tiny-dense $W
+# NaN in a gradient: every rank exits 1 naming the parameter and the step.
+if run $W "$work/p.json" --steps 2 --inject-nonfinite model.layers.1.mlp.down_proj.weight:2 >/dev/null; then
+  bad "NaN gradient accepted"
+else
+  n="$(grep -c "non-finite gradient in model.layers.1.mlp.down_proj.weight at step 2" "$work/err")"
+  [ "$n" = $W ] && ok || bad "NaN message on $n of $W ranks: $(cat "$work/err")"
+fi
+m="$(run $W "$work/p.json" --steps 2 --skip-nonfinite --inject-nonfinite model.norm.weight:2)" \
+  && [ "$(field "$m" measured.steps_skipped)" = 1 ] && ok || bad "--skip-nonfinite"
+
+# A plan for 3 ranks run on 2.
+if run 2 "$work/p.json" >/dev/null; then bad "world mismatch accepted"; else
+  n="$(grep -c "plan world_size 3 differs from the 2 ranks running it" "$work/err")"
+  [ "$n" = 2 ] && ok || bad "world mismatch message on $n of 2 ranks: $(cat "$work/err")"
+fi
+# Another schema version.
+sed 's/"muonplan.plan\/1"/"muonplan.plan\/9"/' "$work/p.json" > "$work/p9.json"
+if run $W "$work/p9.json" >/dev/null; then bad "schema 9 accepted"; else
+  n="$(grep -c "schema: expected muonplan.plan/1, got 'muonplan.plan/9'" "$work/err")"
+  [ "$n" = $W ] && ok || bad "schema message on $n ranks: $(cat "$work/err")"
+fi
+# A truncated checkpoint file is refused, naming the file.
+run $W "$work/p.json" --steps 1 --checkpoint "$work/ck" >/dev/null || bad "save for damage test"
+truncate -s 100 "$work/ck/rank-00001.bin"
+if run $W "$work/p.json" --resume "$work/ck" >/dev/null; then bad "truncated checkpoint accepted"; else
+  grep -q "rank-00001.bin" "$work/err" && ok || bad "truncated checkpoint message: $(cat "$work/err")"
+fi
+# A missing checkpoint.
+if run $W "$work/p.json" --resume "$work/nothing" >/dev/null; then bad "missing checkpoint accepted"; else ok; fi
+finish

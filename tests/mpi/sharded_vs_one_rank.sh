@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Sharded vs one rank: for world sizes 1, 2, 3, 4 and 8, both tiny models, every owner
+# strategy: the update equals the unsharded recomputation bit for bit (reference_rel_error 0),
+# the state digest equals the one-rank run's, and the all-to-all bytes each rank sends equal
+# the planner's prediction exactly.
+source "$(dirname "$0")/lib.sh"
+for model in tiny-dense tiny-moe; do
+  for extra in "" "--nesterov --bf16-momentum --weight-decay 0.1"; do
+    base=""
+    for world in 1 2 3 4 8; do
+      for owners in padded restart round-robin balanced; do
+        [ "$world" = 1 ] && [ "$owners" != balanced ] && continue
+        p="$work/p.json"
+        plan "$p" "$model" "$world" --owners "$owners" $extra || { bad "plan $model $world"; continue; }
+        m="$(run "$world" "$p" --steps 2 --check-reference)" || { bad "run $model w$world $owners: $(cat "$work/err")"; continue; }
+        what="$model w$world $owners $extra"
+        [ "$(field "$m" measured.reference_rel_error)" = "0.0" ] && ok || bad "$what: reference_rel_error $(field "$m" measured.reference_rel_error)"
+        digest="$(field "$m" measured.state_digest)"
+        [ -z "$base" ] && base="$digest"
+        [ "$digest" = "$base" ] && ok || bad "$what: digest $digest != one-rank $base"
+        [ "$(field "$m" measured.alltoall_bytes_per_rank_max)" = "$(field "$m" predicted.alltoall_bytes_per_rank_max)" ] && ok \
+          || bad "$what: bytes $(field "$m" measured.alltoall_bytes_per_rank_max) != predicted $(field "$m" predicted.alltoall_bytes_per_rank_max)"
+      done
+    done
+  done
+done
+# Expert parallelism: experts local and whole on every rank.
+for world in 4 8; do
+  plan "$work/p.json" tiny-moe "$world" --layout ep=2
+  m="$(run "$world" "$work/p.json" --steps 2 --check-reference)" || bad "ep run w$world"
+  [ "$(field "$m" measured.reference_rel_error)" = "0.0" ] && ok || bad "ep=2 w$world reference"
+done
+finish
