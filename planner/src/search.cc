@@ -37,6 +37,24 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
   const int gpn = req.options.gpus_per_node > 0 ? req.options.gpus_per_node : topo.node.gpus;
   if (gpn <= 0) throw InputError({}, "--gpus-per-node", "must be positive");
   const int max_nodes = req.max_nodes > 0 ? req.max_nodes : topo.max_nodes;
+  // Limits that leave no room for any tensor are input errors, not "does not fit" answers.
+  const PlanOptions& in = req.options;
+  if (in.gpu_memory_gib < 0 || in.host_ram_gib < 0) {
+    throw InputError({}, in.gpu_memory_gib < 0 ? "--gpu-memory-gib" : "--host-ram-gib",
+                     "must be positive");
+  }
+  if (in.gpu_memory_gib > 0 && in.gpu_memory_gib <= topo.overheads.cuda_context_gib) {
+    throw InputError({}, "--gpu-memory-gib",
+                     fmt("%g GiB", in.gpu_memory_gib) + " is not above the fixed per-GPU overhead (" +
+                         fmt("%g GiB", topo.overheads.cuda_context_gib) + "): nothing can fit");
+  }
+  const double node_overhead = topo.overheads.host_per_process_gib * gpn;
+  if (in.host_ram_gib > 0 && in.host_ram_gib <= node_overhead) {
+    throw InputError({}, "--host-ram-gib",
+                     fmt("%g GiB", in.host_ram_gib) + " is not above the per-node process overhead (" +
+                         fmt("%g GiB", node_overhead) + "): nothing can fit");
+  }
+  if (req.max_nodes < 0) throw InputError({}, "--max-nodes", "must be positive");
   std::vector<int> node_counts;
   if (req.auto_nodes) {
     for (int n = 1; n <= max_nodes; ++n) node_counts.push_back(n);
