@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "muonplan/model_io.h"
+#include "model_limits.h"
 #include "yaml_reader.h"
 
 namespace muonplan {
@@ -89,11 +90,19 @@ class Config {
   int64_t positive(const std::string& key) const {
     const int64_t v = get_int(key);
     if (v <= 0) fail(key, "must be positive, got " + std::to_string(v));
-    return v;
+    return bounded(key, v);
   }
   int64_t non_negative(const std::string& key, int64_t fallback) const {
     const int64_t v = get_int(key, fallback);
     if (v < 0) fail(key, "must not be negative, got " + std::to_string(v));
+    return bounded(key, v);
+  }
+  int64_t bounded(const std::string& key, int64_t v) const {
+    const int64_t max = detail::max_size_for(key);
+    if (v > max) {
+      fail(key, "is " + std::to_string(v) + ", more than muonplan plans for (" +
+                    std::to_string(max) + ")");
+    }
     return v;
   }
   bool get_bool(const std::string& key, bool fallback) const {
@@ -256,6 +265,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& path) {
                "'; supported: llama, qwen3, qwen3_moe, glm4_moe, deepseek_v3, kimi_k2, "
                "deepseek_v32, glm_moe_dsa");
   }
+  detail::check_model_totals(s, path);
   return s;
 }
 

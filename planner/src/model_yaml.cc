@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "muonplan/model_io.h"
+#include "model_limits.h"
 #include "yaml_reader.h"
 
 namespace muonplan {
@@ -11,15 +12,25 @@ using detail::YamlMap;
 
 namespace {
 
+void bounded(const YamlMap& m, const std::string& key, int64_t v) {
+  const int64_t max = detail::max_size_for(key);
+  if (v > max) {
+    m.fail(key, "is " + std::to_string(v) + ", more than muonplan plans for (" +
+                    std::to_string(max) + ")");
+  }
+}
+
 int64_t positive(const YamlMap& m, const std::string& key) {
   const int64_t v = m.get_int(key);
   if (v <= 0) m.fail(key, "must be positive, got " + std::to_string(v));
+  bounded(m, key, v);
   return v;
 }
 
 int64_t non_negative(const YamlMap& m, const std::string& key, int64_t fallback) {
   const int64_t v = m.get_int(key, fallback);
   if (v < 0) m.fail(key, "must not be negative, got " + std::to_string(v));
+  bounded(m, key, v);
   return v;
 }
 
@@ -143,6 +154,7 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& path) {
   }
   root.check_known({"name", "family", "vocab_size", "hidden_size", "num_layers", "tie_embeddings",
                     "mtp_layers", "attention", "moe", "mlp", "storage"});
+  detail::check_model_totals(s, path);
   return s;
 }
 

@@ -55,9 +55,17 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
                          fmt("%g GiB", node_overhead) + "): nothing can fit");
   }
   if (req.max_nodes < 0) throw InputError({}, "--max-nodes", "must be positive");
+  // Per-rank tables grow with the world: bound it before anything is allocated.
+  constexpr int kMaxWorld = 16384;
+  if (gpn > 1024) throw InputError({}, "--gpus-per-node", "more than muonplan plans for (1024)");
+  if (!req.auto_nodes && int64_t(req.options.nodes) * gpn > kMaxWorld) {
+    throw InputError({}, "--nodes",
+                     "a world of " + std::to_string(int64_t(req.options.nodes) * gpn) +
+                         " ranks is more than muonplan plans for (" + std::to_string(kMaxWorld) + ")");
+  }
   std::vector<int> node_counts;
   if (req.auto_nodes) {
-    for (int n = 1; n <= max_nodes; ++n) node_counts.push_back(n);
+    for (int n = 1; n <= max_nodes && int64_t(n) * gpn <= kMaxWorld; ++n) node_counts.push_back(n);
   } else {
     if (req.options.nodes <= 0) {
       throw InputError(
