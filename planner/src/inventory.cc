@@ -52,31 +52,20 @@ class Builder {
     add({name, {e, out, in}, UpdateRule::muon, std::move(parts), 0, layer_, mtp_, true});
   }
 
+  // Token embedding and output head: matrices, but AdamW's (muon-step.md section 1).
+  void vocab_matrix(const std::string& name) {
+    add({name, {s_.vocab_size, s_.hidden_size}, UpdateRule::adamw, {}, -1, -1, false, false});
+  }
+
   void embeddings() {
     layer_ = -1;
-    add({"model.embed_tokens.weight",
-         {s_.vocab_size, s_.hidden_size},
-         UpdateRule::adamw,
-         {},
-         -1,
-         -1,
-         false,
-         false});
+    vocab_matrix("model.embed_tokens.weight");
   }
 
   void head() {
     layer_ = -1;
     vec("model.norm.weight", s_.hidden_size);
-    if (!s_.tie_embeddings) {
-      add({"lm_head.weight",
-           {s_.vocab_size, s_.hidden_size},
-           UpdateRule::adamw,
-           {},
-           -1,
-           -1,
-           false,
-           false});
-    }
+    if (!s_.tie_embeddings) vocab_matrix("lm_head.weight");
   }
 
   void decoder_layer(int64_t layer, bool mtp) {
