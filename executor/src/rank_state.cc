@@ -21,7 +21,9 @@ RankState::RankState(const Plan& plan, Backend& backend, int rank)
     if (p.kind == Placement::Kind::replicated) {
       lp.begin = 0;
       lp.end = pt.shape[0];
+      lp.primary = rank == 0;
     } else {
+      lp.primary = p.kind == Placement::Kind::stack_sharded || rank < p.group_size;
       const Range r =
           p.local[p.kind == Placement::Kind::stack_sharded ? rank : rank % p.group_size];
       lp.begin = r.begin;
@@ -83,6 +85,7 @@ uint64_t RankState::partial_digest() const {
     d += digest_bytes(name, p.global_offset(), host.data(), elem_bytes, p.elems());
   };
   for (const LocalParam& p : params_) {
+    if (!p.primary) continue;
     const std::string& name = plan_.inventory.tensors[p.tensor].name;
     add(name + "/param", p.w, 4, p);
     add(name + "/momentum", p.m ? static_cast<const void*>(p.m) : p.m_bf16, p.m ? 4 : 2, p);

@@ -68,7 +68,7 @@ TEST_CASE("to_bf16 rounds to nearest even: hand-checked values", "[exec][bf16]")
   CHECK(std::isnan(to_float(to_bf16(std::numeric_limits<float>::quiet_NaN()))));
 }
 
-TEST_CASE("to_bf16 matches an independent nearest-even rule; bf16 -> fp32 -> bf16 is exact",
+TEST_CASE("to_bf16 matches an independent nearest-even rule, and bf16 -> fp32 -> bf16 is exact",
           "[exec][bf16]") {
   std::mt19937 rng(7);
   for (int i = 0; i < 200000; ++i) {

@@ -95,7 +95,7 @@ const GemmCase kCases[] = {
 
 }  // namespace
 
-TEST_CASE("cpu backend counts current and peak bytes; alloc zero-fills", "[exec][cpu]") {
+TEST_CASE("cpu backend counts current and peak bytes, and alloc zero-fills", "[exec][cpu]") {
   auto backend = make_cpu_backend();
   CHECK(backend->name() == "cpu");
   void* a = backend->alloc(1000);
@@ -166,7 +166,7 @@ TEST_CASE("gemm_bf16 on real operands lands on a bf16 neighbour of the exact res
   }
 }
 
-TEST_CASE("gemm_bf16 with beta 0 does not read C; k = 0 scales C", "[exec][cpu]") {
+TEST_CASE("gemm_bf16 with beta 0 does not read C, and k = 0 scales C", "[exec][cpu]") {
   auto backend = make_cpu_backend();
   const GemmCase g{2, 9, 11, 13, false, false};
   const GemmRun r = run_gemm(*backend, g, 1.0f, 0.0f, [](std::vector<bf16>& v, uint32_t seed) {

@@ -155,7 +155,7 @@ TEST_CASE("NS of a transposed input is the transposed result, bit for bit", "[ex
   CHECK(same_bits(tall, transposed(wide, rows, cols)));
 }
 
-TEST_CASE("NS of a batch equals NS of each matrix alone; threads do not matter", "[exec][ns]") {
+TEST_CASE("NS of a batch equals NS of each matrix alone, on any number of threads", "[exec][ns]") {
   auto backend = make_cpu_backend();
   const NsSchedule sched = ns_schedule("quintic");
   const int64_t batch = 3, rows = 130, cols = 72;  // tall, ragged row blocks
@@ -175,7 +175,7 @@ TEST_CASE("NS of a batch equals NS of each matrix alone; threads do not matter",
   CHECK(same_bits(serial, all));
 }
 
-TEST_CASE("NS workspace: size, reuse, errors; a zero matrix stays zero", "[exec][ns]") {
+TEST_CASE("NS workspace size, reuse and errors, and a zero matrix stays zero", "[exec][ns]") {
   auto backend = make_cpu_backend();
   const NsSchedule sched = ns_schedule("jordan");
   // X and the next X (2 x 2 m n bytes), A and B (2 x 2 m^2 bytes), two floats per matrix.

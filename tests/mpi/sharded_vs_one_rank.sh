@@ -24,10 +24,16 @@ for model in tiny-dense tiny-moe; do
     done
   done
 done
-# Expert parallelism: experts local and whole on every rank.
-for world in 4 8; do
-  plan "$work/p.json" tiny-moe "$world" --layout ep=2
-  m="$(run "$world" "$work/p.json" --steps 2 --check-reference)" || bad "ep run w$world"
-  [ "$(field "$m" measured.reference_rel_error)" = "0.0" ] && ok || bad "ep=2 w$world reference"
+# Expert parallelism (experts local and whole), HSDP replicas (fsdp < world) and a replicated
+# layout (fsdp=1): the same digest as one rank, the replicas counted once.
+plan "$work/p.json" tiny-moe 1
+one="$(field "$(run 1 "$work/p.json" --steps 2)" measured.state_digest)"
+for case in "4 ep=2" "8 ep=2" "4 fsdp=2" "4 fsdp=2,ep=2" "3 fsdp=1"; do
+  set -- $case
+  plan "$work/p.json" tiny-moe "$1" --layout "$2"
+  m="$(run "$1" "$work/p.json" --steps 2 --check-reference)" || { bad "w$1 $2: $(cat "$work/err")"; continue; }
+  [ "$(field "$m" measured.reference_rel_error)" = "0.0" ] && ok || bad "w$1 $2: reference"
+  [ "$(field "$m" measured.state_digest)" = "$one" ] && ok || bad "w$1 $2: digest differs from one rank"
+  [ "$(field "$m" measured.alltoall_bytes_per_rank_max)" = "$(field "$m" predicted.alltoall_bytes_per_rank_max)" ] && ok || bad "w$1 $2: bytes"
 done
 finish

@@ -17,6 +17,9 @@ struct LocalParam {
   bool muon = false;
   int64_t begin = 0, end = 0;
   int64_t entry_elems = 1;
+  // Whether this rank's copy counts in the digest: replicas (HSDP groups, a replicated
+  // layout) hold the same elements, and only the first replica's are counted.
+  bool primary = true;
   float* w = nullptr;      // fp32 master
   float* g = nullptr;      // fp32 gradient
   float* m = nullptr;      // fp32 momentum (Muon without bf16 momentum) or AdamW momentum
