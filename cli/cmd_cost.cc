@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "muonplan/error.h"
+#include "muonplan/json_forms.h"
 #include "muonplan/ns_model.h"
 
 namespace muonplan::cli {
@@ -32,31 +32,12 @@ Runner add_cost(CLI::App& app) {
   ns->add_flag("--symmetric", f->symmetric, "Symmetric products (one triangle of X X^T, A A)");
   ns->add_flag("--json", f->json, "Machine-readable output");
   return [f]() {
-    for (auto [name, v] :
-         {std::pair{"--batch", f->batch}, {"--rows", f->rows}, {"--cols", f->cols}}) {
-      if (v <= 0) throw InputError({}, name, "must be positive, got " + std::to_string(v));
-    }
+    check_ns_shape(f->batch, f->rows, f->cols);
     const Topology topo = load_topology(f->topology);
     const NsSchedule sched = ns_schedule(f->schedule);
     const NsCost c = ns_cost(topo, f->batch, f->rows, f->cols, sched, f->symmetric);
     if (f->json) {
-      nlohmann::json j = {{"ms", c.total_s * 1e3},
-                          {"flops", c.flops},
-                          {"tflops_per_s", c.flops / c.total_s / 1e12},
-                          {"normalize_ms", c.normalize_s * 1e3},
-                          {"gemm_ms", c.gemm_s * 1e3},
-                          {"iterations", c.iterations}};
-      for (const GemmCost& g : c.gemms) {
-        j["gemms_per_iteration"].push_back({{"what", g.what},
-                                            {"m", g.m},
-                                            {"n", g.n},
-                                            {"k", g.k},
-                                            {"ms", g.total_s * 1e3},
-                                            {"compute_ms", g.compute_s * 1e3},
-                                            {"memory_ms", g.memory_s * 1e3},
-                                            {"wave_efficiency", g.wave_efficiency},
-                                            {"k_efficiency", g.k_efficiency}});
-      }
+      const nlohmann::json j = ns_cost_to_json(c);
       std::cout << j.dump(2) << "\n";
       return 0;
     }

@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "muonplan/inventory.h"
+#include "muonplan/json_forms.h"
 #include "muonplan/model_io.h"
 
 namespace muonplan::cli {
@@ -16,36 +17,6 @@ struct InspectOptions {
   bool include_mtp = false;
   bool tensors = false;
 };
-
-nlohmann::json to_json(const ParamInventory& inv, const InventorySummary& s, bool tensors) {
-  nlohmann::json j;
-  j["model"] = inv.model_name;
-  j["params_total"] = s.params_total;
-  j["params_muon"] = s.params_muon;
-  j["params_adamw"] = s.params_adamw;
-  j["params_mtp"] = inv.mtp_params();
-  j["muon_matrices"] = s.muon_matrices;
-  j["tensors"] = s.tensors;
-  j["shape_groups"] = nlohmann::json::array();
-  for (const ShapeGroup& g : s.shape_groups) {
-    j["shape_groups"].push_back({{"rows", g.rows}, {"cols", g.cols}, {"count", g.count}});
-  }
-  if (tensors) {
-    j["tensor_list"] = nlohmann::json::array();
-    for (const ParamTensor& t : inv.tensors) {
-      nlohmann::json parts = nlohmann::json::array();
-      for (const Partition& p : t.partitions) parts.push_back({{"name", p.name}, {"rows", p.rows}});
-      j["tensor_list"].push_back({{"name", t.name},
-                                  {"shape", t.shape},
-                                  {"dtype", "bf16"},
-                                  {"rule", to_string(t.rule)},
-                                  {"partitions", parts},
-                                  {"stack_dim", t.stack_dim},
-                                  {"mtp", t.mtp}});
-    }
-  }
-  return j;
-}
 
 void print_table(const ParamInventory& inv, const InventorySummary& s, bool include_mtp) {
   std::printf("model %s\n", inv.model_name.c_str());
@@ -82,7 +53,7 @@ Runner add_inspect(CLI::App& app) {
     const ParamInventory inv = build_inventory(load_model(opts->model));
     const InventorySummary s = inv.summarize(opts->include_mtp);
     if (opts->json) {
-      std::cout << to_json(inv, s, opts->tensors).dump(2) << "\n";
+      std::cout << inventory_to_json(inv, opts->include_mtp, opts->tensors).dump(2) << "\n";
     } else {
       print_table(inv, s, opts->include_mtp);
     }

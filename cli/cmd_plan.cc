@@ -1,5 +1,5 @@
 // muonplan plan: choose nodes and offload mode for a model on a topology, print the decision
-// and the predicted costs, write the Plan JSON.
+// and the predicted costs (or the trainer settings they imply), write the Plan JSON.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -8,84 +8,12 @@
 #include "muonplan/error.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan.h"
+#include "muonplan/trainer_config.h"
 
 namespace muonplan::cli {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-struct PlanFlags {
-  std::string model, topology = default_topology_path(), nodes = "auto", layout;
-  std::string optimizer = "muon", offload = "auto", staging = "whole", schedule = "quintic";
-  std::string owners = "balanced", workload, ac = "full", out;
-  int gpus_per_node = 0, max_nodes = 0;
-  int64_t tokens_per_step = 0, seq_len = 0, micro_batch_seqs = 1;
-  bool ac_offload = false, bf16_momentum = false, nesterov = false, pinned_state = false;
-  bool include_mtp = false, json = false, explain = false;
-  double gpu_memory_gib = 0, host_ram_gib = 0;
-  OptimizerHyper hyper;
-};
-
-int parse_positive_int(const std::string& text, const std::string& flag) {
-  size_t used = 0;
-  int v = 0;
-  try {
-    v = std::stoi(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || v <= 0) {
-    throw InputError({}, flag, "expected a positive integer or auto, got '" + text + "'");
-  }
-  return v;
-}
-
-PlanRequest to_request(const PlanFlags& f) {
-  PlanRequest r;
-  PlanOptions& o = r.options;
-  r.auto_nodes = f.nodes == "auto";
-  if (!r.auto_nodes) o.nodes = parse_positive_int(f.nodes, "--nodes");
-  r.auto_offload = f.offload == "auto";
-  if (!r.auto_offload) o.offload = parse_offload(f.offload);
-  r.max_nodes = f.max_nodes;
-  o.gpus_per_node = f.gpus_per_node;
-  if (!f.layout.empty()) o.layout = parse_layout(f.layout);
-  o.optimizer = parse_optimizer(f.optimizer);
-  if (f.staging != "whole" && f.staging != "chunked") {
-    throw InputError({}, "--offload-staging", "expected whole or chunked, got '" + f.staging + "'");
-  }
-  o.optimizer_staging = f.staging == "whole" ? OffloadStaging::whole : OffloadStaging::chunked;
-  o.pinned_host_state = f.pinned_state;
-  o.bf16_momentum = f.bf16_momentum;
-  o.hyper = f.hyper;
-  for (auto [name, v] : {std::pair{"--lr", f.hyper.lr}, {"--momentum", f.hyper.momentum}}) {
-    if (!(v > 0)) throw InputError({}, name, "must be positive");
-  }
-  if (f.hyper.weight_decay < 0) throw InputError({}, "--weight-decay", "must not be negative");
-  o.nesterov = f.nesterov;
-  o.schedule = ns_schedule(f.schedule);
-  o.owners = parse_owner_strategy(f.owners);
-  o.gpu_memory_gib = f.gpu_memory_gib;
-  o.host_ram_gib = f.host_ram_gib;
-  o.include_mtp = f.include_mtp;
-  if (!f.workload.empty()) {
-    o.workload = load_workload(f.workload);
-  } else if (f.tokens_per_step > 0 || f.seq_len > 0) {
-    if (f.tokens_per_step <= 0 || f.seq_len <= 0) {
-      throw InputError({}, "--tokens-per-step",
-                       "a workload needs both --tokens-per-step and --seq-len");
-    }
-    if (f.ac != "full" && f.ac != "none") {
-      throw InputError({}, "--ac", "expected full or none, got '" + f.ac + "'");
-    }
-    o.workload =
-        Workload{f.tokens_per_step, f.seq_len, f.micro_batch_seqs, f.ac == "full", f.ac_offload};
-  }
-  if (r.options.nesterov && !r.auto_offload && o.offload == OffloadMode::full) {
-    throw InputError({}, "--nesterov", "Nesterov momentum is not supported under full offload");
-  }
-  return r;
-}
 
 void print_terms(const char* title, const std::vector<Term>& terms, double scale,
                  const char* unit) {
@@ -144,60 +72,43 @@ void print_plan(const Plan& plan, bool explain) {
   print_terms("training step", p.training_terms_s, 1, "s");
 }
 
+struct PlanCommand {
+  std::string model, topology = default_topology_path(), out, emit;
+  PlanFlags flags;
+  bool json = false, explain = false;
+};
+
 }  // namespace
 
 Runner add_plan(CLI::App& app) {
-  auto f = std::make_shared<PlanFlags>();
+  auto f = std::make_shared<PlanCommand>();
   CLI::App* c = app.add_subcommand("plan", "Choose node count and offload mode; predict costs");
   c->add_option("--model", f->model, "YAML model spec or Hugging Face config.json")->required();
   c->add_option("--topology", f->topology, "Cluster description (YAML)")->capture_default_str();
-  c->add_option("--nodes", f->nodes, "Node count, or auto")->capture_default_str();
-  c->add_option("--max-nodes", f->max_nodes, "Upper bound for --nodes auto (default: topology)");
-  c->add_option("--gpus-per-node", f->gpus_per_node, "Override the topology's GPUs per node");
-  c->add_option("--layout", f->layout, "fsdp=F,cp=C,ep=E (default: FSDP over all ranks)");
-  c->add_option("--optimizer", f->optimizer, "muon | adamw | signsgd")->capture_default_str();
-  c->add_option("--offload", f->offload, "none | optimizer | full | auto")->capture_default_str();
-  c->add_option("--offload-staging", f->staging,
-                "optimizer offload: whole (state on GPU for the step) | chunked")
-      ->capture_default_str();
-  c->add_flag("--pinned-state", f->pinned_state, "optimizer offload: state in pinned host memory");
-  c->add_flag("--bf16-momentum", f->bf16_momentum, "Keep Muon momentum in bf16");
-  c->add_flag("--nesterov", f->nesterov, "Nesterov momentum (not with full offload)");
-  c->add_option("--lr", f->hyper.lr, "Learning rate (carried to the executor)")
-      ->capture_default_str();
-  c->add_option("--momentum", f->hyper.momentum, "Muon momentum mu")->capture_default_str();
-  c->add_option("--weight-decay", f->hyper.weight_decay, "Decoupled weight decay")
-      ->capture_default_str();
-  c->add_option("--update-rms", f->hyper.update_rms,
-                "Update RMS scale (default: the schedule's, 0.2 or 0.18 for deepseek-v4)");
-  c->add_option("--ns-schedule", f->schedule,
-                "quintic | polar-express | jordan | deepseek-v4 | 'a,b,c;a,b,c;...'")
-      ->capture_default_str();
-  c->add_option("--owners", f->owners, "padded | restart | round-robin | balanced")
-      ->capture_default_str();
-  c->add_option("--workload", f->workload, "Workload YAML (tokens_per_step, seq_len, ...)");
-  c->add_option("--tokens-per-step", f->tokens_per_step, "Global batch in tokens");
-  c->add_option("--seq-len", f->seq_len, "Sequence length");
-  c->add_option("--micro-batch-seqs", f->micro_batch_seqs, "Sequences per rank per micro step");
-  c->add_option("--ac", f->ac, "Activation checkpointing: none | full")->capture_default_str();
-  c->add_flag("--ac-offload", f->ac_offload, "Keep checkpointed activations in host RAM");
-  c->add_option("--gpu-memory-gib", f->gpu_memory_gib, "GPU memory limit per GPU");
-  c->add_option("--host-ram-gib", f->host_ram_gib, "Host RAM limit per node");
-  c->add_flag("--include-mtp", f->include_mtp, "Train the multi-token-prediction layers too");
+  add_plan_flags(c, f->flags, true);
   c->add_flag("--json", f->json, "Print the plan as JSON");
   c->add_flag("--explain", f->explain, "Print every named term");
+  c->add_option("--emit", f->emit, "toml: print the trainer settings the plan implies");
   c->add_option("--out", f->out, "Write the plan JSON to this file");
   return [f]() {
+    if (!f->emit.empty() && f->emit != "toml") {
+      throw InputError({}, "--emit", "expected toml, got '" + f->emit + "'");
+    }
+    if (!f->emit.empty() && f->json) {
+      throw InputError({}, "--emit", "prints instead of --json; give one of them");
+    }
     const ModelSpec spec = load_model(f->model);
     const Topology topo = load_topology(f->topology);
-    const Plan plan = make_plan(spec, topo, to_request(*f));
+    const Plan plan = make_plan(spec, topo, to_plan_request(f->flags));
     const nlohmann::json j = plan_to_json(plan);
     if (!f->out.empty()) {
       std::ofstream out(f->out);
       if (!out) throw std::runtime_error("cannot write " + f->out);
       out << j.dump(1) << "\n";
     }
-    if (f->json) {
+    if (f->emit == "toml") {
+      std::cout << trainer_config_toml(j);
+    } else if (f->json) {
       std::cout << j.dump(2) << "\n";
     } else {
       print_plan(plan, f->explain);

@@ -6,6 +6,8 @@
 #include <functional>
 #include <string>
 
+#include "muonplan/plan_request.h"
+
 namespace muonplan::cli {
 
 using Runner = std::function<int()>;
@@ -16,6 +18,11 @@ Runner add_cost(CLI::App& app);
 Runner add_bench(CLI::App& app);  // bench ns: measured NS speed on a backend
 Runner add_validate(CLI::App& app);
 Runner add_execute(CLI::App& app);
+Runner add_report(CLI::App& app);  // capacity report: JSON data, then reports/report.py
+
+// Registers the plan flags (plan_request.h) on a command; `search` adds --nodes, --max-nodes
+// and --offload, which `report` replaces with its own sweep.
+void add_plan_flags(CLI::App* cmd, PlanFlags& flags, bool search);
 
 // The bundled default topology (topologies/h200-ib.yaml in the source tree).
 std::string default_topology_path();

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   reg(muonplan::cli::add_validate);
   reg(muonplan::cli::add_execute);
   reg(muonplan::cli::add_topology);
+  reg(muonplan::cli::add_report);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,53 @@
+// muonplan report: the capacity report. The planner computes every figure into
+// DIR/report-data.json; reports/report.py draws the plots and writes DIR/report.md.
+#include <cstdio>
+
+#include "commands.h"
+#include "muonplan/model_io.h"
+#include "muonplan/report_data.h"
+
+namespace muonplan::cli {
+namespace {
+
+struct ReportCommand {
+  std::string model, topology = default_topology_path(), nodes, out;
+  std::vector<std::string> metrics;
+  PlanFlags flags;
+};
+
+std::string report_script_path() {
+  return std::string(MUONPLAN_SOURCE_DIR) + "/reports/report.py";
+}
+
+}  // namespace
+
+Runner add_report(CLI::App& app) {
+  auto f = std::make_shared<ReportCommand>();
+  CLI::App* c = app.add_subcommand(
+      "report", "Capacity report: memory, host RAM, step time and owner loads, with plots");
+  c->add_option("--model", f->model, "YAML model spec or Hugging Face config.json")->required();
+  c->add_option("--topology", f->topology, "Cluster description (YAML)")->capture_default_str();
+  c->add_option("--nodes", f->nodes,
+                "Node counts to sweep: A..B or A,B,C (default: 1..8, at most the topology's "
+                "max_nodes)");
+  add_plan_flags(c, f->flags, false);
+  c->add_option("--metrics", f->metrics, "Executor metrics JSON (muonplan execute --metrics)")
+      ->expected(1, -1);
+  c->add_option("--out", f->out, "Directory for report.md, report-data.json and the plots")
+      ->required();
+  return [f]() {
+    const ModelSpec spec = load_model(f->model);
+    const Topology topo = load_topology(f->topology);
+    const PlanRequest request = to_plan_request(f->flags);
+    ReportInputs in;
+    in.model_path = f->model;
+    in.topology_path = f->topology;
+    in.node_counts = f->nodes.empty() ? default_node_counts(topo) : parse_node_counts(f->nodes);
+    for (const std::string& path : f->metrics) in.metrics.push_back(load_metrics(path));
+    render_report(report_data(spec, topo, request, in), f->out, report_script_path());
+    std::printf("wrote %s/report.md\n", f->out.c_str());
+    return 0;
+  };
+}
+
+}  // namespace muonplan::cli

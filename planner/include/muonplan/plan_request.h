@@ -1,0 +1,40 @@
+// Plan options as a user states them (command-line flags, Python keyword arguments), and their
+// one translation into a PlanRequest, so every front end validates them alike and fails with
+// the same one-line messages (InputError naming the flag, e.g. "--nodes: ...").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "muonplan/plan.h"
+
+namespace muonplan {
+
+// Field by field the `muonplan plan` flags (cli-contract.md); defaults are the CLI's.
+struct PlanFlags {
+  std::string nodes = "auto", layout, optimizer = "muon", offload = "auto";
+  std::string staging = "whole", schedule = "quintic", owners = "balanced";
+  std::string workload, ac = "full";
+  int gpus_per_node = 0, max_nodes = 0;
+  int64_t tokens_per_step = 0, seq_len = 0, micro_batch_seqs = 1;
+  bool ac_offload = false, bf16_momentum = false, nesterov = false, pinned_state = false;
+  bool include_mtp = false;
+  double gpu_memory_gib = 0, host_ram_gib = 0;
+  OptimizerHyper hyper;
+};
+
+// Validates the flags and builds the request. InputError names the offending flag.
+PlanRequest to_plan_request(const PlanFlags& flags);
+
+// Sets one flag from text. `name` is the flag without its dashes ("bf16-momentum"; "_" may
+// stand for "-"); booleans take true/false/1/0. InputError "--NAME: ..." for an unknown name
+// or a value of the wrong type. Model, topology and output flags are not plan flags.
+void set_plan_flag(PlanFlags& flags, const std::string& name, const std::string& value);
+PlanFlags plan_flags_from_map(const std::map<std::string, std::string>& options);
+
+// The names set_plan_flag accepts, with dashes, in the CLI's order.
+std::vector<std::string> plan_flag_names();
+
+}  // namespace muonplan

@@ -1,0 +1,243 @@
+// The capacity report's data: a sweep of fixed-node, fixed-offload plans, the searched plan,
+// and the per-rank loads of each owner strategy on it. Plots come from reports/report.py.
+#include "muonplan/report_data.h"
+
+#include <sys/wait.h>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "muonplan/error.h"
+
+namespace muonplan {
+namespace {
+
+using json = nlohmann::json;
+
+int parse_count(const std::string& part, const std::string& text) {
+  size_t used = 0;
+  int v = 0;
+  try {
+    v = std::stoi(part, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (part.empty() || used != part.size() || v <= 0) {
+    throw InputError({}, "--nodes",
+                     "expected a node count, a range A..B or a list A,B,C of positive integers, "
+                     "got '" +
+                         text + "'");
+  }
+  return v;
+}
+
+json loads_json(OwnerStrategy s, const RankLoads& loads) {
+  const double ranks = static_cast<double>(loads.alltoall_bytes.size());
+  return {{"owners", to_string(s)},
+          {"alltoall_bytes_per_rank", loads.alltoall_bytes},
+          {"ns_flops_per_rank", loads.ns_flops},
+          {"alltoall_bytes_max", loads.max_bytes()},
+          {"alltoall_bytes_mean", loads.total_bytes() / ranks},
+          {"ns_flops_max", loads.max_flops()},
+          {"ns_flops_mean", loads.total_flops() / ranks}};
+}
+
+json inputs_json(const PlanRequest& base, const ReportInputs& in) {
+  const PlanOptions& o = base.options;
+  json workload = nullptr;
+  if (o.workload) {
+    const Workload& w = *o.workload;
+    workload = {{"tokens_per_step", w.tokens_per_step},
+                {"seq_len", w.seq_len},
+                {"micro_batch_seqs", w.micro_batch_seqs},
+                {"ac", w.ac_full ? "full" : "none"},
+                {"ac_offload", w.ac_offload}};
+  }
+  json metrics_paths = json::array();
+  for (const json& m : in.metrics) metrics_paths.push_back(m.at("path"));
+  return {{"model_path", in.model_path},
+          {"topology_path", in.topology_path},
+          {"node_counts", in.node_counts},
+          {"layout", o.layout.fsdp == 0 && o.layout.cp == 1 && o.layout.ep == 1
+                         ? "default (FSDP over all ranks)"
+                         : to_string(o.layout)},
+          {"optimizer", to_string(o.optimizer)},
+          {"bf16_momentum", o.bf16_momentum},
+          {"nesterov", o.nesterov},
+          {"owners", to_string(o.owners)},
+          {"ns_schedule", o.schedule.name},
+          {"gpu_memory_gib_override", o.gpu_memory_gib},
+          {"host_ram_gib_override", o.host_ram_gib},
+          {"workload", workload},
+          {"metrics", metrics_paths}};
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+std::vector<int> parse_node_counts(const std::string& text) {
+  std::set<int> counts;
+  const size_t dots = text.find("..");
+  if (dots != std::string::npos) {
+    const int lo = parse_count(text.substr(0, dots), text);
+    const int hi = parse_count(text.substr(dots + 2), text);
+    if (hi < lo) throw InputError({}, "--nodes", "empty range '" + text + "'");
+    for (int n = lo; n <= hi; ++n) counts.insert(n);
+  } else {
+    size_t start = 0;
+    while (true) {
+      const size_t comma = text.find(',', start);
+      counts.insert(parse_count(text.substr(start, comma - start), text));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return {counts.begin(), counts.end()};
+}
+
+std::vector<int> default_node_counts(const Topology& topo) {
+  std::vector<int> counts;
+  for (int n = 1; n <= std::max(1, std::min(8, topo.max_nodes)); ++n) counts.push_back(n);
+  return counts;
+}
+
+const std::vector<OptimizerVariant>& report_optimizer_variants() {
+  static const std::vector<OptimizerVariant> variants = {
+      {"muon", OptimizerKind::muon, false},
+      {"muon-bf16-momentum", OptimizerKind::muon, true},
+      {"adamw", OptimizerKind::adamw, false},
+      {"signsgd", OptimizerKind::signsgd, false}};
+  return variants;
+}
+
+json report_data(const ModelSpec& spec, const Topology& topo, const PlanRequest& base,
+                 const ReportInputs& inputs) {
+  if (inputs.node_counts.empty()) throw InputError({}, "--nodes", "no node counts");
+  // The searched plan first: options no candidate can satisfy fail here, with the CLI's message.
+  PlanRequest searched = base;
+  searched.auto_nodes = true;
+  searched.auto_offload = true;
+  searched.max_nodes = inputs.node_counts.back();
+  const Plan chosen = make_plan(spec, topo, searched);
+  json chosen_json = plan_to_json(chosen);
+  chosen_json.erase("chunks");
+  chosen_json.erase("tensors");
+
+  json sweep = json::array();
+  for (int nodes : inputs.node_counts) {
+    for (OffloadMode mode : {OffloadMode::none, OffloadMode::optimizer, OffloadMode::full}) {
+      for (const OptimizerVariant& v : report_optimizer_variants()) {
+        PlanRequest r = base;
+        r.auto_nodes = r.auto_offload = false;
+        r.options.nodes = nodes;
+        r.options.offload = mode;
+        r.options.optimizer = v.kind;
+        r.options.bf16_momentum = v.bf16_momentum;
+        json point = {{"nodes", nodes}, {"offload", to_string(mode)}, {"optimizer", v.name}};
+        if (r.options.nesterov && mode == OffloadMode::full) {
+          point["evaluated"] = false;
+          point["note"] = "Nesterov momentum is not supported under full offload";
+          sweep.push_back(point);
+          continue;
+        }
+        try {
+          const Plan p = make_plan(spec, topo, r);
+          json pj = plan_to_json(p);
+          pj["predicted"].erase("breakdown");
+          point["evaluated"] = true;
+          point["fits"] = pj["fits"];
+          point["world_size"] = pj["world_size"];
+          point["layout"] = pj["layout"];
+          point["limits"] = pj["limits"];
+          point["predicted"] = pj["predicted"];
+        } catch (const InputError& e) {  // the layout does not divide this world
+          point["evaluated"] = false;
+          point["note"] = e.message();
+        }
+        sweep.push_back(point);
+      }
+    }
+  }
+
+  json owners = json::array();
+  const int iterations = static_cast<int>(chosen.options.schedule.steps.size());
+  for (OwnerStrategy s : {OwnerStrategy::padded, OwnerStrategy::restart, OwnerStrategy::round_robin,
+                          OwnerStrategy::balanced}) {
+    const ChunkPlan c = build_chunks(chosen.inventory, chosen.options.include_mtp,
+                                     chosen.options.layout, chosen.world, s, iterations);
+    owners.push_back(loads_json(s, c.loads));
+  }
+
+  json optimizer_variants = json::array();
+  for (const OptimizerVariant& v : report_optimizer_variants())
+    optimizer_variants.push_back(v.name);
+  return {{"schema", kReportSchema},
+          {"model", chosen.model_name},
+          {"topology", chosen.topology_name},
+          {"gpus_per_node", chosen.gpus_per_node},
+          {"inputs", inputs_json(base, inputs)},
+          {"offload_modes", {"none", "optimizer", "full"}},
+          {"optimizer_variants", optimizer_variants},
+          {"sweep", sweep},
+          {"chosen", chosen_json},
+          {"owner_strategies", owners},
+          {"metrics", inputs.metrics}};
+}
+
+json load_metrics(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError({path, 0, 0}, "file", "cannot be read");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    throw InputError({path, 0, 0}, "json", e.what());
+  }
+  if (!j.is_object()) throw InputError({path, 0, 0}, "json", "expected an object");
+  for (const char* key : {"measured", "predicted"}) {
+    if (!j.contains(key) || !j[key].is_object()) {
+      throw InputError({path, 0, 0}, key, "missing (expected the metrics of muonplan execute)");
+    }
+  }
+  j["path"] = path;
+  return j;
+}
+
+void render_report(const json& data, const std::string& out_dir, const std::string& script) {
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) throw std::runtime_error("cannot create " + out_dir + ": " + ec.message());
+  const std::string data_path = (std::filesystem::path(out_dir) / "report-data.json").string();
+  {
+    std::ofstream out(data_path);
+    if (!out) throw std::runtime_error("cannot write " + data_path);
+    out << data.dump(1) << "\n";
+  }
+  const char* env = std::getenv("MUONPLAN_REPORT_PYTHON");
+  const std::string python = env && *env ? env : "/usr/bin/python3";
+  // stderr into the pipe, stdout dropped: the script's messages are what a failure reports.
+  const std::string cmd = shell_quote(python) + " " + shell_quote(script) + " " +
+                          shell_quote(data_path) + " " + shell_quote(out_dir) + " 2>&1 >/dev/null";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) throw std::runtime_error("cannot run " + python);
+  std::string err;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) err.append(buf, n);
+  const int status = pclose(pipe);
+  const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (rc != 0) {
+    while (!err.empty() && err.back() == '\n') err.pop_back();
+    throw std::runtime_error(python + " " + script + " failed (exit " + std::to_string(rc) +
+                             "):\n" + err);
+  }
+}
+
+}  // namespace muonplan

@@ -1,0 +1,502 @@
+#!/usr/bin/python3
+"""Capacity report: turns report-data.json (written by `muonplan report`) into report.md and
+PNG plots. Every number drawn or printed is read from the JSON; this script models nothing.
+
+Usage: report.py DATA_JSON OUT_DIR   (Debian's /usr/bin/python3 with python3-matplotlib)
+"""
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+DPI = 110
+VARIANT_COLORS = ["#1f77b4", "#17becf", "#d62728", "#2ca02c", "#9467bd", "#8c564b"]
+VARIANT_MARKERS = ["o", "D", "s", "^", "v", "P"]
+VARIANT_LABELS = {
+    "muon": "Muon (fp32 momentum)",
+    "muon-bf16-momentum": "Muon, bf16 momentum",
+    "adamw": "AdamW",
+    "signsgd": "signSGD",
+}
+STRATEGY_COLORS = {"padded": "#7f7f7f", "restart": "#ff7f0e", "round-robin": "#9467bd",
+                   "balanced": "#2ca02c"}
+GB, TFLOP = 1e9, 1e12
+
+plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10,
+                     "legend.fontsize": 9, "axes.grid": True, "grid.alpha": 0.3})
+
+
+def variant_label(name):
+    return VARIANT_LABELS.get(name, name)
+
+
+def chosen_point(data):
+    c = data["chosen"]
+    return c["nodes"], c["offload"]
+
+
+# ---------------------------------------------------------------- plots 1 and 2: sweep lines
+def plot_sweep(data, key, limit, limit_label, ylabel, title, path):
+    """One panel per offload mode, one line per optimizer variant: key vs node count."""
+    modes, variants = data["offload_modes"], data["optimizer_variants"]
+    nodes = data["inputs"]["node_counts"]
+    fig, axes = plt.subplots(1, len(modes), figsize=(13, 4.6), sharey=True)
+    dodge = 0.06 * (max(nodes) - min(nodes) + 1) / 4  # overlapping lines stay visible
+    chosen_nodes, chosen_offload = chosen_point(data)
+    chosen_optimizer = ("muon-bf16-momentum" if data["chosen"]["optimizer_config"]["bf16_momentum"]
+                        else data["chosen"]["optimizer"])
+    for ax, mode in zip(axes, modes):
+        for i, v in enumerate(variants):
+            pts = [p for p in data["sweep"]
+                   if p["offload"] == mode and p["optimizer"] == v and p["evaluated"]]
+            xs = [p["nodes"] + (i - (len(variants) - 1) / 2) * dodge for p in pts]
+            ys = [p["predicted"][key] for p in pts]
+            color, marker = VARIANT_COLORS[i % 6], VARIANT_MARKERS[i % 6]
+            ax.plot(xs, ys, color=color, lw=1.6, alpha=0.9)
+            for x, y, p in zip(xs, ys, pts):
+                ax.plot(x, y, marker=marker, ms=7 if len(nodes) <= 8 else 5, color=color,
+                        markerfacecolor=color if p["fits"] else "white", markeredgewidth=1.5)
+                if (p["nodes"], mode, v) == (chosen_nodes, chosen_offload, chosen_optimizer):
+                    ax.annotate("chosen", (x, y), xytext=(16, -26), textcoords="offset points",
+                                arrowprops={"arrowstyle": "->"}, fontweight="bold",
+                                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8,
+                                      "pad": 1})
+        ax.axhline(limit, color="black", ls="--", lw=1.3)
+        ax.text(0.98, limit, limit_label, transform=ax.get_yaxis_transform(), va="bottom",
+                ha="right", fontsize=9, bbox={"facecolor": "white", "edgecolor": "none",
+                                              "alpha": 0.85, "pad": 1.5})
+        ax.set_title(f"offload = {mode}")
+        ax.set_xlabel("nodes")
+        ax.set_xticks(nodes)
+    values = [p["predicted"][key] for p in data["sweep"] if p["evaluated"]]
+    top = max([limit] + values)
+    bottom = min([limit] + [v for v in values if v > 0])
+    if top / bottom > 60:  # a linear axis would flatten the small values against zero
+        axes[0].set_yscale("log")
+        axes[0].set_ylim(bottom / 1.5, top * 1.5)
+        ylabel += " (log scale)"
+    else:
+        axes[0].set_ylim(0, top * 1.1)
+    axes[0].set_ylabel(ylabel)
+    handles = [Line2D([], [], color=VARIANT_COLORS[i % 6], marker=VARIANT_MARKERS[i % 6], lw=1.6,
+                      label=variant_label(v)) for i, v in enumerate(variants)]
+    handles += [Line2D([], [], color="gray", marker="o", ls="", label="fits (GPU and host)"),
+                Line2D([], [], color="gray", marker="o", ls="", markerfacecolor="white",
+                       label="does not fit")]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False)
+    fig.suptitle(title, fontsize=12)
+    fig.tight_layout(rect=(0, 0.07, 1, 0.97))
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- plot 3: memory breakdown
+GROUP_CMAPS = {"persistent": "Blues", "step transient": "Oranges", "fixed": "Greys",
+               "workload": "Greens", "host": "Purples"}
+
+
+def stacked_bar(ax, terms, unit_key, limit, limit_label, title, ylabel):
+    """One bar of terms (group, term), colored by group, the limit dashed."""
+    counts = {}
+    for group, _ in terms:
+        counts[group] = counts.get(group, 0) + 1
+    seen = {}
+    bottom, handles = 0.0, []
+    total = sum(t[unit_key] for _, t in terms)
+    top = max(limit, total) * 1.15
+    for group, t in terms:
+        k = seen[group] = seen.get(group, 0) + 1
+        shade = 0.75 - 0.45 * (k - 1) / max(1, counts[group] - 1) if counts[group] > 1 else 0.55
+        color = plt.get_cmap(GROUP_CMAPS.get(group, "Greys"))(shade)
+        v = t[unit_key]
+        ax.bar([0], [v], bottom=bottom, width=0.6, color=color, edgecolor="white")
+        if v > top * 0.04:
+            ax.text(0, bottom + v / 2, f"{v:.1f}", ha="center", va="center",
+                    fontsize=8.5, color="white" if shade > 0.6 else "black")
+        handles.append(Patch(color=color, label=f"{group}: {t['name']}  {v:.2f} GiB"))
+        bottom += v
+    ax.axhline(limit, color="black", ls="--", lw=1.3)
+    ax.text(0.02, limit, limit_label, transform=ax.get_yaxis_transform(), ha="left",
+            va="bottom", fontsize=9)
+    ax.annotate(f"total {bottom:.1f} GiB", (0.3, bottom), xytext=(0.36, bottom),
+                va="center", ha="left", fontweight="bold")
+    ax.set_xlim(-0.5, 1.1)
+    ax.set_ylim(0, top)
+    ax.set_xticks([])
+    ax.set_title(title)
+    ax.set_ylabel(ylabel)
+    ax.legend(handles=handles[::-1], loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+
+
+def plot_memory(data, path):
+    c = data["chosen"]
+    b, lim = c["predicted"]["breakdown"], c["limits"]
+    gpu = [(group, t) for key, group in [("gpu_persistent_gib", "persistent"),
+                                         ("gpu_transient_gib", "step transient"),
+                                         ("gpu_fixed_gib", "fixed"),
+                                         ("gpu_workload_gib", "workload")] for t in b[key]]
+    host = [("host", t) for t in b["host_per_node_gib"]]
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.2))
+    stacked_bar(axes[0], gpu, "gib", lim["gpu_memory_gib"],
+                f"GPU limit {lim['gpu_memory_gib']:.1f} GiB", "GPU memory per rank (busiest)",
+                "GiB (2^30 bytes)")
+    stacked_bar(axes[1], host, "gib", lim["host_ram_per_node_gib"],
+                f"host RAM limit {lim['host_ram_per_node_gib']:.0f} GiB",
+                "Host RAM per node (busiest)", "GiB (2^30 bytes)")
+    fig.suptitle(f"Memory of the chosen plan: {c['nodes']} node(s), offload {c['offload']}, "
+                 f"optimizer {c['optimizer']}", fontsize=12)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- plot 4: step time
+def phase_kind(name):
+    if name.endswith("_busy"):
+        return "busy time of one resource"
+    if name == "pipelined_chunks":
+        return "chunk pipeline (makespan)"
+    if name == "overlapped":
+        return "hidden by overlap"
+    return "other phase (state staging, ...)"
+
+
+KIND_COLORS = {"busy time of one resource": "#4c72b0", "chunk pipeline (makespan)": "#dd8452",
+               "hidden by overlap": "#55a868", "other phase (state staging, ...)": "#8172b3",
+               "training-step term": "#c44e52"}
+
+
+def hbars(ax, rows, total, total_label, title):
+    names = [r[0] for r in rows][::-1]
+    values = [r[1] for r in rows][::-1]
+    colors = [KIND_COLORS[r[2]] for r in rows][::-1]
+    ax.barh(names, values, color=colors)
+    span = max(values + [total]) if values else total
+    for y, v in enumerate(values):
+        ax.text(v + span * 0.01, y, f"{v:.3f} s", va="center", fontsize=9)
+    ax.axvline(total, color="black", ls="--", lw=1.3)
+    ax.text(total, len(values) - 0.45, f" {total_label} {total:.3f} s", ha="left", va="bottom",
+            fontsize=9, fontweight="bold")
+    ax.set_xlim(0, span * 1.25)
+    ax.set_ylim(-0.6, len(values) + 0.3)
+    ax.set_xlabel("seconds")
+    ax.set_title(title)
+
+
+def plot_step(data, path):
+    c = data["chosen"]
+    p, b = c["predicted"], c["predicted"]["breakdown"]
+    rows = [(t["name"], t["s"], phase_kind(t["name"])) for t in b["optimizer_step_s"]]
+    training = b.get("training_step_s", [])
+    panels = 2 if training and p.get("training_step_s") is not None else 1
+    fig, axes = plt.subplots(1, panels, figsize=(13 if panels == 2 else 10, 4.8), squeeze=False)
+    hbars(axes[0][0], rows, p["optimizer_step_s"], "optimizer step",
+          f"Optimizer step, offload {c['offload']}: busy time per resource and pipelined total")
+    kinds = sorted({r[2] for r in rows})
+    if panels == 2:
+        trows = [(t["name"], t["s"], "training-step term") for t in training]
+        hbars(axes[0][1], trows, p["training_step_s"], "training step", "Training step terms")
+        kinds.append("training-step term")
+    fig.legend(handles=[Patch(color=KIND_COLORS[k], label=k) for k in kinds], loc="lower center",
+               ncol=len(kinds), frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- plot 5: owner loads
+def plot_owners(data, path):
+    strategies = data["owner_strategies"]
+    c = data["chosen"]
+    fig, axes = plt.subplots(2, 1, figsize=(13, 7.6))
+    panels = [("alltoall_bytes", GB, "all-to-all GB sent per rank per step", "GB"),
+              ("ns_flops", TFLOP, "Newton-Schulz TFLOP per rank per step", "TFLOP")]
+    for ax, (key, scale, ylabel, unit) in zip(axes, panels):
+        loads = [sorted((v / scale for v in s[f"{key}_per_rank"]), reverse=True)
+                 for s in strategies]
+        top = max(max(per_rank) for per_rank in loads)
+        low = min(min(per_rank) for per_rank in loads)
+        # Loads differ by a few percent: start the axis near the lowest rank so it shows.
+        base = max(0.0, low - (top - low) * 0.6) if top > low else 0.0
+        base = 0.0 if base < 0.5 * top else base
+        span = (top - base) if top > base else max(top, 1.0)
+        ticks, labels = [], []
+        for g, (s, per_rank) in enumerate(zip(strategies, loads)):
+            n = len(per_rank)
+            x0 = g * 1.25
+            width = 1.0 / n
+            xs = [x0 + (i + 0.5) * width for i in range(n)]
+            color = STRATEGY_COLORS.get(s["owners"], "#333333")
+            ax.bar(xs, per_rank, width=width * (0.85 if n <= 32 else 1.0), color=color,
+                   edgecolor="none", linewidth=0)
+            mx, mean = s[f"{key}_max"] / scale, s[f"{key}_mean"] / scale
+            ax.hlines(mean, x0, x0 + 1.0, colors="black", linestyles="--", lw=1.3)
+            ax.plot([x0 + 0.5 * width], [mx], marker="v", color="black", ms=7)
+            excess = 100 * (mx / mean - 1) if mean > 0 else 0.0
+            ax.text(x0 + 0.5, mx + span * 0.04,
+                    f"max {mx:.4g} {unit}, mean {mean:.4g}\nmax is {excess:.1f}% above the mean",
+                    ha="center", va="bottom", fontsize=8.5)
+            ticks.append(x0 + 0.5)
+            labels.append(s["owners"] + (" (plan)" if s["owners"] == c["owners"] else ""))
+        ax.set_xticks(ticks)
+        ax.set_xticklabels(labels)
+        ax.set_ylim(base, top + span * 0.3)
+        ax.set_ylabel(ylabel + ("" if base == 0 else f"\n(axis from {base:.3g})"))
+        ax.grid(axis="x", visible=False)
+    axes[0].set_title(f"Per-rank loads under each owner strategy ({c['world_size']} ranks, "
+                      f"sorted, busiest first)")
+    fig.legend(handles=[Line2D([], [], color="black", ls="--", label="mean over ranks"),
+                        Line2D([], [], color="black", marker="v", ls="", label="max (busiest rank)")],
+               loc="lower center", ncol=2, frameon=False)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- plot 6: predicted vs measured
+# The CPU backend reports memory in bytes where the plan predicts GiB: same figure, other unit.
+MEASURED_ALIASES = {"gpu_peak_gib": ("peak_bytes", 2**30),
+                    "gpu_transient_gib": ("transient_bytes", 2**30)}
+
+
+def is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def measured_pairs(m):
+    """Every figure both sides have, as (key, predicted, measured), numbers only."""
+    measured, predicted = m["measured"], m["predicted"]
+    pairs = []
+    for key, pv in predicted.items():
+        mv = measured.get(key)
+        if mv is None and key in MEASURED_ALIASES and MEASURED_ALIASES[key][0] in measured:
+            raw, scale = MEASURED_ALIASES[key]
+            mv = measured[raw] / scale if is_number(measured[raw]) else None
+        gb_twin = key.replace("_bytes_", "_gb_")
+        if gb_twin != key and gb_twin in predicted and gb_twin in measured:
+            continue  # the same figure in GB is listed
+        if is_number(pv) and is_number(mv):
+            pairs.append((key, float(pv), float(mv)))
+    return pairs
+
+
+def plot_measured(data, path):
+    runs = [(os.path.basename(m["path"]), measured_pairs(m)) for m in data["metrics"]]
+    keys = sorted({k for _, pairs in runs for k, _, _ in pairs})
+    key_markers = {k: VARIANT_MARKERS[i % 6] for i, k in enumerate(keys)}
+    fig, (ax, sc) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [3, 2]})
+    width = 0.8 / max(1, len(runs))
+    top = 1.0
+    for r, (name, pairs) in enumerate(runs):
+        by_key = {k: (pv, mv) for k, pv, mv in pairs}
+        xs = [i + (r - (len(runs) - 1) / 2) * width for i, k in enumerate(keys) if k in by_key]
+        ratios = [by_key[k][1] / by_key[k][0] if by_key[k][0] else float("nan")
+                  for k in keys if k in by_key]
+        color = VARIANT_COLORS[r % 6]
+        ax.bar(xs, ratios, width=width * 0.9, color=color, label=name)
+        for x, v in zip(xs, ratios):
+            ax.text(x, v, f"{v:.2f}", ha="center", va="bottom", fontsize=8)
+        top = max([top] + [v for v in ratios if v == v])
+        for k, p, m in pairs:
+            if p > 0 and m > 0:
+                sc.scatter([p], [m], color=color, marker=key_markers[k], s=55, zorder=3,
+                           edgecolors="black", linewidths=0.5)
+    ax.axhline(1.0, color="black", lw=1.2)
+    ax.set_ylim(0, top * 1.15)
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels(keys, rotation=15, ha="right")
+    ax.set_ylabel("measured / predicted")
+    ax.set_title("Measured over predicted, per figure (1 = exact)")
+    ax.legend(frameon=True, loc="upper right")
+    values = [v for _, pairs in runs for _, p, m in pairs for v in (p, m) if v > 0]
+    if values:
+        lo, hi = min(values) / 2, max(values) * 2
+        sc.plot([lo, hi], [lo, hi], color="black", ls="--", lw=1)
+        sc.set_xlim(lo, hi)
+        sc.set_ylim(lo, hi)
+    sc.set_xscale("log")
+    sc.set_yscale("log")
+    sc.set_xlabel("predicted (in the figure's unit)")
+    sc.set_ylabel("measured (same unit)")
+    sc.set_title("Predicted vs measured (dashed: equal)")
+    handles = [Line2D([], [], color=VARIANT_COLORS[r % 6], marker="o", ls="", label=name)
+               for r, (name, _) in enumerate(runs)]
+    handles += [Line2D([], [], color="white", markeredgecolor="black", marker=key_markers[k],
+                       ls="", label=k) for k in keys]
+    sc.legend(handles=handles, loc="upper left", fontsize=8, frameon=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- report.md
+def fmt(v, digits=1):
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def markdown(data, images):
+    c, inp, p = data["chosen"], data["inputs"], data["chosen"]["predicted"]
+    lim = c["limits"]
+    w = inp["workload"]
+    workload = ("none: the optimizer step alone (params, grads, optimizer state, step buffers)"
+                if w is None else
+                f"{w['tokens_per_step']} tokens per step, sequence length {w['seq_len']}, "
+                f"{w['micro_batch_seqs']} sequence(s) per micro step, AC {w['ac']}"
+                f"{', AC offload' if w['ac_offload'] else ''}")
+    nodes = inp["node_counts"]
+    out = [f"# Capacity report: {data['model']} on {data['topology']}", "",
+           "Written by `muonplan report` from `report-data.json` (every number below is in it).",
+           "", "## Inputs", "", "| input | value |", "| --- | --- |",
+           f"| model | {data['model']} (`{inp['model_path']}`) |",
+           f"| topology | {data['topology']} (`{inp['topology_path']}`), "
+           f"{data['gpus_per_node']} GPUs per node |",
+           f"| node counts | {', '.join(str(n) for n in nodes)} |",
+           f"| layout | {inp['layout']} |",
+           f"| optimizer | {inp['optimizer']}{', bf16 momentum' if inp['bf16_momentum'] else ''}"
+           f"{', Nesterov' if inp['nesterov'] else ''}; NS schedule {inp['ns_schedule']}; "
+           f"owners {inp['owners']} |",
+           f"| workload | {workload} |",
+           f"| limits | GPU {lim['gpu_memory_gib']:.1f} GiB per GPU, host RAM "
+           f"{lim['host_ram_per_node_gib']:.0f} GiB per node |"]
+    if inp["metrics"]:
+        out.append(f"| metrics | {', '.join('`' + m + '`' for m in inp['metrics'])} |")
+    out += ["", "## Decision", "",
+            f"**Chosen:** {c['nodes']} node(s) x {c['gpus_per_node']} GPUs "
+            f"(world {c['world_size']}), layout fsdp={c['layout']['fsdp']},cp={c['layout']['cp']},"
+            f"ep={c['layout']['ep']}, offload {c['offload']}, optimizer {c['optimizer']}"
+            f"{'' if c['fits'] else ' (NO FIT: closest candidate)'}", "",
+            f"**Reason:** {c['decision']['reason']}", "",
+            f"Candidates of the search (`muonplan plan --max-nodes {max(nodes)}` evaluates node "
+            "counts from 1 up and stops at the first where something fits):", "",
+            "| nodes | offload | fits | GPU peak GiB | host GiB/node | step s | GPU-s |",
+            "| ---: | --- | --- | ---: | ---: | ---: | ---: |"]
+    for cand in c["decision"]["candidates"]:
+        if "gpu_peak_gib" not in cand:
+            out.append(f"| {cand['nodes']} | {cand['offload']} | - | {cand.get('note', '')} | | | |")
+            continue
+        mark = " **(chosen)**" if (cand["nodes"], cand["offload"]) == (c["nodes"], c["offload"]) \
+            else ""
+        out.append(f"| {cand['nodes']} | {cand['offload']}{mark} | "
+                   f"{'yes' if cand['fits'] else 'no'} | {cand['gpu_peak_gib']:.1f} | "
+                   f"{cand['host_ram_per_node_gib']:.1f} | {cand['step_s']:.3f} | "
+                   f"{cand['gpu_seconds']:.2f} |")
+    out += ["", "## Chosen plan", "",
+            f"- GPU peak {p['gpu_peak_gib']:.2f} GiB per rank (step transient "
+            f"{p['gpu_transient_gib']:.2f} GiB); host RAM {p['host_ram_per_node_gib']:.1f} GiB "
+            "per node",
+            f"- all-to-all {p['alltoall_gb_per_rank_max']:.3f} GB per rank (max); H2D "
+            f"{p['h2d_gb_per_gpu']:.2f} GB, D2H {p['d2h_gb_per_gpu']:.2f} GB per GPU",
+            f"- optimizer step {p['optimizer_step_s']:.3f} s"
+            + ("" if p.get("training_step_s") is None
+               else f"; training step {p['training_step_s']:.3f} s"),
+            "", "## Plots", ""]
+    for i, (name, title, caption) in enumerate(images, 1):
+        out += [f"### {i}. {title}", "", f"![{title}]({name})", "", f"*{caption}*", ""]
+    out += ["## Every configuration of the sweep", "",
+            "GPU peak GiB per rank / host RAM GiB per node; a trailing `*` marks a fit.", "",
+            "| nodes | offload | " + " | ".join(variant_label(v) for v in data["optimizer_variants"])
+            + " |", "| ---: | --- |" + " ---: |" * len(data["optimizer_variants"])]
+    notes = []
+    for n in nodes:
+        for mode in data["offload_modes"]:
+            cells = []
+            for v in data["optimizer_variants"]:
+                pt = next((q for q in data["sweep"] if q["nodes"] == n and q["offload"] == mode
+                           and q["optimizer"] == v), None)
+                if pt is None or not pt["evaluated"]:
+                    cells.append("-")
+                    if pt is not None and pt["note"] not in notes:
+                        notes.append(pt["note"])
+                else:
+                    q = pt["predicted"]
+                    cells.append(f"{q['gpu_peak_gib']:.1f} / {q['host_ram_per_node_gib']:.0f}"
+                                 f"{' *' if pt['fits'] else ''}")
+            out.append(f"| {n} | {mode} | " + " | ".join(cells) + " |")
+    if notes:
+        out += ["", "`-`: not evaluated: " + "; ".join(notes) + "."]
+    out += ["", "## Terms of the chosen plan", "",
+            "Busiest rank (GPU) and busiest node (host); docs/planner.md defines each term.", "",
+            "| group | term | value | formula |", "| --- | --- | ---: | --- |"]
+    groups = [("gpu_persistent_gib", "GPU persistent", "gib", "GiB"),
+              ("gpu_transient_gib", "GPU step transient", "gib", "GiB"),
+              ("gpu_fixed_gib", "GPU fixed", "gib", "GiB"),
+              ("gpu_workload_gib", "GPU workload", "gib", "GiB"),
+              ("host_per_node_gib", "host RAM per node", "gib", "GiB"),
+              ("traffic_per_gpu_gb", "traffic per GPU per step", "gb", "GB"),
+              ("optimizer_step_s", "optimizer step", "s", "s"),
+              ("training_step_s", "training step", "s", "s")]
+    for key, label, field, unit in groups:
+        for t in p["breakdown"].get(key, []):
+            digits = 3 if unit != "s" else 4
+            out.append(f"| {label} | `{t['name']}` | {t[field]:.{digits}f} {unit} | "
+                       f"{t['formula']} |")
+    if data["metrics"]:
+        out += ["", "## Predicted and measured", "",
+                "| metrics file | figure | predicted | measured | measured / predicted |",
+                "| --- | --- | ---: | ---: | ---: |"]
+        for m in data["metrics"]:
+            for k, pv, mv in measured_pairs(m):
+                ratio = f"{mv / pv:.3f}" if pv else "-"
+                source = ""
+                if k not in m["measured"] and k in MEASURED_ALIASES:
+                    source = f" (measured `{MEASURED_ALIASES[k][0]}` / 2^30)"
+                out.append(f"| `{m['path']}` | `{k}`{source} | {pv:.6g} | {mv:.6g} | {ratio} |")
+    return "\n".join(out) + "\n"
+
+
+def main(argv):
+    if len(argv) != 3:
+        sys.exit("usage: report.py DATA_JSON OUT_DIR")
+    with open(argv[1]) as f:
+        data = json.load(f)
+    if data.get("schema") != "muonplan.report/1":
+        sys.exit(f"{argv[1]}: schema: expected muonplan.report/1, got {data.get('schema')!r}")
+    out = argv[2]
+    os.makedirs(out, exist_ok=True)
+    lim = data["chosen"]["limits"]
+    images = []
+
+    def add(name, title, caption, draw):
+        draw(os.path.join(out, name))
+        images.append((name, title, caption))
+
+    add("gpu_peak_vs_nodes.png", "GPU memory per rank vs node count",
+        "Predicted GPU peak of the busiest rank for each offload mode (panel) and optimizer "
+        "(line); dashed: the GPU limit; hollow markers do not fit.",
+        lambda path: plot_sweep(data, "gpu_peak_gib", lim["gpu_memory_gib"],
+                                f"GPU limit {lim['gpu_memory_gib']:.1f} GiB",
+                                "GPU peak per rank, GiB", "GPU memory per rank vs node count",
+                                path))
+    add("host_ram_vs_nodes.png", "Host RAM per node vs node count",
+        "Predicted host RAM of the busiest node for each offload mode (panel) and optimizer "
+        "(line); dashed: the host RAM limit.",
+        lambda path: plot_sweep(data, "host_ram_per_node_gib", lim["host_ram_per_node_gib"],
+                                f"host RAM limit {lim['host_ram_per_node_gib']:.0f} GiB",
+                                "host RAM per node, GiB", "Host RAM per node vs node count", path))
+    add("memory_breakdown.png", "Memory breakdown of the chosen plan",
+        "The chosen plan's GPU memory per rank and host RAM per node, term by term "
+        "(docs/planner.md sections 4 and 5).", lambda path: plot_memory(data, path))
+    add("step_time_breakdown.png", "Optimizer-step time of the chosen plan",
+        "Busy time of each resource over the step, the pipelined makespan of the chunks, the "
+        "time hidden by overlap; dashed: the predicted optimizer step.",
+        lambda path: plot_step(data, path))
+    add("owner_loads.png", "Per-rank loads by owner strategy",
+        "All-to-all bytes and Newton-Schulz FLOPs of every rank of the chosen plan under each "
+        "owner strategy, sorted; the step waits for the busiest rank.",
+        lambda path: plot_owners(data, path))
+    if data["metrics"]:
+        add("predicted_vs_measured.png", "Predicted vs measured",
+            "Executor metrics beside the plan's predictions for every figure both have.",
+            lambda path: plot_measured(data, path))
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(markdown(data, images))
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# muonplan plan --emit toml: valid TOML (Python's tomllib) whose every value is the plan's, as
+# `muonplan plan --json` prints it for the same inputs; bad --emit values exit 2.
+set -u
+bin="$1"; root="$2"; cd "$root"
+py=/usr/bin/python3
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+pass=0; fail=0
+compare() {  # name, plan flags...: the TOML against the JSON of the same plan
+  local name="$1"; shift
+  if "$bin" plan "$@" --emit toml >"$work/$name.toml" && "$bin" plan "$@" --json >"$work/$name.json" &&
+     "$py" - "$work/$name.toml" "$work/$name.json" <<'EOF'
+import json, sys, tomllib
+toml = tomllib.load(open(sys.argv[1], "rb"))
+plan = json.load(open(sys.argv[2]))
+opt, lay = plan["optimizer_config"], plan["layout"]
+want = {
+    ("deployment", "num_nodes"): plan["nodes"],
+    ("deployment", "gpus_per_node"): plan["gpus_per_node"],
+    ("deployment", "world_size"): plan["world_size"],
+    ("model", "offload"): plan["offload"],
+    ("model", "fsdp_cpu_offload"): plan["offload"] == "full",
+    ("model", "optim_cpu_offload"): plan["offload"] == "optimizer",
+    ("model", "dp_replicate"): plan["world_size"] // lay["fsdp"],
+    ("model", "dp_shard"): lay["fsdp"] // lay["cp"],
+    ("model", "cp"): lay["cp"],
+    ("model", "ep"): lay["ep"],
+    ("optim", "type"): plan["optimizer"],
+}
+if plan["optimizer"] == "muon":
+    want.update({
+        ("optim", "lr"): opt["lr"], ("optim", "weight_decay"): opt["weight_decay"],
+        ("optim", "mu"): opt["momentum"], ("optim", "nesterov"): opt["nesterov"],
+        ("optim", "bf16_momentum"): opt["bf16_momentum"],
+        ("optim", "update_rms"): opt["update_rms"], ("optim", "ns_schedule"): opt["ns_schedule"],
+        ("optim", "newton_schulz_coefficients"): opt["newton_schulz_coefficients"],
+        ("optim", "betas1"): opt["adamw"]["beta1"], ("optim", "betas2"): opt["adamw"]["beta2"],
+    })
+elif plan["optimizer"] == "adamw":
+    want.update({("optim", "lr"): opt["adamw"]["lr"], ("optim", "eps"): opt["adamw"]["eps"]})
+    if "bf16_momentum" in toml["optim"]:
+        sys.exit("adamw: bf16_momentum listed")
+bad = [f"{t}.{k} = {toml.get(t, {}).get(k)!r}, plan {v!r}" for (t, k), v in want.items()
+       if toml.get(t, {}).get(k) != v]
+if plan["decision"]["reason"] not in open(sys.argv[1]).read():
+    bad.append("the decision is not in the header comment")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+EOF
+  then pass=$((pass + 1)); else echo "FAIL $name"; fail=$((fail + 1)); fi
+}
+compare auto --model models/glm-4.5-air.yaml
+compare hsdp-ep --model models/qwen3-30b-a3b.yaml --nodes 2 --layout fsdp=8,ep=8 \
+  --offload optimizer --bf16-momentum --ns-schedule polar-express --lr 0.01 --weight-decay 0.1
+compare adamw --model models/qwen3-8b.yaml --nodes 1 --offload none --optimizer adamw
+compare cp --model models/llama-3.1-8b.yaml --nodes 2 --layout fsdp=8,cp=2 --offload none --nesterov
+
+check() {  # name, expected exit code, expected stderr, command...
+  local name="$1" code="$2" msg="$3"; shift 3
+  local err; err="$("$@" 2>&1 >/dev/null)"; local rc=$?
+  if [ "$rc" != "$code" ] || [ "$err" != "$msg" ]; then
+    echo "FAIL $name: exit $rc (want $code), stderr: $err"; fail=$((fail + 1))
+  else
+    pass=$((pass + 1))
+  fi
+}
+check bad-emit 2 "--emit: expected toml, got 'yaml'" "$bin" plan --model models/qwen3-8b.yaml --emit yaml
+check emit-and-json 2 "--emit: prints instead of --json; give one of them" \
+  "$bin" plan --model models/qwen3-8b.yaml --emit toml --json
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

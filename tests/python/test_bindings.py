@@ -1,0 +1,191 @@
+"""The Python module `muonplan` against the command line: same inputs, same JSON, same one-line
+errors. ctest runs it with /usr/bin/python3, PYTHONPATH at the module's build directory and
+MUONPLAN_BIN / MUONPLAN_SOURCE_DIR set (tests/CMakeLists.txt)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import muonplan
+
+BIN = os.environ["MUONPLAN_BIN"]
+ROOT = os.environ["MUONPLAN_SOURCE_DIR"]
+
+
+def path(rel):
+    return os.path.join(ROOT, rel)
+
+
+def cli(*args):
+    """Runs the CLI; returns (exit code, stdout, stderr)."""
+    r = subprocess.run([BIN, *args], capture_output=True, text=True, cwd=ROOT)
+    return r.returncode, r.stdout, r.stderr.strip()
+
+
+def cli_json(*args):
+    rc, out, err = cli(*args, "--json")
+    assert rc == 0, err
+    return json.loads(out)
+
+
+# models/tiny-moe.yaml as a dict (our spec format, not an HF config).
+TINY_MOE = {
+    "name": "tiny-moe", "family": "glm4_moe", "vocab_size": 1000, "hidden_size": 250,
+    "num_layers": 5,
+    "attention": {"type": "gqa", "num_heads": 5, "num_kv_heads": 1},
+    "mlp": {"intermediate_size": 667},
+    "moe": {"num_experts": 10, "experts_per_token": 2, "intermediate_size": 125,
+            "num_shared_experts": 1, "first_dense_layers": 1, "router_bias": True},
+    "storage": {"fused_qkv": True, "fused_gate_up": True},
+}
+
+
+class PlanMatchesCli(unittest.TestCase):
+    def test_auto_plan(self):
+        model = path("models/glm-4.5-air.yaml")
+        self.assertEqual(muonplan.plan(model), cli_json("plan", "--model", model))
+
+    def test_options_use_flag_names(self):
+        model = path("models/qwen3-30b-a3b.yaml")
+        got = muonplan.plan(model, path("topologies/h200-ib.yaml"), nodes=2, offload="optimizer",
+                            layout="fsdp=8,ep=8", bf16_momentum=True, owners="round-robin",
+                            ns_schedule="polar-express", tokens_per_step=1048576, seq_len=4096,
+                            ac_offload=True, gpu_memory_gib=120, lr=0.01)
+        want = cli_json("plan", "--model", model, "--topology", path("topologies/h200-ib.yaml"),
+                        "--nodes", "2", "--offload", "optimizer", "--layout", "fsdp=8,ep=8",
+                        "--bf16-momentum", "--owners", "round-robin",
+                        "--ns-schedule", "polar-express", "--tokens-per-step", "1048576",
+                        "--seq-len", "4096", "--ac-offload", "--gpu-memory-gib", "120",
+                        "--lr", "0.01")
+        self.assertEqual(got, want)
+        self.assertEqual(got["nodes"], 2)
+        self.assertTrue(got["optimizer_config"]["bf16_momentum"])
+
+    def test_hf_config_dict(self):
+        hf = path("tests/data/hf/glm-4.5-air.json")
+        with open(hf) as f:
+            config = json.load(f)
+        config["_name_or_path"] = "zai-org/glm-4.5-air"  # names the model as the file does
+        self.assertEqual(muonplan.plan(config, nodes=1), cli_json("plan", "--model", hf,
+                                                                  "--nodes", "1"))
+
+    def test_spec_dict(self):
+        topo = path("topologies/cpu-ci.yaml")
+        want = cli_json("plan", "--model", path("models/tiny-moe.yaml"), "--topology", topo,
+                        "--nodes", "1", "--gpus-per-node", "4", "--offload", "none")
+        got = muonplan.plan(TINY_MOE, topo, nodes=1, gpus_per_node=4, offload="none")
+        self.assertEqual(got, want)
+
+    def test_inspect(self):
+        model = path("models/kimi-k2.yaml")
+        self.assertEqual(muonplan.inspect(model), cli_json("inspect", "--model", model))
+        self.assertEqual(muonplan.inspect(TINY_MOE, tensors=True),
+                         cli_json("inspect", "--model", path("models/tiny-moe.yaml"),
+                                  "--tensors"))
+
+    def test_cost_ns(self):
+        self.assertEqual(muonplan.cost_ns(768, 2048, batch=32, ns_schedule="jordan"),
+                         cli_json("cost", "ns", "--rows", "768", "--cols", "2048", "--batch",
+                                  "32", "--ns-schedule", "jordan"))
+
+    def test_plan_options_listed(self):
+        self.assertIn("bf16_momentum", muonplan.plan_options)
+        self.assertIn("tokens_per_step", muonplan.plan_options)
+
+
+class ErrorsMatchCli(unittest.TestCase):
+    CASES = [  # (keyword options, the same as CLI flags)
+        ({"nodes": 0}, ["--nodes", "0"]),
+        ({"nodes": 1, "layout": "fsdp=3"}, ["--nodes", "1", "--layout", "fsdp=3"]),
+        ({"offload": "disk"}, ["--offload", "disk"]),
+        ({"owners": "x"}, ["--owners", "x"]),
+        ({"offload": "full", "nesterov": True}, ["--offload", "full", "--nesterov"]),
+        ({"tokens_per_step": 4096}, ["--tokens-per-step", "4096"]),
+        ({"ns_schedule": "nope"}, ["--ns-schedule", "nope"]),
+    ]
+
+    def assert_same_error(self, call, cli_args):
+        rc, _, err = cli(*cli_args)
+        self.assertEqual(rc, 2, err)
+        with self.assertRaises(ValueError) as ctx:
+            call()
+        self.assertEqual(str(ctx.exception), err)
+        self.assertIsInstance(ctx.exception, muonplan.InputError)
+
+    def test_plan_errors(self):
+        model = path("models/qwen3-8b.yaml")
+        for options, flags in self.CASES:
+            with self.subTest(options=options):
+                self.assert_same_error(lambda: muonplan.plan(model, **options),
+                                       ["plan", "--model", model, *flags])
+
+    def test_missing_model(self):
+        self.assert_same_error(lambda: muonplan.plan("missing.yaml"),
+                               ["plan", "--model", "missing.yaml"])
+
+    def test_bad_inputs(self):
+        model, topo = path("models/qwen3-8b.yaml"), path("topologies/h200-ib.yaml")
+        for kind in ("model", "topology"):
+            corpus = path(f"tests/data/bad/{kind}")
+            for name in sorted(os.listdir(corpus))[:4]:
+                bad = os.path.join(corpus, name)
+                m, t = (bad, topo) if kind == "model" else (model, bad)
+                with self.subTest(file=bad):
+                    self.assert_same_error(lambda: muonplan.plan(m, t),
+                                           ["plan", "--model", m, "--topology", t])
+
+    def test_cost_error(self):
+        self.assert_same_error(lambda: muonplan.cost_ns(-5, 8),
+                               ["cost", "ns", "--rows", "-5", "--cols", "8"])
+
+    def test_unknown_option(self):
+        with self.assertRaises(ValueError) as ctx:
+            muonplan.plan(path("models/qwen3-8b.yaml"), frobnicate=1)
+        self.assertEqual(str(ctx.exception), "--frobnicate: unknown option")
+
+    def test_bad_dict_names_the_dict(self):
+        broken = dict(TINY_MOE, hidden_size=-1)
+        with self.assertRaises(ValueError) as ctx:
+            muonplan.inspect(broken)
+        self.assertTrue(str(ctx.exception).startswith("<model dict>"), str(ctx.exception))
+
+
+class ReportAndExample(unittest.TestCase):
+    def test_report(self):
+        with tempfile.TemporaryDirectory() as out:
+            r = muonplan.report(TINY_MOE, out, path("topologies/cpu-ci.yaml"), nodes=[1, 2],
+                                gpus_per_node=4)
+            self.assertTrue(os.path.isfile(r["report_md"]))
+            self.assertEqual(len(r["plots"]), 5, r["plots"])
+            chosen = muonplan.plan(TINY_MOE, path("topologies/cpu-ci.yaml"), max_nodes=2,
+                                   gpus_per_node=4)
+            self.assertEqual(r["data"]["chosen"]["decision"], chosen["decision"])
+            with open(r["report_md"]) as f:
+                self.assertIn(chosen["decision"]["reason"], f.read())
+        with self.assertRaises(ValueError) as ctx:
+            muonplan.report(TINY_MOE, "/tmp/unused", offload="none")
+        self.assertIn("--offload: not a report option", str(ctx.exception))
+
+    def test_pick_owners_example(self):
+        r = subprocess.run([sys.executable, path("examples/pick_owners.py"), "--model",
+                            "models/tiny-moe.yaml", "--topology", "topologies/cpu-ci.yaml",
+                            "--nodes", "1", "--json"], capture_output=True, text=True, cwd=ROOT)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        table = json.loads(r.stdout)
+        plan = muonplan.plan(path("models/tiny-moe.yaml"), path("topologies/cpu-ci.yaml"),
+                             nodes=1)
+        batches = [c for c in plan["chunks"] if c["kind"] == "muon_batch"]
+        self.assertEqual(len(table["batches"]), len(batches))
+        for row, chunk in zip(table["batches"], batches):
+            self.assertEqual(sorted(int(k) for k in row["owners"]), sorted(chunk["owners"]))
+        text = subprocess.run([sys.executable, path("examples/pick_owners.py"), "--batches", "2"],
+                              capture_output=True, text=True, cwd=ROOT)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn("batch 1:", text.stdout)
+        self.assertIn("rank 0: model.layers.", text.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,113 @@
+#include <catch2/catch.hpp>
+#include <functional>
+
+#include "muonplan/error.h"
+#include "muonplan/model_io.h"
+#include "muonplan/plan_request.h"
+#include "muonplan/report_data.h"
+#include "muonplan/trainer_config.h"
+#include "test_paths.h"
+
+using namespace muonplan;
+
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("plan flags from text: typed, named as on the command line", "[report]") {
+  const PlanFlags f = plan_flags_from_map({{"nodes", "2"},
+                                           {"bf16_momentum", "true"},
+                                           {"gpu-memory-gib", "80.5"},
+                                           {"tokens_per_step", "1048576"},
+                                           {"lr", "0.01"}});
+  CHECK(f.nodes == "2");
+  CHECK(f.bf16_momentum);
+  CHECK(f.gpu_memory_gib == 80.5);
+  CHECK(f.tokens_per_step == 1048576);
+  CHECK(f.hyper.lr == 0.01);
+  PlanFlags g;
+  CHECK(error_of([&] { set_plan_flag(g, "gpus_per_node", "abc"); }) ==
+        "--gpus-per-node: expected an integer, got 'abc'");
+  CHECK(error_of([&] { set_plan_flag(g, "nesterov", "maybe"); }) ==
+        "--nesterov: expected true or false, got 'maybe'");
+  CHECK(error_of([&] { set_plan_flag(g, "frobnicate", "1"); }) == "--frobnicate: unknown option");
+  CHECK(error_of([&] {
+          to_plan_request(plan_flags_from_map({{"nodes", "0"}}));
+        }) == "--nodes: expected a positive integer or auto, got '0'");
+  CHECK(plan_flag_names().front() == "nodes");
+}
+
+TEST_CASE("node counts: a count, a range or a list", "[report]") {
+  CHECK(parse_node_counts("3") == std::vector<int>{3});
+  CHECK(parse_node_counts("1..4") == std::vector<int>{1, 2, 3, 4});
+  CHECK(parse_node_counts("8,2,4,2") == std::vector<int>{2, 4, 8});
+  CHECK(error_of([] { parse_node_counts("4..2"); }) == "--nodes: empty range '4..2'");
+  for (const char* bad : {"", "0", "1..", "a,b", "1,,2", "-1..3"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(parse_node_counts(bad), InputError);
+  }
+  Topology topo = load_topology(repo_path("topologies/cpu-ci.yaml"));
+  CHECK(default_node_counts(topo) == std::vector<int>{1, 2});  // max_nodes 2
+}
+
+TEST_CASE("report data: the sweep's points are the fixed plans, the chosen one the search's",
+          "[report]") {
+  const ModelSpec spec = load_model(repo_path("models/tiny-moe.yaml"));
+  const Topology topo = load_topology(repo_path("topologies/cpu-ci.yaml"));
+  PlanRequest base;
+  base.options.gpus_per_node = 4;
+  base.options.layout = parse_layout("fsdp=8");  // only a world of 8 (2 nodes) takes it
+  ReportInputs in;
+  in.node_counts = {1, 2};
+  const nlohmann::json d = report_data(spec, topo, base, in);
+  REQUIRE(d["sweep"].size() == 2 * 3 * 4);
+  int skipped = 0;
+  for (const auto& p : d["sweep"]) {
+    if (p["nodes"] == 1) {
+      CHECK(p["evaluated"] == false);
+      CHECK(p["note"] == "fsdp=8 does not divide world 4");
+      ++skipped;
+      continue;
+    }
+    PlanRequest r = base;
+    r.options.nodes = 2;
+    r.options.offload = parse_offload(p["offload"]);
+    const std::string v = p["optimizer"];
+    r.options.optimizer = parse_optimizer(v == "muon-bf16-momentum" ? "muon" : v);
+    r.options.bf16_momentum = v == "muon-bf16-momentum";
+    nlohmann::json want = plan_to_json(make_plan(spec, topo, r))["predicted"];
+    want.erase("breakdown");
+    CHECK(p["predicted"] == want);
+  }
+  CHECK(skipped == 12);
+  CHECK(d["chosen"]["nodes"] == 2);
+  CHECK(d["owner_strategies"].size() == 4);
+  for (const auto& s : d["owner_strategies"]) {
+    CHECK(s["alltoall_bytes_per_rank"].size() == 8);
+    CHECK(s["ns_flops_max"].get<double>() >= s["ns_flops_mean"].get<double>());
+  }
+}
+
+TEST_CASE("trainer TOML: values copied from the plan", "[report]") {
+  const ModelSpec spec = load_model(repo_path("models/qwen3-30b-a3b.yaml"));
+  const Topology topo = load_topology(repo_path("topologies/h200-ib.yaml"));
+  PlanRequest r = to_plan_request(plan_flags_from_map(
+      {{"nodes", "2"}, {"layout", "fsdp=8,ep=8"}, {"offload", "full"}, {"bf16-momentum", "1"}}));
+  const std::string toml = trainer_config_toml(plan_to_json(make_plan(spec, topo, r)));
+  for (const char* line :
+       {"num_nodes = 2\n", "world_size = 16\n", "offload = \"full\"", "fsdp_cpu_offload = true",
+        "dp_replicate = 2", "dp_shard = 8", "ep = 8\n", "bf16_momentum = true\n",
+        "newton_schulz_coefficients = [[4.0848, -6.8946, 2.927], "}) {
+    INFO(line);
+    CHECK(toml.find(line) != std::string::npos);
+  }
+}
