@@ -100,46 +100,37 @@ bool improve(State& s, const std::vector<std::vector<int>>& owned) {
     const int i = ranks[scan];
     double best_gain = 1e-12;
     int best_m = -1, best_j = -1, best_m2 = -1;
+    // Consider giving m to j and taking m2 (-1: nothing) back; keep it if it is the best so far.
+    auto consider = [&](int m, int j, int m2) {
+      const double take_b = m2 >= 0 ? s.delta_bytes(m2, i) : 0,
+                   take_f = m2 >= 0 ? s.mats[m2].flops : 0;
+      const double give_b = m2 >= 0 ? s.delta_bytes(m2, j) : 0;
+      const double bi = s.bytes[i] - s.delta_bytes(m, i) + take_b;
+      const double fi = s.flops[i] - s.mats[m].flops + take_f;
+      const double bj = s.bytes[j] + s.delta_bytes(m, j) - give_b;
+      const double fj = s.flops[j] + s.mats[m].flops - take_f;
+      if (max_with(s.bytes, i, bi, j, bj) > max_b || max_with(s.flops, i, fi, j, fj) > max_f)
+        return;
+      const double gain =
+          s.sq(s.bytes[i], s.flops[i]) + s.sq(s.bytes[j], s.flops[j]) - s.sq(bi, fi) - s.sq(bj, fj);
+      if (gain > best_gain) {
+        best_gain = gain;
+        best_m = m;
+        best_j = j;
+        best_m2 = m2;
+      }
+    };
     for (int m : owned[i]) {
       const int sh = s.mats[m].shape;
       for (int j = 0; j < s.g; ++j) {
         if (j == i) continue;
-        // Move m to j.
-        if (s.count[sh][j] < s.cap[sh]) {
-          const double bi = s.bytes[i] - s.delta_bytes(m, i), fi = s.flops[i] - s.mats[m].flops;
-          const double bj = s.bytes[j] + s.delta_bytes(m, j), fj = s.flops[j] + s.mats[m].flops;
-          if (max_with(s.bytes, i, bi, j, bj) <= max_b &&
-              max_with(s.flops, i, fi, j, fj) <= max_f) {
-            const double gain = s.sq(s.bytes[i], s.flops[i]) + s.sq(s.bytes[j], s.flops[j]) -
-                                s.sq(bi, fi) - s.sq(bj, fj);
-            if (gain > best_gain) {
-              best_gain = gain;
-              best_m = m;
-              best_j = j;
-              best_m2 = -1;
-            }
-          }
-        }
+        if (s.count[sh][j] < s.cap[sh]) consider(m, j, -1);  // move m to j
         // Swap m with a smaller matrix m2 of j (caps hold when shapes match or have room).
         for (int m2 : owned[j]) {
           if (s.mats[m2].whole >= s.mats[m].whole) continue;
           const int sh2 = s.mats[m2].shape;
           if (sh2 != sh && (s.count[sh][j] >= s.cap[sh] || s.count[sh2][i] >= s.cap[sh2])) continue;
-          const double bi = s.bytes[i] - s.delta_bytes(m, i) + s.delta_bytes(m2, i);
-          const double fi = s.flops[i] - s.mats[m].flops + s.mats[m2].flops;
-          const double bj = s.bytes[j] - s.delta_bytes(m2, j) + s.delta_bytes(m, j);
-          const double fj = s.flops[j] - s.mats[m2].flops + s.mats[m].flops;
-          if (max_with(s.bytes, i, bi, j, bj) > max_b || max_with(s.flops, i, fi, j, fj) > max_f) {
-            continue;
-          }
-          const double gain = s.sq(s.bytes[i], s.flops[i]) + s.sq(s.bytes[j], s.flops[j]) -
-                              s.sq(bi, fi) - s.sq(bj, fj);
-          if (gain > best_gain) {
-            best_gain = gain;
-            best_m = m;
-            best_j = j;
-            best_m2 = m2;
-          }
+          consider(m, j, m2);
         }
       }
     }
