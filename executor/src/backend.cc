@@ -2,10 +2,44 @@
 // through host memory, so any backend has them; a device backend overrides them with kernels.
 #include "muonplan/exec/backend.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 #include <vector>
 
 namespace muonplan::exec {
+
+void* Backend::alloc_host(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  // 64-byte lines: the host kernels use aligned vector loads where they can.
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, rounded);
+  track_host_alloc(p, bytes);
+  return p;
+}
+
+void Backend::free_host(void* ptr) {
+  if (!ptr) return;
+  track_host_free(ptr);
+  std::free(ptr);
+}
+
+void Backend::track_host_alloc(void* ptr, size_t bytes) {
+  host_sizes_[ptr] = bytes;
+  host_stats_.current_bytes += bytes;
+  host_stats_.peak_bytes = std::max(host_stats_.peak_bytes, host_stats_.current_bytes);
+}
+
+void Backend::track_host_free(void* ptr) {
+  const auto it = host_sizes_.find(ptr);
+  if (it == host_sizes_.end()) return;
+  host_stats_.current_bytes -= it->second;
+  host_sizes_.erase(it);
+}
 
 void Backend::ns_scale(int64_t batch, const float* sum_sq, double norm_scale, double eps,
                        float* scale) {

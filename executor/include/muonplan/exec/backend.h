@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "muonplan/exec/bf16.h"
 
@@ -42,6 +43,23 @@ class Backend {
   virtual MemoryStats memory() const = 0;
   virtual void reset_peak() = 0;
   virtual void synchronize() = 0;
+
+  // --- host memory for offloaded state and staging (muon-step.md section 5): pinned on CUDA,
+  // plain aligned memory on the CPU backend; zero-filled; counted in host_memory(). Host
+  // pointers are touched directly by the host kernels (host_kernels.h) and are valid sources
+  // and destinations of copy_to_device / copy_to_host.
+  virtual void* alloc_host(size_t bytes);
+  virtual void free_host(void* ptr);
+  MemoryStats host_memory() const { return host_stats_; }
+  void reset_host_peak() { host_stats_.peak_bytes = host_stats_.current_bytes; }
+
+  // --- ordering across batches in flight: calls after set_lane(k) run on lane k (a CUDA
+  // stream). Calls on one lane are ordered; calls on different lanes are ordered only through
+  // Request::wait() and synchronize(). The step gives each batch in flight its own lane and
+  // touches only that batch's buffers and parameter slices on it. Backends without
+  // concurrency ignore it. Lane 0 is the default; lanes are 0..kMaxLanes-1.
+  static constexpr int kMaxLanes = 4;
+  virtual void set_lane(int lane) { (void)lane; }
 
   // --- bf16 GEMM, fp32 accumulation, one rounding of each output element:
   // C[b] = bf16(alpha * op(A[b]) op(B[b]) + beta * C[b]), op = transpose when trans_*.
@@ -85,6 +103,15 @@ class Backend {
   // both computed in double.
   virtual void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd,
                      int64_t step, const float* g, float* w, float* m, float* v) = 0;
+
+ protected:
+  // Bookkeeping for host_memory(); an override of alloc_host/free_host calls these.
+  void track_host_alloc(void* ptr, size_t bytes);
+  void track_host_free(void* ptr);
+
+ private:
+  MemoryStats host_stats_;
+  std::unordered_map<void*, size_t> host_sizes_;
 };
 
 // The CPU reference backend (cpu_backend.cc, docs/executor-numerics.md): exact bf16 emulation;

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace muonplan::exec {
@@ -15,6 +17,17 @@ class Request {
  public:
   virtual ~Request() = default;
   virtual void wait() = 0;
+};
+
+// Another rank failed (it announced an error, or stopped answering within the communicator's
+// timeout). what() names the failed rank and the step; every surviving rank throws it
+// (docs/reliability.md).
+class RankFailure : public std::runtime_error {
+ public:
+  RankFailure(int failed_rank, int64_t step, const std::string& what)
+      : std::runtime_error(what), failed_rank(failed_rank), step(step) {}
+  int failed_rank;
+  int64_t step;
 };
 
 class Communicator {
@@ -41,6 +54,24 @@ class Communicator {
   // Bytes this rank has sent to other ranks through ialltoallv since the last reset.
   virtual uint64_t alltoall_bytes_sent() const = 0;
   virtual void reset_counters() = 0;
+
+  // --- failures (docs/reliability.md). Every wait has a deadline; a rank that dies or exits
+  // with an error makes every other rank throw RankFailure instead of hanging.
+  // The step in progress (0 before the first), named in failure messages.
+  virtual void set_step(int64_t step) { step_ = step; }
+  int64_t step() const { return step_; }
+  // Best effort and bounded in time: tells the other ranks that this one is exiting with
+  // `what`, so they stop at once with a message naming it rather than at their timeout.
+  virtual void announce_failure(const std::string& what) { (void)what; }
+  // Services control traffic (liveness probes, failure notices) without blocking; throws
+  // RankFailure when a peer has announced a failure. Long waits call it while they poll.
+  virtual void poll() {}
+  // For a wait past its deadline: finds ranks that do not answer a liveness probe within a
+  // few seconds and throws RankFailure naming the lowest; returns when all answer.
+  virtual void check_peers() {}
+
+ protected:
+  int64_t step_ = 0;
 };
 
 // A world of one rank in this process: the all-to-all is a local copy. For single-process

@@ -1,0 +1,43 @@
+// Host-side optimizer kernels of the offload pipelines (muon-step.md section 5): the momentum
+// fold of `full` offload, AdamW on host state, the bf16 update added into the fp32 master, and
+// the casts around the copies. Memory-bound by design: AVX2 + OpenMP (host_kernels.cc).
+//
+// Every kernel is elementwise with each fp32 operation rounded as written (no FMA), so the
+// result does not depend on the thread count or the vector width, and equals the scalar form
+// below bit for bit. The formulas are the Backend's (backend.h), so an offloaded step computes
+// the same bits as the on-device step wherever the pipeline does not round differently.
+#pragma once
+
+#include <cstdint>
+
+#include "muonplan/exec/bf16.h"
+
+namespace muonplan::exec::host {
+
+// m = mu * m + scale * g                                     (fp32 momentum)
+void fold_momentum_f32(int64_t n, float mu, float scale, const float* g, float* m);
+// m = bf16(mu * float(m) + float(bf16(scale * g)))           (bf16 momentum, as the Backend)
+void fold_momentum_bf16(int64_t n, float mu, float scale, const float* g, bf16* m);
+// w = w * decay + float(u)        (u: the bf16 update -s * NS(M) that came back from the device)
+void add_update_bf16(int64_t n, float decay, const bf16* u, float* w);
+// Decoupled AdamW, the formula of Backend::adamw (bias correction computed in double).
+void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd, int64_t step,
+           const float* g, float* w, float* m, float* v);
+// y = bf16(x), round to nearest even (bf16.h's to_bf16).
+void cast_to_bf16(int64_t n, const float* x, bf16* y);
+// STREAM triad a = b + q * c: the bandwidth yardstick of `muonplan bench cpu-kernels`.
+void triad(int64_t n, float q, const float* b, const float* c, float* a);
+
+// Plain scalar loops of the same kernels (single thread, not vectorized): the bit-for-bit
+// reference of the tests and the baseline of the benchmark.
+namespace scalar {
+void fold_momentum_f32(int64_t n, float mu, float scale, const float* g, float* m);
+void fold_momentum_bf16(int64_t n, float mu, float scale, const float* g, bf16* m);
+void add_update_bf16(int64_t n, float decay, const bf16* u, float* w);
+void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd, int64_t step,
+           const float* g, float* w, float* m, float* v);
+void cast_to_bf16(int64_t n, const float* x, bf16* y);
+void triad(int64_t n, float q, const float* b, const float* c, float* a);
+}  // namespace scalar
+
+}  // namespace muonplan::exec::host
