@@ -42,7 +42,7 @@ int find_nonfinite(RankState& state, Communicator& comm) {
   for (const LocalParam& p : state.params()) {
     if (p.elems() == 0) continue;
     host.resize(p.elems());
-    state.backend().copy_to_host(host.data(), p.g, host.size() * sizeof(float));
+    state.copy_out(p, Field::grad, host.data());
     if (std::any_of(host.begin(), host.end(), [](float x) { return !std::isfinite(x); })) {
       found = p.tensor;
       break;
@@ -56,31 +56,29 @@ int find_nonfinite(RankState& state, Communicator& comm) {
 void poison(RankState& state, const std::string& tensor) {
   for (LocalParam& p : state.params()) {
     if (state.plan().inventory.tensors[p.tensor].name != tensor || p.elems() == 0) continue;
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    state.backend().copy_to_device(p.g, &nan, sizeof nan);
+    std::vector<float> g(static_cast<size_t>(p.elems()));
+    state.copy_out(p, Field::grad, g.data());
+    g[0] = std::numeric_limits<float>::quiet_NaN();
+    state.copy_in(p, Field::grad, g.data());
   }
 }
 
 std::vector<CheckpointEntry> snapshot(const RankState& state) {
   std::vector<CheckpointEntry> out;
-  auto add = [&](const std::string& name, const char* dtype, const void* ptr, size_t bytes) {
+  auto add = [&](const LocalParam& p, const std::string& name, Field f) {
+    const size_t bytes = state.field_bytes(p, f);
     CheckpointEntry e;
     e.name = name;
-    e.dtype = dtype;
+    e.dtype = f == Field::momentum && p.m_bf16 ? "bf16" : "f32";
     e.bytes.resize(bytes);
-    if (bytes) state.backend().copy_to_host(e.bytes.data(), ptr, bytes);
+    state.copy_out(p, f, e.bytes.data());
     out.push_back(std::move(e));
   };
   for (const LocalParam& p : state.params()) {
     const std::string& name = state.plan().inventory.tensors[p.tensor].name;
-    const size_t n = static_cast<size_t>(p.elems());
-    add(name + "/param", "f32", p.w, n * 4);
-    if (p.m_bf16) {
-      add(name + "/momentum", "bf16", p.m_bf16, n * 2);
-    } else {
-      add(name + "/momentum", "f32", p.m, n * 4);
-    }
-    if (p.v) add(name + "/variance", "f32", p.v, n * 4);
+    add(p, name + "/param", Field::param);
+    add(p, name + "/momentum", Field::momentum);
+    if (p.v) add(p, name + "/variance", Field::variance);
   }
   return out;
 }
@@ -89,7 +87,9 @@ void restore(RankState& state, const std::vector<CheckpointEntry>& entries,
              const std::string& dir) {
   std::map<std::string, const CheckpointEntry*> by_name;
   for (const CheckpointEntry& e : entries) by_name[e.name] = &e;
-  auto get = [&](const std::string& name, const char* dtype, void* ptr, size_t bytes) {
+  auto get = [&](LocalParam& p, const std::string& name, Field f) {
+    const char* dtype = f == Field::momentum && p.m_bf16 ? "bf16" : "f32";
+    const size_t bytes = state.field_bytes(p, f);
     const auto it = by_name.find(name);
     if (it == by_name.end()) throw std::runtime_error(dir + ": checkpoint has no entry " + name);
     if (it->second->dtype != dtype || it->second->bytes.size() != bytes) {
@@ -97,18 +97,13 @@ void restore(RankState& state, const std::vector<CheckpointEntry>& entries,
                                std::to_string(it->second->bytes.size()) +
                                " bytes; the plan needs " + dtype + " of " + std::to_string(bytes));
     }
-    if (bytes) state.backend().copy_to_device(ptr, it->second->bytes.data(), bytes);
+    state.copy_in(p, f, it->second->bytes.data());
   };
   for (LocalParam& p : state.params()) {
     const std::string& name = state.plan().inventory.tensors[p.tensor].name;
-    const size_t n = static_cast<size_t>(p.elems());
-    get(name + "/param", "f32", p.w, n * 4);
-    if (p.m_bf16) {
-      get(name + "/momentum", "bf16", p.m_bf16, n * 2);
-    } else {
-      get(name + "/momentum", "f32", p.m, n * 4);
-    }
-    if (p.v) get(name + "/variance", "f32", p.v, n * 4);
+    get(p, name + "/param", Field::param);
+    get(p, name + "/momentum", Field::momentum);
+    if (p.v) get(p, name + "/variance", Field::variance);
   }
 }
 
@@ -136,8 +131,10 @@ double reference_error(const RankState& state, const RankState& ref) {
     mine.resize(p.elems());
     theirs.resize(p.elems());
     init.resize(p.elems());
-    state.backend().copy_to_host(mine.data(), p.w, mine.size() * 4);
-    ref.backend().copy_to_host(theirs.data(), r.w + p.global_offset(), theirs.size() * 4);
+    state.copy_out(p, Field::param, mine.data());
+    std::vector<float> whole(static_cast<size_t>(r.elems()));
+    ref.copy_out(r, Field::param, whole.data());
+    std::copy_n(whole.begin() + p.global_offset(), mine.size(), theirs.begin());
     fill_param(name, p.global_offset(), p.elems(), init.data());
     double num = 0, den = 0;
     for (size_t i = 0; i < mine.size(); ++i) {
@@ -173,16 +170,17 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
   if (plan.options.optimizer == OptimizerKind::signsgd) {
     throw InputError({}, "--plan", "the executor runs muon and adamw plans, not signsgd");
   }
-  if (plan.options.offload != OffloadMode::none) {
+  if (plan.options.offload == OffloadMode::full && plan.options.nesterov) {
     throw InputError({}, "--plan",
-                     std::string("offload ") + to_string(plan.options.offload) +
-                         " is planned but not yet executed; plan with --offload none");
+                     "Nesterov momentum is not supported under full offload (the host folds the "
+                     "momentum before the device sees it); plan with --offload optimizer or none");
   }
   if (opt.steps <= 0) throw InputError({}, "--steps", "must be positive");
   RankState state(plan, backend, comm.rank());
   state.init_params();
   int64_t first = 1;
   const std::string fingerprint = plan_fingerprint(plan);
+  comm.set_step(0);  // loading: failure messages name the step in progress
   if (!opt.resume_dir.empty()) {
     // Every rank learns whether any rank failed to load, so none waits in a collective for
     // one that gave up.
@@ -205,11 +203,15 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     }
   }
   MuonStep step(state, comm);
+  step.set_ns_variant(opt.symmetric_ns ? NsVariant::symmetric : NsVariant::plain);
   std::vector<double> times;
-  double peak = 0, transient = 0, sent = 0;
+  // Per step: device, exchange wait, H2D, D2H, host-kernel seconds (StepCounters).
+  std::vector<std::vector<double>> busy(5);
+  double peak = 0, transient = 0, sent = 0, host_peak = 0, h2d = 0, d2h = 0;
   int64_t skipped = 0;
   const int64_t last = first + opt.steps - 1;
   for (int64_t s = first; s <= last; ++s) {
+    comm.set_step(s);
     state.load_grads(s);
     if (s == opt.inject_nonfinite_step) poison(state, opt.inject_nonfinite_tensor);
     const int bad = find_nonfinite(state, comm);
@@ -231,6 +233,7 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     backend.synchronize();
     const size_t before = backend.memory().current_bytes;
     backend.reset_peak();
+    backend.reset_host_peak();
     const auto t0 = std::chrono::steady_clock::now();
     step.run(s);
     const auto t1 = std::chrono::steady_clock::now();
@@ -239,11 +242,21 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     peak = std::max(peak, double(m.peak_bytes));
     transient = std::max(transient, double(m.peak_bytes - before));
     sent = std::max(sent, double(comm.alltoall_bytes_sent()));
+    host_peak = std::max(host_peak, double(backend.host_memory().peak_bytes));
+    const StepCounters& c = step.counters();
+    h2d = std::max(h2d, double(c.h2d_bytes));
+    d2h = std::max(d2h, double(c.d2h_bytes));
+    const double per_kind[5] = {c.device_s, c.exchange_wait_s, c.h2d_s, c.d2h_s, c.host_s};
+    for (int k = 0; k < 5; ++k) busy[k].push_back(per_kind[k]);
   }
   // Steps 2+ when there are any: the first step pays for first-touch and warm-up.
   std::vector<double> steady(times.size() > 1 ? times.begin() + 1 : times.begin(), times.end());
-  double stats[4] = {median(steady), peak, transient, sent};
-  comm.allreduce_max(stats, 4);
+  auto steady_median = [&](const std::vector<double>& v) {
+    return median(std::vector<double>(v.size() > 1 ? v.begin() + 1 : v.begin(), v.end()));
+  };
+  double stats[12] = {median(steady), peak, transient, sent, host_peak, h2d, d2h};
+  for (int k = 0; k < 5; ++k) stats[7 + k] = steady_median(busy[k]);
+  comm.allreduce_max(stats, 12);
   uint64_t digest = state.partial_digest();
   comm.allreduce_sum_u64(&digest, 1);
 
@@ -253,7 +266,19 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
                              {"alltoall_gb_per_rank_max", stats[3] / 1e9},
                              {"alltoall_bytes_per_rank_max", stats[3]},
                              {"state_digest", hex(digest)},
-                             {"steps_skipped", skipped}};
+                             {"steps_skipped", skipped},
+                             {"offload", to_string(plan.options.offload)},
+                             {"ns_variant", opt.symmetric_ns ? "symmetric" : "plain"},
+                             {"host_peak_bytes_per_rank_max", stats[4]},
+                             {"h2d_bytes_per_rank_max", stats[5]},
+                             {"d2h_bytes_per_rank_max", stats[6]},
+                             // Host wall time per kind of call, median step, busiest rank each.
+                             {"busy_s",
+                              {{"device", stats[7]},
+                               {"exchange_wait", stats[8]},
+                               {"pcie_h2d", stats[9]},
+                               {"pcie_d2h", stats[10]},
+                               {"host_kernels", stats[11]}}}};
   if (backend.name() != "cpu") measured["gpu_peak_gib"] = stats[1] / (1024.0 * 1024 * 1024);
   if (opt.check_reference) {
     const Plan ref_plan = unsharded(plan);
@@ -261,6 +286,7 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     ref.init_params();
     const std::unique_ptr<Communicator> self = make_self_communicator(backend);
     MuonStep ref_step(ref, *self);
+    ref_step.set_ns_variant(opt.symmetric_ns ? NsVariant::symmetric : NsVariant::plain);
     for (int64_t s = 1; s <= last; ++s) {
       ref.load_grads(s);
       if (s == opt.inject_nonfinite_step) continue;  // skipped above as well
@@ -271,6 +297,7 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     measured["reference_rel_error"] = err;
   }
   if (!opt.checkpoint_dir.empty()) {
+    comm.set_step(last);
     save_checkpoint(opt.checkpoint_dir, comm.rank(), plan.world, last, fingerprint, snapshot(state),
                     &comm);
   }

@@ -1,8 +1,10 @@
 #include "muonplan/exec/rank_state.h"
 
+#include <cstring>
 #include <vector>
 
 #include "muonplan/exec/digest.h"
+#include "muonplan/exec/host_kernels.h"
 #include "muonplan/exec/init.h"
 
 namespace muonplan::exec {
@@ -11,6 +13,18 @@ RankState::RankState(const Plan& plan, Backend& backend, int rank)
     : plan_(plan), backend_(backend), rank_(rank) {
   const ParamInventory& inv = plan.inventory;
   index_.assign(inv.tensors.size(), -1);
+  auto device = [&](size_t bytes) {
+    void* p = backend.alloc(bytes);
+    device_allocs_.push_back(p);
+    return p;
+  };
+  auto host = [&](size_t bytes) {
+    void* p = backend.alloc_host(bytes);
+    host_allocs_.push_back(p);
+    return p;
+  };
+  auto master = [&](size_t bytes) { return master_on_host() ? host(bytes) : device(bytes); };
+  auto state = [&](size_t bytes) { return state_on_host() ? host(bytes) : device(bytes); };
   for (size_t t = 0; t < inv.tensors.size(); ++t) {
     const ParamTensor& pt = inv.tensors[t];
     const Placement p = place(pt, plan.options.layout, plan.world);
@@ -31,14 +45,15 @@ RankState::RankState(const Plan& plan, Backend& backend, int rank)
     }
     const size_t n = static_cast<size_t>(lp.elems());
     if (n > 0) {
-      lp.w = static_cast<float*>(backend.alloc(n * sizeof(float)));
-      lp.g = static_cast<float*>(backend.alloc(n * sizeof(float)));
+      lp.w = static_cast<float*>(master(n * sizeof(float)));
+      lp.g = static_cast<float*>(master(n * sizeof(float)));
       if (lp.muon && plan.options.bf16_momentum) {
-        lp.m_bf16 = static_cast<bf16*>(backend.alloc(n * sizeof(bf16)));
+        lp.m_bf16 = static_cast<bf16*>(state(n * sizeof(bf16)));
       } else {
-        lp.m = static_cast<float*>(backend.alloc(n * sizeof(float)));
+        lp.m = static_cast<float*>(state(n * sizeof(float)));
       }
-      if (!lp.muon) lp.v = static_cast<float*>(backend.alloc(n * sizeof(float)));
+      if (!lp.muon) lp.v = static_cast<float*>(state(n * sizeof(float)));
+      if (master_on_host()) lp.w_compute = static_cast<bf16*>(device(n * sizeof(bf16)));
     }
     index_[t] = static_cast<int>(params_.size());
     params_.push_back(lp);
@@ -46,12 +61,71 @@ RankState::RankState(const Plan& plan, Backend& backend, int rank)
 }
 
 RankState::~RankState() {
-  for (LocalParam& p : params_) {
-    for (void* ptr : {static_cast<void*>(p.w), static_cast<void*>(p.g), static_cast<void*>(p.m),
-                      static_cast<void*>(p.m_bf16), static_cast<void*>(p.v)}) {
-      if (ptr) backend_.free(ptr);
-    }
+  for (void* p : device_allocs_) backend_.free(p);
+  for (void* p : host_allocs_) backend_.free_host(p);
+}
+
+namespace {
+
+struct FieldRef {
+  const void* ptr = nullptr;
+  size_t elem_bytes = 0;
+  bool on_host = false;
+};
+
+FieldRef field_ref(const RankState& s, const LocalParam& p, Field f) {
+  switch (f) {
+    case Field::param:
+      return {p.w, 4, s.master_on_host()};
+    case Field::grad:
+      return {p.g, 4, s.master_on_host()};
+    case Field::momentum:
+      return p.m_bf16 ? FieldRef{p.m_bf16, 2, s.state_on_host()}
+                      : FieldRef{p.m, 4, s.state_on_host()};
+    case Field::variance:
+      return {p.v, 4, s.state_on_host()};
   }
+  return {};
+}
+
+}  // namespace
+
+size_t RankState::field_bytes(const LocalParam& p, Field f) const {
+  const FieldRef r = field_ref(*this, p, f);
+  return r.ptr ? r.elem_bytes * static_cast<size_t>(p.elems()) : 0;
+}
+
+void RankState::copy_out(const LocalParam& p, Field f, void* host_dst) const {
+  const FieldRef r = field_ref(*this, p, f);
+  const size_t bytes = field_bytes(p, f);
+  if (bytes == 0) return;
+  if (r.on_host) {
+    std::memcpy(host_dst, r.ptr, bytes);
+  } else {
+    backend_.copy_to_host(host_dst, r.ptr, bytes);
+    backend_.synchronize();
+  }
+}
+
+void RankState::copy_in(LocalParam& p, Field f, const void* host_src) {
+  const FieldRef r = field_ref(*this, p, f);
+  const size_t bytes = field_bytes(p, f);
+  if (bytes == 0) return;
+  if (r.on_host) {
+    std::memcpy(const_cast<void*>(r.ptr), host_src, bytes);
+  } else {
+    backend_.copy_to_device(const_cast<void*>(r.ptr), host_src, bytes);
+    backend_.synchronize();
+  }
+  if (f == Field::param) refresh_compute_copy(p);
+}
+
+void RankState::refresh_compute_copy(LocalParam& p) {
+  if (!p.w_compute || p.elems() == 0) return;
+  std::vector<bf16> cast(static_cast<size_t>(p.elems()));
+  host::cast_to_bf16(p.elems(), p.w, cast.data());
+  backend_.copy_to_device(p.w_compute, cast.data(), cast.size() * sizeof(bf16));
+  backend_.synchronize();
 }
 
 void RankState::init_params() {
@@ -60,7 +134,7 @@ void RankState::init_params() {
     if (p.elems() == 0) continue;
     host.resize(p.elems());
     fill_param(plan_.inventory.tensors[p.tensor].name, p.global_offset(), p.elems(), host.data());
-    backend_.copy_to_device(p.w, host.data(), host.size() * sizeof(float));
+    copy_in(p, Field::param, host.data());
   }
 }
 
@@ -71,25 +145,26 @@ void RankState::load_grads(int64_t step) {
     host.resize(p.elems());
     fill_grad(plan_.inventory.tensors[p.tensor].name, step, p.global_offset(), p.elems(),
               host.data());
-    backend_.copy_to_device(p.g, host.data(), host.size() * sizeof(float));
+    copy_in(p, Field::grad, host.data());
   }
 }
 
 uint64_t RankState::partial_digest() const {
   uint64_t d = 0;
   std::vector<uint8_t> host;
-  auto add = [&](const std::string& name, const void* ptr, size_t elem_bytes, const LocalParam& p) {
-    if (!ptr || p.elems() == 0) return;
-    host.resize(p.elems() * elem_bytes);
-    backend_.copy_to_host(host.data(), ptr, host.size());
-    d += digest_bytes(name, p.global_offset(), host.data(), elem_bytes, p.elems());
+  auto add = [&](const std::string& name, Field f, const LocalParam& p) {
+    const size_t bytes = field_bytes(p, f);
+    if (bytes == 0) return;
+    host.resize(bytes);
+    copy_out(p, f, host.data());
+    d += digest_bytes(name, p.global_offset(), host.data(), bytes / p.elems(), p.elems());
   };
   for (const LocalParam& p : params_) {
     if (!p.primary) continue;
     const std::string& name = plan_.inventory.tensors[p.tensor].name;
-    add(name + "/param", p.w, 4, p);
-    add(name + "/momentum", p.m ? static_cast<const void*>(p.m) : p.m_bf16, p.m ? 4 : 2, p);
-    add(name + "/variance", p.v, 4, p);
+    add(name + "/param", Field::param, p);
+    add(name + "/momentum", Field::momentum, p);
+    add(name + "/variance", Field::variance, p);
   }
   return d;
 }

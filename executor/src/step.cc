@@ -1,10 +1,12 @@
 #include "muonplan/exec/step.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
-#include "muonplan/exec/newton_schulz.h"
+#include "muonplan/exec/host_kernels.h"
 
 namespace muonplan::exec {
 namespace {
@@ -32,24 +34,80 @@ struct Buffer {
     if (ptr) backend->free(ptr);
   }
   bf16* bf() const { return static_cast<bf16*>(ptr); }
+  float* f32() const { return static_cast<float*>(ptr); }
 };
+
+// Adds the wall time of its scope to a counter.
+class Timed {
+ public:
+  explicit Timed(double& sink) : sink_(sink), t0_(std::chrono::steady_clock::now()) {}
+  ~Timed() {
+    sink_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  }
+  Timed(const Timed&) = delete;
+  Timed& operator=(const Timed&) = delete;
+
+ private:
+  double& sink_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+size_t align256(size_t bytes) {
+  return (bytes + 255) / 256 * 256;
+}
 
 }  // namespace
 
 // A Muon batch between its two exchanges.
 struct MuonStep::Flight {
   const Chunk* chunk = nullptr;
+  int lane = 0;
   int owned = -1;               // index of the matrix this rank owns, or -1
   std::vector<int64_t> my_pos;  // per matrix: element offset of my slice in send1/recv2
   std::vector<int64_t> my_len;  // per matrix: elements of my slice
+  int64_t my_total = 0;         // elements of all my slices
   Buffer send1, gathered, recv2;
   std::vector<size_t> s1_bytes, s1_displs, r1_bytes, r1_displs;
   std::unique_ptr<Request> ex1, ex2;
   bool orthogonalized = false;
 };
 
+// Device pointers to a slice of one parameter's optimizer state while a chunk uses it.
+struct MuonStep::StateSlice {
+  float* m = nullptr;
+  bf16* m_bf16 = nullptr;
+  float* v = nullptr;
+  Buffer hold;  // `chunked` staging: the device copy, written back by state_out
+  LocalParam* p = nullptr;
+  int64_t off = 0, len = 0;
+};
+
+// Full offload: pinned host buffers of one lane for the bf16 momentum going to the device,
+// the update coming back and the new weights going out (the planner's pinned_staging).
+struct MuonStep::HostStaging {
+  Backend* backend = nullptr;
+  int64_t capacity = 0;  // elements of each buffer
+  bf16 *momentum = nullptr, *update = nullptr, *weights = nullptr;
+  ~HostStaging() { release(); }
+  void release() {
+    for (bf16* p : {momentum, update, weights}) backend->free_host(p);
+    momentum = update = weights = nullptr;
+    capacity = 0;
+  }
+};
+
 MuonStep::MuonStep(RankState& state, Communicator& comm)
-    : state_(state), comm_(comm), backend_(state.backend()) {}
+    : state_(state), comm_(comm), backend_(state.backend()), mode_(state.offload()) {
+  const PlanOptions& o = state.plan().options;
+  if (mode_ == OffloadMode::full && o.nesterov) {
+    throw std::invalid_argument(
+        "Nesterov momentum is not supported under full offload (the host folds the momentum "
+        "before the device sees it); plan with --offload optimizer or none");
+  }
+  whole_staging_ = mode_ == OffloadMode::optimizer && o.optimizer_staging == OffloadStaging::whole;
+  for (int i = 0; i < Backend::kMaxLanes; ++i) staging_.push_back(std::make_unique<HostStaging>());
+  for (auto& s : staging_) s->backend = &backend_;
+}
 
 MuonStep::~MuonStep() = default;
 
@@ -59,14 +117,165 @@ float MuonStep::update_scale(int64_t rows, int64_t cols) const {
   return static_cast<float>(h.lr * rms * std::sqrt(double(std::max(rows, cols))));
 }
 
-std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c) {
+MuonStep::StateSlice MuonStep::state_in(LocalParam& p, int64_t off, int64_t len) {
+  StateSlice s;
+  s.p = &p;
+  s.off = off;
+  s.len = len;
+  const size_t mb = p.m_bf16 ? sizeof(bf16) : sizeof(float);
+  if (!state_.state_on_host()) {
+    if (p.m) s.m = p.m + off;
+    if (p.m_bf16) s.m_bf16 = p.m_bf16 + off;
+    if (p.v) s.v = p.v + off;
+    return s;
+  }
+  char* base = nullptr;
+  int64_t base_elems = len;
+  if (whole_staging_) {
+    base = static_cast<char*>(whole_[&p - state_.params().data()]);
+    base_elems = p.elems();
+  } else {
+    s.hold = Buffer(backend_, align256(len * mb) + (p.v ? len * sizeof(float) : 0));
+    base = static_cast<char*>(s.hold.ptr);
+  }
+  char* vbase = base + align256(base_elems * mb);
+  const int64_t at = whole_staging_ ? off : 0;
+  if (p.m) s.m = reinterpret_cast<float*>(base) + at;
+  if (p.m_bf16) s.m_bf16 = reinterpret_cast<bf16*>(base) + at;
+  if (p.v) s.v = reinterpret_cast<float*>(vbase) + at;
+  if (!whole_staging_) {
+    Timed t(counters_.h2d_s);
+    backend_.copy_to_device(base, p.m ? static_cast<void*>(p.m + off) : p.m_bf16 + off, len * mb);
+    if (p.v) backend_.copy_to_device(s.v, p.v + off, len * sizeof(float));
+    counters_.h2d_bytes += len * mb + (p.v ? len * sizeof(float) : 0);
+  }
+  return s;
+}
+
+void MuonStep::state_out(StateSlice& s) {
+  if (!s.hold.ptr) return;  // on the device already, or staged whole
+  LocalParam& p = *s.p;
+  const size_t mb = p.m_bf16 ? sizeof(bf16) : sizeof(float);
+  Timed t(counters_.d2h_s);
+  backend_.copy_to_host(p.m ? static_cast<void*>(p.m + s.off) : p.m_bf16 + s.off, s.hold.ptr,
+                        s.len * mb);
+  if (p.v) backend_.copy_to_host(p.v + s.off, s.v, s.len * sizeof(float));
+  counters_.d2h_bytes += s.len * mb + (p.v ? s.len * sizeof(float) : 0);
+}
+
+// `whole` staging (what torch's optimizer-state offload does): every state array to the
+// device before the step, back after it.
+void MuonStep::stage_whole_state(bool in) {
+  std::vector<LocalParam>& params = state_.params();
+  if (in) whole_.assign(params.size(), nullptr);
+  for (size_t i = 0; i < params.size(); ++i) {
+    LocalParam& p = params[i];
+    const int64_t n = p.elems();
+    if (n == 0) continue;
+    const size_t mb = p.m_bf16 ? sizeof(bf16) : sizeof(float);
+    void* host_m = p.m ? static_cast<void*>(p.m) : p.m_bf16;
+    if (in) {
+      whole_[i] = backend_.alloc(align256(n * mb) + (p.v ? n * sizeof(float) : 0));
+      char* vbase = static_cast<char*>(whole_[i]) + align256(n * mb);
+      Timed t(counters_.h2d_s);
+      backend_.copy_to_device(whole_[i], host_m, n * mb);
+      if (p.v) backend_.copy_to_device(vbase, p.v, n * sizeof(float));
+      counters_.h2d_bytes += n * mb + (p.v ? n * sizeof(float) : 0);
+    } else {
+      const char* vbase = static_cast<char*>(whole_[i]) + align256(n * mb);
+      {
+        Timed t(counters_.d2h_s);
+        backend_.copy_to_host(host_m, whole_[i], n * mb);
+        if (p.v) backend_.copy_to_host(p.v, vbase, n * sizeof(float));
+        counters_.d2h_bytes += n * mb + (p.v ? n * sizeof(float) : 0);
+      }
+      backend_.synchronize();
+      backend_.free(whole_[i]);
+      whole_[i] = nullptr;
+    }
+  }
+}
+
+MuonStep::HostStaging& MuonStep::staging(int lane, int64_t elems) {
+  HostStaging& s = *staging_[lane];
+  if (s.capacity < elems) {
+    backend_.synchronize();  // the old buffers may still be in a copy
+    s.release();
+    const size_t bytes = static_cast<size_t>(elems) * sizeof(bf16);
+    s.momentum = static_cast<bf16*>(backend_.alloc_host(bytes));
+    s.update = static_cast<bf16*>(backend_.alloc_host(bytes));
+    s.weights = static_cast<bf16*>(backend_.alloc_host(bytes));
+    s.capacity = elems;
+  }
+  return s;
+}
+
+void MuonStep::momentum_input(LocalParam& p, int64_t off, int64_t len, bf16* u, bf16* host_stage) {
+  const PlanOptions& o = state_.plan().options;
+  if (mode_ == OffloadMode::full) {
+    // Folded on the host already (fold_all); the bf16 copy goes to the device.
+    const bf16* src = p.m_bf16 ? p.m_bf16 + off : host_stage;
+    if (!p.m_bf16) {
+      Timed t(counters_.host_s);
+      host::cast_to_bf16(len, p.m + off, host_stage);
+    }
+    Timed t(counters_.h2d_s);
+    backend_.copy_to_device(u, src, len * sizeof(bf16));
+    counters_.h2d_bytes += len * sizeof(bf16);
+    return;
+  }
+  StateSlice s = state_in(p, off, len);
+  {
+    Timed t(counters_.device_s);
+    if (s.m_bf16) {
+      backend_.momentum_bf16(len, float(o.hyper.momentum), o.nesterov, p.g + off, s.m_bf16, u);
+    } else {
+      backend_.momentum_f32(len, float(o.hyper.momentum), o.nesterov, p.g + off, s.m, u);
+    }
+  }
+  state_out(s);
+}
+
+void MuonStep::scaled_update_to_host(bf16* u, int64_t len, float s, bf16* host_update) {
+  Buffer factor(backend_, sizeof(float));
+  const float neg_s = -s;
+  {
+    Timed t(counters_.device_s);
+    backend_.copy_to_device(factor.ptr, &neg_s, sizeof neg_s);
+    backend_.scale_bf16(1, len, u, factor.f32(), u);
+  }
+  Timed t(counters_.d2h_s);
+  backend_.copy_to_host(host_update, u, len * sizeof(bf16));
+  backend_.synchronize();  // the host reads it next
+  counters_.d2h_bytes += len * sizeof(bf16);
+}
+
+void MuonStep::apply(LocalParam& p, int64_t off, int64_t len, const bf16* o, float decay, float s,
+                     const bf16* host_update, bf16* host_weights) {
+  if (mode_ != OffloadMode::full) {
+    Timed t(counters_.device_s);
+    backend_.apply_update(len, decay, s, o, p.w + off);
+    return;
+  }
+  {
+    Timed t(counters_.host_s);
+    host::add_update_bf16(len, decay, host_update, p.w + off);
+    host::cast_to_bf16(len, p.w + off, host_weights);
+  }
+  Timed t(counters_.h2d_s);
+  backend_.copy_to_device(p.w_compute + off, host_weights, len * sizeof(bf16));
+  counters_.h2d_bytes += len * sizeof(bf16);
+}
+
+std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c, int lane) {
   const Plan& plan = state_.plan();
-  const OptimizerHyper& h = plan.options.hyper;
   const int g = c.group_size, me = state_.group_position(), base = state_.rank() - me;
   const int total = static_cast<int>(c.owners.size());  // real matrices, then padding
   const int real = static_cast<int>(c.matrices.size());
   auto f = std::make_unique<Flight>();
   f->chunk = &c;
+  f->lane = lane;
+  backend_.set_lane(lane);
   const size_t world = static_cast<size_t>(plan.world);
   f->s1_bytes.assign(world, 0);
   f->s1_displs.assign(world, 0);
@@ -88,23 +297,19 @@ std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c) {
     }
     f->s1_bytes[base + j] = static_cast<size_t>(pos) * sizeof(bf16) - f->s1_displs[base + j];
   }
+  f->my_total = pos;
   f->send1 = Buffer(backend_, pos * sizeof(bf16));  // zero-filled: padding slices stay zero
   f->recv2 = Buffer(backend_, pos * sizeof(bf16));
   // Momentum straight into the send buffer (the bf16 NS input).
+  bf16* host_stage = mode_ == OffloadMode::full ? staging(lane, pos).momentum : nullptr;
   for (int k = 0; k < real; ++k) {
     if (f->my_len[k] == 0) continue;
     const MatrixRef& m = c.matrices[k];
     LocalParam& p = state_.param(m.tensor);
     const Range r = slice_rows(plan.inventory.tensors[m.tensor], g, me, m);
     const int64_t off = (r.begin - p.begin) * p.entry_elems;
-    bf16* u = f->send1.bf() + f->my_pos[k];
-    if (p.m_bf16) {
-      backend_.momentum_bf16(f->my_len[k], float(h.momentum), plan.options.nesterov, p.g + off,
-                             p.m_bf16 + off, u);
-    } else {
-      backend_.momentum_f32(f->my_len[k], float(h.momentum), plan.options.nesterov, p.g + off,
-                            p.m + off, u);
-    }
+    momentum_input(p, off, f->my_len[k], f->send1.bf() + f->my_pos[k],
+                   host_stage ? host_stage + f->my_pos[k] : nullptr);
   }
   // The matrix I own arrives as every holder's slice in group order: rows in order, whole.
   for (int k = 0; k < total; ++k) {
@@ -130,12 +335,18 @@ std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c) {
 void MuonStep::orthogonalize(Flight& f) {
   if (f.orthogonalized) return;
   f.orthogonalized = true;
-  f.ex1->wait();
+  backend_.set_lane(f.lane);
+  {
+    Timed t(counters_.exchange_wait_s);
+    f.ex1->wait();
+  }
   const Plan& plan = state_.plan();
   const Chunk& c = *f.chunk;
   if (f.owned >= 0) {
+    Timed t(counters_.device_s);
     NsWorkspace ws(backend_, 1, c.rows, c.cols);
-    newton_schulz(backend_, plan.options.schedule, 1, c.rows, c.cols, f.gathered.bf(), ws);
+    newton_schulz(backend_, plan.options.schedule, 1, c.rows, c.cols, f.gathered.bf(), ws,
+                  ns_variant_);
   }
   // The result goes back the way it came: r1 describes each holder's rows of my matrix.
   f.ex2 = comm_.ialltoallv(f.gathered.ptr, f.r1_bytes, f.r1_displs, f.recv2.ptr, f.s1_bytes,
@@ -144,19 +355,32 @@ void MuonStep::orthogonalize(Flight& f) {
 
 void MuonStep::finish(Flight& f) {
   orthogonalize(f);
-  f.ex2->wait();
+  backend_.set_lane(f.lane);
+  {
+    Timed t(counters_.exchange_wait_s);
+    f.ex2->wait();
+  }
   const Plan& plan = state_.plan();
   const Chunk& c = *f.chunk;
   const float decay = float(1.0 - plan.options.hyper.lr * plan.options.hyper.weight_decay);
   const float s = update_scale(c.rows, c.cols);
   const int g = c.group_size, me = state_.group_position();
+  bf16 *host_update = nullptr, *host_weights = nullptr;
+  if (mode_ == OffloadMode::full && f.my_total > 0) {
+    HostStaging& hs = staging(f.lane, f.my_total);
+    host_update = hs.update;
+    host_weights = hs.weights;
+    scaled_update_to_host(f.recv2.bf(), f.my_total, s, host_update);
+  }
   for (size_t k = 0; k < c.matrices.size(); ++k) {
     if (f.my_len[k] == 0) continue;
     const MatrixRef& m = c.matrices[k];
     LocalParam& p = state_.param(m.tensor);
     const Range r = slice_rows(plan.inventory.tensors[m.tensor], g, me, m);
     const int64_t off = (r.begin - p.begin) * p.entry_elems;
-    backend_.apply_update(f.my_len[k], decay, s, f.recv2.bf() + f.my_pos[k], p.w + off);
+    const int64_t at = f.my_pos[k];
+    apply(p, off, f.my_len[k], f.recv2.bf() + at, decay, s,
+          host_update ? host_update + at : nullptr, host_weights ? host_weights + at : nullptr);
   }
 }
 
@@ -170,44 +394,89 @@ void MuonStep::local_chunk(const Chunk& c) {
   const bool stack = t.stack_dim == 0;
   const int64_t count = stack ? p.end - p.begin : (p.elems() > 0 ? 1 : 0);
   if (count == 0) return;
+  backend_.set_lane(0);
   const int64_t mat = m.rows * m.cols;
   const int64_t stride = stack ? p.entry_elems : 0;
   Buffer u(backend_, size_t(count * mat) * sizeof(bf16));
+  HostStaging* hs = mode_ == OffloadMode::full ? &staging(0, count * mat) : nullptr;
   for (int64_t e = 0; e < count; ++e) {
     const int64_t off = e * stride + m.row_offset * m.cols;
-    if (p.m_bf16) {
-      backend_.momentum_bf16(mat, float(h.momentum), plan.options.nesterov, p.g + off,
-                             p.m_bf16 + off, u.bf() + e * mat);
-    } else {
-      backend_.momentum_f32(mat, float(h.momentum), plan.options.nesterov, p.g + off, p.m + off,
-                            u.bf() + e * mat);
-    }
+    momentum_input(p, off, mat, u.bf() + e * mat, hs ? hs->momentum + e * mat : nullptr);
   }
   {
+    Timed tm(counters_.device_s);
     NsWorkspace ws(backend_, count, m.rows, m.cols);
-    newton_schulz(backend_, plan.options.schedule, count, m.rows, m.cols, u.bf(), ws);
+    newton_schulz(backend_, plan.options.schedule, count, m.rows, m.cols, u.bf(), ws, ns_variant_);
   }
   const float decay = float(1.0 - h.lr * h.weight_decay);
   const float s = update_scale(m.rows, m.cols);
+  if (hs) scaled_update_to_host(u.bf(), count * mat, s, hs->update);
   for (int64_t e = 0; e < count; ++e) {
     const int64_t off = e * stride + m.row_offset * m.cols;
-    backend_.apply_update(mat, decay, s, u.bf() + e * mat, p.w + off);
+    apply(p, off, mat, u.bf() + e * mat, decay, s, hs ? hs->update + e * mat : nullptr,
+          hs ? hs->weights + e * mat : nullptr);
   }
 }
 
 void MuonStep::adamw_group(int64_t step) {
   const OptimizerHyper& h = state_.plan().options.hyper;
-  const double lr = h.adamw_lr > 0 ? h.adamw_lr : h.lr;
+  const float lr = float(h.adamw_lr > 0 ? h.adamw_lr : h.lr);
+  const float b1 = float(h.adamw_beta1), b2 = float(h.adamw_beta2), eps = float(h.adamw_eps),
+              wd = float(h.adamw_weight_decay);
+  backend_.set_lane(0);
   for (LocalParam& p : state_.params()) {
     if (p.muon || p.elems() == 0) continue;
-    backend_.adamw(p.elems(), float(lr), float(h.adamw_beta1), float(h.adamw_beta2),
-                   float(h.adamw_eps), float(h.adamw_weight_decay), step, p.g, p.w, p.m, p.v);
+    if (mode_ == OffloadMode::full) {
+      {
+        Timed t(counters_.host_s);
+        host::adamw(p.elems(), lr, b1, b2, eps, wd, step, p.g, p.w, p.m, p.v);
+      }
+      Timed t(counters_.h2d_s);
+      state_.refresh_compute_copy(p);
+      counters_.h2d_bytes += p.elems() * sizeof(bf16);
+      continue;
+    }
+    StateSlice s = state_in(p, 0, p.elems());
+    {
+      Timed t(counters_.device_s);
+      backend_.adamw(p.elems(), lr, b1, b2, eps, wd, step, p.g, p.w, s.m, s.v);
+    }
+    state_out(s);
+  }
+}
+
+// Full offload, "during backward": each Muon parameter's gradients fold into its host momentum
+// as they arrive, in chunk order (muon-step.md section 5, step 1).
+void MuonStep::fold_all() {
+  const Plan& plan = state_.plan();
+  const float mu = float(plan.options.hyper.momentum);
+  std::vector<char> folded(plan.inventory.tensors.size(), 0);
+  Timed t(counters_.host_s);
+  for (const Chunk& c : plan.chunks.chunks) {
+    for (const MatrixRef& m : c.matrices) {
+      if (folded[m.tensor]) continue;
+      folded[m.tensor] = 1;
+      LocalParam& p = state_.param(m.tensor);
+      if (p.elems() == 0) continue;
+      if (p.m_bf16) {
+        host::fold_momentum_bf16(p.elems(), mu, 1.0f, p.g, p.m_bf16);
+      } else {
+        host::fold_momentum_f32(p.elems(), mu, 1.0f, p.g, p.m);
+      }
+    }
   }
 }
 
 void MuonStep::run(int64_t step) {
   const Plan& plan = state_.plan();
-  const size_t depth = static_cast<size_t>(std::max(1, plan.options.batches_in_flight()));
+  counters_ = {};
+  const size_t depth =
+      static_cast<size_t>(std::clamp(plan.options.batches_in_flight(), 1, Backend::kMaxLanes));
+  if (mode_ == OffloadMode::full) {
+    fold_all();
+    adamw_group(step);  // the host AdamW runs during backward too
+  }
+  if (whole_staging_) stage_whole_state(true);
   std::deque<std::unique_ptr<Flight>> flights;
   // Retire the oldest batch; orthogonalize the next one first so its return exchange runs
   // while the oldest is applied.
@@ -217,21 +486,26 @@ void MuonStep::run(int64_t step) {
     finish(*flights.front());
     flights.pop_front();
   };
+  int64_t started = 0;
   for (const Chunk& c : plan.chunks.chunks) {
     switch (c.kind) {
       case Chunk::Kind::muon_batch:
         if (flights.size() == depth) retire();
-        flights.push_back(start_batch(c));
+        // Lane 0 is for local chunks and AdamW; batches take lanes 1..depth when there are
+        // enough, so a batch never waits behind unrelated work.
+        flights.push_back(start_batch(c, int(started++ % depth) + (depth < Backend::kMaxLanes)));
         break;
       case Chunk::Kind::muon_local:
         local_chunk(c);
         break;
       case Chunk::Kind::adamw_group:
-        adamw_group(step);
+        if (mode_ != OffloadMode::full) adamw_group(step);
         break;
     }
   }
   while (!flights.empty()) retire();
+  if (whole_staging_) stage_whole_state(false);
+  backend_.set_lane(0);
   backend_.synchronize();
 }
 

@@ -20,6 +20,7 @@ struct ExecuteOptions {
   std::string checkpoint_dir;   // save after the last step when set
   std::string resume_dir;       // load before the first step when set
   bool skip_nonfinite = false;  // skip a step whose gradients hold NaN/Inf instead of failing
+  bool symmetric_ns = false;    // the symmetric-product NS variant (newton_schulz.h)
   // Test hook: poison one element of this tensor's gradient at this step ("" = never).
   std::string inject_nonfinite_tensor;
   int64_t inject_nonfinite_step = 0;

@@ -1,11 +1,15 @@
 // Host-side optimizer kernels of the offload pipelines (muon-step.md section 5): the momentum
 // fold of `full` offload, AdamW on host state, the bf16 update added into the fp32 master, and
-// the casts around the copies. Memory-bound by design: AVX2 + OpenMP (host_kernels.cc).
+// the casts around the copies. Memory-bound by design: AVX2 + OpenMP (cpu_host_kernels.cc);
+// GB/s beside STREAM triad: `muonplan bench cpu-kernels` (docs/executor-numerics.md).
 //
 // Every kernel is elementwise with each fp32 operation rounded as written (no FMA), so the
 // result does not depend on the thread count or the vector width, and equals the scalar form
-// below bit for bit. The formulas are the Backend's (backend.h), so an offloaded step computes
-// the same bits as the on-device step wherever the pipeline does not round differently.
+// below bit for bit (a NaN result may carry the other NaN operand's payload where two NaNs
+// meet). The formulas are the Backend's (backend.h), so an offloaded step computes the same
+// bits as the on-device step wherever the pipeline does not round differently. The arrays of
+// one call must not overlap (other than the in-place ones); any alignment works, and 32-byte
+// aligned outputs of 1 Mi elements or more that are only written are stored non-temporally.
 #pragma once
 
 #include <cstdint>
@@ -17,10 +21,13 @@ namespace muonplan::exec::host {
 // m = mu * m + scale * g                                     (fp32 momentum)
 void fold_momentum_f32(int64_t n, float mu, float scale, const float* g, float* m);
 // m = bf16(mu * float(m) + float(bf16(scale * g)))           (bf16 momentum, as the Backend)
+// With scale 1 both folds give Backend::momentum_{f32,bf16}'s m (nesterov off).
 void fold_momentum_bf16(int64_t n, float mu, float scale, const float* g, bf16* m);
-// w = w * decay + float(u)        (u: the bf16 update -s * NS(M) that came back from the device)
+// w = w * decay + float(u)        (u: the bf16 update -s * NS(M) that came back from the device;
+// the bits of Backend::apply_update with s = -1)
 void add_update_bf16(int64_t n, float decay, const bf16* u, float* w);
-// Decoupled AdamW, the formula of Backend::adamw (bias correction computed in double).
+// Decoupled AdamW, the formula of Backend::adamw (bias correction computed in double); throws
+// std::invalid_argument when step < 1.
 void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd, int64_t step,
            const float* g, float* w, float* m, float* v);
 // y = bf16(x), round to nearest even (bf16.h's to_bf16).

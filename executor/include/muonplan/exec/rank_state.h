@@ -1,5 +1,10 @@
-// RankState: this rank's shards of every parameter of a Plan and their optimizer state, in
-// backend memory, placed exactly as the planner placed them (layout.h).
+// RankState: this rank's shards of every parameter of a Plan and their optimizer state,
+// placed exactly as the planner placed them (layout.h), in the memory the plan's offload mode
+// names (muon-step.md section 5):
+//   none       w, g, m / m_bf16, v on the device
+//   optimizer  w, g on the device; m / m_bf16, v in host memory (Backend::alloc_host)
+//   full       w (fp32 master), g (fp32 accumulator), m / m_bf16, v in host memory; the device
+//              holds the bf16 compute copy w_compute
 #pragma once
 
 #include <cstdint>
@@ -20,15 +25,19 @@ struct LocalParam {
   // Whether this rank's copy counts in the digest: replicas (HSDP groups, a replicated
   // layout) hold the same elements, and only the first replica's are counted.
   bool primary = true;
-  float* w = nullptr;      // fp32 master
-  float* g = nullptr;      // fp32 gradient
-  float* m = nullptr;      // fp32 momentum (Muon without bf16 momentum) or AdamW momentum
-  bf16* m_bf16 = nullptr;  // bf16 momentum (Muon with bf16 momentum)
-  float* v = nullptr;      // AdamW variance
+  float* w = nullptr;         // fp32 master
+  float* g = nullptr;         // fp32 gradient
+  float* m = nullptr;         // fp32 momentum (Muon without bf16 momentum) or AdamW momentum
+  bf16* m_bf16 = nullptr;     // bf16 momentum (Muon with bf16 momentum)
+  float* v = nullptr;         // AdamW variance
+  bf16* w_compute = nullptr;  // `full` offload: bf16 compute weights on the device
 
   int64_t elems() const { return (end - begin) * entry_elems; }
   int64_t global_offset() const { return begin * entry_elems; }
 };
+
+// The arrays of a LocalParam, for copies that do not care where they live.
+enum class Field { param, grad, momentum, variance };
 
 class RankState {
  public:
@@ -52,6 +61,20 @@ class RankState {
   const std::vector<LocalParam>& params() const { return params_; }
   Backend& backend() const { return backend_; }
   bool bf16_momentum() const { return plan_.options.bf16_momentum; }
+  OffloadMode offload() const { return plan_.options.offload; }
+  // Where the arrays live: optimizer state on the host unless offload is none; w and g on the
+  // host under full offload.
+  bool state_on_host() const { return offload() != OffloadMode::none; }
+  bool master_on_host() const { return offload() == OffloadMode::full; }
+
+  // Bytes of a field of p (0 when p has no such array), and copies of the whole array to and
+  // from host memory, wherever it lives. After copy_in of `param` under full offload the bf16
+  // compute copy is refreshed too.
+  size_t field_bytes(const LocalParam& p, Field f) const;
+  void copy_out(const LocalParam& p, Field f, void* host_dst) const;
+  void copy_in(LocalParam& p, Field f, const void* host_src);
+  // Under full offload: w_compute = bf16(w) for p (host cast, then a copy to the device).
+  void refresh_compute_copy(LocalParam& p);
 
   // Partial digest of parameters and optimizer state (digest.h); sum over ranks is the total.
   uint64_t partial_digest() const;
@@ -62,6 +85,7 @@ class RankState {
   int rank_;
   std::vector<LocalParam> params_;
   std::vector<int> index_;  // tensor -> params_ position
+  std::vector<void*> host_allocs_, device_allocs_;
 };
 
 }  // namespace muonplan::exec

@@ -1,41 +1,89 @@
-// The sharded Muon step (muon-step.md sections 2-4), written once for every backend and
-// communicator: momentum on each rank's shards, the all-to-all of each batch to its owners,
-// Newton-Schulz on the owner, the all-to-all back, the scaled update with decoupled weight
-// decay; local NS for expert stacks and replicated matrices; AdamW for the rest. Up to the
-// plan's batches_in_flight batches are between their exchanges at once, so one batch's
-// communication overlaps another's NS.
+// The sharded Muon step (muon-step.md sections 2-5), written once for every backend,
+// communicator and offload mode: momentum on each rank's shards, the all-to-all of each batch
+// to its owners, Newton-Schulz on the owner, the all-to-all back, the scaled update with
+// decoupled weight decay; local NS for expert stacks and replicated matrices; AdamW for the
+// rest. Up to the plan's batches_in_flight batches are between their exchanges at once, so one
+// batch's communication overlaps another's NS.
+//
+// Offload (the plan's mode; RankState says where each array lives):
+//   none       everything on the device.
+//   optimizer  momentum and AdamW moments live in host memory and are staged to the device,
+//              either whole for the step (`whole` staging) or per slice as each chunk uses
+//              them (`chunked`); the device math is that of `none`, so the bits are too.
+//   full       the host folds the momentum as the gradients arrive and runs AdamW; per Muon
+//              batch (two in flight) the bf16 momentum goes to the device, takes the same NS
+//              and exchange path, comes back as the bf16 update -s * NS(M), and the host adds
+//              it into the fp32 master (with weight decay) and sends the new bf16 weights.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <vector>
 
 #include "muonplan/exec/communicator.h"
+#include "muonplan/exec/newton_schulz.h"
 #include "muonplan/exec/rank_state.h"
 
 namespace muonplan::exec {
 
+// Where the last run() spent its time, by the planner's resources (cost_model.h), and what it
+// copied. Seconds are host wall time inside each kind of call: real work on the CPU backend,
+// mostly launch time on a device backend (whose kernels run asynchronously).
+struct StepCounters {
+  double device_s = 0;          // momentum, NS, update and AdamW on the backend
+  double exchange_wait_s = 0;   // waiting for all-to-alls (exposed communication)
+  double h2d_s = 0, d2h_s = 0;  // copies between host and device memory
+  double host_s = 0;            // host kernels (offload): fold, AdamW, update add, casts
+  uint64_t h2d_bytes = 0, d2h_bytes = 0;
+};
+
 class MuonStep {
  public:
+  // Throws std::invalid_argument for a plan the step cannot run (Nesterov under full offload).
   MuonStep(RankState& state, Communicator& comm);
   ~MuonStep();
 
   // One optimizer step over every chunk of the plan with the gradients in state. `step` is
   // 1-based (AdamW bias correction).
   void run(int64_t step);
+  const StepCounters& counters() const { return counters_; }
+  // Plain NS, or the symmetric-product variant (one triangle of X X^T and A A).
+  void set_ns_variant(NsVariant v) { ns_variant_ = v; }
 
  private:
   struct Flight;
-  std::unique_ptr<Flight> start_batch(const Chunk& chunk);
+  struct StateSlice;
+  struct HostStaging;
+  std::unique_ptr<Flight> start_batch(const Chunk& chunk, int lane);
   void orthogonalize(Flight& f);
   void finish(Flight& f);
   void local_chunk(const Chunk& chunk);
   void adamw_group(int64_t step);
+  void fold_all();
   float update_scale(int64_t rows, int64_t cols) const;
+  // The bf16 NS input of elements [off, off + len) of p, written to u (device memory).
+  void momentum_input(LocalParam& p, int64_t off, int64_t len, bf16* u, bf16* host_stage);
+  // Adds the orthogonalized o (device; for full offload already scaled to -s * NS and copied
+  // to host_update) into elements [off, off + len) of p.
+  void apply(LocalParam& p, int64_t off, int64_t len, const bf16* o, float decay, float s,
+             const bf16* host_update, bf16* host_weights);
+  // Full offload: u = bf16(-s * u) on the device, then to host_update.
+  void scaled_update_to_host(bf16* u, int64_t len, float s, bf16* host_update);
+  StateSlice state_in(LocalParam& p, int64_t off, int64_t len);
+  void state_out(StateSlice& slice);
+  void stage_whole_state(bool in);
+  HostStaging& staging(int lane, int64_t elems);
 
   RankState& state_;
   Communicator& comm_;
   Backend& backend_;
+  OffloadMode mode_;
+  bool whole_staging_ = false;
+  std::vector<void*> whole_;  // per param: device copy of its state under `whole` staging
+  std::vector<std::unique_ptr<HostStaging>> staging_;  // per lane, full offload
+  StepCounters counters_;
+  NsVariant ns_variant_ = NsVariant::plain;
 };
 
 }  // namespace muonplan::exec

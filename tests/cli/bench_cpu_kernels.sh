@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# muonplan bench cpu-kernels on small arrays: the table and the JSON have every kernel with
+# positive, finite figures (never their size: that is the machine's), and bad flags exit 2.
+set -u
+bin="$1"; root="$2"; cd "$root"
+py=/usr/bin/python3
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+export OMP_WAIT_POLICY=passive
+pass=0; fail=0
+check() {  # name, command...: passes when the command exits 0
+  local name="$1"; shift
+  if "$@"; then pass=$((pass + 1)); else echo "FAIL: $name"; fail=$((fail + 1)); fi
+}
+kernels="triad fold_momentum_f32 fold_momentum_bf16 add_update_bf16 adamw cast_to_bf16"
+
+# 1 << 21 elements: above the size from which write-only outputs use non-temporal stores.
+table_ok() {
+  "$bin" bench cpu-kernels --elems 2097152 --reps 1 >"$work/table.txt" || return 1
+  grep -q '^kernel  *B/elem  *GB/s vector  *GB/s scalar  *% triad  *x scalar  *>=80%  *>=3x' \
+    "$work/table.txt" || { echo "no table header"; cat "$work/table.txt"; return 1; }
+  local k
+  for k in $kernels; do
+    # name, B/elem, four positive finite numbers, then the two targets
+    awk -v k="$k" '$1 == k && !seen {  # the table row, not the byte legend below it
+        seen = 1
+        ok = NF == 8 && $2 ~ /^[0-9]+$/ && $2 > 0
+        for (i = 3; i <= 6; ++i) ok = ok && $i ~ /^[0-9]+\.[0-9]+$/ && $i > 0
+        if (k == "triad") ok = ok && $7 == "-" && $8 == "-"
+        else ok = ok && ($7 == "yes" || $7 == "no") && ($8 == "yes" || $8 == "no")
+        found = ok
+      } END { exit !found }' "$work/table.txt" ||
+      { echo "bad or missing row for $k"; cat "$work/table.txt"; return 1; }
+  done
+}
+check "table" table_ok
+
+json_ok() {
+  "$bin" bench cpu-kernels --elems 100003 --reps 1 --json >"$work/out.json" || return 1
+  "$py" - "$work/out.json" $kernels <<'EOF'
+import json, math, sys
+out = json.load(open(sys.argv[1]))
+want = sys.argv[2:]
+assert out["elems"] == 100003 and out["reps"] == 1, out
+assert out["threads_vector"] >= 1 and out["threads_scalar"] == 1, out
+assert out["targets"] == {"stream_ratio": 0.8, "x_scalar": 3.0}, out["targets"]
+names = [k["name"] for k in out["kernels"]]
+assert names == want, names
+pos = lambda x: isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+assert pos(out["triad_gbs"]), out["triad_gbs"]
+for k in out["kernels"]:
+    for key in ("bytes_per_elem", "gbs_vector", "gbs_scalar", "stream_ratio", "x_scalar"):
+        assert pos(k[key]), (k["name"], key, k[key])
+    assert k["traffic"].endswith(("4", "2")), k
+    if k["name"] == "triad":
+        assert k["gbs_vector"] == out["triad_gbs"] and "meets_triad_target" not in k, k
+    else:
+        assert isinstance(k["meets_triad_target"], bool), k
+        assert isinstance(k["meets_scalar_target"], bool), k
+        assert k["meets_triad_target"] == (k["stream_ratio"] >= 0.8), k
+        assert k["meets_scalar_target"] == (k["x_scalar"] >= 3.0), k
+EOF
+}
+check "json" json_ok
+
+# A one-element run takes the scalar tails only.
+check "one element" "$bin" bench cpu-kernels --elems 1 --reps 1 --json >/dev/null
+
+bad_ok() {  # flags...: exit 2 and one line naming the flag
+  local err rc
+  err="$("$bin" bench cpu-kernels "$@" 2>&1 >/dev/null)"; rc=$?
+  [ $rc -eq 2 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && [[ "$err" == *"$1"* ]] ||
+    { echo "bench cpu-kernels $*: rc $rc, '$err'"; return 1; }
+}
+check "--elems 0" bad_ok --elems 0
+check "--reps 0" bad_ok --reps 0 --elems 8
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
