@@ -1,5 +1,6 @@
 // muonplan bench ns: measured time of one batched Newton-Schulz call on a backend, next to the
 // rate of a plain sgemm measured in the same run (docs/executor-numerics.md, "Speed").
+// `bench cpu-kernels` is in cmd_bench_cpu.cc.
 #include <omp.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "backend_select.h"
 #include "commands.h"
 #include "muonplan/error.h"
 #include "muonplan/exec/backend.h"
@@ -26,6 +28,7 @@ struct Shape {
 
 struct BenchFlags {
   std::string backend = "cpu", shapes = "4,256,1024;2,1024,1024;8,512,512", schedule = "quintic";
+  std::string variant = "plain";  // plain | symmetric | both (newton_schulz.h, NsVariant)
   int reps = 3;
   int64_t sgemm_n = 1024;
   bool json = false;
@@ -58,7 +61,8 @@ double median(std::vector<double> v) {
 }
 
 // Median seconds of `reps` NS calls on random input, after one warm-up call.
-double time_ns(exec::Backend& backend, const NsSchedule& schedule, const Shape& s, int reps) {
+double time_ns(exec::Backend& backend, const NsSchedule& schedule, const Shape& s, int reps,
+               exec::NsVariant variant) {
   const int64_t elems = s.batch * s.rows * s.cols;
   std::vector<exec::bf16> host(elems);
   std::mt19937 rng(1);
@@ -71,7 +75,7 @@ double time_ns(exec::Backend& backend, const NsSchedule& schedule, const Shape& 
     backend.copy_to_device(x, host.data(), elems * sizeof(exec::bf16));
     backend.synchronize();
     const auto start = std::chrono::steady_clock::now();
-    exec::newton_schulz(backend, schedule, s.batch, s.rows, s.cols, x, ws);
+    exec::newton_schulz(backend, schedule, s.batch, s.rows, s.cols, x, ws, variant);
     backend.synchronize();
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     if (r >= 0) seconds.push_back(took.count());
@@ -88,7 +92,10 @@ Runner add_bench(CLI::App& app) {
   bench->require_subcommand(1);
   CLI::App* ns = bench->add_subcommand(
       "ns", "Batched Newton-Schulz: ms per call and GFLOP/s next to a plain sgemm's");
-  ns->add_option("--backend", f->backend, "Backend to run on (cpu)")->capture_default_str();
+  ns->add_option("--backend", f->backend, "Backend to run on (" + known_backends() + ")")
+      ->capture_default_str();
+  ns->add_option("--variant", f->variant, "plain | symmetric (syrk for X X^T and A A) | both")
+      ->capture_default_str();
   ns->add_option("--shapes", f->shapes, "Shapes as BATCH,ROWS,COLS;...")->capture_default_str();
   ns->add_option("--ns-schedule", f->schedule, "Schedule preset or explicit list")
       ->capture_default_str();
@@ -96,15 +103,27 @@ Runner add_bench(CLI::App& app) {
       ->capture_default_str();
   ns->add_option("--sgemm-size", f->sgemm_n, "N of the N^3 reference sgemm")->capture_default_str();
   ns->add_flag("--json", f->json, "Machine-readable output");
-  return [f]() {
-    if (f->backend != "cpu") {
-      throw InputError({}, "--backend", "unknown backend '" + f->backend + "' (known: cpu)");
+  Runner cpu_kernels = add_bench_cpu_kernels(*bench);
+  return [f, ns, cpu_kernels]() {
+    if (!ns->parsed()) return cpu_kernels();
+    std::vector<std::pair<std::string, exec::NsVariant>> variants;
+    if (f->variant == "plain" || f->variant == "both") {
+      variants.emplace_back("plain", exec::NsVariant::plain);
+    }
+    if (f->variant == "symmetric" || f->variant == "both") {
+      variants.emplace_back("symmetric", exec::NsVariant::symmetric);
+    }
+    if (variants.empty()) {
+      throw InputError({}, "--variant",
+                       "expected plain, symmetric or both, got '" + f->variant + "'");
     }
     if (f->reps <= 0) throw InputError({}, "--reps", "must be positive");
     if (f->sgemm_n <= 0) throw InputError({}, "--sgemm-size", "must be positive");
     const std::vector<Shape> shapes = parse_shapes(f->shapes);
     const NsSchedule schedule = ns_schedule(f->schedule);
-    std::unique_ptr<exec::Backend> backend = exec::make_cpu_backend();
+    std::unique_ptr<exec::Backend> backend = make_backend(f->backend);
+    // The OpenBLAS sgemm yardstick is the CPU backend's; a device backend reports its rate alone.
+    const bool cpu = backend->name() == "cpu";
     const int threads = omp_get_max_threads();
 
     nlohmann::json out = {{"backend", backend->name()},
@@ -113,7 +132,7 @@ Runner add_bench(CLI::App& app) {
                           {"threads", threads},
                           {"sgemm_size", f->sgemm_n},
                           {"shapes", nlohmann::json::array()}};
-    if (!f->json) {
+    if (!f->json && cpu) {
       std::printf(
           "NS on the %s backend, %s (%zu iterations), %d threads; reference: OpenBLAS "
           "sgemm %lld^3, %d threads, measured just before each shape\n",
@@ -121,25 +140,38 @@ Runner add_bench(CLI::App& app) {
           (long long)f->sgemm_n, threads);
       std::printf("%6s %6s %6s %10s %9s %12s %7s\n", "batch", "rows", "cols", "ms", "GFLOP/s",
                   "sgemm GF/s", "ratio");
+    } else if (!f->json) {
+      std::printf("NS on the %s backend, %s (%zu iterations); GFLOP/s of the plain algorithm\n",
+                  backend->name().c_str(), schedule.name.c_str(), schedule.steps.size());
+      std::printf("%6s %6s %6s %10s %9s\n", "batch", "rows", "cols", "ms", "GFLOP/s");
     }
     for (const Shape& s : shapes) {
       // The sgemm runs right before the shape, so a busy neighbour on a shared machine slows
       // both alike.
-      const double sgemm = exec::openblas_sgemm_gflops(f->sgemm_n, std::max(f->reps, 10), threads);
-      const double sec = time_ns(*backend, schedule, s, f->reps);
-      const double gflops =
-          s.batch * ns_flops(s.rows, s.cols, static_cast<int>(schedule.steps.size())) / sec / 1e9;
-      out["shapes"].push_back({{"batch", s.batch},
-                               {"rows", s.rows},
-                               {"cols", s.cols},
-                               {"ms", sec * 1e3},
-                               {"gflops", gflops},
-                               {"sgemm_gflops", sgemm},
-                               {"ratio", gflops / sgemm}});
-      if (!f->json) {
-        std::printf("%6lld %6lld %6lld %10.2f %9.1f %12.1f %7.2f\n", (long long)s.batch,
-                    (long long)s.rows, (long long)s.cols, sec * 1e3, gflops, sgemm, gflops / sgemm);
-        std::fflush(stdout);
+      const double sgemm =
+          cpu ? exec::openblas_sgemm_gflops(f->sgemm_n, std::max(f->reps, 10), threads) : 0.0;
+      for (const auto& [variant_name, variant] : variants) {
+        const double sec = time_ns(*backend, schedule, s, f->reps, variant);
+        // The plain algorithm's FLOPs for every variant: a faster variant shows a higher rate.
+        const double gflops =
+            s.batch * ns_flops(s.rows, s.cols, static_cast<int>(schedule.steps.size())) / sec / 1e9;
+        nlohmann::json row = {{"batch", s.batch}, {"rows", s.rows},   {"cols", s.cols},
+                              {"ms", sec * 1e3},  {"gflops", gflops}, {"variant", variant_name}};
+        if (cpu) {
+          row["sgemm_gflops"] = sgemm;
+          row["ratio"] = gflops / sgemm;
+        }
+        out["shapes"].push_back(row);
+        if (!f->json) {
+          std::printf("%6lld %6lld %6lld %10.2f %9.1f", (long long)s.batch, (long long)s.rows,
+                      (long long)s.cols, sec * 1e3, gflops);
+          if (cpu) std::printf(" %12.1f %7.2f", sgemm, gflops / sgemm);
+          if (variants.size() > 1 || variant != exec::NsVariant::plain) {
+            std::printf("  %s", variant_name.c_str());
+          }
+          std::printf("\n");
+          std::fflush(stdout);
+        }
       }
     }
     if (f->json) std::cout << out.dump(2) << "\n";

@@ -51,6 +51,11 @@ void Backend::ns_scale(int64_t batch, const float* sum_sq, double norm_scale, do
   copy_to_device(scale, host.data(), batch * sizeof(float));
 }
 
+void Backend::syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha, const MatrixBatch& a,
+                        float beta, const MatrixBatch& c) {
+  gemm_bf16(batch, false, true, n, n, k, alpha, a, a, beta, c);
+}
+
 void Backend::transpose_bf16(int64_t batch, int64_t rows, int64_t cols, const bf16* x, bf16* y) {
   const int64_t elems = rows * cols;
   std::vector<bf16> in(batch * elems), out(batch * elems);

@@ -62,7 +62,7 @@ NsWorkspace::~NsWorkspace() {
 }
 
 void newton_schulz(Backend& backend, const NsSchedule& schedule, int64_t batch, int64_t rows,
-                   int64_t cols, bf16* x, NsWorkspace& workspace) {
+                   int64_t cols, bf16* x, NsWorkspace& workspace, NsVariant variant) {
   if (batch < 0 || rows < 0 || cols < 0) {
     throw std::invalid_argument("newton_schulz: negative size");
   }
@@ -101,10 +101,16 @@ void newton_schulz(Backend& backend, const NsSchedule& schedule, int64_t batch, 
 
   for (const NsCoefficients& coef : schedule.steps) {
     const MatrixBatch xm = dense(x_cur, m, n), am = dense(a, m, m), bm = dense(b, m, m);
-    backend.gemm_bf16(batch, false, true, m, m, n, 1.0f, xm, xm, 0.0f, am);  // A = X X^T
-    backend.copy(b, a, a_bytes);                                             // B = c A A + b A
-    backend.gemm_bf16(batch, false, false, m, m, m, static_cast<float>(coef.c), am, am,
-                      static_cast<float>(coef.b), bm);
+    const auto cb = static_cast<float>(coef.b), cc = static_cast<float>(coef.c);
+    if (variant == NsVariant::symmetric) {
+      backend.syrk_bf16(batch, m, n, 1.0f, xm, 0.0f, am);  // A = X X^T
+      backend.copy(b, a, a_bytes);                         // B = c A A^T + b A  (A = A^T)
+      backend.syrk_bf16(batch, m, m, cc, am, cb, bm);
+    } else {
+      backend.gemm_bf16(batch, false, true, m, m, n, 1.0f, xm, xm, 0.0f, am);  // A = X X^T
+      backend.copy(b, a, a_bytes);                                             // B = c A A + b A
+      backend.gemm_bf16(batch, false, false, m, m, m, cc, am, am, cb, bm);
+    }
     backend.copy(x_next, x_cur, x_bytes);  // X' = B X + a X
     backend.gemm_bf16(batch, false, false, m, n, m, 1.0f, bm, xm, static_cast<float>(coef.a),
                       dense(x_next, m, n));

@@ -69,6 +69,15 @@ class Backend {
   virtual void gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                          float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
                          const MatrixBatch& c) = 0;
+  // --- symmetric rank-k update, for Newton-Schulz's symmetric variant (muon-step.md section 3):
+  // C[b] = bf16(alpha * A[b] A[b]^T + beta * C[b]), fp32 accumulation, one rounding, for a batch
+  // of row-major A[b] of n x k (a.rows = n, a.cols = k) and C[b] of n x n. Every element of C is
+  // written. With beta != 0, C must be symmetric on entry (NS passes B := A); with beta == 0 it
+  // is not read. C must not overlap A. The default calls gemm_bf16(trans_b, A, A): the GEMM's
+  // bits, not faster. A backend may instead compute only the blocks on and above the diagonal
+  // and mirror them (about half the FLOPs for k >> n); C is then exactly symmetric.
+  virtual void syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha, const MatrixBatch& a,
+                         float beta, const MatrixBatch& c);
 
   // --- elementwise (n elements; fp32 unless the name says bf16)
   // Per matrix b of a batch: out[b] = sum of squares of x[b], accumulated in a fixed order

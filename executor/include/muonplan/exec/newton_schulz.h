@@ -52,12 +52,23 @@ class NsWorkspace {
   void* data_ = nullptr;
 };
 
+// How NS computes the two symmetric products A = X X^T and A A (muon-step.md section 3):
+//   plain      gemm_bf16 for both: 4 m^2 n + 2 m^3 FLOPs per iteration.
+//   symmetric  Backend::syrk_bf16 for both (A is symmetric, so A A = A A^T): a backend that
+//              computes one triangle does about 3 m^2 n + m^3. B X is a full GEMM either way.
+// Both round each GEMM output to bf16 once and differ only in fp32 accumulation order, so they
+// agree within bf16 rounding (not bit for bit: on the CPU backend, whose syrk_bf16 is the
+// GEMM, A A^T equals A A only where X X^T came out exactly symmetric; tests/exec/
+// ns_symmetric_test.cc). Each variant alone keeps every guarantee below.
+enum class NsVariant { plain, symmetric };
+
 // Replaces each of the `batch` contiguous bf16 matrices [rows, cols] at x (backend memory) by
 // its Newton-Schulz orthogonalization, same shape. When rows > cols the matrices are
 // transposed into the workspace (an exact copy), so NS(U^T) == NS(U)^T bit for bit. Each
 // matrix's result depends only on that matrix and the schedule: never on the batch it runs in.
 // Throws std::invalid_argument if the workspace does not fit or belongs to another backend.
 void newton_schulz(Backend& backend, const NsSchedule& schedule, int64_t batch, int64_t rows,
-                   int64_t cols, bf16* x, NsWorkspace& workspace);
+                   int64_t cols, bf16* x, NsWorkspace& workspace,
+                   NsVariant variant = NsVariant::plain);
 
 }  // namespace muonplan::exec

@@ -1,0 +1,73 @@
+#include "backend_select.h"
+
+#include "muonplan/error.h"
+
+#ifdef MUONPLAN_HAVE_CUDA
+#include "muonplan/exec/cuda_backend.h"
+#endif
+#ifdef MUONPLAN_HAVE_NCCL
+#include "muonplan/exec/nccl_communicator.h"
+#endif
+
+namespace muonplan::cli {
+namespace {
+
+[[noreturn]] void unknown(const std::string& name) {
+  if (name == "cuda") {
+    throw InputError({}, "--backend",
+                     "the CUDA backend is not built in this version (nvcc was not found at "
+                     "configure time)");
+  }
+  throw InputError({}, "--backend",
+                   "unknown backend '" + name + "' (known: " + known_backends() + ")");
+}
+
+}  // namespace
+
+std::string known_backends() {
+#ifdef MUONPLAN_HAVE_CUDA
+  return "cpu, cuda";
+#else
+  return "cpu";
+#endif
+}
+
+std::unique_ptr<exec::Backend> make_backend(const std::string& name, int device) {
+  if (name == "cpu") return exec::make_cpu_backend();
+#ifdef MUONPLAN_HAVE_CUDA
+  if (name == "cuda") return exec::make_cuda_backend(device);
+#else
+  (void)device;
+#endif
+  unknown(name);
+}
+
+std::unique_ptr<exec::Backend> make_execute_backend(const std::string& name,
+                                                    std::unique_ptr<exec::Communicator>& comm,
+                                                    double timeout_s) {
+  if (name == "cpu") return exec::make_cpu_backend();
+#ifdef MUONPLAN_HAVE_CUDA
+  if (name == "cuda") {
+    std::unique_ptr<exec::CudaBackend> backend =
+        exec::make_cuda_backend(exec::local_cuda_device(comm->rank(), comm->local_size()));
+#ifdef MUONPLAN_HAVE_NCCL
+    comm = exec::make_nccl_communicator(*backend, std::move(comm), timeout_s);
+#else
+    (void)timeout_s;
+    if (comm->size() != 1) {
+      throw InputError({}, "--backend",
+                       "cuda with " + std::to_string(comm->size()) +
+                           " ranks needs NCCL, which this build lacks (one rank only)");
+    }
+    comm = exec::make_self_communicator(*backend);
+#endif
+    return backend;
+  }
+#else
+  (void)comm;
+  (void)timeout_s;
+#endif
+  unknown(name);
+}
+
+}  // namespace muonplan::cli

@@ -1,0 +1,508 @@
+// The CUDA backend (cuda_backend.h): cuBLAS GEMMs, the kernels of cuda_kernels.cu, a
+// stream-ordered memory pool, one stream and one cuBLAS handle per lane.
+#include "muonplan/exec/cuda_backend.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "cuda_check.h"
+#include "cuda_kernels.h"
+
+namespace muonplan::exec {
+namespace {
+
+using cuda::check;
+
+constexpr size_t kBlasWorkspaceBytes = size_t{32} << 20;  // per lane; cuBLAS's Hopper advice
+constexpr size_t kAllocAlign = 256;
+
+void check_blas(cublasStatus_t st, const char* what) {
+  if (st != CUBLAS_STATUS_SUCCESS) {
+    throw std::runtime_error(std::string(what) + ": " + cublasGetStatusString(st));
+  }
+}
+
+void check_matrix(const char* call, const char* what, const MatrixBatch& x, int64_t rows,
+                  int64_t cols) {
+  if (x.rows != rows || x.cols != cols || x.ld < std::max<int64_t>(cols, 1) || x.stride < 0) {
+    throw std::invalid_argument(std::string(call) + ": " + what + " is " + std::to_string(x.rows) +
+                                " x " + std::to_string(x.cols) + " (ld " + std::to_string(x.ld) +
+                                "), the call needs " + std::to_string(rows) + " x " +
+                                std::to_string(cols) + " with ld >= cols");
+  }
+}
+
+// Byte range [first, last) a matrix batch touches.
+std::pair<uintptr_t, uintptr_t> extent(const MatrixBatch& x, int64_t batch) {
+  const auto first = reinterpret_cast<uintptr_t>(x.ptr);
+  const int64_t elems = (batch - 1) * x.stride + (x.rows - 1) * x.ld + x.cols;
+  return {first, first + static_cast<uintptr_t>(elems) * sizeof(bf16)};
+}
+
+bool overlap(std::pair<uintptr_t, uintptr_t> a, std::pair<uintptr_t, uintptr_t> b) {
+  return a.first < b.second && b.first < a.second;
+}
+
+// cuBLAS's 32-bit API: sizes and leading dimensions must fit an int.
+int as_int(int64_t v, const char* call) {
+  if (v > INT_MAX) {
+    throw std::invalid_argument(std::string(call) + ": size " + std::to_string(v) +
+                                " exceeds cuBLAS's int range; split the batch");
+  }
+  return static_cast<int>(v);
+}
+
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+int64_t env_tile() {
+  const char* s = std::getenv("MUONPLAN_SYRK_TILE");
+  if (s == nullptr || *s == '\0') return 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(s, &end, 10);
+  if (*end != '\0' || v < 64 || v % 8 != 0) {
+    throw std::invalid_argument(std::string("MUONPLAN_SYRK_TILE: expected a multiple of 8, at "
+                                            "least 64, got '") +
+                                s + "'");
+  }
+  return v;
+}
+
+class CudaBackendImpl final : public CudaBackend {
+ public:
+  explicit CudaBackendImpl(int device) : device_(device), tile_override_(env_tile()) {
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      throw std::runtime_error(std::string("cuda backend: no usable CUDA device (error ") +
+                               std::to_string(static_cast<int>(err)) + ": " +
+                               cudaGetErrorString(err) + ")");
+    }
+    if (device < 0 || device >= count) {
+      throw std::runtime_error("cuda backend: device " + std::to_string(device) +
+                               " does not exist (" + std::to_string(count) + " visible)");
+    }
+    try {
+      check(cudaSetDevice(device), "cudaSetDevice");
+      cudaMemPoolProps props{};
+      props.allocType = cudaMemAllocationTypePinned;
+      props.location.type = cudaMemLocationTypeDevice;
+      props.location.id = device;
+      check(cudaMemPoolCreate(&pool_, &props), "cudaMemPoolCreate");
+      // Keep freed memory in the pool: a step allocates and frees the same sizes every time.
+      uint64_t keep = UINT64_MAX;
+      check(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep),
+            "cudaMemPoolSetAttribute");
+      for (int k = 0; k < kMaxLanes; ++k) {
+        check(cudaStreamCreateWithFlags(&streams_[k], cudaStreamNonBlocking), "cudaStreamCreate");
+        check(cudaEventCreateWithFlags(&events_[k], cudaEventDisableTiming), "cudaEventCreate");
+        check_blas(cublasCreate(&blas_[k]), "cublasCreate");
+        check_blas(cublasSetStream(blas_[k], streams_[k]), "cublasSetStream");
+        // One rounding per output: no split-K partial sums rounded to bf16.
+        check_blas(cublasSetMathMode(
+                       blas_[k],
+                       static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                                 CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+                   "cublasSetMathMode");
+        // A workspace per handle: cuBLAS results are reproducible only with one per stream.
+        check(cudaMalloc(&blas_workspace_[k], kBlasWorkspaceBytes), "cudaMalloc");
+        check_blas(cublasSetWorkspace(blas_[k], blas_workspace_[k], kBlasWorkspaceBytes),
+                   "cublasSetWorkspace");
+      }
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+
+  ~CudaBackendImpl() override { release(); }
+
+  std::string name() const override { return "cuda"; }
+  int device() const override { return device_; }
+  int lane() const override { return lane_; }
+  CUstream_st* lane_stream() const override { return streams_[lane_]; }
+
+  int64_t syrk_tile(int64_t n) const override {
+    if (tile_override_ > 0) return tile_override_;
+    return n <= 1024 ? 128 : n <= 4096 ? 256 : 512;
+  }
+
+  void set_lane(int lane) override {
+    if (lane < 0 || lane >= kMaxLanes) {
+      throw std::invalid_argument("set_lane: lane " + std::to_string(lane) + " is not in 0.." +
+                                  std::to_string(kMaxLanes - 1));
+    }
+    lane_ = lane;
+  }
+
+  // --- memory
+  void* alloc(size_t bytes) override {
+    const size_t rounded =
+        (std::max<size_t>(bytes, 1) + kAllocAlign - 1) / kAllocAlign * kAllocAlign;
+    void* p = nullptr;
+    const cudaError_t err = cudaMallocFromPoolAsync(&p, rounded, pool_, stream());
+    if (err == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      throw std::bad_alloc();
+    }
+    check(err, "cudaMallocFromPoolAsync");
+    check(cudaMemsetAsync(p, 0, rounded, stream()), "cudaMemsetAsync");
+    std::lock_guard<std::mutex> lock(mutex_);
+    allocs_[p] = Allocation{bytes, lane_};
+    stats_.current_bytes += bytes;
+    stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.current_bytes);
+    return p;
+  }
+
+  void free(void* ptr) override {
+    if (ptr == nullptr) return;
+    Allocation a;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const auto it = allocs_.find(ptr);
+      if (it == allocs_.end()) {
+        throw std::invalid_argument("cuda backend: free() of a pointer alloc() did not return");
+      }
+      a = it->second;
+      stats_.current_bytes -= a.bytes;
+      allocs_.erase(it);
+    }
+    // Free on the allocating lane, after what the calling lane has queued so far.
+    cudaStream_t s = streams_[a.lane];
+    if (a.lane != lane_) {
+      check(cudaEventRecord(events_[lane_], streams_[lane_]), "cudaEventRecord");
+      check(cudaStreamWaitEvent(s, events_[lane_], 0), "cudaStreamWaitEvent");
+    }
+    check(cudaFreeAsync(ptr, s), "cudaFreeAsync");
+  }
+
+  void copy_to_device(void* dst, const void* host_src, size_t bytes) override {
+    if (bytes == 0) return;
+    check(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyDefault, stream()),
+          "cudaMemcpyAsync (to device)");
+    // Pageable memory may change as soon as we return: wait until the copy has read it.
+    if (!pinned(host_src, bytes)) check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
+  }
+
+  void copy_to_host(void* host_dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    check(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDefault, stream()),
+          "cudaMemcpyAsync (to host)");
+    if (!pinned(host_dst, bytes)) check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
+  }
+
+  void copy(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0 || dst == src) return;
+    const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
+    if (d < s + bytes && s < d + bytes) {  // overlapping (memmove): through a temporary
+      Scratch tmp(*this, bytes);
+      check(cudaMemcpyAsync(tmp.ptr, src, bytes, cudaMemcpyDefault, stream()), "cudaMemcpyAsync");
+      check(cudaMemcpyAsync(dst, tmp.ptr, bytes, cudaMemcpyDefault, stream()), "cudaMemcpyAsync");
+      return;
+    }
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream()), "cudaMemcpyAsync");
+  }
+
+  MemoryStats memory() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+  }
+  void reset_peak() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.peak_bytes = stats_.current_bytes;
+  }
+
+  void synchronize() override {
+    for (int k = 0; k < kMaxLanes; ++k) {
+      check(cudaStreamSynchronize(streams_[k]), "cudaStreamSynchronize");
+    }
+  }
+
+  void* alloc_host(size_t bytes) override {
+    if (bytes == 0) return nullptr;
+    void* p = nullptr;
+    const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);
+    if (err == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      throw std::bad_alloc();
+    }
+    check(err, "cudaHostAlloc");
+    std::memset(p, 0, bytes);
+    pinned_[reinterpret_cast<uintptr_t>(p)] = bytes;
+    track_host_alloc(p, bytes);
+    return p;
+  }
+
+  void free_host(void* ptr) override {
+    if (ptr == nullptr) return;
+    synchronize();  // a copy may still read or write it
+    pinned_.erase(reinterpret_cast<uintptr_t>(ptr));
+    track_host_free(ptr);
+    check(cudaFreeHost(ptr), "cudaFreeHost");
+  }
+
+  // --- GEMMs
+  void gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                 float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
+                 const MatrixBatch& c) override {
+    constexpr const char* call = "gemm_bf16";
+    if (batch < 0 || m < 0 || n < 0 || k < 0)
+      throw std::invalid_argument("gemm_bf16: negative size");
+    if (batch == 0 || m == 0 || n == 0) return;
+    check_matrix(call, "C", c, m, n);
+    if (k == 0) {  // C = bf16(beta * C), or 0
+      check(cuda::scale_matrix_bf16(batch, m, n, c.ld, c.stride, beta, static_cast<bf16*>(c.ptr),
+                                    stream()),
+            call);
+      return;
+    }
+    // Stored shapes: op(A) is m x k, so A is k x m when transposed.
+    check_matrix(call, "A", a, trans_a ? k : m, trans_a ? m : k);
+    check_matrix(call, "B", b, trans_b ? n : k, trans_b ? k : n);
+    if (overlap(extent(c, batch), extent(a, batch)) ||
+        overlap(extent(c, batch), extent(b, batch))) {
+      throw std::invalid_argument("gemm_bf16: C overlaps A or B");
+    }
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: a row-major matrix is
+    // its transpose in column-major with the same ld, so B goes first and no data moves.
+    check_blas(cublasGemmStridedBatchedEx(
+                   blas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                   as_int(n, call), as_int(m, call), as_int(k, call), &alpha, b.ptr, CUDA_R_16BF,
+                   as_int(b.ld, call), b.stride, a.ptr, CUDA_R_16BF, as_int(a.ld, call), a.stride,
+                   &beta, c.ptr, CUDA_R_16BF, as_int(c.ld, call), c.stride, as_int(batch, call),
+                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmStridedBatchedEx");
+  }
+
+  void syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha, const MatrixBatch& a, float beta,
+                 const MatrixBatch& c) override;
+
+  // --- elementwise
+  void sum_squares_bf16(int64_t batch, int64_t elems, const bf16* x, float* out) override {
+    if (batch <= 0) return;
+    Scratch partial(*this, cuda::sum_squares_partials(batch, elems) * sizeof(double));
+    check(cuda::sum_squares_bf16(batch, elems, x, out, static_cast<double*>(partial.ptr), stream()),
+          "sum_squares_bf16");
+  }
+  void scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float* scale,
+                  bf16* y) override {
+    check(cuda::scale_bf16(batch, elems, x, scale, y, stream()), "scale_bf16");
+  }
+  void ns_scale(int64_t batch, const float* sum_sq, double norm_scale, double eps,
+                float* scale) override {
+    check(cuda::ns_scale(batch, sum_sq, norm_scale, eps, scale, stream()), "ns_scale");
+  }
+  void transpose_bf16(int64_t batch, int64_t rows, int64_t cols, const bf16* x, bf16* y) override {
+    check(cuda::transpose_bf16(batch, rows, cols, x, y, stream()), "transpose_bf16");
+  }
+  void cast_to_bf16(int64_t n, const float* x, bf16* y) override {
+    check(cuda::cast_to_bf16(n, x, y, stream()), "cast_to_bf16");
+  }
+  void cast_to_f32(int64_t n, const bf16* x, float* y) override {
+    check(cuda::cast_to_f32(n, x, y, stream()), "cast_to_f32");
+  }
+  void momentum_f32(int64_t n, float mu, bool nesterov, const float* g, float* m,
+                    bf16* u) override {
+    check(cuda::momentum_f32(n, mu, nesterov, g, m, u, stream()), "momentum_f32");
+  }
+  void momentum_bf16(int64_t n, float mu, bool nesterov, const float* g, bf16* m,
+                     bf16* u) override {
+    check(cuda::momentum_bf16(n, mu, nesterov, g, m, u, stream()), "momentum_bf16");
+  }
+  void apply_update(int64_t n, float decay, float s, const bf16* o, float* w) override {
+    check(cuda::apply_update(n, decay, s, o, w, stream()), "apply_update");
+  }
+  void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd, int64_t step,
+             const float* g, float* w, float* m, float* v) override {
+    if (step < 1) throw std::invalid_argument("adamw: step must be >= 1 (bias correction)");
+    // The scalars exactly as the CPU backend computes them.
+    const double bc1 = 1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(step));
+    const double bc2 = 1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(step));
+    cuda::AdamwScalars k{};
+    k.beta1 = beta1;
+    k.beta2 = beta2;
+    k.c1 = 1.0f - beta1;
+    k.c2 = 1.0f - beta2;
+    k.eps = eps;
+    k.decay = 1.0f - lr * wd;
+    k.step_size = static_cast<float>(lr / bc1);
+    k.sqrt_bc2 = static_cast<float>(std::sqrt(bc2));
+    check(cuda::adamw(n, k, g, w, m, v, stream()), "adamw");
+  }
+
+ private:
+  struct Allocation {
+    size_t bytes = 0;
+    int lane = 0;
+  };
+
+  // Backend-internal device memory for one call, freed in stream order on the same lane.
+  struct Scratch {
+    Scratch(CudaBackendImpl& b, size_t bytes) : stream(b.stream()) {
+      check(cudaMallocFromPoolAsync(&ptr, std::max<size_t>(bytes, 1), b.pool_, stream),
+            "cudaMallocFromPoolAsync (scratch)");
+    }
+    ~Scratch() { cudaFreeAsync(ptr, stream); }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    void* ptr = nullptr;
+    cudaStream_t stream;
+  };
+
+  cudaStream_t stream() const { return streams_[lane_]; }
+  cublasHandle_t blas() const { return blas_[lane_]; }
+
+  // Whether [p, p + bytes) lies in one alloc_host allocation.
+  bool pinned(const void* p, size_t bytes) const {
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    auto it = pinned_.upper_bound(at);
+    if (it == pinned_.begin()) return false;
+    --it;
+    return at + bytes <= it->first + it->second;
+  }
+
+  // Destroys whatever the constructor created; errors are ignored (a destructor cannot report
+  // them, and a failed device makes every call fail alike).
+  void release() noexcept {
+    for (auto& [ptr, a] : allocs_) cudaFreeAsync(ptr, streams_[a.lane]);
+    allocs_.clear();
+    for (auto& [at, bytes] : pinned_) cudaFreeHost(reinterpret_cast<void*>(at));
+    pinned_.clear();
+    for (int k = 0; k < kMaxLanes; ++k) {
+      if (streams_[k]) cudaStreamSynchronize(streams_[k]);
+      if (blas_[k]) cublasDestroy(blas_[k]);
+      if (blas_workspace_[k]) cudaFree(blas_workspace_[k]);
+      if (events_[k]) cudaEventDestroy(events_[k]);
+      if (streams_[k]) cudaStreamDestroy(streams_[k]);
+      blas_[k] = nullptr;
+      blas_workspace_[k] = nullptr;
+      events_[k] = nullptr;
+      streams_[k] = nullptr;
+    }
+    if (pool_) cudaMemPoolDestroy(pool_);
+    pool_ = nullptr;
+    cudaGetLastError();
+  }
+
+  int device_;
+  int64_t tile_override_;
+  int lane_ = 0;
+  std::array<cudaStream_t, kMaxLanes> streams_{};
+  std::array<cudaEvent_t, kMaxLanes> events_{};
+  std::array<cublasHandle_t, kMaxLanes> blas_{};
+  std::array<void*, kMaxLanes> blas_workspace_{};
+  cudaMemPool_t pool_ = nullptr;
+  mutable std::mutex mutex_;
+  std::unordered_map<void*, Allocation> allocs_;
+  MemoryStats stats_;
+  std::map<uintptr_t, size_t> pinned_;  // alloc_host allocations: start -> bytes
+};
+
+// C = alpha A A^T + beta C computing only the tile x tile blocks on and above the diagonal
+// (batched GEMMs over device pointer arrays, up to three block shapes), then mirroring the
+// upper triangle into the lower one. Falls back to one GEMM (then the mirror) when C is a
+// single block, or when the operands are not 16-byte aligned (tensor-core kernels need every
+// block pointer aligned, and the pointer arrays hide them from cuBLAS's checks).
+void CudaBackendImpl::syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha,
+                                const MatrixBatch& a, float beta, const MatrixBatch& c) {
+  constexpr const char* call = "syrk_bf16";
+  if (batch < 0 || n < 0 || k < 0) throw std::invalid_argument("syrk_bf16: negative size");
+  if (batch == 0 || n == 0) return;
+  check_matrix(call, "C", c, n, n);
+  auto* cp = static_cast<bf16*>(c.ptr);
+  if (k > 0) {
+    check_matrix(call, "A", a, n, k);
+    if (overlap(extent(c, batch), extent(a, batch))) {
+      throw std::invalid_argument("syrk_bf16: C overlaps A");
+    }
+  }
+  const int64_t tile = syrk_tile(n);
+  const bool aligned = aligned16(a.ptr) && aligned16(c.ptr) && a.ld % 8 == 0 && c.ld % 8 == 0 &&
+                       (batch == 1 || (a.stride % 8 == 0 && c.stride % 8 == 0));
+  if (k == 0 || n <= tile || !aligned) {
+    gemm_bf16(batch, false, true, n, n, k, alpha, a, a, beta, c);
+  } else {
+    const int64_t full = n / tile, rest = n % tile;
+    struct Group {
+      cuda::SyrkGroup kind;
+      int64_t per_matrix, rows, cols;
+    };
+    std::vector<Group> groups = {{cuda::SyrkGroup::full, full * (full + 1) / 2, tile, tile}};
+    if (rest > 0) {
+      groups.push_back({cuda::SyrkGroup::edge, full, tile, rest});
+      groups.push_back({cuda::SyrkGroup::corner, 1, rest, rest});
+    }
+    int64_t total = 0;
+    for (const Group& g : groups) total += batch * g.per_matrix;
+    Scratch arrays(*this, 3 * static_cast<size_t>(total) * sizeof(void*));
+    auto** base = static_cast<void**>(arrays.ptr);
+    const auto* ap = static_cast<const bf16*>(a.ptr);
+    int64_t at = 0;
+    for (const Group& g : groups) {
+      const int64_t count = batch * g.per_matrix;
+      auto** rows_ptrs = const_cast<const void**>(base + at);
+      auto** cols_ptrs = const_cast<const void**>(base + total + at);
+      void** c_ptrs = base + 2 * total + at;
+      check(cuda::syrk_block_pointers(g.kind, batch, g.per_matrix, full, tile, ap, a.ld, a.stride,
+                                      cp, c.ld, c.stride, rows_ptrs, cols_ptrs, c_ptrs, stream()),
+            call);
+      // Block (I, J) = alpha A_I A_J^T + beta C_IJ, row-major; column-major as in gemm_bf16:
+      // A_J first (transposed), then A_I.
+      check_blas(
+          cublasGemmBatchedEx(blas(), CUBLAS_OP_T, CUBLAS_OP_N, as_int(g.cols, call),
+                              as_int(g.rows, call), as_int(k, call), &alpha, cols_ptrs, CUDA_R_16BF,
+                              as_int(a.ld, call), rows_ptrs, CUDA_R_16BF, as_int(a.ld, call), &beta,
+                              c_ptrs, CUDA_R_16BF, as_int(c.ld, call), as_int(count, call),
+                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmBatchedEx");
+      at += count;
+    }
+  }
+  check(cuda::mirror_upper_bf16(batch, n, c.ld, c.stride, cp, stream()), call);
+}
+
+}  // namespace
+
+std::unique_ptr<CudaBackend> make_cuda_backend(int device) {
+  return std::make_unique<CudaBackendImpl>(device);
+}
+
+int local_cuda_device(int rank, int local_size) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    throw std::runtime_error(std::string("no usable CUDA device (") +
+                             (err != cudaSuccess ? cudaGetErrorString(err) : "none visible") + ")");
+  }
+  int local = -1;
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') {
+      local = std::atoi(v);
+      break;
+    }
+  }
+  if (local < 0) local = rank % std::max(local_size, 1);
+  return local % count;
+}
+
+}  // namespace muonplan::exec

@@ -1,0 +1,57 @@
+// The CUDA backend (executor/cuda/, built when nvcc is found; docs/executor.md, "CUDA").
+//
+// Same formulas and rounding as the CPU reference (docs/executor-numerics.md): elementwise
+// kernels give the CPU's bits (built with -fmad=false: no a*b+c contracted, as the CPU's
+// -ffp-contract=off); GEMMs are cuBLAS (bf16 in and out, fp32 compute, alpha and beta folded
+// in, one rounding, no reduced-precision split-K), whose accumulation order differs from
+// OpenBLAS's, so CPU and CUDA GEMM results agree within bf16 rounding, not bit for bit.
+//
+// Lanes are CUDA streams (Backend::kMaxLanes, created at construction); every call enqueues on
+// the current lane's stream and returns. What that means for the host:
+//   alloc        stream-ordered (a memory pool of the device), zero-filled on the lane.
+//   free         stream-ordered: the memory is reused only after the work already queued on the
+//                calling lane and on the lane that allocated it (a buffer touched on a third
+//                lane must be ordered first, as the Backend contract asks of any cross-lane use).
+//   copy_to_device  from alloc_host memory: asynchronous, the source must not change before
+//                synchronize(); from any other host memory: returns once the source was read.
+//   copy_to_host    into alloc_host memory: asynchronous, read it after synchronize(); into any
+//                other host memory: returns when the data is there.
+//   alloc_host   pinned (cudaHostAlloc), counted in host_memory().
+// memory() counts alloc()'s bytes; the backend's own scratch (cuBLAS workspaces, reduction
+// partials, syrk pointer arrays) is not in it, as the CPU backend's fp32 GEMM scratch is not.
+//
+// One thread drives a backend (the rank's); the device is made current at construction.
+#pragma once
+
+#include <memory>
+
+#include "muonplan/exec/backend.h"
+
+struct CUstream_st;  // cudaStream_t is CUstream_st*: no CUDA header needed here
+
+namespace muonplan::exec {
+
+class CudaBackend : public Backend {
+ public:
+  // The CUDA device this backend runs on.
+  virtual int device() const = 0;
+  // The current lane (set_lane) and its stream: what the NCCL communicator orders its
+  // exchanges after, and makes wait for their results.
+  virtual int lane() const = 0;
+  virtual CUstream_st* lane_stream() const = 0;
+  // Rows and columns of the output blocks syrk_bf16 splits C into, for an n x n C: the
+  // MUONPLAN_SYRK_TILE environment variable when set at construction (a multiple of 8, at
+  // least 64), otherwise 128 for n <= 1024, 256 for n <= 4096, 512 above.
+  virtual int64_t syrk_tile(int64_t n) const = 0;
+};
+
+// Throws std::runtime_error naming the CUDA error when the device cannot be used (no driver,
+// no such device).
+std::unique_ptr<CudaBackend> make_cuda_backend(int device);
+
+// The device a rank uses: its rank on the node (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID or
+// SLURM_LOCALID from the environment, else rank % local_size) modulo the devices visible.
+// Throws std::runtime_error when there is no device.
+int local_cuda_device(int rank, int local_size);
+
+}  // namespace muonplan::exec
