@@ -1,11 +1,13 @@
 // muonplan execute: run a Plan's sharded Muon step, one process per rank under mpirun.
 // Every rank reports a failure on its own line ("muonplan: rank R: ..."); rank 0 writes the
 // metrics, with the plan's predictions beside the measurements.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "backend_select.h"
 #include "commands.h"
 #include "muonplan/error.h"
 #include "muonplan/exec/backend.h"
@@ -17,10 +19,15 @@
 namespace muonplan::cli {
 namespace {
 
+// Deadline of one NCCL all-to-all (setup, launch, completion) before the rank aborts NCCL
+// and probes its peers; a larger --comm-timeout raises it.
+constexpr double kExchangeTimeoutS = 300;
+
 struct ExecuteFlags {
   std::string plan, backend = "cpu", metrics, inject;
   exec::ExecuteOptions options;
   bool json = false;
+  double comm_timeout_s = 20;  // MPI waits: probe peers after this long (docs/reliability.md)
 };
 
 nlohmann::json read_json(const std::string& path) {
@@ -41,15 +48,13 @@ void report(int rank, const std::string& message) {
 
 int run(const ExecuteFlags& f) {
   exec::MpiSession mpi(nullptr, nullptr);
-  std::unique_ptr<exec::Communicator> comm = exec::make_mpi_communicator();
+  std::unique_ptr<exec::Communicator> comm = exec::make_mpi_communicator(f.comm_timeout_s);
   const int rank = comm->rank();
   exec::configure_cpu_threads(comm->local_size());
   try {
-    if (f.backend != "cpu") {
-      throw InputError({}, "--backend",
-                       f.backend == "cuda" ? "the CUDA backend is not built in this version"
-                                           : "expected cpu or cuda, got '" + f.backend + "'");
-    }
+    // cuda: the CUDA backend on this rank's device, and comm becomes NCCL over MPI.
+    std::unique_ptr<exec::Backend> backend =
+        make_execute_backend(f.backend, comm, std::max(kExchangeTimeoutS, f.comm_timeout_s));
     exec::ExecuteOptions opt = f.options;
     if (!f.inject.empty()) {
       const size_t colon = f.inject.rfind(':');
@@ -60,7 +65,6 @@ int run(const ExecuteFlags& f) {
     }
     const nlohmann::json plan_json = read_json(f.plan);
     const Plan plan = plan_from_json(plan_json, f.plan);
-    std::unique_ptr<exec::Backend> backend = exec::make_cpu_backend();
     exec::ExecuteResult r = exec::execute(plan, opt, *backend, *comm);
     r.metrics["plan"] = f.plan;
     r.metrics["predicted"] = plan_json.value("predicted", nlohmann::json::object());
@@ -91,11 +95,19 @@ int run(const ExecuteFlags& f) {
       }
     }
     return 0;
+  } catch (const exec::RankFailure& e) {
+    // Another rank died or failed: its rank and step are in the message. Relaying it lets
+    // ranks still computing learn it at once (docs/reliability.md).
+    report(rank, e.what());
+    comm->announce_failure(e.what());
+    return 1;
   } catch (const InputError& e) {
     report(rank, e.what());
+    comm->announce_failure(e.what());
     return 2;
   } catch (const std::exception& e) {
     report(rank, std::string("error: ") + e.what());
+    comm->announce_failure(e.what());
     return 1;
   }
 }
@@ -118,6 +130,13 @@ Runner add_execute(CLI::App& app) {
               "Skip a step with NaN/Inf gradients instead of failing");
   c->add_option("--inject-nonfinite", f->inject, "Test hook: NAME:STEP poisons a gradient");
   c->add_flag("--json", f->json, "Print the metrics JSON");
+  c->add_flag("--symmetric-ns", f->options.symmetric_ns,
+              "Newton-Schulz computing one triangle of the symmetric products");
+  c->add_option("--comm-timeout", f->comm_timeout_s,
+                "Seconds an MPI wait may last before the ranks are probed (a failed rank is "
+                "then reported)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   return [f]() { return run(*f); };
 }
 

@@ -7,10 +7,13 @@
 
 #include <bit>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -57,7 +60,46 @@ std::string rank_file(int rank) {
   throw std::runtime_error(path + ": " + what + ": " + std::strerror(errno));
 }
 
-void fsync_path(const std::string& path, bool directory) {
+// The test hook of tests/mpi/checkpoint_kill.sh: every file-system operation of a save is a
+// numbered save point (each write, fsync, close, mkdir, rename, remove, in order), and
+// MUONPLAN_TEST_KILL_SAVE_AT=N raises SIGKILL just before rank 0's N-th ("R:N": rank R's;
+// "list" prints every point instead), so the test can crash a save anywhere.
+class SavePoints {
+ public:
+  explicit SavePoints(int rank) : rank_(rank) {
+    const char* env = std::getenv("MUONPLAN_TEST_KILL_SAVE_AT");
+    if (!env || !*env) return;
+    if (std::strcmp(env, "list") == 0) {
+      list_ = true;
+      return;
+    }
+    int r = 0;
+    long n = 0;
+    if (std::sscanf(env, "%d:%ld", &r, &n) == 2) {
+      if (r == rank) kill_at_ = n;
+    } else if (rank == 0) {
+      kill_at_ = std::atol(env);
+    }
+  }
+  void at(const std::string& what) {
+    ++count_;
+    if (!list_ && count_ != kill_at_) return;
+    const std::string line = "muonplan: rank " + std::to_string(rank_) + ": save point " +
+                             std::to_string(count_) + ": " + what +
+                             (list_ ? "\n" : " (test hook: SIGKILL)\n");
+    ssize_t ignored = ::write(2, line.data(), line.size());
+    (void)ignored;
+    if (!list_) std::raise(SIGKILL);
+  }
+
+ private:
+  int rank_;
+  long count_ = 0, kill_at_ = -1;
+  bool list_ = false;
+};
+
+void fsync_path(const std::string& path, bool directory, SavePoints& points) {
+  points.at("fsync " + path);
   const int fd = ::open(path.c_str(), directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
   if (fd < 0) sys_fail("cannot open to sync", path);
   const int rc = ::fsync(fd);
@@ -65,19 +107,51 @@ void fsync_path(const std::string& path, bool directory) {
   if (rc != 0) sys_fail("fsync failed", path);
 }
 
-// Writes a file through stdio, checksumming every byte, and fsyncs it on close.
+void make_dir(const std::string& path, SavePoints& points) {
+  points.at("mkdir " + path);
+  fs::create_directories(path);
+}
+
+void rename_path(const std::string& from, const std::string& to, SavePoints& points) {
+  points.at("rename " + from + " -> " + to);
+  fs::rename(from, to);
+}
+
+void remove_path(const std::string& path, SavePoints& points) {
+  if (!fs::exists(path)) return;
+  points.at("remove " + path);
+  fs::remove_all(path);
+}
+
+// Writes a file with write(2), checksumming every byte, in blocks: small pieces gather until
+// end_block(); large data goes out in pieces of at most kBlock bytes. Each write is a save
+// point, and `between` (the communicator's poll: liveness probes keep being answered during
+// a long save) runs after it. close() fsyncs.
 class Writer {
  public:
-  explicit Writer(std::string path) : path_(std::move(path)), f_(std::fopen(path_.c_str(), "wb")) {
-    if (!f_) sys_fail("cannot create", path_);
+  static constexpr size_t kBlock = size_t(64) << 20;
+
+  Writer(std::string path, SavePoints& points, std::function<void()> between)
+      : path_(std::move(path)), points_(points), between_(std::move(between)) {
+    points_.at("create " + path_);
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) sys_fail("cannot create", path_);
   }
   ~Writer() {
-    if (f_) std::fclose(f_);
+    if (fd_ >= 0) ::close(fd_);
   }
   void put(const void* data, size_t n) {
-    if (n && std::fwrite(data, 1, n, f_) != n) sys_fail("write failed", path_);
     sum_ = fnv1a(data, n, sum_);
     bytes_ += n;
+    const auto* p = static_cast<const char*>(data);
+    if (buf_.size() + n <= kBlock) {
+      buf_.insert(buf_.end(), p, p + n);
+      return;
+    }
+    end_block(what_);
+    for (size_t done = 0; done < n; done += kBlock) {
+      write_out(p + done, std::min(kBlock, n - done), what_ + " at byte " + std::to_string(done));
+    }
   }
   template <class T>
   void put_int(T v) {
@@ -87,18 +161,47 @@ class Writer {
     put_int<uint32_t>(static_cast<uint32_t>(s.size()));
     put(s.data(), s.size());
   }
+  // Names what the next block holds, for the save points.
+  void begin_block(std::string what) { what_ = std::move(what); }
+  void end_block(const std::string& what) {
+    if (buf_.empty()) return;
+    write_out(buf_.data(), buf_.size(), what);
+    buf_.clear();
+  }
   void close() {
-    if (std::fflush(f_) != 0 || ::fsync(::fileno(f_)) != 0) sys_fail("flush failed", path_);
-    const int rc = std::fclose(f_);
-    f_ = nullptr;
+    end_block(what_);
+    points_.at("fsync " + path_);
+    if (::fsync(fd_) != 0) sys_fail("fsync failed", path_);
+    points_.at("close " + path_);
+    const int rc = ::close(fd_);
+    fd_ = -1;
     if (rc != 0) sys_fail("close failed", path_);
   }
   uint64_t bytes() const { return bytes_; }
   uint64_t checksum() const { return sum_; }
 
  private:
+  void write_out(const char* p, size_t n, const std::string& what) {
+    points_.at("write " + path_ + ": " + what);
+    const off_t at = ::lseek(fd_, 0, SEEK_CUR);
+    for (size_t done = 0; done < n;) {
+      const ssize_t w = ::write(fd_, p + done, n - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) sys_fail("write failed", path_);
+      done += size_t(w);
+    }
+    // Start writing back now, so the final fsync is short (peers wait for it).
+    if (at >= 0 && n >= (size_t(1) << 20))
+      ::sync_file_range(fd_, at, off_t(n), SYNC_FILE_RANGE_WRITE);
+    if (between_) between_();
+  }
+
   std::string path_;
-  FILE* f_;
+  SavePoints& points_;
+  std::function<void()> between_;
+  int fd_ = -1;
+  std::vector<char> buf_;
+  std::string what_;
   uint64_t bytes_ = 0, sum_ = kFnvBasis;
 };
 
@@ -153,10 +256,13 @@ struct Written {
   uint64_t bytes = 0, checksum = 0;
 };
 
-// Rank file: magic, version, entry count, then per entry name, dtype, byte count, bytes.
+// Rank file: magic, version, entry count, then per entry name, dtype, byte count, bytes. One
+// block (one write, one save point) for the header and the step, then one per entry.
 Written write_rank_file(const std::string& path, int64_t step,
-                        const std::vector<CheckpointEntry>& entries) {
-  Writer w(path);
+                        const std::vector<CheckpointEntry>& entries, SavePoints& points,
+                        std::function<void()> between) {
+  Writer w(path, points, std::move(between));
+  w.begin_block("header and step");
   w.put(kMagic, sizeof kMagic);
   w.put_int<uint64_t>(kVersion);
   w.put_int<uint64_t>(entries.size() + 1);
@@ -164,11 +270,14 @@ Written write_rank_file(const std::string& path, int64_t step,
   w.put_string("i64");
   w.put_int<uint64_t>(8);
   w.put_int<int64_t>(step);
+  w.end_block("header and step");
   for (const CheckpointEntry& e : entries) {
+    w.begin_block("entry " + e.name);
     w.put_string(e.name);
     w.put_string(e.dtype);
     w.put_int<uint64_t>(e.bytes.size());
     w.put(e.bytes.data(), e.bytes.size());
+    w.end_block("entry " + e.name);
   }
   w.close();
   return {w.bytes(), w.checksum()};
@@ -176,24 +285,26 @@ Written write_rank_file(const std::string& path, int64_t step,
 
 // Finishes or undoes a save that crashed between its renames, so DIR is the newest complete
 // checkpoint (if any), then clears the leftovers. Rank 0 only.
-void recover(const std::string& dir) {
+void recover(const std::string& dir, SavePoints& points) {
   const std::string tmp = dir + ".tmp", old = dir + ".old";
   if (!fs::exists(dir + "/manifest.json")) {
     if (fs::exists(tmp + "/manifest.json")) {
-      fs::remove_all(dir);
-      fs::rename(tmp, dir);
+      remove_path(dir, points);
+      rename_path(tmp, dir, points);
     } else if (fs::exists(old + "/manifest.json")) {
-      fs::remove_all(dir);
-      fs::rename(old, dir);
+      remove_path(dir, points);
+      rename_path(old, dir, points);
     }
   }
-  fs::remove_all(tmp);
-  fs::remove_all(old);
+  remove_path(tmp, points);
+  remove_path(old, points);
 }
 
-// Rank 0, after every rank file is on disk: the manifest, then the renames.
+// Rank 0, after every rank file is on disk: the manifest (written aside and renamed, so a
+// manifest.json is always whole), then the renames.
 void publish(const std::string& dir, int world, int64_t step, const std::string& fingerprint,
-             const std::vector<uint64_t>& sizes, const std::vector<uint64_t>& sums) {
+             const std::vector<uint64_t>& sizes, const std::vector<uint64_t>& sums,
+             SavePoints& points) {
   const std::string tmp = dir + ".tmp", old = dir + ".old";
   json ranks = json::array();
   for (int r = 0; r < world; ++r) {
@@ -204,14 +315,16 @@ void publish(const std::string& dir, int world, int64_t step, const std::string&
                          {"world_size", world},    {"plan_fingerprint", fingerprint},
                          {"checksum", "fnv1a-64"}, {"ranks", ranks}};
   const std::string text = manifest.dump(2) + "\n";
-  Writer w(tmp + "/manifest.json");
+  Writer w(tmp + "/manifest.json.part", points, nullptr);
+  w.begin_block("manifest");
   w.put(text.data(), text.size());
   w.close();
-  fsync_path(tmp, true);
-  if (fs::exists(dir)) fs::rename(dir, old);
-  fs::rename(tmp, dir);
-  fsync_path(fs::absolute(dir).parent_path().string(), true);
-  fs::remove_all(old);
+  rename_path(tmp + "/manifest.json.part", tmp + "/manifest.json", points);
+  fsync_path(tmp, true, points);
+  if (fs::exists(dir)) rename_path(dir, old, points);
+  rename_path(tmp, dir, points);
+  fsync_path(fs::absolute(dir).parent_path().string(), true, points);
+  remove_path(old, points);
 }
 
 // Runs `phase` on the ranks `mine` says, then agrees on success: if any rank failed, every rank
@@ -223,6 +336,8 @@ void agreed(Communicator* comm, const std::string& dir, const std::string& phase
   if (mine) {
     try {
       body();
+    } catch (const RankFailure&) {
+      throw;  // a peer is gone: no agreement to reach
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -245,25 +360,28 @@ void save_checkpoint(const std::string& dir_arg, int rank, int world, int64_t st
     throw std::invalid_argument("save_checkpoint: without a communicator the world must be 1");
   const std::string dir = without_trailing_slash(dir_arg);
   const std::string tmp = dir + ".tmp";
+  SavePoints points(rank);
+  std::function<void()> poll;
+  if (comm) poll = [comm] { comm->poll(); };
   // Entries are checked inside a phase: a bad entry on one rank must fail every rank, not
   // leave the others waiting in the next collective.
   agreed(comm, dir, "checking entries or preparing " + tmp, true, [&] {
     for (const CheckpointEntry& e : entries) check_entry(e);
     if (rank != 0) return;
-    recover(dir);
-    fs::create_directories(tmp);
+    recover(dir, points);
+    make_dir(tmp, points);
   });
   // Each rank's size and checksum in its own slot: a sum over ranks gathers them.
   std::vector<uint64_t> info(2 * world, 0);
   agreed(comm, dir, "writing rank files", true, [&] {
-    const Written w = write_rank_file(tmp + "/" + rank_file(rank), step, entries);
+    const Written w = write_rank_file(tmp + "/" + rank_file(rank), step, entries, points, poll);
     info[rank] = w.bytes;
     info[world + rank] = w.checksum;
   });
   if (comm) comm->allreduce_sum_u64(info.data(), info.size());
   agreed(comm, dir, "publishing the manifest", rank == 0, [&] {
     publish(dir, world, step, fingerprint, {info.begin(), info.begin() + world},
-            {info.begin() + world, info.end()});
+            {info.begin() + world, info.end()}, points);
   });
 }
 

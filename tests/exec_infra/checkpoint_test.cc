@@ -91,6 +91,16 @@ TEST_CASE("checkpoint: round trip keeps names, dtypes and bytes", "[exec-infra]"
   CHECK_FALSE(fs::exists(t.dir + ".old"));
 }
 
+TEST_CASE("checkpoint: an entry larger than one write block round-trips", "[exec-infra]") {
+  // Entries over 64 MiB are written in 64 MiB pieces (one save point each).
+  TempCheckpoint t;
+  std::vector<CheckpointEntry> big = state();
+  big.insert(big.begin() + 1, entry("huge/param", "f32", (size_t(65) << 20) + 4, 9));
+  save_checkpoint(t.dir, 0, 1, 3, "fp", big, nullptr);
+  const LoadedCheckpoint ck = load_checkpoint(t.dir, 0, 1, "fp");
+  CHECK(same(ck.entries, big));
+}
+
 TEST_CASE("checkpoint: damaged files are refused naming the file", "[exec-infra]") {
   TempCheckpoint t;
   save_checkpoint(t.dir, 0, 1, 7, "fp", state(), nullptr);

@@ -1,7 +1,9 @@
 // The MPI communicator under mpiexec with any number of ranks: uneven all-to-all with zero
 // counts, several exchanges in flight, the byte counter, reductions, broadcast, errors that
-// become exceptions, and a checkpoint saved and loaded by every rank. Exits non-zero (on any
-// failing rank) when a check fails.
+// become exceptions, a checkpoint saved and loaded by every rank, liveness probes, and a
+// failure notice that reaches every rank (docs/reliability.md; a rank that dies:
+// tests/mpi/rank_failure.sh). Exits non-zero (on any failing rank) when a check fails.
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -175,6 +177,43 @@ int main(int argc, char** argv) {
     comm->barrier();
     if (rank == 0) {
       for (const char* suffix : {"", ".tmp", ".old"}) std::filesystem::remove_all(dir + suffix);
+    }
+
+    // Liveness probes: every rank probing at once, then one rank probing while the others
+    // wait in a barrier (a waiting rank answers).
+    comm->check_peers();
+    if (rank == 0) comm->check_peers();
+    comm->barrier();
+
+    // A failure notice: the last rank announces an error at step 7 while the others wait in a
+    // barrier; they throw RankFailure naming it and relay it. Every rank is alive and
+    // announces, so the run still ends with MPI_Finalize and exit status 0.
+    if (world > 1) {
+      const std::unique_ptr<Communicator> c = make_mpi_communicator(20);
+      c->set_step(7);
+      const auto t0 = std::chrono::steady_clock::now();
+      if (rank == world - 1) {
+        c->announce_failure("boom");
+      } else {
+        std::string what;
+        try {
+          c->barrier();
+        } catch (const RankFailure& e) {
+          what = e.what();
+          EXPECT(e.failed_rank == world - 1 && e.step == 7);
+          c->announce_failure(e.what());
+        }
+        EXPECT(what == "rank " + std::to_string(world - 1) + " failed at step 7: boom");
+      }
+      // Nobody waited for a timeout: the notices arrived at once.
+      EXPECT(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+    }
+    // An error every rank shares (bad input): each announces and hears the others at once.
+    {
+      const std::unique_ptr<Communicator> c = make_mpi_communicator(20);
+      const auto t0 = std::chrono::steady_clock::now();
+      c->announce_failure("the same error on every rank");
+      EXPECT(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
     }
 
     // Everyone learns whether anyone failed, so every rank exits with the same status.

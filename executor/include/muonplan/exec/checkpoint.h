@@ -27,7 +27,9 @@ struct LoadedCheckpoint {
 // rank writes DIR.tmp/rank-RRRRR.bin and fsyncs it; then rank 0 writes the manifest and renames
 // DIR.tmp to DIR (an existing DIR goes to DIR.old first and is removed after), so a crash at
 // any point leaves the old or the new checkpoint loadable. comm == nullptr: a single process
-// (world must be 1). Throws std::runtime_error, on every rank, if any rank fails.
+// (world must be 1). Throws std::runtime_error, on every rank, if any rank fails (RankFailure
+// if one dies). Every write, fsync and rename is a save point where the test hook
+// MUONPLAN_TEST_KILL_SAVE_AT can kill the process (docs/checkpoint-format.md).
 void save_checkpoint(const std::string& dir, int rank, int world, int64_t step,
                      const std::string& plan_fingerprint,
                      const std::vector<CheckpointEntry>& entries, Communicator* comm);

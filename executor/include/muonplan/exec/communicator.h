@@ -60,8 +60,12 @@ class Communicator {
   // The step in progress (0 before the first), named in failure messages.
   virtual void set_step(int64_t step) { step_ = step; }
   int64_t step() const { return step_; }
-  // Best effort and bounded in time: tells the other ranks that this one is exiting with
-  // `what`, so they stop at once with a message naming it rather than at their timeout.
+  // Tells the other ranks that this one is exiting with `what` (or, after a RankFailure, relays
+  // that failure, so ranks that were computing learn the rank that failed first), so they stop
+  // at once with a message naming it rather than at their timeout. Then waits until every rank
+  // not known to be dead has announced as well (all have printed their lines) or the timeout
+  // passes: a rank that left early could make mpirun kill the others before they read the
+  // notice. Bounded in time, never throws. Call it once, after printing this rank's message.
   virtual void announce_failure(const std::string& what) { (void)what; }
   // Services control traffic (liveness probes, failure notices) without blocking; throws
   // RankFailure when a peer has announced a failure. Long waits call it while they poll.
@@ -80,12 +84,20 @@ class Communicator {
 class Backend;
 std::unique_ptr<Communicator> make_self_communicator(Backend& backend);
 
-// MPI_COMM_WORLD; MPI must be initialized (mpi_session below does it).
-std::unique_ptr<Communicator> make_mpi_communicator();
+// MPI_COMM_WORLD; MPI must be initialized (MpiSession below does it). Collectives are polled:
+// a wait that has not completed after timeout_s probes every rank, and a rank that does not
+// answer within a few seconds more is reported as failed (RankFailure). A rank answers only
+// while it waits in this communicator, so timeout_s must exceed the longest computation
+// between two of its calls. Requests must not outlive the communicator.
+std::unique_ptr<Communicator> make_mpi_communicator(double timeout_s = 20);
 
 // Initializes MPI for the process's lifetime (MPI_Init_thread with MPI_THREAD_FUNNELED) and
-// finalizes it on destruction. Errors on a communicator return instead of aborting, so a
-// failed collective becomes an exception with the MPI error text.
+// finalizes it on destruction. After a failure it ends the job with MPI_Abort(1) instead when
+// a rank is dead or did not announce its own failure (MPI_Finalize would wait for it forever),
+// or when mpirun was told to keep the job alive on failures (it would report success). Errors
+// on a communicator return instead of aborting, so a failed collective becomes an exception
+// with the MPI error text. SIGTERM (mpirun tearing the job down) prints "muonplan: rank R:
+// terminated by the launcher during step S" and exits 1 (docs/reliability.md).
 class MpiSession {
  public:
   MpiSession(int* argc, char*** argv);
