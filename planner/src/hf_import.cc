@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "muonplan/model_io.h"
 #include "model_limits.h"
+#include "muonplan/model_io.h"
 #include "yaml_reader.h"
 
 namespace muonplan {
@@ -62,6 +62,10 @@ class Config {
     } catch (const json::parse_error& e) {
       throw InputError(loc_at(text, path, token_start(text, e.byte)), "json",
                        std::string(e.what()).substr(std::string(e.what()).find(':') + 2));
+    } catch (const json::exception& e) {
+      // A number too large for a double ("1e400") is an out_of_range, without an offset.
+      const std::string what = e.what();  // "[json.exception.out_of_range.406] number ..."
+      throw InputError({path, 0, 0}, "json", what.substr(what.find("] ") + 2));
     }
     if (!j_.is_object()) throw InputError({path, 1, 1}, "json", "expected an object");
   }
@@ -82,6 +86,11 @@ class Config {
     if (!has(key)) fail(key, "is required but missing");
     const json& v = j_[key];
     if (!v.is_number_integer()) fail(key, "expected an integer, got " + v.dump());
+    // Past INT64_MAX nlohmann holds an unsigned, which get<int64_t> would turn negative.
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) {
+      fail(key, "is " + v.dump() + ", more than muonplan plans for (" +
+                    std::to_string(detail::max_size_for(key)) + ")");
+    }
     return v.get<int64_t>();
   }
   int64_t get_int(const std::string& key, int64_t fallback) const {

@@ -15,6 +15,8 @@ namespace {
 
 using json = nlohmann::json;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kMaxParams = 1e15;  // as the model loaders (model_limits.cc)
+constexpr int kMaxWorld = 16384;     // as the planner's search (search.cc)
 
 // A value in the plan with the dotted path that names it in errors ("chunks[3].owners[1]").
 class Node {
@@ -46,6 +48,9 @@ class Node {
 
   int64_t integer(int64_t lo, int64_t hi = INT32_MAX) const {
     if (!v_.is_number_integer()) fail("expected an integer, got " + v_.dump());
+    // Past INT64_MAX nlohmann holds an unsigned, which get<int64_t> would turn negative.
+    if (v_.is_number_unsigned() && v_.get<uint64_t>() > uint64_t(INT64_MAX))
+      fail("expected an integer below 2^63, got " + v_.dump());
     const int64_t x = v_.get<int64_t>();
     if (x < lo || x > hi) {
       const std::string range = hi >= INT32_MAX
@@ -93,7 +98,8 @@ void read_options(const Node& root, Plan& plan) {
   PlanOptions& o = plan.options;
   o.nodes = root["nodes"].integer(1);
   o.gpus_per_node = plan.gpus_per_node = root["gpus_per_node"].integer(1);
-  plan.world = root["world_size"].integer(1);
+  // Per-rank tables (local matrices, loads) are sized by the world: bound it first.
+  plan.world = root["world_size"].integer(1, kMaxWorld);
   if (int64_t(o.nodes) * o.gpus_per_node != plan.world) {
     root["world_size"].fail(
         "expected nodes x gpus_per_node = " + std::to_string(int64_t(o.nodes) * o.gpus_per_node) +
@@ -158,6 +164,7 @@ void read_inventory(const Node& root, Plan& plan) {
   plan.inventory.model_name = plan.model_name;
   const Node tensors = root["tensors"];
   std::map<std::string, int> seen;
+  double params = 0;  // in doubles: element counts of unchecked shapes can overflow int64
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Node n = tensors[i];
     ParamTensor t;
@@ -167,6 +174,13 @@ void read_inventory(const Node& root, Plan& plan) {
     const Node shape = n["shape"];
     if (shape.size() < 1 || shape.size() > 3) shape.fail("expected 1 to 3 dimensions");
     for (size_t d = 0; d < shape.size(); ++d) t.shape.push_back(shape[d].integer(1, INT64_MAX));
+    double numel = 1;
+    for (int64_t d : t.shape) numel *= double(d);
+    params += numel;
+    if (params > kMaxParams) {
+      shape.fail(shape.raw().dump() +
+                 " brings the model past 1e15 parameters, more than muonplan plans for");
+    }
     t.rule = UpdateRule(n["rule"].one_of({"muon", "adamw"}));
     t.stack_dim = n["stack_dim"].integer(-1, 0);
     if (t.stack_dim == 0 && t.shape.size() != 3)
@@ -174,13 +188,16 @@ void read_inventory(const Node& root, Plan& plan) {
     if (t.rule == UpdateRule::muon && t.shape.size() != 2 + (t.stack_dim == 0 ? 1 : 0))
       n["rule"].fail("muon needs a matrix or a stack of matrices");
     const Node parts = n["partitions"];
+    const std::string parts_rule = "partition rows must add up to the matrix rows";
+    if (parts.size() > 0 && t.shape.size() < 2) parts.fail(parts_rule);
     int64_t rows = 0;
     for (size_t p = 0; p < parts.size(); ++p) {
       t.partitions.push_back({parts[p]["name"].string(), parts[p]["rows"].integer(1, INT64_MAX)});
+      // Checked before adding: a sum past the matrix rows could overflow int64.
+      if (t.partitions.back().rows > t.rows() - rows) parts.fail(parts_rule);
       rows += t.partitions.back().rows;
     }
-    if (!t.partitions.empty() && (t.shape.size() < 2 || rows != t.rows()))
-      parts.fail("partition rows must add up to the matrix rows");
+    if (!t.partitions.empty() && rows != t.rows()) parts.fail(parts_rule);
     t.routed_expert = t.stack_dim == 0;
     plan.inventory.tensors.push_back(std::move(t));
   }
@@ -373,6 +390,10 @@ Plan load_plan(const std::string& path) {
     std::string what = e.what();
     const size_t colon = what.find(": ");  // drop "[json.exception...] parse error at ...: "
     throw InputError(loc, "json", colon == std::string::npos ? what : what.substr(colon + 2));
+  } catch (const json::exception& e) {
+    // A number too large for a double ("1e400") is an out_of_range, without an offset.
+    const std::string what = e.what();  // "[json.exception.out_of_range.406] number ..."
+    throw InputError({path, 0, 0}, "json", what.substr(what.find("] ") + 2));
   }
   return plan_from_json(j, path);
 }

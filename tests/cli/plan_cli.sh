@@ -28,6 +28,8 @@ check negative-limit 2 "--gpu-memory-gib: must be positive" "$bin" plan --model 
 check workload-file 0 "" "$bin" plan --model models/qwen3-30b-a3b.yaml --workload tests/data/workload/4m-tokens.yaml --nodes 2 --offload none
 check workload-bad 2 "tests/data/workload/bad-seq.yaml:2:10: seq_len: must be positive" "$bin" plan --model $M --workload tests/data/workload/bad-seq.yaml
 check cost-bad 2 "--rows: must be positive, got -5" "$bin" cost ns --rows -5 --cols 8
+# A 1e9-rank world is refused before any per-rank table is allocated.
+check billion-ranks 2 "--nodes: a world of 1000000000 ranks is more than muonplan plans for (16384)" "$bin" plan --model $M --nodes 1000000 --gpus-per-node 1000
 # JSON output carries the decision and writes the same plan to --out.
 out="$(mktemp)"
 json="$("$bin" plan --model models/kimi-k2.yaml --max-nodes 2 --gpu-memory-gib 10 --json --out "$out")"

@@ -8,6 +8,8 @@ pass=0; fail=0
 ok() { pass=$((pass + 1)); }
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 finish() { echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]; }
+# MUONPLAN_TEST_QUICK=1 (scripts/sanitize.sh): tests run a representative subset of their matrix.
+quick="${MUONPLAN_TEST_QUICK:-0}"
 
 # plan OUT MODEL WORLD [plan flags...]
 plan() {
