@@ -16,7 +16,11 @@ Runner add_inspect(CLI::App& app);
 Runner add_plan(CLI::App& app);
 Runner add_cost(CLI::App& app);
 Runner add_bench(CLI::App& app);  // bench ns: measured NS speed on a backend
+// bench cpu-kernels (cmd_bench_cpu.cc): host kernels' GB/s beside STREAM triad; registered by
+// add_bench on its `bench` subcommand.
+Runner add_bench_cpu_kernels(CLI::App& bench);
 Runner add_validate(CLI::App& app);
+Runner add_calibrate(CLI::App& app);  // fit topology calibration to measured runs
 Runner add_execute(CLI::App& app);
 Runner add_report(CLI::App& app);  // capacity report: JSON data, then reports/report.py
 

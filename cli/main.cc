@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   reg(muonplan::cli::add_cost);
   reg(muonplan::cli::add_bench);
   reg(muonplan::cli::add_validate);
+  reg(muonplan::cli::add_calibrate);
   reg(muonplan::cli::add_execute);
   reg(muonplan::cli::add_topology);
   reg(muonplan::cli::add_report);

@@ -73,6 +73,7 @@ double state_bytes(const PlanOptions& o, double muon_elems, double adamw_elems) 
 struct Rates {
   double hbm_bps, cpu_bps_per_rank, h2d_bps, d2h_bps, intra_bps, inter_bps;
   double intra_latency_s, inter_latency_s;
+  double collective_s;  // fixed cost per all-to-all (calibration)
 };
 
 Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node) {
@@ -80,6 +81,7 @@ Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node) {
   const NodeSpec& n = topo.node;
   Rates r{};
   r.hbm_bps = n.gpu.hbm_gbps * 1e9 * c.hbm_efficiency;
+  r.collective_s = c.collective_us * 1e-6;
   r.cpu_bps_per_rank = n.host_mem_gbps * 1e9 * c.host_kernel_efficiency / gpus_per_node;
   const bool pageable = o.offload == OffloadMode::optimizer && !o.pinned_host_state;
   r.h2d_bps = (pageable ? n.pcie_pageable_gbps : n.pcie_h2d_gbps) * 1e9 * c.pcie_efficiency;
@@ -138,7 +140,7 @@ BatchTraffic batch_traffic(const ParamInventory& inv, const Chunk& c, const Rate
     any_inter = any_inter || out > 0;
     bt.max_sent_bytes = std::max(bt.max_sent_bytes, batch_bytes_sent(inv, c, r));
   }
-  bt.exchange_s += any_inter ? rt.inter_latency_s : rt.intra_latency_s;
+  bt.exchange_s += (any_inter ? rt.inter_latency_s : rt.intra_latency_s) + rt.collective_s;
   return bt;
 }
 

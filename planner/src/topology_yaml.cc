@@ -1,4 +1,6 @@
 // Our YAML topology format (docs/topology.md) and the checks every topology must pass.
+#include <tuple>
+
 #include "muonplan/topology.h"
 #include "yaml_reader.h"
 
@@ -15,6 +17,9 @@ constexpr int64_t kMaxNicsPerNode = 1024;
 constexpr int64_t kMaxSmCount = 100000;
 constexpr int64_t kMaxCpuCores = 1000000;
 constexpr int64_t kMaxGemmTile = 4096;
+// The device graph of max_nodes nodes (`muonplan topology`) grows with their GPUs and NICs, and
+// no plan uses more ranks than the search's bound (search.cc): refuse more before allocating.
+constexpr int64_t kMaxWorld = 16384;
 
 // The number as written in the file, so messages quote the user's text ("got -1", not -1.000000).
 std::string as_written(const YamlMap& m, const std::string& key) {
@@ -130,8 +135,8 @@ void read_overheads(const YamlMap& m, Overheads& o) {
 
 void read_calibration(const YamlMap& m, Calibration& c) {
   m.check_known({"gemm_efficiency_max", "gemm_k_overhead", "gemm_tile_m", "gemm_tile_n",
-                 "kernel_launch_us", "hbm_efficiency", "link_efficiency", "pcie_efficiency",
-                 "host_kernel_efficiency", "model_flops_utilization"});
+                 "kernel_launch_us", "hbm_efficiency", "link_efficiency", "collective_us",
+                 "pcie_efficiency", "host_kernel_efficiency", "model_flops_utilization"});
   c.gemm_efficiency_max = efficiency(m, "gemm_efficiency_max", c.gemm_efficiency_max);
   c.gemm_k_overhead = non_negative(m, "gemm_k_overhead", c.gemm_k_overhead);
   c.gemm_tile_m = count(m, "gemm_tile_m", kMaxGemmTile, c.gemm_tile_m);
@@ -139,6 +144,7 @@ void read_calibration(const YamlMap& m, Calibration& c) {
   c.kernel_launch_us = non_negative(m, "kernel_launch_us", c.kernel_launch_us);
   c.hbm_efficiency = efficiency(m, "hbm_efficiency", c.hbm_efficiency);
   c.link_efficiency = efficiency(m, "link_efficiency", c.link_efficiency);
+  c.collective_us = non_negative(m, "collective_us", c.collective_us);
   c.pcie_efficiency = efficiency(m, "pcie_efficiency", c.pcie_efficiency);
   c.host_kernel_efficiency = efficiency(m, "host_kernel_efficiency", c.host_kernel_efficiency);
   c.model_flops_utilization = efficiency(m, "model_flops_utilization", c.model_flops_utilization);
@@ -154,7 +160,17 @@ Topology parse_topology(const std::string& text, const std::string& path_for_err
   if (t.name.empty()) root.fail("name", "must not be empty");
   t.source_path = path_for_errors;
   t.max_nodes = count(root, "max_nodes", kMaxNodes);
-  read_node(root.get_map("node"), t.node);
+  const YamlMap node = root.get_map("node");
+  read_node(node, t.node);
+  for (const auto& [key, what, per_node] :
+       {std::tuple{"gpus", "GPUs", t.node.gpus}, {"nics", "NICs", t.node.nics}}) {
+    const int64_t total = int64_t(t.max_nodes) * per_node;
+    if (total > kMaxWorld) {
+      node.fail(key, std::to_string(t.max_nodes) + " nodes (max_nodes) of " +
+                         std::to_string(per_node) + " " + what + " make " + std::to_string(total) +
+                         ", more than muonplan plans for (" + std::to_string(kMaxWorld) + ")");
+    }
+  }
   const YamlMap fabric = root.get_map("fabric");
   fabric.check_known({"latency_us"});
   t.fabric_latency_us = non_negative(fabric, "latency_us");

@@ -49,8 +49,11 @@ struct Calibration {
   int gemm_tile_m = 128;              // output tile of the GEMM kernels (wave quantization)
   int gemm_tile_n = 256;
   double kernel_launch_us = 4;
-  double hbm_efficiency = 0.9;           // achievable fraction of hbm_gbps
-  double link_efficiency = 0.8;          // achievable fraction of link bandwidth in collectives
+  double hbm_efficiency = 0.9;   // achievable fraction of hbm_gbps
+  double link_efficiency = 0.8;  // achievable fraction of link bandwidth in collectives
+  // Fixed cost of one all-to-all beyond the route's latency: launch, synchronization, progress
+  // (0: not modeled; `muonplan calibrate` fits it where runs show it, as on CPU ranks).
+  double collective_us = 0;
   double pcie_efficiency = 1.0;          // pcie_* figures are already measured rates
   double host_kernel_efficiency = 0.8;   // CPU optimizer kernels' fraction of host_mem_gbps
   double model_flops_utilization = 0.4;  // training-step compute at this fraction of peak

@@ -1,0 +1,76 @@
+// Calibration from measurements (`muonplan calibrate`, docs/planner.md "Calibration"): fits the
+// topology's calibratable constants (topology.h `Calibration`) so the cost model predicts the
+// optimizer steps that `muonplan execute` measured.
+//
+// The model keeps its form; only its named constants move. Each measured run contributes its
+// step time and, where the metrics have them, the busy time of the resources the planner
+// models (device kernels, H2D copies, host kernels), which is what makes each constant
+// identifiable: GEMM efficiency and K overhead from the NS-dominated device time, HBM from the
+// elementwise kernels, link efficiency from the step time of multi-rank runs, PCIe from the
+// copies, host-kernel bandwidth from the host kernels. A constant no run exercises keeps its
+// value and is reported as not fitted.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "muonplan/plan.h"
+#include "muonplan/topology.h"
+
+namespace muonplan {
+
+// One `muonplan execute --metrics` file and the plan it ran.
+struct CalibrationRun {
+  std::string name;  // the metrics file
+  Plan plan;
+  double step_s = 0;  // measured.optimizer_step_s
+  // measured.busy_s, when present: backend kernels, H2D copies, host kernels.
+  std::optional<double> device_s, h2d_s, host_s;
+};
+
+// Reads a metrics file (schema muonplan.metrics/1) and the plan named in its "plan" key; a
+// relative or missing plan path is looked up beside the metrics file. InputError on anything
+// malformed.
+CalibrationRun load_calibration_run(const std::string& metrics_path);
+
+struct FittedConstant {
+  std::string name;  // the topology YAML key under `calibration`
+  double before = 0, after = 0;
+  bool fitted = false;
+  std::string note;  // why it was not fitted, or what determined it
+};
+
+struct RunCheck {
+  std::string name;
+  bool held_out = false;                             // not used in the fit
+  double measured_s = 0, before_s = 0, after_s = 0;  // optimizer step: measured, predicted
+  // Per resource (device, h2d, host_kernels) where measured: measured and predicted after.
+  std::vector<std::tuple<std::string, double, double>> components;
+  double rel_error_before() const { return before_s / measured_s - 1; }
+  double rel_error_after() const { return after_s / measured_s - 1; }
+};
+
+struct CalibrationResult {
+  Calibration calibration;
+  std::vector<FittedConstant> constants;
+  std::vector<RunCheck> runs;         // fitted runs, then held-out runs
+  double max_fit_error() const;       // max |rel_error_after| over fitted runs
+  double max_held_out_error() const;  // the same over held-out runs (0 when none)
+};
+
+// Fits topo.calibration to `fit`, then checks `held_out` with the result. InputError when `fit`
+// is empty.
+CalibrationResult calibrate(const Topology& topo, const std::vector<CalibrationRun>& fit,
+                            const std::vector<CalibrationRun>& held_out);
+
+// The predicted optimizer-step seconds of a run's plan on `topo` (workload terms dropped).
+double predict_step_s(const Topology& topo, const CalibrationRun& run);
+
+// The topology file's text with its `calibration:` block replaced by `c` (appended when it has
+// none), everything else as written, and `comment` on the line before the block.
+std::string with_calibration(const std::string& topology_yaml, const Calibration& c,
+                             const std::string& comment);
+
+}  // namespace muonplan
