@@ -1,8 +1,24 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what is missing, builds, runs every test through ctest
-# (Catch2 unit tests, command-line tests, multi-rank MPI tests, Python tests).
+# The whole test suite (docs/reliability.md): installs what is missing, builds, runs every test
+# through ctest (Catch2 unit tests, command-line tests, multi-rank MPI tests, Python tests),
+# then the C++ tests again under ASan + UBSan (scripts/sanitize.sh) and each libFuzzer harness
+# for a minute (scripts/fuzz.sh). Stages run in that order; the first failure fails the run.
+# MUONPLAN_TEST_STAGES="ctest sanitize fuzz" (the default) picks stages; FUZZ_SECONDS the
+# time per harness.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-bash "$root/scripts/build.sh"
-cd "$root/build"
-ctest --output-on-failure -j "$(nproc 2>/dev/null || echo 2)"
+stages="${MUONPLAN_TEST_STAGES:-ctest sanitize fuzz}"
+stamp() { echo "== $1 ($(date -u +%H:%M:%S))"; }
+for stage in $stages; do
+  case "$stage" in
+    ctest)
+      stamp "build and ctest"
+      bash "$root/scripts/build.sh"
+      (cd "$root/build" && ctest --output-on-failure -j "$(nproc 2>/dev/null || echo 2)")
+      ;;
+    sanitize) stamp "ASan + UBSan"; bash "$root/scripts/sanitize.sh" ;;
+    fuzz) stamp "fuzzers"; bash "$root/scripts/fuzz.sh" "${FUZZ_SECONDS:-60}" ;;
+    *) echo "scripts/test.sh: unknown stage '$stage' (ctest, sanitize, fuzz)" >&2; exit 2 ;;
+  esac
+done
+stamp "all stages passed"
