@@ -101,7 +101,7 @@ TEST_CASE("cpu-ci.yaml loads without NVLink", "[topology]") {
   CHECK(t.node.nvlink_gbps == 0);
   const TopologyGraph g(t, 1);
   CHECK(g.nvswitch(0) == -1);
-  CHECK(g.route(g.gpu(0, 0), g.gpu(0, 3)).bottleneck_gbps == 5);  // through their PCIe switch
+  CHECK(g.route(g.gpu(0, 0), g.gpu(0, 3)).bottleneck_gbps == 20);  // through their PCIe switch
 }
 
 TEST_CASE("absent overheads and calibration take the struct defaults", "[topology]") {
