@@ -1,10 +1,13 @@
 // Checkpoint files (docs/checkpoint-format.md). The manifest is written last, into DIR.tmp,
 // and DIR.tmp only becomes DIR by a rename: a directory with a manifest is always complete.
 #include "muonplan/exec/checkpoint.h"
+#include "muonplan/exec/fnv1a.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <csignal>
@@ -28,17 +31,15 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 static_assert(std::endian::native == std::endian::little, "the format is little-endian");
 
-constexpr const char* kSchema = "muonplan.checkpoint/1";
+constexpr const char* kSchema = "muonplan.checkpoint/2";
+// Schema 1 manifests checksummed with an FNV offset basis one digit short (1469598103934665603,
+// the standard one is 14695981039346656037); they are still verified with the basis they were
+// written with (docs/checkpoint-format.md).
+constexpr const char* kLegacySchema = "muonplan.checkpoint/1";
+constexpr uint64_t kLegacyFnvBasis = 1469598103934665603ull;
 constexpr char kMagic[8] = {'M', 'U', 'O', 'N', 'C', 'K', 'P', 'T'};
 constexpr uint64_t kVersion = 1;
 constexpr const char* kStepEntry = "step";  // the group's step count, as dion keeps it
-
-uint64_t fnv1a(const void* data, size_t n, uint64_t h) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-constexpr uint64_t kFnvBasis = 1469598103934665603ull;
 
 size_t dtype_size(const std::string& dtype) {
   return dtype == "f32" ? 4 : dtype == "bf16" ? 2 : dtype == "i64" ? 8 : 0;
@@ -141,7 +142,7 @@ class Writer {
     if (fd_ >= 0) ::close(fd_);
   }
   void put(const void* data, size_t n) {
-    sum_ = fnv1a(data, n, sum_);
+    sum_ = fnv1a64(data, n, sum_);
     bytes_ += n;
     const auto* p = static_cast<const char*>(data);
     if (buf_.size() + n <= kBlock) {
@@ -202,15 +203,15 @@ class Writer {
   int fd_ = -1;
   std::vector<char> buf_;
   std::string what_;
-  uint64_t bytes_ = 0, sum_ = kFnvBasis;
+  uint64_t bytes_ = 0, sum_ = kFnv1a64Basis;
 };
 
 // Reads a rank file whose size the manifest vouches for; every length is checked against the
 // bytes left, so a corrupt length cannot make it allocate or read past the end.
 class Reader {
  public:
-  Reader(std::string path, uint64_t size)
-      : path_(std::move(path)), in_(path_, std::ios::binary), left_(size) {
+  Reader(std::string path, uint64_t size, uint64_t basis)
+      : path_(std::move(path)), in_(path_, std::ios::binary), left_(size), sum_(basis) {
     if (!in_) throw InputError({path_, 0, 0}, "file", "cannot be read");
   }
   [[noreturn]] void corrupt(const std::string& what) const {
@@ -219,7 +220,7 @@ class Reader {
   void get(void* data, uint64_t n) {
     if (n > left_) corrupt("a record runs past the end of the file");
     if (n && !in_.read(static_cast<char*>(data), std::streamsize(n))) corrupt("read failed");
-    sum_ = fnv1a(data, n, sum_);
+    sum_ = fnv1a64(data, n, sum_);
     left_ -= n;
   }
   template <class T>
@@ -239,7 +240,7 @@ class Reader {
  private:
   std::string path_;
   std::ifstream in_;
-  uint64_t left_, sum_ = kFnvBasis;
+  uint64_t left_, sum_;
 };
 
 void check_entry(const CheckpointEntry& e) {
@@ -283,9 +284,66 @@ Written write_rank_file(const std::string& path, int64_t step,
   return {w.bytes(), w.checksum()};
 }
 
+bool is_rank_file_name(const std::string& n) {
+  if (n.size() < 10 || n.rfind("rank-", 0) != 0 || n.substr(n.size() - 4) != ".bin") return false;
+  return std::all_of(n.begin() + 5, n.end() - 4, [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Why `path` is not a checkpoint directory of ours, or "" when it is ours or absent. Ours: a
+// directory holding only manifest.json (with our schema), manifest.json.part and rank files
+// that start with our magic (a file shorter than the magic is a save killed mid-write). Only
+// such a directory is ever replaced or removed (docs/reliability.md).
+std::string foreign_reason(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(path, ec);
+  if (ec || !fs::exists(st)) return "";
+  if (fs::is_symlink(st)) return "is a symbolic link";
+  if (!fs::is_directory(st)) return "is not a directory";
+  fs::directory_iterator it(path, ec);
+  if (ec) return "cannot be listed (" + ec.message() + ")";
+  for (const fs::directory_entry& e : it) {
+    const std::string name = e.path().filename().string();
+    const bool regular = fs::is_regular_file(e.symlink_status(ec));
+    if (name == "manifest.json" && regular) {
+      std::ifstream in(e.path());
+      json m = json::parse(in, nullptr, false);
+      if (m.is_object() && m.contains("schema") && m["schema"].is_string() &&
+          m["schema"].get<std::string>().rfind("muonplan.checkpoint/", 0) == 0)
+        continue;
+      return "holds a manifest.json that is not a muonplan checkpoint's";
+    }
+    if (name == "manifest.json.part" && regular) continue;
+    if (is_rank_file_name(name) && regular) {
+      char magic[sizeof kMagic] = {};
+      std::ifstream in(e.path(), std::ios::binary);
+      in.read(magic, sizeof magic);
+      if (in.gcount() < std::streamsize(sizeof magic) ||
+          std::memcmp(magic, kMagic, sizeof magic) == 0)
+        continue;
+    }
+    return "holds " + name + ", which is not part of a muonplan checkpoint";
+  }
+  return "";
+}
+
+// Refuses, before anything is written or removed, a path among DIR, DIR.tmp and DIR.old that
+// is not ours.
+void check_replaceable(const std::string& dir) {
+  for (const std::string& d : {dir, dir + ".tmp", dir + ".old"}) {
+    const std::string why = foreign_reason(d);
+    if (!why.empty()) {
+      throw InputError({d, 0, 0}, "--checkpoint",
+                       why +
+                           "; muonplan replaces only its own checkpoints: move it away or "
+                           "checkpoint elsewhere");
+    }
+  }
+}
+
 // Finishes or undoes a save that crashed between its renames, so DIR is the newest complete
 // checkpoint (if any), then clears the leftovers. Rank 0 only.
 void recover(const std::string& dir, SavePoints& points) {
+  check_replaceable(dir);  // again at save time: the directory may have changed since the start
   const std::string tmp = dir + ".tmp", old = dir + ".old";
   if (!fs::exists(dir + "/manifest.json")) {
     if (fs::exists(tmp + "/manifest.json")) {
@@ -353,6 +411,47 @@ void agreed(Communicator* comm, const std::string& dir, const std::string& phase
 
 }  // namespace
 
+void check_checkpoint_target(const std::string& dir) {
+  check_replaceable(without_trailing_slash(dir));
+}
+
+CheckpointLock::CheckpointLock(const std::string& dir_arg) {
+  const std::string path = without_trailing_slash(dir_arg) + ".lock";
+  static constexpr char kHeader[] = "muonplan checkpoint lock\n";
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(path, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    throw InputError({path, 0, 0}, "--checkpoint", "exists and is not a muonplan lock file");
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd_ < 0) sys_fail("cannot open the checkpoint lock", path);
+  auto refuse = [&](const std::string& why) {
+    ::close(fd_);
+    fd_ = -1;
+    throw InputError({path, 0, 0}, "--checkpoint", why);
+  };
+  char text[256] = {};
+  const ssize_t n = ::pread(fd_, text, sizeof text - 1, 0);
+  const std::string content = n > 0 ? std::string(text, size_t(n)) : std::string();
+  if (!content.empty() && content.rfind(kHeader, 0) != 0)
+    refuse("exists and is not a muonplan lock file; move it away or checkpoint elsewhere");
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK) sys_fail("cannot lock", path);
+    const size_t at = content.find("pid ");
+    const std::string pid = at == std::string::npos
+                                ? "unknown"
+                                : content.substr(at + 4, content.find('\n', at) - at - 4);
+    refuse("another run (pid " + pid + ") is writing this checkpoint; wait for it to finish");
+  }
+  const std::string mine = kHeader + std::string("pid ") + std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) != 0 ||
+      ::pwrite(fd_, mine.data(), mine.size(), 0) != ssize_t(mine.size()))
+    sys_fail("cannot write the checkpoint lock", path);
+}
+
+CheckpointLock::~CheckpointLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+}
+
 void save_checkpoint(const std::string& dir_arg, int rank, int world, int64_t step,
                      const std::string& fingerprint, const std::vector<CheckpointEntry>& entries,
                      Communicator* comm) {
@@ -408,7 +507,8 @@ LoadedCheckpoint load_checkpoint(const std::string& dir_arg, int rank, int world
     if (!m.is_object() || !m.contains(key)) throw InputError({mpath, 0, 0}, key, "missing");
     return m[key];
   };
-  if (field("schema") != kSchema) {
+  const bool legacy = field("schema") == kLegacySchema;
+  if (field("schema") != kSchema && !legacy) {
     throw InputError({mpath, 0, 0}, "schema",
                      std::string("expected ") + kSchema + ", got " + field("schema").dump());
   }
@@ -437,7 +537,7 @@ LoadedCheckpoint load_checkpoint(const std::string& dir_arg, int rank, int world
                        "truncated or extended: " + std::to_string(actual) +
                            " bytes, the manifest says " + std::to_string(size));
     }
-    Reader rd(path, size);
+    Reader rd(path, size, legacy ? kLegacyFnvBasis : kFnv1a64Basis);
     char magic[sizeof kMagic];
     rd.get(magic, sizeof magic);
     if (std::memcmp(magic, kMagic, sizeof magic) != 0 || rd.get_int<uint64_t>() != kVersion)

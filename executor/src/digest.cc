@@ -1,4 +1,5 @@
 #include "muonplan/exec/digest.h"
+#include "muonplan/exec/fnv1a.h"
 
 #include <cstdio>
 #include <cstring>
@@ -14,8 +15,7 @@ uint64_t mix64(uint64_t z) {  // splitmix64's output function
 }
 
 uint64_t name_hash(const std::string& name) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a 64
-  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  const uint64_t h = fnv1a64(name);
   return mix64(h);
 }
 

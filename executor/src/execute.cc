@@ -10,17 +10,13 @@
 
 #include "muonplan/error.h"
 #include "muonplan/exec/checkpoint.h"
+#include "muonplan/exec/fnv1a.h"
 #include "muonplan/exec/init.h"
 #include "muonplan/exec/rank_state.h"
 #include "muonplan/exec/step.h"
 
 namespace muonplan::exec {
 namespace {
-
-uint64_t fnv1a(const std::string& s, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 std::string hex(uint64_t v) {
   char buf[17];
@@ -157,7 +153,7 @@ std::string plan_fingerprint(const Plan& plan) {
     for (int64_t d : t.shape) s += std::to_string(d) + ",";
     s += std::string(to_string(t.rule)) + "];";
   }
-  return hex(fnv1a(s));
+  return hex(fnv1a64(s));
 }
 
 ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& backend,
@@ -176,6 +172,30 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
                      "momentum before the device sees it); plan with --offload optimizer or none");
   }
   if (opt.steps <= 0) throw InputError({}, "--steps", "must be positive");
+  // Before anything runs: the checkpoint path must be ours to replace, and no other run may be
+  // writing it (rank 0 does the directory work of a save, so it holds the lock). Every rank
+  // learns of a refusal, so none waits in a collective for one that gave up.
+  std::unique_ptr<CheckpointLock> lock;
+  if (!opt.checkpoint_dir.empty()) {
+    std::string error;
+    try {
+      if (comm.rank() == 0) {
+        check_checkpoint_target(opt.checkpoint_dir);
+        lock = std::make_unique<CheckpointLock>(opt.checkpoint_dir);
+      }
+    } catch (const InputError& e) {
+      error = e.what();
+    }
+    double refused = error.empty() ? 0 : 1;
+    try {
+      comm.allreduce_max(&refused, 1);
+    } catch (const RankFailure&) {
+      if (!error.empty()) throw InputError({}, "", error);
+      throw;
+    }
+    if (!error.empty()) throw InputError({}, "", error);
+    if (refused > 0) throw InputError({}, "--checkpoint", "refused on rank 0 (see its message)");
+  }
   RankState state(plan, backend, comm.rank());
   state.init_params();
   int64_t first = 1;
@@ -194,7 +214,14 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
       error = e.what();
     }
     double failed_rank = error.empty() ? 0 : comm.rank() + 1;
-    comm.allreduce_max(&failed_rank, 1);
+    try {
+      comm.allreduce_max(&failed_rank, 1);
+    } catch (const RankFailure&) {
+      // A peer that learned of our failure first may announce it back: our own cause is the
+      // message to print.
+      if (!error.empty()) throw std::runtime_error(error);
+      throw;
+    }
     if (failed_rank > 0) {
       throw std::runtime_error(error.empty() ? "checkpoint " + opt.resume_dir +
                                                    " could not be loaded on rank " +

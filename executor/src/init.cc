@@ -1,4 +1,5 @@
 #include "muonplan/exec/init.h"
+#include "muonplan/exec/fnv1a.h"
 
 #include <cmath>
 
@@ -15,8 +16,7 @@ uint64_t mix64(uint64_t z) {
 constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ull;  // splitmix64's increment
 
 uint64_t name_key(const std::string& name, uint64_t stream) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a 64
-  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  const uint64_t h = fnv1a64(name);
   return mix64(h ^ mix64(stream));
 }
 

@@ -140,9 +140,9 @@ TEST_CASE("checkpoint: world size and plan mismatches are refused", "[exec-infra
         manifest +
             ": plan_fingerprint: the checkpoint is for plan \"fp\", this run's plan is "
             "\"other\"");
-  std::ofstream(manifest) << R"({"schema": "muonplan.checkpoint/2"})";
+  std::ofstream(manifest) << R"({"schema": "muonplan.checkpoint/9"})";
   CHECK(load_error(t.dir) ==
-        manifest + ": schema: expected muonplan.checkpoint/1, got \"muonplan.checkpoint/2\"");
+        manifest + ": schema: expected muonplan.checkpoint/2, got \"muonplan.checkpoint/9\"");
 }
 
 TEST_CASE("checkpoint: a crash at any point leaves one loadable", "[exec-infra]") {

@@ -18,7 +18,6 @@ TEST_CASE("digest: split over ranks adds up to the whole", "[exec-infra]") {
                          digest_bytes("w/param", 260, w.data() + 260, 4, 0) +
                          digest_bytes("w/param", 260, w.data() + 260, 4, 240);
   CHECK(parts == whole);
-  CHECK(digest_hex(whole).size() == 16);
   CHECK(digest_hex(0x0123456789abcdefull) == "0123456789abcdef");
 }
 

@@ -1,7 +1,7 @@
 // Checkpoints of the full optimizer state, one binary file per rank plus a manifest
 // (docs/checkpoint-format.md). Names follow dion's state keys: "<param>/param",
 // "<param>/momentum", "<param>/variance" (AdamW), and the group's "step". Each entry keeps its
-// dtype, so bf16 momentum stays bf16 across save and load (muon-step.md section 2).
+// dtype, so bf16 momentum stays bf16 across save and load (docs/muon-step.md section 2).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +33,27 @@ struct LoadedCheckpoint {
 void save_checkpoint(const std::string& dir, int rank, int world, int64_t step,
                      const std::string& plan_fingerprint,
                      const std::vector<CheckpointEntry>& entries, Communicator* comm);
+
+// Refuses, with an InputError naming the path, a DIR, DIR.tmp or DIR.old that is not a muonplan
+// checkpoint directory (a regular file, a symbolic link, a directory holding anything else):
+// a save replaces and removes only its own checkpoints. Call it before the first step.
+void check_checkpoint_target(const std::string& dir);
+
+// An advisory lock (flock) on DIR.lock, held from before the first step through the save, so
+// two runs cannot write one checkpoint at once: a second run is refused at start with an
+// InputError naming the holder's PID. The lock file holds "muonplan checkpoint lock" and the
+// holder's PID; it is left in place (removing a locked file would let a third run lock a new
+// one), and a DIR.lock that is not such a file is refused rather than overwritten.
+class CheckpointLock {
+ public:
+  explicit CheckpointLock(const std::string& dir);
+  ~CheckpointLock();
+  CheckpointLock(const CheckpointLock&) = delete;
+  CheckpointLock& operator=(const CheckpointLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 // This rank's entries. Verifies the manifest's schema, world size and plan fingerprint, and the
 // rank file's size and checksum; InputError naming the file otherwise. When DIR has no

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# A save replaces only its own checkpoints (issue "never destroy a user's files", items 1-2):
+# whatever else sits at DIR, DIR.tmp or DIR.old (a directory of user files, a regular file, the
+# plan itself, a symbolic link, a checkpoint with a stranger's file in it) is refused before the
+# first step with exit 2, naming the path, and left exactly as it was. Two runs writing one
+# checkpoint: the second is refused at start naming the first's PID (flock on DIR.lock), and
+# racing pairs never leave the checkpoint unloadable.
+source "$(dirname "$0")/lib.sh"
+W=1
+cat > "$work/micro.yaml" <<'EOF'
+name: micro-dense
+family: qwen3
+vocab_size: 200
+hidden_size: 64
+num_layers: 2
+attention: {type: gqa, num_heads: 4, num_kv_heads: 1, qk_norm: true}
+mlp: {intermediate_size: 96}
+storage: {fused_qkv: true, fused_gate_up: true}
+EOF
+"$bin" plan --model "$work/micro.yaml" --topology topologies/cpu-ci.yaml --nodes 1 \
+  --gpus-per-node $W --offload none --out "$work/p.json" >/dev/null || bad "plan"
+# One process without a launcher (as checkpoint_kill.sh); one OpenMP thread.
+export OMPI_MCA_ess_singleton_isolated=1 OMP_NUM_THREADS=1
+ex() { "$bin" execute --plan "$work/p.json" --json "$@" 2>"$work/err"; }
+# Everything under $work but the runs' own stderr files.
+snapshot() {
+  (cd "$1" && find . -not -name 'err*' -printf '%p %s %y\n' | sort &&
+    find . -type f -not -name 'err*' -exec md5sum {} + | sort)
+}
+
+# refused TARGET_PATH CHECKPOINT_ARG: exit 2, one line naming TARGET_PATH, nothing changed.
+refused() {
+  local target="$1" arg="$2" before after rc
+  before="$(snapshot "$work")"
+  ex --steps 1 --checkpoint "$arg" >/dev/null; rc=$?
+  after="$(snapshot "$work")"
+  [ "$rc" = 2 ] || { bad "$arg: exit $rc, want 2: $(cat "$work/err")"; return; }
+  grep -q "^muonplan: .*$target: --checkpoint: " "$work/err" && [ "$(wc -l < "$work/err")" = 1 ] &&
+    ok || bad "$arg: message does not name $target: $(cat "$work/err")"
+  [ "$before" = "$after" ] && ok || bad "$arg: files changed"
+}
+
+mkdir -p "$work/important/sub"; echo x > "$work/important/notes.txt"
+refused "$work/important" "$work/important"
+refused "$work/important" "$work/important/"
+refused "$work/p.json" "$work/p.json"
+ln -s "$work/important" "$work/link"; refused "$work/link" "$work/link"
+
+# A user's directory at DIR.tmp or DIR.old, beside a DIR that does not exist yet.
+mkdir -p "$work/a.tmp"; echo mine > "$work/a.tmp/data"
+refused "$work/a.tmp" "$work/a"; rm -rf "$work/a.tmp"
+mkdir -p "$work/b.old"; echo mine > "$work/b.old/data"
+refused "$work/b.old" "$work/b"; rm -rf "$work/b.old"
+
+# A checkpoint of ours is replaced; with a stranger's file inside it is refused.
+ex --steps 1 --checkpoint "$work/ck" >/dev/null && [ -f "$work/ck/manifest.json" ] && ok ||
+  bad "first save: $(cat "$work/err")"
+ex --steps 1 --resume "$work/ck" --checkpoint "$work/ck" >/dev/null &&
+  [ "$(field "$(cat "$work/ck/manifest.json")" step)" = 2 ] && ok || bad "replacing our own: $(cat "$work/err")"
+echo keep > "$work/ck/notes.txt"; refused "$work/ck" "$work/ck"; rm "$work/ck/notes.txt"
+# A rank file that is not ours (no magic) is not ours either.
+printf 'NOTMUONPLAN' > "$work/ck/rank-00007.bin"; refused "$work/ck" "$work/ck"; rm "$work/ck/rank-00007.bin"
+# A manifest.json of another program.
+mkdir -p "$work/other"; echo '{"schema": "someone-else/1"}' > "$work/other/manifest.json"
+refused "$work/other" "$work/other"
+# A stale DIR.tmp of ours (a killed save) is cleaned by the next save.
+mkdir -p "$work/ck.tmp"; printf 'MUON' > "$work/ck.tmp/rank-00000.bin"
+ex --steps 1 --checkpoint "$work/ck" >/dev/null && [ ! -e "$work/ck.tmp" ] && ok ||
+  bad "stale tmp of ours: $(cat "$work/err")"
+# A DIR.lock that is not our lock file is refused, not overwritten.
+echo "user data" > "$work/c.lock"; refused "$work/c.lock" "$work/c"; rm "$work/c.lock"
+
+# Two runs on one checkpoint: the second is refused at start, naming the first's PID.
+ex --steps 1 --checkpoint "$work/race" >/dev/null || bad "race base: $(cat "$work/err")"
+"$bin" execute --plan "$work/p.json" --steps 400 --checkpoint "$work/race" --json \
+  >/dev/null 2>"$work/err_a" &
+a=$!
+for _ in $(seq 200); do grep -q "pid $a" "$work/race.lock" 2>/dev/null && break; sleep 0.05; done
+ex --steps 1 --checkpoint "$work/race" >/dev/null; rc=$?
+[ "$rc" = 2 ] && grep -q "another run (pid $a) is writing this checkpoint" "$work/err" && ok ||
+  bad "second run: exit $rc: $(cat "$work/err")"
+wait $a && ok || bad "first run: $(cat "$work/err_a")"
+m="$(ex --steps 1 --resume "$work/race")" && [ "$(field "$m" first_step)" = 401 ] && ok ||
+  bad "after the race: $(cat "$work/err")"
+
+# Racing pairs as the review ran them: whatever wins, a loadable checkpoint remains and no run
+# fails for any reason but the lock.
+n=$([ "$quick" = 1 ] && echo 3 || echo 8)
+for i in $(seq "$n"); do
+  "$bin" execute --plan "$work/p.json" --steps 2 --checkpoint "$work/r$i" --json >/dev/null \
+    2>"$work/ea" & a=$!
+  sleep 0.15
+  "$bin" execute --plan "$work/p.json" --steps 1 --checkpoint "$work/r$i" --json >/dev/null \
+    2>"$work/eb"; rb=$?
+  wait $a; ra=$?
+  # Whichever took the lock first ran; the other ran after it or was refused by the lock.
+  for r in "a:$ra" "b:$rb"; do
+    [ "${r#*:}" = 0 ] || { [ "${r#*:}" = 2 ] && grep -q "another run" "$work/e${r%%:*}"; } ||
+      bad "pair $i: run ${r%%:*} exit ${r#*:}: $(cat "$work/e${r%%:*}")"
+  done
+  [ "$ra" = 0 ] || [ "$rb" = 0 ] || bad "pair $i: both runs refused"
+  ex --steps 1 --resume "$work/r$i" >/dev/null && ok || bad "pair $i: unloadable: $(cat "$work/err")"
+done
+finish
