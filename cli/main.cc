@@ -1,4 +1,4 @@
-// muonplan: the command-line front end. Exit codes (cli-contract.md): 0 success, 2 bad input
+// muonplan: the command-line front end. Exit codes (docs/cli-contract.md): 0 success, 2 bad input
 // (one line naming file, line and field), 1 runtime failure.
 #include <iostream>
 #include <map>

@@ -1,5 +1,5 @@
 // The Python module `muonplan`: the planner's commands as functions returning plain dicts with
-// the command line's JSON keys (cli-contract.md). Options take the CLI's flag names with
+// the command line's JSON keys (docs/cli-contract.md). Options take the CLI's flag names with
 // underscores; bad input raises muonplan.InputError (a ValueError) with the CLI's one-line
 // message. No logic of its own: flags go through plan_request.h like `muonplan plan`'s.
 #include <pybind11/pybind11.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian packages muonplan builds against (architecture.md), only when missing.
+# Installs the Debian packages muonplan builds against (docs/architecture.md), only when missing.
 # Idempotent and non-interactive; safe to run on every build.
 set -euo pipefail
 pkgs=(cmake g++ make libopenmpi-dev openmpi-bin libboost-graph-dev libyaml-cpp-dev pybind11-dev

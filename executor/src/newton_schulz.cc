@@ -1,4 +1,4 @@
-// Newton-Schulz on any Backend (newton_schulz.h; muon-step.md section 3).
+// Newton-Schulz on any Backend (newton_schulz.h; docs/muon-step.md section 3).
 #include "muonplan/exec/newton_schulz.h"
 
 #include <algorithm>

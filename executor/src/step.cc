@@ -446,7 +446,7 @@ void MuonStep::adamw_group(int64_t step) {
 }
 
 // Full offload, "during backward": each Muon parameter's gradients fold into its host momentum
-// as they arrive, in chunk order (muon-step.md section 5, step 1).
+// as they arrive, in chunk order (docs/muon-step.md section 5, step 1).
 void MuonStep::fold_all() {
   const Plan& plan = state_.plan();
   const float mu = float(plan.options.hyper.momentum);

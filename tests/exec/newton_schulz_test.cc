@@ -124,7 +124,7 @@ TEST_CASE("NS leaves singular values in each schedule's band", "[exec][ns]") {
   auto backend = make_cpu_backend();
   const int64_t rows = 64, cols = 128;
   const std::vector<bf16> u = random_bf16(rows * cols, 71);  // Gaussian: condition about 6
-  // muon-step.md: 5-step schedules roughly 0.7-1.2 (jordan's polynomial cycles down to 0.682
+  // docs/muon-step.md: 5-step schedules roughly 0.7-1.2 (jordan's polynomial cycles down to 0.682
   // in exact arithmetic; bf16 measures 0.680), deepseek-v4 about 0.998-1.003 (bf16 measures
   // 0.9979-1.0034 here: A = X X^T near I is rounded to bf16 steps of 2^-8 and 2^-7).
   const struct {

@@ -55,7 +55,7 @@ TEST_CASE("syrk_bf16's default is the GEMM A A^T with alpha and beta folded in",
   CHECK(same_bits(c1.host(), c2.host()));
 }
 
-// The bf16 floor (muon-step.md section 7) is about 0.9% for a whole update; two NS variants
+// The bf16 floor (docs/muon-step.md section 7) is about 0.9% for a whole update; two NS variants
 // that differ only in accumulation order stay well inside it.
 TEST_CASE("symmetric NS equals plain NS within the bf16 floor on the CPU backend", "[ns][syrk]") {
   std::unique_ptr<Backend> backend = make_cpu_backend();

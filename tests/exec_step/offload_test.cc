@@ -1,4 +1,4 @@
-// The offload pipelines on one process (muon-step.md section 5): `optimizer` offload computes
+// The offload pipelines on one process (docs/muon-step.md section 5): `optimizer` offload computes
 // the bits of `none`; `full` differs from `none` only by the bf16 rounding of the update that
 // travels back to the host; state lives where the mode says.
 #include <catch2/catch.hpp>

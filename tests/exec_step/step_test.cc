@@ -1,5 +1,5 @@
 // The step on one process (self communicator): packed partitions step like separate matrices,
-// Nesterov and weight decay follow muon-step.md section 2 exactly, the momentum fold adds up.
+// Nesterov and weight decay follow docs/muon-step.md section 2 exactly, the momentum fold adds up.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -96,7 +96,7 @@ TEST_CASE("a packed qkv or gate_up parameter steps exactly like its separate mat
   CHECK(compared == static_cast<int>(pb.inventory.tensors.size()));
 }
 
-TEST_CASE("Nesterov, the update scale and weight decay follow muon-step.md", "[step]") {
+TEST_CASE("Nesterov, the update scale and weight decay follow docs/muon-step.md", "[step]") {
   ParamInventory inv;
   inv.tensors.push_back({"w", {48, 80}, UpdateRule::muon, {}, -1, 0, false, false});
   PlanOptions o;

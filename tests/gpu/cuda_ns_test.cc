@@ -42,7 +42,7 @@ struct Shape {
   int64_t batch, rows, cols;
 };
 
-// The bf16 noise floor of a whole update (muon-step.md section 7): two implementations of the
+// The bf16 noise floor of a whole update (docs/muon-step.md section 7): two implementations of the
 // same step should differ by no more.
 constexpr double kFloor = 0.009;
 

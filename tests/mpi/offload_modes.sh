@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The offload pipelines under mpiexec (muon-step.md section 5): `optimizer` offload, staged
+# The offload pipelines under mpiexec (docs/muon-step.md section 5): `optimizer` offload, staged
 # whole or by chunk, ends in the state digest of `none`; `full` offload matches its own
 # unsharded recomputation bit for bit; H2D bytes equal the planner's; checkpoints cross modes;
 # Nesterov under `full` is refused on every rank; the symmetric NS variant runs sharded.

@@ -1,4 +1,4 @@
-// The step as a fixed list of chunks (muon-step.md section 4): Muon batches of row-sharded
+// The step as a fixed list of chunks (docs/muon-step.md section 4): Muon batches of row-sharded
 // matrices exchanged with their owners, local Muon work (expert stacks, replicated matrices),
 // and the AdamW group. Owner strategies decide who orthogonalizes which matrix.
 #pragma once

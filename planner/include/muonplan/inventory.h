@@ -1,4 +1,4 @@
-// The parameter inventory: every tensor of a model with its shape, update rule (muon-step.md
+// The parameter inventory: every tensor of a model with its shape, update rule (docs/muon-step.md
 // section 1), matrix partitions and stack dimension.
 #pragma once
 

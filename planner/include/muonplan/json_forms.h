@@ -1,4 +1,4 @@
-// JSON forms the command line prints and the Python bindings return (cli-contract.md): the
+// JSON forms the command line prints and the Python bindings return (docs/cli-contract.md): the
 // parameter inventory of `muonplan inspect` and the NS cost of `muonplan cost ns`.
 #pragma once
 

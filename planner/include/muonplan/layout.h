@@ -1,4 +1,4 @@
-// Training layout and parameter placements (muon-step.md section 4). Ranks are numbered
+// Training layout and parameter placements (docs/muon-step.md section 4). Ranks are numbered
 // node-major: rank = node * gpus_per_node + local GPU. FSDP groups are contiguous runs of
 // `fsdp` ranks; expert parallelism is innermost (ep_rank = rank % ep), as in torchtitan.
 #pragma once

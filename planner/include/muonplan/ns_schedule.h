@@ -1,4 +1,4 @@
-// Newton-Schulz coefficient schedules (muon-step.md section 3). Shared by the planner (FLOPs,
+// Newton-Schulz coefficient schedules (docs/muon-step.md section 3). Shared by the planner (FLOPs,
 // time) and the executor (the iteration itself).
 #pragma once
 

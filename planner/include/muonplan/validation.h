@@ -1,6 +1,6 @@
-// Checks the planner against published measurements (shared/calibration/published.yaml, copied
-// to tests/data/calibration/): each row is a published figure, the planner's prediction for
-// the same setting, and the tolerance the project holds itself to.
+// Checks the planner against published measurements (tests/data/calibration/published.yaml;
+// the figures are quoted in docs/validation.md): each row is a published figure, the planner's
+// prediction for the same setting, and the tolerance the project holds itself to.
 #pragma once
 
 #include <cmath>
@@ -24,8 +24,7 @@ struct ValidationRow {
 
 // models_dir holds <lowercased model name>.yaml for every model the file names.
 std::vector<ValidationRow> validate_published(const std::string& published_path,
-                                              const std::string& models_dir,
-                                              const Topology& topo);
+                                              const std::string& models_dir, const Topology& topo);
 
 // A markdown table: figure, setting, published, predicted, error, tolerance, verdict.
 std::string validation_markdown(const std::vector<ValidationRow>& rows);

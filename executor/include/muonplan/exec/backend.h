@@ -1,4 +1,4 @@
-// Backend: the primitives the step needs, nothing more (architecture.md, "Boundaries").
+// Backend: the primitives the step needs, nothing more (docs/architecture.md, "Boundaries").
 // The step algorithm (step.cc, newton_schulz.cc) is written once against this interface; the
 // CPU backend (exact bf16 emulation, the oracle) and the CUDA backend implement it.
 //
@@ -44,7 +44,7 @@ class Backend {
   virtual void reset_peak() = 0;
   virtual void synchronize() = 0;
 
-  // --- host memory for offloaded state and staging (muon-step.md section 5): pinned on CUDA,
+  // --- host memory for offloaded state and staging (docs/muon-step.md section 5): pinned on CUDA,
   // plain aligned memory on the CPU backend; zero-filled; counted in host_memory(). Host
   // pointers are touched directly by the host kernels (host_kernels.h) and are valid sources
   // and destinations of copy_to_device / copy_to_host.
@@ -69,7 +69,7 @@ class Backend {
   virtual void gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                          float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
                          const MatrixBatch& c) = 0;
-  // --- symmetric rank-k update, for Newton-Schulz's symmetric variant (muon-step.md section 3):
+  // --- symmetric rank-k update, for symmetric Newton-Schulz (docs/muon-step.md section 3):
   // C[b] = bf16(alpha * A[b] A[b]^T + beta * C[b]), fp32 accumulation, one rounding, for a batch
   // of row-major A[b] of n x k (a.rows = n, a.cols = k) and C[b] of n x n. Every element of C is
   // written. With beta != 0, C must be symmetric on entry (NS passes B := A); with beta == 0 it

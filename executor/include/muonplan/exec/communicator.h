@@ -1,5 +1,5 @@
 // Communicator: what the step needs from the collective library, nothing more
-// (architecture.md). MPI and NCCL implement it. Buffers are backend memory of the backend the
+// (docs/architecture.md). MPI and NCCL implement it. Buffers are backend memory of the backend the
 // communicator was made for (host memory for the CPU backend).
 #pragma once
 

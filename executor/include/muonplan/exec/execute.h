@@ -1,5 +1,5 @@
 // Running a Plan: K optimizer steps of MuonStep on this rank with deterministic weights and
-// gradients, measured the way the planner predicts (metrics JSON, cli-contract.md), optionally
+// gradients, measured the way the planner predicts (metrics JSON, docs/cli-contract.md), optionally
 // checked against an unsharded recomputation, checkpointed and resumed.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Host-side optimizer kernels of the offload pipelines (muon-step.md section 5): the momentum
+// Host-side optimizer kernels of the offload pipelines (docs/muon-step.md section 5): the momentum
 // fold of `full` offload, AdamW on host state, the bf16 update added into the fp32 master, and
 // the casts around the copies. Memory-bound by design: AVX2 + OpenMP (cpu_host_kernels.cc);
 // GB/s beside STREAM triad: `muonplan bench cpu-kernels` (docs/executor-numerics.md).

@@ -1,4 +1,4 @@
-// Newton-Schulz orthogonalization (muon-step.md section 3), written once against Backend:
+// Newton-Schulz orthogonalization (docs/muon-step.md section 3), written once against Backend:
 // every backend runs these exact steps, and the CPU backend's result is the oracle.
 //
 //   m = min(rows, cols), n = max(rows, cols); X is [m, n] (the transpose when rows > cols)
@@ -52,7 +52,7 @@ class NsWorkspace {
   void* data_ = nullptr;
 };
 
-// How NS computes the two symmetric products A = X X^T and A A (muon-step.md section 3):
+// How NS computes the two symmetric products A = X X^T and A A (docs/muon-step.md section 3):
 //   plain      gemm_bf16 for both: 4 m^2 n + 2 m^3 FLOPs per iteration.
 //   symmetric  Backend::syrk_bf16 for both (A is symmetric, so A A = A A^T): a backend that
 //              computes one triangle does about 3 m^2 n + m^3. B X is a full GEMM either way.

@@ -1,6 +1,6 @@
 // RankState: this rank's shards of every parameter of a Plan and their optimizer state,
 // placed exactly as the planner placed them (layout.h), in the memory the plan's offload mode
-// names (muon-step.md section 5):
+// names (docs/muon-step.md section 5):
 //   none       w, g, m / m_bf16, v on the device
 //   optimizer  w, g on the device; m / m_bf16, v in host memory (Backend::alloc_host)
 //   full       w (fp32 master), g (fp32 accumulator), m / m_bf16, v in host memory; the device

@@ -1,4 +1,4 @@
-// The sharded Muon step (muon-step.md sections 2-5), written once for every backend,
+// The sharded Muon step (docs/muon-step.md sections 2-5), written once for every backend,
 // communicator and offload mode: momentum on each rank's shards, the all-to-all of each batch
 // to its owners, Newton-Schulz on the owner, the all-to-all back, the scaled update with
 // decoupled weight decay; local NS for expert stacks and replicated matrices; AdamW for the
