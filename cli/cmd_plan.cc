@@ -33,16 +33,29 @@ void print_plan(const Plan& plan, bool explain) {
               to_string(o.optimizer), to_string(o.owners));
   std::printf("limits: GPU %.1f GiB, host RAM %.0f GiB per node\n\n", p.gpu_limit_bytes / kGiB,
               p.host_limit_bytes / kGiB);
-  std::printf("%5s  %-9s  %-4s  %12s  %14s  %10s  %10s\n", "nodes", "offload", "fits",
-              "GPU peak GiB", "host GiB/node", "step s", "GPU-s");
+  // The layout column appears when the search tried more than one layout.
+  bool layouts_vary = false;
+  for (const Candidate& c : plan.candidates) {
+    layouts_vary = layouts_vary || (!c.layout.empty() && c.layout != to_string(o.layout));
+  }
+  const std::string chosen_layout = to_string(o.layout);
+  auto layout_cell = [&](const Candidate& c) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%-20s  ", c.layout.empty() ? "-" : c.layout.c_str());
+    return layouts_vary ? std::string(buf) : std::string();
+  };
+  std::printf("%5s  %s%-9s  %-4s  %12s  %14s  %10s  %10s\n", "nodes",
+              layouts_vary ? "layout                " : "", "offload", "fits", "GPU peak GiB",
+              "host GiB/node", "step s", "GPU-s");
   for (const Candidate& c : plan.candidates) {
     if (!c.evaluated) {
-      std::printf("%5d  %-9s  %-4s  %s\n", c.nodes, to_string(c.offload), "-", c.note.c_str());
+      std::printf("%5d  %s%-9s  %-4s  %s\n", c.nodes, layout_cell(c).c_str(), to_string(c.offload),
+                  "-", c.note.c_str());
       continue;
     }
-    const bool chosen = c.nodes == o.nodes && c.offload == o.offload;
-    std::printf("%5d  %-9s  %-4s  %12.1f  %14.1f  %10.3f  %10.2f%s\n", c.nodes,
-                to_string(c.offload), c.fits ? "yes" : "no", c.gpu_peak_gib,
+    const bool chosen = c.nodes == o.nodes && c.offload == o.offload && c.layout == chosen_layout;
+    std::printf("%5d  %s%-9s  %-4s  %12.1f  %14.1f  %10.3f  %10.2f%s\n", c.nodes,
+                layout_cell(c).c_str(), to_string(c.offload), c.fits ? "yes" : "no", c.gpu_peak_gib,
                 c.host_ram_per_node_gib, c.step_s, c.gpu_seconds, chosen ? "  <- chosen" : "");
   }
   std::printf("\ndecision: %s%s\n", plan.fits ? "" : "NO FIT: ", plan.reason.c_str());
@@ -70,6 +83,7 @@ void print_plan(const Plan& plan, bool explain) {
   print_terms("traffic per GPU per step", p.comm_bytes, 1e9, "GB");
   print_terms("optimizer step", p.step_phases_s, 1, "s");
   print_terms("training step", p.training_terms_s, 1, "s");
+  print_terms("training step, under compute (not in the sum)", p.training_hidden_s, 1, "s");
 }
 
 struct PlanCommand {

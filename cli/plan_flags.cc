@@ -28,6 +28,19 @@ void add_plan_flags(CLI::App* c, PlanFlags& f, bool search) {
       ->capture_default_str();
   c->add_option("--update-rms", f.hyper.update_rms,
                 "Update RMS scale (default: the schedule's, 0.2 or 0.18 for deepseek-v4)");
+  c->add_option("--adamw-lr", f.hyper.adamw_lr, "AdamW learning rate (default: --lr)");
+  c->add_option("--adamw-weight-decay", f.hyper.adamw_weight_decay, "AdamW weight decay")
+      ->capture_default_str();
+  // Two numbers into two fields: CLI11 splits and converts them, with its own messages.
+  c->add_option_function<std::vector<double>>(
+       "--adamw-betas",
+       [&f](const std::vector<double>& b) {
+         f.hyper.adamw_beta1 = b[0];
+         f.hyper.adamw_beta2 = b[1];
+       },
+       "AdamW betas b1,b2 (default: 0.9,0.95)")
+      ->delimiter(',')
+      ->expected(2);
   c->add_option("--ns-schedule", f.schedule,
                 "quintic | polar-express | jordan | deepseek-v4 | 'a,b,c;a,b,c;...'")
       ->capture_default_str();
@@ -39,9 +52,18 @@ void add_plan_flags(CLI::App* c, PlanFlags& f, bool search) {
   c->add_option("--micro-batch-seqs", f.micro_batch_seqs, "Sequences per rank per micro step");
   c->add_option("--ac", f.ac, "Activation checkpointing: none | full")->capture_default_str();
   c->add_flag("--ac-offload", f.ac_offload, "Keep checkpointed activations in host RAM");
+  c->add_option("--lm-head-chunk", f.lm_head_chunk,
+                "Fused LM head: tokens per logits chunk (0: unfused, whole-sequence logits)")
+      ->capture_default_str();
+  c->add_option("--cp-style", f.cp_style, "Context parallelism: ulysses | ring")
+      ->capture_default_str();
   c->add_option("--gpu-memory-gib", f.gpu_memory_gib, "GPU memory limit per GPU");
   c->add_option("--host-ram-gib", f.host_ram_gib, "Host RAM limit per node");
   c->add_flag("--include-mtp", f.include_mtp, "Train the multi-token-prediction layers too");
+  if (search) {  // report sweeps the nodes and offload such a file pins
+    c->add_option("--trainer-config", f.trainer_config,
+                  "Trainer TOML (the keys --emit toml writes, plus [workload])");
+  }
 }
 
 }  // namespace muonplan::cli

@@ -56,7 +56,7 @@ LocalElems count_local(const ParamInventory& inv, const PlanOptions& o, int worl
   return e;
 }
 
-// Optimizer-state bytes per element (muon-step.md section 5).
+// Optimizer-state bytes per element (docs/muon-step.md section 5).
 double muon_state_bytes(const PlanOptions& o) {
   return o.bf16_momentum ? 2 : 4;
 }
@@ -173,8 +173,12 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   // --- GPU persistent bytes
   if (mode == OffloadMode::full) {
     p.gpu_persistent_bytes.push_back({"params_bf16", 2 * all, "2 B x local params (compute copy)"});
-    p.gpu_persistent_bytes.push_back(
-        {"grads_bf16", 2 * all, "2 B x local params, until copied to host"});
+    // In a training step each unit's gradients leave during backward (workload_cost.cc counts
+    // the units in flight); the optimizer step alone holds them until its chunks copy them.
+    if (!o.workload) {
+      p.gpu_persistent_bytes.push_back(
+          {"grads_bf16", 2 * all, "2 B x local params, until copied to host"});
+    }
   } else {
     p.gpu_persistent_bytes.push_back({"params_fp32", 4 * all, "4 B x local params (FSDP master)"});
     p.gpu_persistent_bytes.push_back({"grads_fp32", 4 * all, "4 B x local params"});
@@ -216,9 +220,12 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
       elems = aw;
       state_elems = muon ? aw * adamw_state_bytes() : state_bytes(o, 0, aw);
       if (mode == OffloadMode::full) {
-        st.push_back({Resource::pcie_d2h, 2 * elems / rt.d2h_bps, "bf16 grads D2H"});
-        st.push_back({Resource::cpu, elems * cpu_adamw_bpe / rt.cpu_bps_per_rank, "CPU AdamW"});
-        st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, "bf16 weights H2D"});
+        st.push_back(
+            {Resource::pcie_d2h, 2 * elems / rt.d2h_bps, "bf16 grads D2H", StagePhase::backward});
+        st.push_back({Resource::cpu, elems * cpu_adamw_bpe / rt.cpu_bps_per_rank, "CPU AdamW",
+                      StagePhase::backward});
+        st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, "bf16 weights H2D",
+                      StagePhase::weight_upload});
       } else {
         const double bpe = o.optimizer == OptimizerKind::signsgd ? 14 : adamw_bpe;
         st.push_back({Resource::gpu, elems * bpe / rt.hbm_bps, "AdamW kernel"});
@@ -247,8 +254,10 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
       state_elems = elems * muon_state_bytes(o);
       alltoall_s_total += 2 * exch_s;
       if (mode == OffloadMode::full) {
-        st.push_back({Resource::pcie_d2h, 2 * elems / rt.d2h_bps, "bf16 grads D2H"});
-        st.push_back({Resource::cpu, elems * cpu_fold_bpe / rt.cpu_bps_per_rank, "CPU fold"});
+        st.push_back(
+            {Resource::pcie_d2h, 2 * elems / rt.d2h_bps, "bf16 grads D2H", StagePhase::backward});
+        st.push_back({Resource::cpu, elems * cpu_fold_bpe / rt.cpu_bps_per_rank, "CPU fold",
+                      StagePhase::backward});
         st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, "bf16 momentum H2D"});
         tr += 2 * 2 * elems;  // staged momentum in, update out
       } else {
@@ -383,7 +392,29 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   p.gpu_limit_bytes = (o.gpu_memory_gib > 0 ? o.gpu_memory_gib : topo.node.gpu.memory_gib) * kGiB;
   p.host_limit_bytes = (o.host_ram_gib > 0 ? o.host_ram_gib : topo.node.host_ram_gib) * kGiB;
 
-  if (o.workload) add_workload_terms(spec, inv, topo, o, plan, local.all(rank), p);
+  if (o.workload) {
+    OptimizerPhases phases;
+    if (mode == OffloadMode::full) {
+      // In a training step the backward-phase stages run during backward (workload_cost.cc);
+      // the rest, pipelined as in the optimizer step, waits for backward to end.
+      std::vector<std::vector<Stage>> post;
+      for (const std::vector<Stage>& chunk : stages) {
+        std::vector<Stage> kept;
+        for (const Stage& s : chunk) {
+          if (s.phase == StagePhase::optimizer) kept.push_back(s);
+        }
+        if (!kept.empty()) post.push_back(std::move(kept));
+      }
+      phases.post_backward_s = simulate_pipeline(post, depth).makespan_s;
+    }
+    phases.host_update_elems = aw;
+    phases.muon_elems = mu;
+    phases.all_elems = all;
+    phases.cpu_bps_per_rank = rt.cpu_bps_per_rank;
+    phases.d2h_bps = rt.d2h_bps;
+    phases.h2d_bps = rt.h2d_bps;
+    add_workload_terms(spec, inv, topo, o, plan, phases, p);
+  }
   return p;
 }
 

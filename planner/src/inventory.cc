@@ -52,7 +52,7 @@ class Builder {
     add({name, {e, out, in}, UpdateRule::muon, std::move(parts), 0, layer_, mtp_, true});
   }
 
-  // Token embedding and output head: matrices, but AdamW's (muon-step.md section 1).
+  // Token embedding and output head: matrices, but AdamW's (docs/muon-step.md section 1).
   void vocab_matrix(const std::string& name) {
     add({name, {s_.vocab_size, s_.hidden_size}, UpdateRule::adamw, {}, -1, -1, false, false});
   }
@@ -158,7 +158,7 @@ class Builder {
   void moe(const std::string& p) {
     const MoeSpec& m = s_.moe;
     const int64_t h = s_.hidden_size, e = m.num_experts, ffn = m.intermediate_size;
-    mat(p + "gate.weight", e, h);  // the router is a matrix: Muon (muon-step.md section 1)
+    mat(p + "gate.weight", e, h);  // the router is a matrix: Muon (docs/muon-step.md section 1)
     if (m.router_bias) vec(p + "gate.e_score_correction_bias", e);
     if (s_.storage.stacked_experts) {
       if (s_.storage.fused_gate_up) {

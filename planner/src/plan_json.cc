@@ -1,4 +1,4 @@
-// The Plan as JSON (cli-contract.md). Bytes are reported in GiB (2^30) or GB (1e9) as the key
+// The Plan as JSON (docs/cli-contract.md). Bytes are reported in GiB (2^30) or GB (1e9) as the key
 // says; every figure under predicted.breakdown is a named term with its formula.
 #include "muonplan/ns_model.h"
 #include "muonplan/plan.h"
@@ -74,6 +74,19 @@ json plan_to_json(const Plan& plan) {
   j["offload"] = to_string(o.offload);
   j["optimizer"] = to_string(o.optimizer);
   j["owners"] = to_string(o.owners);
+  j["include_mtp"] = o.include_mtp;
+  // What forward/backward the plan covers; null: the optimizer step alone.
+  j["workload"] = nullptr;
+  if (o.workload) {
+    const Workload& w = *o.workload;
+    j["workload"] = {{"tokens_per_step", w.tokens_per_step},
+                     {"seq_len", w.seq_len},
+                     {"micro_batch_seqs", w.micro_batch_seqs},
+                     {"ac", w.ac_full ? "full" : "none"},
+                     {"ac_offload", w.ac_offload},
+                     {"lm_head_chunk", w.lm_head_chunk},
+                     {"cp_style", to_string(w.cp_style)}};
+  }
   json coeffs = json::array();
   for (const NsCoefficients& c : o.schedule.steps) coeffs.push_back({c.a, c.b, c.c});
   j["optimizer_config"] = {
@@ -94,7 +107,8 @@ json plan_to_json(const Plan& plan) {
       {"ns_norm_scale", o.schedule.norm_scale},
       {"batches_in_flight", o.batches_in_flight()},
       {"optimizer_offload_staging",
-       o.optimizer_staging == OffloadStaging::whole ? "whole" : "chunked"}};
+       o.optimizer_staging == OffloadStaging::whole ? "whole" : "chunked"},
+      {"optimizer_offload_pinned", o.pinned_host_state}};
   j["fits"] = plan.fits;
   j["limits"] = {{"gpu_memory_gib", p.gpu_limit_bytes / kGiB},
                  {"host_ram_per_node_gib", p.host_limit_bytes / kGiB}};
@@ -117,7 +131,8 @@ json plan_to_json(const Plan& plan) {
                        {"host_per_node_gib", terms(p.host_bytes_per_node, kGiB, "gib")},
                        {"traffic_per_gpu_gb", terms(p.comm_bytes, 1e9, "gb")},
                        {"optimizer_step_s", terms(p.step_phases_s, 1, "s")},
-                       {"training_step_s", terms(p.training_terms_s, 1, "s")}};
+                       {"training_step_s", terms(p.training_terms_s, 1, "s")},
+                       {"training_hidden_s", terms(p.training_hidden_s, 1, "s")}};
   j["predicted"] = pred;
   json chunks = json::array();
   for (const Chunk& c : plan.chunks.chunks) chunks.push_back(chunk_json(plan, c));
@@ -138,6 +153,7 @@ json plan_to_json(const Plan& plan) {
   json cands = json::array();
   for (const Candidate& c : plan.candidates) {
     json cj = {{"nodes", c.nodes}, {"offload", to_string(c.offload)}, {"fits", c.fits}};
+    if (!c.layout.empty()) cj["layout"] = c.layout;
     if (c.evaluated) {
       cj["gpu_peak_gib"] = c.gpu_peak_gib;
       cj["host_ram_per_node_gib"] = c.host_ram_per_node_gib;

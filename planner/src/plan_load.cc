@@ -338,6 +338,7 @@ void read_decision(const Node& root, Plan& plan) {
     c.nodes = n["nodes"].integer(1);
     c.offload = OffloadMode(n["offload"].one_of({"none", "optimizer", "full"}));
     c.fits = n["fits"].boolean();
+    if (n.has("layout")) c.layout = n["layout"].string();
     c.evaluated = n.has("gpu_peak_gib");
     if (c.evaluated) {
       c.gpu_peak_gib = n["gpu_peak_gib"].number();

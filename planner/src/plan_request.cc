@@ -3,11 +3,13 @@
 #include "muonplan/plan_request.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <type_traits>
 
 #include "muonplan/error.h"
+#include "muonplan/trainer_config.h"
 
 namespace muonplan {
 namespace {
@@ -54,34 +56,81 @@ bool parse_bool(const std::string& text, const std::string& flag) {
 }
 
 using Setter = std::function<void(PlanFlags&, const std::string& value, const std::string& flag)>;
+using Getter = std::function<std::string(const PlanFlags&)>;
+struct Access {
+  Setter set;
+  Getter get;  // for plan_flag_value: the value as set_plan_flag takes it back
+};
 
-Setter text(std::string PlanFlags::*field) {
-  return [field](PlanFlags& f, const std::string& v, const std::string&) { f.*field = v; };
+// Doubles at full precision, so equal text means equal values.
+template <typename T>
+std::string number_text(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", double(v));
+    return buf;
+  } else {
+    return std::to_string(v);
+  }
 }
-Setter boolean(bool PlanFlags::*field) {
-  return [field](PlanFlags& f, const std::string& v, const std::string& flag) {
-    f.*field = parse_bool(v, flag);
-  };
+
+Access text(std::string PlanFlags::*field) {
+  return {[field](PlanFlags& f, const std::string& v, const std::string&) { f.*field = v; },
+          [field](const PlanFlags& f) { return f.*field; }};
+}
+Access boolean(bool PlanFlags::*field) {
+  return {[field](PlanFlags& f, const std::string& v, const std::string& flag) {
+            f.*field = parse_bool(v, flag);
+          },
+          [field](const PlanFlags& f) { return std::string(f.*field ? "true" : "false"); }};
 }
 template <typename T>
-Setter number(T PlanFlags::*field, const char* what) {
-  return [field, what](PlanFlags& f, const std::string& v, const std::string& flag) {
-    f.*field = parse_number<T>(v, flag, what);
-  };
+Access number(T PlanFlags::*field, const char* what) {
+  return {[field, what](PlanFlags& f, const std::string& v, const std::string& flag) {
+            f.*field = parse_number<T>(v, flag, what);
+          },
+          [field](const PlanFlags& f) { return number_text(f.*field); }};
 }
-Setter hyper(double OptimizerHyper::*field) {
-  return [field](PlanFlags& f, const std::string& v, const std::string& flag) {
-    f.hyper.*field = parse_number<double>(v, flag, "a number");
+Access hyper(double OptimizerHyper::*field) {
+  return {[field](PlanFlags& f, const std::string& v, const std::string& flag) {
+            f.hyper.*field = parse_number<double>(v, flag, "a number");
+          },
+          [field](const PlanFlags& f) { return number_text(f.hyper.*field); }};
+}
+// Read back normalized: "fsdp=8" and "fsdp=8,cp=1,ep=1" are the same layout.
+Access layout() {
+  Access a = text(&PlanFlags::layout);
+  a.get = [](const PlanFlags& f) {
+    if (f.layout.empty()) return f.layout;
+    try {
+      return to_string(parse_layout(f.layout));
+    } catch (const InputError&) {
+      return f.layout;  // to_plan_request reports it
+    }
   };
+  return a;
+}
+// "b1,b2": one flag for both AdamW betas, as trainers' `betas` lists them.
+Access adamw_betas() {
+  return {[](PlanFlags& f, const std::string& v, const std::string& flag) {
+            const size_t comma = v.find(',');
+            if (comma == std::string::npos)
+              throw InputError({}, flag, "expected b1,b2, got '" + v + "'");
+            f.hyper.adamw_beta1 = parse_number<double>(v.substr(0, comma), flag, "a number");
+            f.hyper.adamw_beta2 = parse_number<double>(v.substr(comma + 1), flag, "a number");
+          },
+          [](const PlanFlags& f) {
+            return number_text(f.hyper.adamw_beta1) + "," + number_text(f.hyper.adamw_beta2);
+          }};
 }
 
 // In the order `muonplan plan --help` lists them.
-const std::vector<std::pair<std::string, Setter>>& setters() {
-  static const std::vector<std::pair<std::string, Setter>> table = {
+const std::vector<std::pair<std::string, Access>>& setters() {
+  static const std::vector<std::pair<std::string, Access>> table = {
       {"nodes", text(&PlanFlags::nodes)},
       {"max-nodes", number(&PlanFlags::max_nodes, "an integer")},
       {"gpus-per-node", number(&PlanFlags::gpus_per_node, "an integer")},
-      {"layout", text(&PlanFlags::layout)},
+      {"layout", layout()},
       {"optimizer", text(&PlanFlags::optimizer)},
       {"offload", text(&PlanFlags::offload)},
       {"offload-staging", text(&PlanFlags::staging)},
@@ -92,6 +141,9 @@ const std::vector<std::pair<std::string, Setter>>& setters() {
       {"momentum", hyper(&OptimizerHyper::momentum)},
       {"weight-decay", hyper(&OptimizerHyper::weight_decay)},
       {"update-rms", hyper(&OptimizerHyper::update_rms)},
+      {"adamw-lr", hyper(&OptimizerHyper::adamw_lr)},
+      {"adamw-weight-decay", hyper(&OptimizerHyper::adamw_weight_decay)},
+      {"adamw-betas", adamw_betas()},
       {"ns-schedule", text(&PlanFlags::schedule)},
       {"owners", text(&PlanFlags::owners)},
       {"workload", text(&PlanFlags::workload)},
@@ -100,11 +152,24 @@ const std::vector<std::pair<std::string, Setter>>& setters() {
       {"micro-batch-seqs", number(&PlanFlags::micro_batch_seqs, "an integer")},
       {"ac", text(&PlanFlags::ac)},
       {"ac-offload", boolean(&PlanFlags::ac_offload)},
+      {"lm-head-chunk", number(&PlanFlags::lm_head_chunk, "an integer")},
+      {"cp-style", text(&PlanFlags::cp_style)},
       {"gpu-memory-gib", number(&PlanFlags::gpu_memory_gib, "a number")},
       {"host-ram-gib", number(&PlanFlags::host_ram_gib, "a number")},
       {"include-mtp", boolean(&PlanFlags::include_mtp)},
+      {"trainer-config", text(&PlanFlags::trainer_config)},
   };
   return table;
+}
+
+// The table entry of a flag named with dashes or underscores; InputError when unknown.
+const Access& access(const std::string& name) {
+  std::string dashed = name;
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  for (const auto& [known, a] : setters()) {
+    if (known == dashed) return a;
+  }
+  throw InputError({}, "--" + dashed, "unknown option");
 }
 
 }  // namespace
@@ -112,11 +177,11 @@ const std::vector<std::pair<std::string, Setter>>& setters() {
 void set_plan_flag(PlanFlags& flags, const std::string& name, const std::string& value) {
   std::string dashed = name;
   std::replace(dashed.begin(), dashed.end(), '_', '-');
-  const std::string flag = "--" + dashed;
-  for (const auto& [known, set] : setters()) {
-    if (known == dashed) return set(flags, value, flag);
-  }
-  throw InputError({}, flag, "unknown option");
+  access(name).set(flags, value, "--" + dashed);
+}
+
+std::string plan_flag_value(const PlanFlags& flags, const std::string& name) {
+  return access(name).get(flags);
 }
 
 PlanFlags plan_flags_from_map(const std::map<std::string, std::string>& options) {
@@ -131,7 +196,14 @@ std::vector<std::string> plan_flag_names() {
   return names;
 }
 
-PlanRequest to_plan_request(const PlanFlags& f) {
+PlanRequest to_plan_request(const PlanFlags& flags) {
+  if (!flags.trainer_config.empty()) {  // the file fills the flags not given
+    PlanFlags from_file = flags;
+    from_file.trainer_config.clear();
+    apply_trainer_config(flags.trainer_config, from_file);
+    return to_plan_request(from_file);
+  }
+  const PlanFlags& f = flags;
   PlanRequest r;
   PlanOptions& o = r.options;
   r.auto_nodes = f.nodes == "auto";
@@ -140,7 +212,13 @@ PlanRequest to_plan_request(const PlanFlags& f) {
   if (!r.auto_offload) o.offload = parse_offload(f.offload);
   r.max_nodes = f.max_nodes;
   o.gpus_per_node = f.gpus_per_node;
-  if (!f.layout.empty()) o.layout = parse_layout(f.layout);
+  // Layout search: `--layout auto`, or no layout or a partial one with --nodes auto; the
+  // dimensions the layout names stay fixed (docs/planner.md section 9).
+  if (!f.layout.empty() && f.layout != "auto") o.layout = parse_layout(f.layout);
+  if (f.layout == "auto" || r.auto_nodes) {
+    r.search_ep = f.layout.find("ep=") == std::string::npos;
+    r.search_cp = f.layout.find("cp=") == std::string::npos;
+  }
   o.optimizer = parse_optimizer(f.optimizer);
   if (f.staging != "whole" && f.staging != "chunked") {
     throw InputError({}, "--offload-staging", "expected whole or chunked, got '" + f.staging + "'");
@@ -153,6 +231,12 @@ PlanRequest to_plan_request(const PlanFlags& f) {
     if (!(v > 0)) throw InputError({}, name, "must be positive");
   }
   if (f.hyper.weight_decay < 0) throw InputError({}, "--weight-decay", "must not be negative");
+  if (f.hyper.adamw_lr < 0) throw InputError({}, "--adamw-lr", "must not be negative (0: --lr)");
+  if (f.hyper.adamw_weight_decay < 0)
+    throw InputError({}, "--adamw-weight-decay", "must not be negative");
+  for (double b : {f.hyper.adamw_beta1, f.hyper.adamw_beta2}) {
+    if (!(b >= 0 && b <= 1)) throw InputError({}, "--adamw-betas", "each must be in [0, 1]");
+  }
   o.nesterov = f.nesterov;
   o.schedule = ns_schedule(f.schedule);
   o.owners = parse_owner_strategy(f.owners);
@@ -169,8 +253,12 @@ PlanRequest to_plan_request(const PlanFlags& f) {
     if (f.ac != "full" && f.ac != "none") {
       throw InputError({}, "--ac", "expected full or none, got '" + f.ac + "'");
     }
+    if (f.micro_batch_seqs <= 0) throw InputError({}, "--micro-batch-seqs", "must be positive");
+    if (f.lm_head_chunk < 0)
+      throw InputError({}, "--lm-head-chunk", "must not be negative (0: unfused)");
     o.workload =
-        Workload{f.tokens_per_step, f.seq_len, f.micro_batch_seqs, f.ac == "full", f.ac_offload};
+        Workload{f.tokens_per_step, f.seq_len,       f.micro_batch_seqs,        f.ac == "full",
+                 f.ac_offload,      f.lm_head_chunk, parse_cp_style(f.cp_style)};
   }
   if (o.nesterov && !r.auto_offload && o.offload == OffloadMode::full) {
     throw InputError({}, "--nesterov", "Nesterov momentum is not supported under full offload");

@@ -54,7 +54,9 @@ json inputs_json(const PlanRequest& base, const ReportInputs& in) {
                 {"seq_len", w.seq_len},
                 {"micro_batch_seqs", w.micro_batch_seqs},
                 {"ac", w.ac_full ? "full" : "none"},
-                {"ac_offload", w.ac_offload}};
+                {"ac_offload", w.ac_offload},
+                {"lm_head_chunk", w.lm_head_chunk},
+                {"cp_style", to_string(w.cp_style)}};
   }
   json metrics_paths = json::array();
   for (const json& m : in.metrics) metrics_paths.push_back(m.at("path"));

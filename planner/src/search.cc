@@ -6,6 +6,7 @@
 
 #include "muonplan/error.h"
 #include "muonplan/plan.h"
+#include "workload_cost.h"
 
 namespace muonplan {
 namespace {
@@ -31,6 +32,33 @@ ParamInventory planned_inventory(const ModelSpec& spec, OptimizerKind optimizer)
   return inv;
 }
 
+// The layouts a world of `world` ranks is tried with: the asked one, with the searched
+// dimensions enumerated. Ones that do not divide the world are refused by resolve_layout and
+// listed as not evaluated.
+std::vector<Layout> layouts_to_try(const PlanRequest& req, const ModelSpec& spec, int world) {
+  const Layout& asked = req.options.layout;
+  std::vector<int> eps = {asked.ep}, cps = {asked.cp};
+  if (req.search_ep && spec.moe.num_experts > 0) {
+    eps.clear();
+    for (int d = 1; d <= world && d <= spec.moe.num_experts; ++d) {
+      if (spec.moe.num_experts % d == 0 && world % d == 0) eps.push_back(d);
+    }
+  }
+  const std::optional<Workload>& w = req.options.workload;
+  if (req.search_cp && w) {
+    cps.clear();
+    for (int c = 1; c <= 8; c *= 2) {
+      const int fsdp = asked.fsdp > 0 ? asked.fsdp : world;
+      if (w->seq_len % c == 0 && fsdp % c == 0) cps.push_back(c);
+    }
+  }
+  std::vector<Layout> out;
+  for (int cp : cps) {
+    for (int ep : eps) out.push_back(Layout{asked.fsdp, cp, ep});
+  }
+  return out;
+}
+
 }  // namespace
 
 Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& req) {
@@ -45,13 +73,15 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
   }
   if (in.gpu_memory_gib > 0 && in.gpu_memory_gib <= topo.overheads.cuda_context_gib) {
     throw InputError({}, "--gpu-memory-gib",
-                     fmt("%g GiB", in.gpu_memory_gib) + " is not above the fixed per-GPU overhead (" +
+                     fmt("%g GiB", in.gpu_memory_gib) +
+                         " is not above the fixed per-GPU overhead (" +
                          fmt("%g GiB", topo.overheads.cuda_context_gib) + "): nothing can fit");
   }
   const double node_overhead = topo.overheads.host_per_process_gib * gpn;
   if (in.host_ram_gib > 0 && in.host_ram_gib <= node_overhead) {
     throw InputError({}, "--host-ram-gib",
-                     fmt("%g GiB", in.host_ram_gib) + " is not above the per-node process overhead (" +
+                     fmt("%g GiB", in.host_ram_gib) +
+                         " is not above the per-node process overhead (" +
                          fmt("%g GiB", node_overhead) + "): nothing can fit");
   }
   if (req.max_nodes < 0) throw InputError({}, "--max-nodes", "must be positive");
@@ -61,7 +91,8 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
   if (!req.auto_nodes && int64_t(req.options.nodes) * gpn > kMaxWorld) {
     throw InputError({}, "--nodes",
                      "a world of " + std::to_string(int64_t(req.options.nodes) * gpn) +
-                         " ranks is more than muonplan plans for (" + std::to_string(kMaxWorld) + ")");
+                         " ranks is more than muonplan plans for (" + std::to_string(kMaxWorld) +
+                         ")");
   }
   std::vector<int> node_counts;
   if (req.auto_nodes) {
@@ -91,52 +122,57 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
     PlanOptions o = req.options;
     o.nodes = nodes;
     o.gpus_per_node = gpn;
-    try {
-      o.layout = resolve_layout(req.options.layout, world, spec);
-    } catch (const InputError& e) {
-      if (!req.auto_nodes) throw;  // the one world asked for cannot take the layout
-      last_layout_error = e.message();
-      for (OffloadMode m : modes) {
-        best.candidates.push_back({nodes, m, false, false, 0, 0, 0, 0, e.message()});
-      }
-      continue;
-    }
-    const ChunkPlan chunks = build_chunks(inv, o.include_mtp, o.layout, world, o.owners,
-                                          static_cast<int>(o.schedule.steps.size()));
     bool any_fit_here = false;
-    for (OffloadMode m : modes) {
-      o.offload = m;
-      if (m == OffloadMode::full && o.nesterov) {
-        best.candidates.push_back(
-            {nodes, m, false, false, 0, 0, 0, 0, "Nesterov is not supported under full offload"});
+    for (const Layout& asked : layouts_to_try(req, spec, world)) {
+      try {
+        o.layout = resolve_layout(asked, world, spec);
+        if (o.workload) micro_steps(*o.workload, world, o.layout);
+      } catch (const InputError& e) {
+        // The one world and layout asked for must work; a searched one may not.
+        if (!req.auto_nodes && !req.search_ep && !req.search_cp) throw;
+        last_layout_error = e.message();
+        for (OffloadMode m : modes) {
+          best.candidates.push_back({nodes, m, "", false, false, 0, 0, 0, 0, e.message()});
+        }
         continue;
       }
-      Prediction p = predict(spec, inv, topo, o, chunks);
-      Candidate c{nodes,
-                  m,
-                  true,
-                  p.fits(),
-                  p.gpu_peak_bytes() / kGiB,
-                  p.host_bytes() / kGiB,
-                  p.step_s(),
-                  p.step_s() * world,
-                  ""};
-      best.candidates.push_back(c);
-      any_fit_here = any_fit_here || c.fits;
-      // Fitting beats not fitting; among fits, fewer nodes then fewer GPU-seconds; among
-      // misfits, the one closest to fitting.
-      const double key = c.fits ? nodes * 1e12 + c.gpu_seconds : pressure(p);
-      const bool better =
-          !have_best || (c.fits && !best_fits) || (c.fits == best_fits && key < best_key);
-      if (better) {
-        have_best = true;
-        best_fits = c.fits;
-        best_key = key;
-        best.options = o;
-        best.world = world;
-        best.chunks = chunks;
-        best.predicted = std::move(p);
-        best.fits = c.fits;
+      const ChunkPlan chunks = build_chunks(inv, o.include_mtp, o.layout, world, o.owners,
+                                            static_cast<int>(o.schedule.steps.size()));
+      for (OffloadMode m : modes) {
+        o.offload = m;
+        if (m == OffloadMode::full && o.nesterov) {
+          best.candidates.push_back({nodes, m, to_string(o.layout), false, false, 0, 0, 0, 0,
+                                     "Nesterov is not supported under full offload"});
+          continue;
+        }
+        Prediction p = predict(spec, inv, topo, o, chunks);
+        Candidate c{nodes,
+                    m,
+                    to_string(o.layout),
+                    true,
+                    p.fits(),
+                    p.gpu_peak_bytes() / kGiB,
+                    p.host_bytes() / kGiB,
+                    p.step_s(),
+                    p.step_s() * world,
+                    ""};
+        best.candidates.push_back(c);
+        any_fit_here = any_fit_here || c.fits;
+        // Fitting beats not fitting; among fits, fewer nodes then fewer GPU-seconds; among
+        // misfits, the one closest to fitting.
+        const double key = c.fits ? nodes * 1e12 + c.gpu_seconds : pressure(p);
+        const bool better =
+            !have_best || (c.fits && !best_fits) || (c.fits == best_fits && key < best_key);
+        if (better) {
+          have_best = true;
+          best_fits = c.fits;
+          best_key = key;
+          best.options = o;
+          best.world = world;
+          best.chunks = chunks;
+          best.predicted = std::move(p);
+          best.fits = c.fits;
+        }
       }
     }
     if (any_fit_here && req.auto_nodes) break;  // fewer nodes cannot come later
@@ -148,7 +184,8 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
   best.inventory = inv;
   const Candidate* chosen = nullptr;
   for (const Candidate& c : best.candidates) {
-    if (c.nodes == best.options.nodes && c.offload == best.options.offload && c.evaluated) {
+    if (c.nodes == best.options.nodes && c.offload == best.options.offload && c.evaluated &&
+        c.layout == to_string(best.options.layout)) {
       chosen = &c;
     }
   }
@@ -164,7 +201,8 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
     }
     if (alternatives > 0) {
       best.reason += "; fewest GPU-seconds per step among the " + std::to_string(alternatives + 1) +
-                     " modes that fit there (" + fmt("%.3f", chosen->gpu_seconds) + " GPU-s)";
+                     std::string(req.search_ep || req.search_cp ? " layouts and modes" : " modes") +
+                     " that fit there (" + fmt("%.3f", chosen->gpu_seconds) + " GPU-s)";
     }
   } else {
     best.reason = "does not fit on any candidate up to " + std::to_string(node_counts.back()) +

@@ -136,7 +136,8 @@ void read_overheads(const YamlMap& m, Overheads& o) {
 void read_calibration(const YamlMap& m, Calibration& c) {
   m.check_known({"gemm_efficiency_max", "gemm_k_overhead", "gemm_tile_m", "gemm_tile_n",
                  "kernel_launch_us", "hbm_efficiency", "link_efficiency", "collective_us",
-                 "pcie_efficiency", "host_kernel_efficiency", "model_flops_utilization"});
+                 "pcie_efficiency", "host_kernel_efficiency", "model_flops_utilization",
+                 "ep_comm_overlap", "cp_comm_overlap"});
   c.gemm_efficiency_max = efficiency(m, "gemm_efficiency_max", c.gemm_efficiency_max);
   c.gemm_k_overhead = non_negative(m, "gemm_k_overhead", c.gemm_k_overhead);
   c.gemm_tile_m = count(m, "gemm_tile_m", kMaxGemmTile, c.gemm_tile_m);
@@ -148,6 +149,11 @@ void read_calibration(const YamlMap& m, Calibration& c) {
   c.pcie_efficiency = efficiency(m, "pcie_efficiency", c.pcie_efficiency);
   c.host_kernel_efficiency = efficiency(m, "host_kernel_efficiency", c.host_kernel_efficiency);
   c.model_flops_utilization = efficiency(m, "model_flops_utilization", c.model_flops_utilization);
+  for (auto [key, field] : {std::pair{"ep_comm_overlap", &c.ep_comm_overlap},
+                            std::pair{"cp_comm_overlap", &c.cp_comm_overlap}}) {
+    *field = non_negative(m, key, *field);
+    if (*field > 1) m.fail(key, "is a fraction: at most 1, got " + as_written(m, key));
+  }
 }
 
 }  // namespace

@@ -74,10 +74,10 @@ std::string trainer_config_toml(const json& plan) {
     t.key("betas1", adamw.at("beta1"));
     t.key("betas2", adamw.at("beta2"));
     t.key("eps", adamw.at("eps"));
-    return t.str();
+  } else {
+    t.key("lr", opt.at("lr"));
+    t.key("weight_decay", opt.at("weight_decay"));
   }
-  t.key("lr", opt.at("lr"));
-  t.key("weight_decay", opt.at("weight_decay"));
   if (optimizer == "muon") {
     t.key("mu", opt.at("momentum"), "Muon momentum");
     t.key("nesterov", opt.at("nesterov"));
@@ -90,6 +90,31 @@ std::string trainer_config_toml(const json& plan) {
     t.key("betas2", adamw.at("beta2"));
     t.key("adamw_lr", adamw.at("lr"));
     t.key("adamw_weight_decay", adamw.at("weight_decay"));
+  }
+
+  // The rest of the plan's inputs, for `muonplan plan --trainer-config` to plan it again.
+  const json w = plan.value("workload", json());
+  if (!w.is_null()) {
+    t.table("workload");
+    t.key("seq_len", w.at("seq_len"));
+    t.key("tokens_per_step", w.at("tokens_per_step"), "global batch");
+    t.key("micro_batch_seqs", w.at("micro_batch_seqs"), "per rank per micro step");
+    t.key("ac", w.at("ac"), "activation checkpointing: full | none");
+    t.key("ac_offload", w.at("ac_offload"));
+    t.key("lm_head_chunk", w.at("lm_head_chunk"), "fused LM head chunk; 0: unfused");
+    t.key("cp_style", w.at("cp_style"), "ulysses | ring");
+  }
+  t.table("muonplan");
+  t.key("owners", plan.at("owners"));
+  t.key("offload_staging", opt.at("optimizer_offload_staging"), "whole | chunked");
+  t.key("pinned_state", opt.at("optimizer_offload_pinned"));
+  t.key("include_mtp", plan.at("include_mtp"));
+  t.key("gpu_memory_gib", plan.at("limits").at("gpu_memory_gib"), "the limits planned for");
+  t.key("host_ram_gib", plan.at("limits").at("host_ram_per_node_gib"), "per node");
+  if (optimizer != "muon") {  // not in [optim], yet part of the plan
+    t.key("ns_schedule", opt.at("ns_schedule"));
+    if (opt.at("ns_schedule") == "custom")
+      t.key("newton_schulz_coefficients", opt.at("newton_schulz_coefficients"));
   }
   return t.str();
 }

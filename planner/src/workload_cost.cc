@@ -1,37 +1,47 @@
-// Workload terms. Activation bytes follow Korthikanti et al. ("Reducing Activation
-// Recomputation in Large Transformer Models", 2022) with flash attention (no s^2 score
-// tensors) and SwiGLU/MoE MLPs; compute follows the 6 N T rule plus causal attention.
+// Workload terms: memory, traffic and time of the training step around the optimizer step.
+// Activation bytes follow Korthikanti et al. ("Reducing Activation Recomputation in Large
+// Transformer Models", 2022) with flash attention (no s^2 score tensors) and SwiGLU/MoE MLPs;
+// compute follows the 6 N T rule plus causal attention. Every figure is per micro step first,
+// then summed over the step's micro steps (docs/planner.md section 8).
+#include "workload_cost.h"
+
 #include <algorithm>
 #include <map>
 
 #include "muonplan/error.h"
-#include "workload_cost.h"
 
 namespace muonplan {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+// Attention shape: query and key/value head counts (GQA shares k/v heads), per-head dims.
+struct Heads {
+  double q = 0, kv = 0, qk = 0, v = 0;
+};
 
-double attention_dims(const ModelSpec& s, double* qk_per_head, double* v_per_head) {
+Heads heads_of(const ModelSpec& s) {
   const AttentionSpec& a = s.attention;
   if (a.kind == AttentionKind::mla) {
-    *qk_per_head = double(a.qk_nope_head_dim + a.qk_rope_head_dim);
-    *v_per_head = double(a.v_head_dim);
-  } else {
-    *qk_per_head = *v_per_head = double(a.head_dim);
+    // MLA expands k and v per query head before attention: every head has its own.
+    return {double(a.num_heads), double(a.num_heads),
+            double(a.qk_nope_head_dim + a.qk_rope_head_dim), double(a.v_head_dim)};
   }
-  return double(a.num_heads);
+  const double dim = a.head_dim > 0 ? double(a.head_dim) : double(s.hidden_size) / a.num_heads;
+  return {double(a.num_heads), double(a.num_kv_heads > 0 ? a.num_kv_heads : a.num_heads), dim, dim};
+}
+
+double top_k(const ModelSpec& s) {
+  return double(std::max<int64_t>(1, s.moe.experts_per_token));
 }
 
 // Activation bytes of one layer for t tokens without recomputation.
 double layer_activation_bytes(const ModelSpec& s, int64_t layer, double t) {
   const double h = double(s.hidden_size);
-  double qk = 0, v = 0;
-  const double heads = attention_dims(s, &qk, &v);
-  // Norm inputs, q/k/v, attention output, fp32 softmax statistics.
-  double bytes = 2 * 2 * t * h + 2 * t * heads * (2 * qk + v) + 2 * t * heads * v + 4 * t * heads;
+  const Heads a = heads_of(s);
+  // Two norm inputs; q, k, v and the attention output (bf16); fp32 softmax statistics.
+  double bytes =
+      2 * 2 * t * h + 2 * t * (a.q * a.qk + a.kv * (a.qk + a.v)) + 2 * t * a.q * a.v + 4 * t * a.q;
   if (s.is_moe_layer(layer)) {
-    const double k = double(std::max<int64_t>(1, s.moe.experts_per_token));
+    const double k = top_k(s);
     const double f = double(s.moe.intermediate_size), fs = double(s.moe.shared_intermediate_size);
     bytes += 2 * t * k * h + 6 * t * k * f + 6 * t * fs + 4 * t * s.moe.num_experts + 2 * t * h;
   } else {
@@ -40,10 +50,45 @@ double layer_activation_bytes(const ModelSpec& s, int64_t layer, double t) {
   return bytes;
 }
 
+// Parameters by FSDP unit (a decoder layer; -1: embeddings, final norm and LM head).
+struct Unit {
+  double non_expert = 0, expert = 0;  // elements
+  double muon = 0, all = 0;           // elements on one rank (its share)
+  double flops_per_token = 0;         // forward + backward, without recomputation
+};
+
+struct Rates {
+  double intra_bps = 0, inter_bps = 0, d2h_bps = 0;
+};
+
+double link_for_group(int group, int gpn, const Rates& r) {
+  // A group of consecutive ranks stays on one node when it fits in one.
+  return group <= gpn && gpn % group == 0 ? r.intra_bps : r.inter_bps;
+}
+
 }  // namespace
 
+int64_t micro_steps(const Workload& w, int world, const Layout& l) {
+  if (w.seq_len % l.cp != 0) {
+    throw InputError({}, "--layout",
+                     "cp=" + std::to_string(l.cp) + " does not divide the sequence length " +
+                         std::to_string(w.seq_len));
+  }
+  const int64_t dp = world / l.cp;
+  const int64_t seqs = w.tokens_per_step / w.seq_len;
+  const int64_t per_micro = dp * w.micro_batch_seqs;
+  if (seqs % per_micro != 0) {
+    throw InputError({}, "--tokens-per-step",
+                     std::to_string(seqs) + " sequences per step do not split over " +
+                         std::to_string(dp) + " data-parallel groups (world " +
+                         std::to_string(world) + " / cp " + std::to_string(l.cp) + ") x " +
+                         std::to_string(w.micro_batch_seqs) + " sequences per micro step");
+  }
+  return seqs / per_micro;
+}
+
 void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Topology& topo,
-                        const PlanOptions& o, const ChunkPlan& plan, double local_params,
+                        const PlanOptions& o, const ChunkPlan& plan, const OptimizerPhases& opt,
                         Prediction& p) {
   const Workload& w = *o.workload;
   if (s.moe.num_experts > 0 && s.moe.experts_per_token == 0) {
@@ -55,27 +100,50 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Top
   const int world = plan.world;
   const int gpn = o.gpus_per_node > 0 ? o.gpus_per_node : topo.node.gpus;
   const Layout& l = plan.layout;
-  const double t = double(w.seq_len) / l.cp * double(w.micro_batch_seqs);
+  const double n_micro = double(micro_steps(w, world, l));
+  const double t = double(w.seq_len) / l.cp * double(w.micro_batch_seqs);  // per micro step
   const double h = double(s.hidden_size);
   const int64_t layers = s.num_layers + (o.include_mtp ? s.mtp_layers : 0);
+  const Calibration& cal = topo.calibration;
+  const double k_frac = s.moe.num_experts > 0 ? top_k(s) / double(s.moe.num_experts) : 0;
 
-  // Per-layer parameters gathered by FSDP: non-expert ones whole, experts of one EP slice.
-  std::map<int64_t, double> gathered;
+  // --- Parameters per FSDP unit, and each rank's share of them.
+  std::map<int64_t, Unit> units;
   double dense_active = 0, expert_total = 0, non_expert = 0;
   for (const ParamTensor& pt : inv.tensors) {
     if (pt.mtp && !o.include_mtp) continue;
     const double n = double(pt.numel());
-    if (pt.layer >= 0) gathered[pt.layer] += pt.stack_dim == 0 ? n / l.ep : n;
-    if (pt.stack_dim == 0 || pt.routed_expert) {
+    Unit& u = units[pt.layer];
+    const bool expert = pt.stack_dim == 0 || pt.routed_expert;
+    (expert ? u.expert : u.non_expert) += n;
+    // Non-expert params are split over F ranks, expert params over all ranks (EP x the rest).
+    const double share = expert ? n / world : n / l.fsdp;
+    u.all += share;
+    if (pt.rule == UpdateRule::muon) u.muon += share;
+    if (expert) {
       expert_total += n;
+      u.flops_per_token += 6 * n * k_frac;
     } else {
       non_expert += n;
-      if (pt.name != "model.embed_tokens.weight") dense_active += n;
+      // The input embedding is a lookup, not a matmul, unless it is also the output head.
+      if (pt.name != "model.embed_tokens.weight" || s.tie_embeddings) {
+        dense_active += n;
+        u.flops_per_token += 6 * n;
+      }
     }
   }
+  const Heads a = heads_of(s);
+  // Causal attention: QK^T and AV over half the sequence on average, x3 for backward.
+  const double attn_flops_per_token = 6 * double(w.seq_len) * a.q * (a.qk + a.v) / 2;
+  for (auto& [layer, u] : units) {
+    if (layer >= 0) u.flops_per_token += attn_flops_per_token;
+  }
   double max_layer = 0;
-  for (const auto& [layer, n] : gathered) max_layer = std::max(max_layer, n);
+  for (const auto& [layer, u] : units) {
+    if (layer >= 0) max_layer = std::max(max_layer, u.non_expert + u.expert / l.ep);
+  }
 
+  // --- GPU memory of one micro step.
   double act_max = 0;
   for (int64_t i = 0; i < layers; ++i) act_max = std::max(act_max, layer_activation_bytes(s, i, t));
   const double stored_inputs = double(layers) * 2 * t * h;
@@ -91,57 +159,163 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Top
     for (int64_t i = 0; i < layers; ++i) all += layer_activation_bytes(s, i, t);
     p.gpu_workload_bytes.push_back({"activations", all, "every layer's activations (no AC)"});
   }
+  const double vocab = double(s.vocab_size);
+  if (w.lm_head_chunk > 0) {
+    const double chunk = std::min(double(w.lm_head_chunk), t);
+    p.gpu_workload_bytes.push_back(
+        {"lm_head_chunk_logits", chunk * vocab * 10,
+         "fused LM head: bf16 logits, fp32 upcast and fp32 gradient of " +
+             std::to_string(int64_t(chunk)) + " tokens at a time"});
+  } else {
+    p.gpu_workload_bytes.push_back(
+        {"logits", t * vocab * 10, "bf16 logits, fp32 upcast and fp32 gradient of every token"});
+  }
   p.gpu_workload_bytes.push_back(
-      {"logits", t * double(s.vocab_size) * 10, "bf16 logits, fp32 upcast and fp32 gradient"});
+      {"lm_head_io", 2 * 2 * t * h, "bf16 final hidden states and their gradient"});
   p.gpu_workload_bytes.push_back(
       {"gathered_layer_weights", 2 * 2 * max_layer, "bf16 weights of 2 layers (one prefetched)"});
   p.gpu_workload_bytes.push_back({"unsharded_layer_grads", 4 * max_layer,
                                   "fp32 gradients of one layer before reduce-scatter"});
+  if (o.offload == OffloadMode::full) {
+    double max_unit = 0;
+    for (const auto& [layer, u] : units) max_unit = std::max(max_unit, u.all);
+    p.gpu_workload_bytes.push_back({"grads_bf16_in_flight", 2 * 2 * max_unit,
+                                    "bf16 gradient shards of 2 units on their way to the host"});
+  }
   if (w.ac_full && w.ac_offload) {
     p.host_bytes_per_node.push_back(
         {"ac_offload", stored_inputs * gpn, "checkpointed layer inputs of the node's ranks"});
   }
 
-  // FSDP traffic per GPU: all-gather bf16 weights twice (forward, backward), reduce-scatter
-  // fp32 grads, over the non-expert group (fsdp) and the expert group (world / ep).
+  // --- Traffic per GPU per step (every micro step moves its own).
+  Rates r;
+  const double nic_share = topo.node.nics >= gpn ? 1.0 : double(topo.node.nics) / gpn;
+  r.intra_bps = topo.node.nvlink_gbps * 1e9 * cal.link_efficiency;
+  r.inter_bps = topo.node.nic_gbps * nic_share * 1e9 * cal.link_efficiency;
+  if (gpn == 1) r.intra_bps = r.inter_bps;
+  r.d2h_bps = topo.node.pcie_d2h_gbps * 1e9 * cal.pcie_efficiency;
+  // FSDP: all-gather bf16 weights twice (forward, backward), reduce-scatter fp32 grads, over
+  // the non-expert group (fsdp) and the expert group (world / ep).
   const double f = double(l.fsdp), de = double(world / l.ep);
-  const double ag = 2 * 2 * non_expert * (f - 1) / f + 2 * 2 * expert_total / l.ep * (de - 1) / de;
-  const double rs = 4 * non_expert * (f - 1) / f + 4 * expert_total / l.ep * (de - 1) / de;
+  const double ag =
+      n_micro * (2 * 2 * non_expert * (f - 1) / f + 2 * 2 * expert_total / l.ep * (de - 1) / de);
+  const double rs =
+      n_micro * (4 * non_expert * (f - 1) / f + 4 * expert_total / l.ep * (de - 1) / de);
   p.comm_bytes.push_back({"fsdp_all_gather", ag, "bf16 weights, forward and backward"});
   p.comm_bytes.push_back({"fsdp_reduce_scatter", rs, "fp32 gradients"});
-  const Calibration& cal = topo.calibration;
-  const double link_gbps = (l.fsdp > gpn || (world / l.ep > 1 && world > gpn))
-                               ? topo.node.nic_gbps
-                               : topo.node.nvlink_gbps;
-  const double fsdp_s = (ag + rs) / (std::max(1e-9, link_gbps) * 1e9 * cal.link_efficiency);
+  const double fsdp_link =
+      (l.fsdp > gpn || (world / l.ep > 1 && world > gpn)) ? r.inter_bps : r.intra_bps;
+  const double fsdp_s = (ag + rs) / std::max(1.0, fsdp_link);
+  // Passes over the layers per micro step: forward, backward, and the recompute of full AC.
+  const double passes = w.ac_full ? 3 : 2;
+  int64_t moe_layers = 0;
+  for (int64_t i = 0; i < layers; ++i) moe_layers += s.is_moe_layer(i) ? 1 : 0;
+  // Expert parallelism: each token's hidden state to its top-k experts (dispatch) and back
+  // (combine); the share bound for other EP ranks leaves the rank.
+  const double ep_bytes = l.ep > 1 ? n_micro * passes * double(moe_layers) * 2 * t * top_k(s) * h *
+                                         2 * (l.ep - 1) / l.ep
+                                   : 0;
+  const double ep_s = ep_bytes / std::max(1.0, link_for_group(l.ep, gpn, r));
+  // Context parallelism. Ulysses: q, k, v to head-sharded ranks and the output back; ring: k/v
+  // blocks around the ring, cp - 1 hops, twice in backward (k/v and their gradients).
+  double cp_bytes = 0;
+  if (l.cp > 1 && w.cp_style == CpStyle::ulysses) {
+    cp_bytes = n_micro * passes * double(layers) * t *
+               (a.q * a.qk + a.kv * (a.qk + a.v) + a.q * a.v) * 2 * (l.cp - 1) / l.cp;
+  } else if (l.cp > 1) {
+    cp_bytes = n_micro * (passes + 1) * double(layers) * (l.cp - 1) * t * a.kv * (a.qk + a.v) * 2;
+  }
+  const double cp_s = cp_bytes / std::max(1.0, link_for_group(l.cp, gpn, r));
+  p.comm_bytes.push_back({"ep_dispatch_combine", ep_bytes,
+                          "tokens to their experts and back, forward, backward and recompute"});
+  p.comm_bytes.push_back({"cp_attention", cp_bytes,
+                          std::string(to_string(w.cp_style)) + " exchanges of attention inputs"});
 
-  // Compute: 6 N T (8 N T with full recomputation), N the active matmul params; plus causal
-  // attention, 6 * L * s * heads * (qk + v) / 2 per token (x4/3 when recomputed).
-  const double k = s.moe.num_experts > 0 ? double(std::max<int64_t>(1, s.moe.experts_per_token)) /
-                                               double(s.moe.num_experts)
-                                         : 0;
-  const double active = dense_active + expert_total * k;
-  double qk = 0, v = 0;
-  const double heads = attention_dims(s, &qk, &v);
+  // --- Compute: 6 N T (x 4/3 with full recomputation), N the active matmul params, plus
+  // causal attention.
   const double recompute = w.ac_full ? 4.0 / 3.0 : 1.0;
-  const double per_token =
-      (6 * active + 6 * double(layers) * double(w.seq_len) * heads * (qk + v) / 2) * recompute;
-  const double flops_per_rank = per_token * double(w.tokens_per_step) / world;
-  const double compute_s =
-      flops_per_rank / (topo.node.gpu.bf16_tflops * 1e12 * cal.model_flops_utilization);
-  const double ac_s =
-      w.ac_full && w.ac_offload
-          ? 2 * stored_inputs / (topo.node.pcie_d2h_gbps * 1e9 * cal.pcie_efficiency)
-          : 0;
-  p.training_terms_s.push_back(
-      {"forward_backward", compute_s, "model FLOPs / (peak x model_flops_utilization)"});
+  double per_token = 0, attn_per_token = 0;
+  for (const auto& [layer, u] : units) {
+    per_token += u.flops_per_token;
+    if (layer >= 0) attn_per_token += attn_flops_per_token;
+  }
+  (void)dense_active;
+  const double rate = topo.node.gpu.bf16_tflops * 1e12 * cal.model_flops_utilization;
+  const double tokens_per_rank = double(w.tokens_per_step) / world;
+  const double compute_s = per_token * recompute * tokens_per_rank / rate;
+  const double attn_s = attn_per_token * recompute * tokens_per_rank / rate;
+  const double ac_s = w.ac_full && w.ac_offload ? n_micro * 2 * stored_inputs / r.d2h_bps : 0;
+
+  auto hidden = [](double comm, double cover) { return std::min(comm, std::max(0.0, cover)); };
+  const double ep_hidden = hidden(ep_s * cal.ep_comm_overlap, compute_s);
+  const double cp_hidden = w.cp_style == CpStyle::ring ? hidden(cp_s, attn_s)
+                                                       : hidden(cp_s * cal.cp_comm_overlap, attn_s);
+  p.training_terms_s.push_back({"forward_backward", compute_s,
+                                "model FLOPs / (peak x model_flops_utilization), " +
+                                    std::to_string(int64_t(n_micro)) + " micro step(s)"});
   p.training_terms_s.push_back({"exposed_fsdp_comm", std::max(0.0, fsdp_s - compute_s),
                                 "FSDP traffic not hidden by compute"});
   p.training_terms_s.push_back(
+      {"exposed_ep_comm", ep_s - ep_hidden, "dispatch/combine not hidden (ep_comm_overlap)"});
+  p.training_terms_s.push_back({"exposed_cp_comm", cp_s - cp_hidden,
+                                w.cp_style == CpStyle::ring
+                                    ? "ring hops not hidden by attention compute"
+                                    : "Ulysses all-to-alls not hidden (cp_comm_overlap)"});
+  p.training_terms_s.push_back(
       {"exposed_ac_offload", std::max(0.0, ac_s - compute_s), "AC offload traffic not hidden"});
-  p.training_terms_s.push_back({"optimizer_step", p.optimizer_step_s, "after backward"});
+  p.training_hidden_s.push_back({"fsdp_comm", std::min(fsdp_s, compute_s), "under compute"});
+  p.training_hidden_s.push_back({"ep_comm", ep_hidden, "under compute"});
+  p.training_hidden_s.push_back({"cp_comm", cp_hidden, "under attention compute"});
+
+  if (o.offload != OffloadMode::full) {
+    p.training_terms_s.push_back(
+        {"optimizer_step", p.optimizer_step_s, "after backward (section 7)"});
+  } else {
+    // Full offload: each unit's bf16 gradients go to the host as backward produces them, and
+    // the host accumulates them (micro steps before the last) or folds them into the momentum
+    // and updates AdamW/signSGD params (the last), while backward goes on. Two resources in
+    // order (PCIe D2H, then CPU), each FIFO; what outlasts the last backward is exposed.
+    const double bwd_share = w.ac_full ? 3.0 / 4.0 : 2.0 / 3.0;
+    const double mom_b = o.bf16_momentum ? 2 : 4;
+    const double host_update_bpe = o.optimizer == OptimizerKind::signsgd ? 10 : 26;
+    double clock = 0, d2h_free = 0, cpu_free = 0, d2h_busy = 0, cpu_busy = 0;
+    for (int64_t m = 0; m < int64_t(n_micro); ++m) {
+      clock += compute_s / n_micro * (1 - bwd_share);  // forward
+      const bool last = m + 1 == int64_t(n_micro);
+      // Backward order: layers from the last; the root unit (-1: embeddings, LM head, final
+      // norm) last, where FSDP reduces it.
+      for (auto it = units.rbegin(); it != units.rend(); ++it) {
+        const Unit& u = it->second;
+        clock += u.flops_per_token * recompute * tokens_per_rank / n_micro / rate * bwd_share;
+        const double d2h = 2 * u.all / opt.d2h_bps;
+        d2h_free = std::max(clock, d2h_free) + d2h;
+        // Host bytes per element: accumulate (write fp32; later read it too), or at the last
+        // micro step fold Muon's momentum (read grad, M) / update the host-updated params.
+        const double g = n_micro > 1 ? 2 + 4 : 2;
+        const double cpu_bytes =
+            !last ? u.all * (m == 0 ? 6 : 10)
+                  : u.muon * (g + 2 * mom_b) + (u.all - u.muon) * (g + host_update_bpe);
+        const double cpu = cpu_bytes / opt.cpu_bps_per_rank;
+        cpu_free = std::max(d2h_free, cpu_free) + cpu;
+        d2h_busy += d2h;
+        cpu_busy += cpu;
+      }
+    }
+    const double exposed = std::max(0.0, std::max(d2h_free, cpu_free) - clock);
+    p.training_hidden_s.push_back(
+        {"backward_grads_d2h", d2h_busy, "bf16 gradients to the host during backward"});
+    p.training_hidden_s.push_back(
+        {"backward_host_work", cpu_busy,
+         "host accumulation, Muon momentum fold, AdamW/signSGD updates during backward"});
+    p.training_terms_s.push_back({"exposed_backward_offload", exposed,
+                                  "gradient offload and host work that outlast backward"});
+    p.training_terms_s.push_back(
+        {"post_backward_optimizer", opt.post_backward_s,
+         "momentum H2D, NS and exchanges, update D2H, host apply, weights H2D (Muon batches)"});
+    p.training_terms_s.push_back({"weight_upload", 2 * opt.host_update_elems / opt.h2d_bps,
+                                  "bf16 weights of the host-updated params H2D after backward"});
+  }
   p.training_step_s = sum(p.training_terms_s);
-  (void)local_params;
 }
 
 }  // namespace muonplan

@@ -67,5 +67,33 @@ check() {  # name, expected exit code, expected stderr, command...
 check bad-emit 2 "--emit: expected toml, got 'yaml'" "$bin" plan --model models/qwen3-8b.yaml --emit yaml
 check emit-and-json 2 "--emit: prints instead of --json; give one of them" \
   "$bin" plan --model models/qwen3-8b.yaml --emit toml --json
+
+# --trainer-config: the TOML plans the same again. Explicit --nodes and --offload keep the
+# decision alike too (the file pins both, so a searched plan keeps one candidate).
+same_json='import json, sys; a, b = (json.load(open(f)) for f in sys.argv[1:]); sys.exit(a != b)'
+round_trip() {  # name, model, topology, plan flags...
+  local name="$1" model="$2" topo="$3"; shift 3
+  local t="$work/$name.rt"
+  if "$bin" plan --model "$model" --topology "$topo" "$@" --emit toml >"$t.toml" &&
+     "$bin" plan --model "$model" --topology "$topo" "$@" --json >"$t.want.json" &&
+     "$bin" plan --model "$model" --topology "$topo" --trainer-config "$t.toml" --json \
+       >"$t.got.json" &&
+     "$py" -c "$same_json" "$t.want.json" "$t.got.json"
+  then pass=$((pass + 1)); else echo "FAIL round-trip $name"; fail=$((fail + 1)); fi
+}
+round_trip moe-workload models/qwen3-30b-a3b.yaml topologies/h200-ib.yaml --nodes 2 \
+  --layout fsdp=8,cp=2,ep=8 --offload optimizer --offload-staging chunked --pinned-state \
+  --bf16-momentum --ns-schedule polar-express --lr 0.01 --adamw-betas 0.8,0.99 \
+  --tokens-per-step 1048576 --seq-len 4096 --lm-head-chunk 1024 --cp-style ring
+round_trip adamw models/qwen3-8b.yaml topologies/h200-ib.yaml --nodes 1 --offload none \
+  --optimizer adamw --lr 0.001
+printf '[deployment]\nnum_nodes = 1\n\n[model]\nofload = "none"\n' >"$work/unknown.toml"
+check trainer-config-unknown-key 2 "$work/unknown.toml:5:1: model.ofload: unknown key in [model]; \
+known: offload, fsdp_cpu_offload, optim_cpu_offload, dp_replicate, dp_shard, cp, ep" \
+  "$bin" plan --model models/qwen3-8b.yaml --trainer-config "$work/unknown.toml"
+check trainer-config-conflict 2 \
+  "--nodes: conflicts with $work/moe-workload.rt.toml:5 (num_nodes = 2)" \
+  "$bin" plan --model models/qwen3-30b-a3b.yaml --trainer-config "$work/moe-workload.rt.toml" \
+  --nodes 3
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -40,10 +40,13 @@ for png in gpu_peak_vs_nodes host_ram_vs_nodes memory_breakdown step_time_breakd
 done
 [ ! -e "$out/predicted_vs_measured.png" ] && ok || bad "measured plot without --metrics"
 
-# Key numbers of report-data.json equal those of `muonplan plan --json` for the same candidate.
-"$bin" plan --model $M --nodes 2 --offload none --json >"$work/n2-none.json"
-"$bin" plan --model $M --nodes 3 --offload full --bf16-momentum --json >"$work/n3-full-bf16.json"
-"$bin" plan --model $M --nodes 1 --offload optimizer --optimizer adamw --json >"$work/n1-opt-adamw.json"
+# Key numbers of report-data.json equal those of `muonplan plan --json` for the same candidate
+# (the report, like `plan` without --nodes or --layout, searches the layout at each node count).
+"$bin" plan --model $M --nodes 2 --layout auto --offload none --json >"$work/n2-none.json"
+"$bin" plan --model $M --nodes 3 --layout auto --offload full --bf16-momentum --json \
+  >"$work/n3-full-bf16.json"
+"$bin" plan --model $M --nodes 1 --layout auto --offload optimizer --optimizer adamw --json \
+  >"$work/n1-opt-adamw.json"
 if "$py" - "$out/report-data.json" "$work" <<'EOF'
 import json, sys
 data = json.load(open(sys.argv[1]))

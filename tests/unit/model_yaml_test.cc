@@ -154,7 +154,7 @@ TEST_CASE("Qwen3-0.6B ties its embeddings: no lm_head tensor", "[models]") {
   CHECK(find(yaml_inventory("qwen3-8b"), "lm_head.weight") != nullptr);
 }
 
-TEST_CASE("Muon/AdamW routing follows muon-step.md section 1", "[models]") {
+TEST_CASE("Muon/AdamW routing follows docs/muon-step.md section 1", "[models]") {
   const ParamInventory ds = yaml_inventory("deepseek-v3");
   // Embedding and head: AdamW even though they are matrices.
   CHECK(rule_of(ds, "model.embed_tokens.weight") == UpdateRule::adamw);

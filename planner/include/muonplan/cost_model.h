@@ -25,10 +25,15 @@ double sum(const std::vector<Term>& terms);
 // A chunk's timed stages; resources run one stage at a time, chunks in flight overlap.
 enum class Resource { gpu, network, pcie_h2d, pcie_d2h, cpu };
 const char* to_string(Resource r);
+// When a stage can run in a training step: in the optimizer step after backward, during
+// backward (full offload: gradients to the host, the host fold and host updates), or as the
+// weight upload of host-updated params after backward.
+enum class StagePhase { optimizer, backward, weight_upload };
 struct Stage {
   Resource resource;
   double seconds = 0;
   std::string what;
+  StagePhase phase = StagePhase::optimizer;
 };
 
 struct PipelineResult {
@@ -56,7 +61,8 @@ struct Prediction {
   std::vector<Term> step_phases_s;
   double optimizer_step_s = 0;
   std::optional<double> training_step_s;
-  std::vector<Term> training_terms_s;
+  std::vector<Term> training_terms_s;   // their sum is training_step_s
+  std::vector<Term> training_hidden_s;  // work that runs under compute (not in the sum)
   // Limits in force.
   double gpu_limit_bytes = 0;
   double host_limit_bytes = 0;

@@ -1,5 +1,5 @@
 // The Plan: what the planner decided and predicts, and what the executor runs. Its JSON form
-// (schema "muonplan.plan/1", cli-contract.md) is the interface between the two.
+// (schema "muonplan.plan/1", docs/cli-contract.md) is the interface between the two.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -19,6 +19,7 @@ inline constexpr const char* kPlanSchema = "muonplan.plan/1";
 struct Candidate {
   int nodes = 0;
   OffloadMode offload = OffloadMode::none;
+  std::string layout;      // resolved, "fsdp=F,cp=C,ep=E"; empty when it did not resolve
   bool evaluated = false;  // false: the layout does not divide this world (see note)
   bool fits = false;
   double gpu_peak_gib = 0;
@@ -34,6 +35,9 @@ struct PlanRequest {
   bool auto_nodes = false;
   bool auto_offload = false;
   int max_nodes = 0;  // 0: the topology's max_nodes
+  // Layout search: enumerate ep (divisors of the expert count that divide the world) and, with
+  // a workload, cp (1, 2, 4, 8 dividing the sequence); a dimension the layout names is fixed.
+  bool search_ep = false, search_cp = false;
 };
 
 struct Plan {

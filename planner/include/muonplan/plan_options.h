@@ -25,14 +25,27 @@ enum class OffloadStaging { whole, chunked };
 
 // Training workload: with it the plan covers forward/backward too (activations, FSDP traffic,
 // training-step time). docs/planner.md, "Workload".
+// How context parallelism exchanges attention inputs: Ulysses all-to-alls of q/k/v/out
+// (heads split over the CP ranks), or ring attention passing k/v blocks around the ring.
+enum class CpStyle { ulysses, ring };
+CpStyle parse_cp_style(const std::string& name);  // InputError on unknown
+const char* to_string(CpStyle s);
+
 struct Workload {
   int64_t tokens_per_step = 0;  // global batch in tokens
   int64_t seq_len = 0;
   int64_t micro_batch_seqs = 1;  // sequences per rank per micro step (before CP splits them)
   bool ac_full = true;           // full activation checkpointing
   bool ac_offload = false;       // checkpointed layer inputs kept in host RAM
+  int64_t lm_head_chunk = 0;     // fused LM head: tokens per logits chunk; 0: unfused
+  CpStyle cp_style = CpStyle::ulysses;
 };
 Workload load_workload(const std::string& path);  // YAML: the fields above, by name
+
+// Micro steps per optimizer step: sequences per data-parallel group (world / cp) over
+// micro_batch_seqs. InputError naming --tokens-per-step when they do not divide, --layout when
+// cp does not divide the sequence (workload_cost.cc).
+int64_t micro_steps(const Workload& w, int world, const Layout& layout);
 
 // Step hyperparameters: not needed to plan, carried in the Plan for the executor.
 struct OptimizerHyper {

@@ -12,11 +12,13 @@
 
 namespace muonplan {
 
-// Field by field the `muonplan plan` flags (cli-contract.md); defaults are the CLI's.
+// Field by field the `muonplan plan` flags (docs/cli-contract.md); defaults are the CLI's.
 struct PlanFlags {
   std::string nodes = "auto", layout, optimizer = "muon", offload = "auto";
   std::string staging = "whole", schedule = "quintic", owners = "balanced";
-  std::string workload, ac = "full";
+  std::string workload, ac = "full", cp_style = "ulysses";
+  std::string trainer_config;  // trainer TOML (--emit toml's keys), applied by to_plan_request
+  int64_t lm_head_chunk = 0;
   int gpus_per_node = 0, max_nodes = 0;
   int64_t tokens_per_step = 0, seq_len = 0, micro_batch_seqs = 1;
   bool ac_offload = false, bf16_momentum = false, nesterov = false, pinned_state = false;
@@ -25,7 +27,8 @@ struct PlanFlags {
   OptimizerHyper hyper;
 };
 
-// Validates the flags and builds the request. InputError names the offending flag.
+// Validates the flags and builds the request. InputError names the offending flag. A
+// trainer_config file is applied first (apply_trainer_config, trainer_config.h).
 PlanRequest to_plan_request(const PlanFlags& flags);
 
 // Sets one flag from text. `name` is the flag without its dashes ("bf16-momentum"; "_" may
@@ -33,6 +36,10 @@ PlanRequest to_plan_request(const PlanFlags& flags);
 // or a value of the wrong type. Model, topology and output flags are not plan flags.
 void set_plan_flag(PlanFlags& flags, const std::string& name, const std::string& value);
 PlanFlags plan_flags_from_map(const std::map<std::string, std::string>& options);
+
+// A flag's current value as text set_plan_flag takes back; equal values give equal text
+// (numbers at full precision, layouts normalized), so it compares flag values.
+std::string plan_flag_value(const PlanFlags& flags, const std::string& name);
 
 // The names set_plan_flag accepts, with dashes, in the CLI's order.
 std::vector<std::string> plan_flag_names();

@@ -57,6 +57,11 @@ struct Calibration {
   double pcie_efficiency = 1.0;          // pcie_* figures are already measured rates
   double host_kernel_efficiency = 0.8;   // CPU optimizer kernels' fraction of host_mem_gbps
   double model_flops_utilization = 0.4;  // training-step compute at this fraction of peak
+  // Fractions of the expert-parallel dispatch/combine and of the Ulysses context-parallel
+  // all-to-alls that run under compute (0: the trainer waits for each, as synchronous
+  // all-to-alls do; ring attention hides its hops behind attention compute by design).
+  double ep_comm_overlap = 0;
+  double cp_comm_overlap = 0;
 };
 
 struct Topology {

@@ -1,0 +1,246 @@
+// The training-step model (docs/planner.md section 8): each term against a hand calculation
+// from the model's dimensions, and the orderings the model exists to get right.
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "muonplan/error.h"
+#include "muonplan/model_io.h"
+#include "muonplan/plan.h"
+#include "test_paths.h"
+
+using namespace muonplan;
+
+namespace {
+
+Topology h200() {
+  return load_topology(repo_path("topologies/h200-ib.yaml"));
+}
+ModelSpec model(const std::string& name) {
+  return load_model(repo_path("models/" + name + ".yaml"));
+}
+
+Plan plan_with(const std::string& name, int nodes, OffloadMode mode, const Layout& layout,
+               const Workload& w, OptimizerKind opt = OptimizerKind::muon) {
+  PlanRequest r;
+  r.options.nodes = nodes;
+  r.options.offload = mode;
+  r.options.layout = layout;
+  r.options.workload = w;
+  r.options.optimizer = opt;
+  return make_plan(model(name), h200(), r);
+}
+
+const Term& term(const std::vector<Term>& terms, const std::string& name) {
+  for (const Term& t : terms) {
+    if (t.name == name) return t;
+  }
+  FAIL("no term " << name);
+  static Term none;
+  return none;
+}
+
+bool has(const std::vector<Term>& terms, const std::string& name) {
+  for (const Term& t : terms) {
+    if (t.name == name) return true;
+  }
+  return false;
+}
+
+// The published GLM-4.5-Air run's settings: 8 x 131072-token samples, full AC with AC offload,
+// fused LM head of 1024-token chunks.
+Workload glm_run() {
+  Workload w;
+  w.tokens_per_step = 8 * 131072;
+  w.seq_len = 131072;
+  w.ac_full = true;
+  w.ac_offload = true;
+  w.lm_head_chunk = 1024;
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("micro steps: sequences over data-parallel groups (world / cp)", "[workload]") {
+  Workload w;
+  w.tokens_per_step = 16 * 4096;
+  w.seq_len = 4096;
+  CHECK(micro_steps(w, 8, Layout{8, 2, 1}) == 4);  // 16 sequences, 4 groups
+  CHECK(micro_steps(w, 8, Layout{8, 1, 1}) == 2);
+  w.micro_batch_seqs = 2;
+  CHECK(micro_steps(w, 8, Layout{8, 2, 1}) == 2);
+  w.micro_batch_seqs = 3;
+  CHECK_THROWS_WITH(micro_steps(w, 8, Layout{8, 2, 1}),
+                    "--tokens-per-step: 16 sequences per step do not split over 4 data-parallel "
+                    "groups (world 8 / cp 2) x 3 sequences per micro step");
+  w.micro_batch_seqs = 1;
+  w.seq_len = 4095;
+  w.tokens_per_step = 16 * 4095;
+  CHECK_THROWS_WITH(micro_steps(w, 8, Layout{8, 2, 1}),
+                    "--layout: cp=2 does not divide the sequence length 4095");
+}
+
+TEST_CASE("fused LM head: logits of one chunk instead of the whole sequence", "[workload]") {
+  const ModelSpec s = model("qwen3-30b-a3b");
+  Workload w;
+  w.tokens_per_step = 8 * 8192;
+  w.seq_len = 8192;
+  const Plan unfused = plan_with("qwen3-30b-a3b", 1, OffloadMode::none, Layout{8, 2, 8}, w);
+  const double t = 8192 / 2;  // tokens per rank per micro step
+  CHECK(term(unfused.predicted.gpu_workload_bytes, "logits").value ==
+        Approx(t * double(s.vocab_size) * 10));
+  CHECK_FALSE(has(unfused.predicted.gpu_workload_bytes, "lm_head_chunk_logits"));
+  w.lm_head_chunk = 1024;
+  const Plan fused = plan_with("qwen3-30b-a3b", 1, OffloadMode::none, Layout{8, 2, 8}, w);
+  CHECK(term(fused.predicted.gpu_workload_bytes, "lm_head_chunk_logits").value ==
+        Approx(1024.0 * double(s.vocab_size) * 10));
+  CHECK_FALSE(has(fused.predicted.gpu_workload_bytes, "logits"));
+  // A chunk longer than the rank's tokens is the whole sequence.
+  w.lm_head_chunk = 1 << 20;
+  const Plan big = plan_with("qwen3-30b-a3b", 1, OffloadMode::none, Layout{8, 2, 8}, w);
+  CHECK(term(big.predicted.gpu_workload_bytes, "lm_head_chunk_logits").value ==
+        Approx(t * double(s.vocab_size) * 10));
+}
+
+TEST_CASE("expert- and context-parallel traffic follow the hand formulas", "[workload]") {
+  const ModelSpec s = model("qwen3-30b-a3b");  // every layer MoE, GQA
+  Workload w;
+  w.tokens_per_step = 8 * 8192;
+  w.seq_len = 8192;
+  const Plan p = plan_with("qwen3-30b-a3b", 1, OffloadMode::none, Layout{8, 4, 8}, w);
+  const double t = 8192 / 4, h = double(s.hidden_size), L = double(s.num_layers);
+  const double micro = 8.0 / (8 / 4);                            // 8 sequences over 2 groups
+  const double k = double(s.moe.experts_per_token), passes = 3;  // full AC: recompute too
+  const double ep = micro * passes * L * 2 * t * k * h * 2 * 7.0 / 8;
+  CHECK(term(p.predicted.comm_bytes, "ep_dispatch_combine").value == Approx(ep));
+  const double heads = double(s.attention.num_heads), kv = double(s.attention.num_kv_heads),
+               d = double(s.attention.head_dim);
+  const double ulysses = micro * passes * L * t * (heads * d + kv * 2 * d + heads * d) * 2 * 3 / 4;
+  CHECK(term(p.predicted.comm_bytes, "cp_attention").value == Approx(ulysses));
+  // On NVLink at link_efficiency, not hidden (cp_comm_overlap and ep_comm_overlap 0).
+  const Topology topo = h200();
+  const double link = topo.node.nvlink_gbps * 1e9 * topo.calibration.link_efficiency;
+  CHECK(term(p.predicted.training_terms_s, "exposed_ep_comm").value == Approx(ep / link));
+  CHECK(term(p.predicted.training_terms_s, "exposed_cp_comm").value == Approx(ulysses / link));
+
+  w.cp_style = CpStyle::ring;
+  const Plan r = plan_with("qwen3-30b-a3b", 1, OffloadMode::none, Layout{8, 4, 8}, w);
+  const double ring = micro * (passes + 1) * L * 3 * t * kv * 2 * d * 2;
+  CHECK(term(r.predicted.comm_bytes, "cp_attention").value == Approx(ring));
+  // Ring hops hide under attention compute: exposed only beyond it.
+  CHECK(term(r.predicted.training_terms_s, "exposed_cp_comm").value <
+        term(p.predicted.training_terms_s, "exposed_cp_comm").value);
+
+  // ep = 1 and cp = 1 move nothing.
+  const Plan flat = plan_with("qwen3-30b-a3b", 1, OffloadMode::none, Layout{8, 1, 1}, w);
+  CHECK(term(flat.predicted.comm_bytes, "ep_dispatch_combine").value == 0);
+  CHECK(term(flat.predicted.comm_bytes, "cp_attention").value == 0);
+}
+
+TEST_CASE("forward_backward: 6 N_active + causal attention, x4/3 with full AC", "[workload]") {
+  const ModelSpec s = model("qwen3-0.6b");  // dense, tied embeddings
+  const ParamInventory inv = build_inventory(s);
+  Workload w;
+  w.tokens_per_step = 8 * 4096;
+  w.seq_len = 4096;
+  w.ac_full = false;
+  const Plan p = plan_with("qwen3-0.6b", 1, OffloadMode::none, Layout{8, 1, 1}, w);
+  double active = 0;
+  for (const ParamTensor& t : inv.tensors) {
+    active += double(t.numel());  // tied embeddings: embed_tokens is the LM head too
+  }
+  const double heads = double(s.attention.num_heads), d = double(s.attention.head_dim);
+  const double per_token = 6 * active + double(s.num_layers) * 3 * 4096 * heads * 2 * d;
+  const Topology topo = h200();
+  const double rate = topo.node.gpu.bf16_tflops * 1e12 * topo.calibration.model_flops_utilization;
+  const double want = per_token * (8 * 4096 / 8.0) / rate;
+  CHECK(term(p.predicted.training_terms_s, "forward_backward").value == Approx(want));
+  w.ac_full = true;
+  const Plan ac = plan_with("qwen3-0.6b", 1, OffloadMode::none, Layout{8, 1, 1}, w);
+  CHECK(term(ac.predicted.training_terms_s, "forward_backward").value == Approx(want * 4 / 3));
+}
+
+TEST_CASE("training step is the sum of its terms; hidden work is listed apart", "[workload]") {
+  const Plan p = plan_with("glm-4.5-air", 1, OffloadMode::full, Layout{8, 4, 8}, glm_run());
+  double total = 0;
+  for (const Term& t : p.predicted.training_terms_s) total += t.value;
+  CHECK(*p.predicted.training_step_s == Approx(total));
+  CHECK(term(p.predicted.training_hidden_s, "backward_host_work").value > 0);
+  CHECK(term(p.predicted.training_hidden_s, "backward_grads_d2h").value > 0);
+  // A training step under full offload keeps gradients in flight, not the whole gradient.
+  CHECK_FALSE(has(p.predicted.gpu_persistent_bytes, "grads_bf16"));
+  CHECK(term(p.predicted.gpu_workload_bytes, "grads_bf16_in_flight").value <
+        0.1 * term(p.predicted.gpu_persistent_bytes, "params_bf16").value);
+}
+
+TEST_CASE("full offload: Muon pays its post-backward phase, signSGD hides its work in backward",
+          "[workload]") {
+  const Plan muon = plan_with("glm-4.5-air", 1, OffloadMode::full, Layout{8, 4, 8}, glm_run());
+  const Plan sign = plan_with("glm-4.5-air", 1, OffloadMode::full, Layout{8, 4, 8}, glm_run(),
+                              OptimizerKind::signsgd);
+  const Prediction& m = muon.predicted;
+  const Prediction& g = sign.predicted;
+  const double post = term(m.training_terms_s, "post_backward_optimizer").value;
+  CHECK(term(g.training_terms_s, "post_backward_optimizer").value == 0);
+  CHECK(term(m.training_terms_s, "forward_backward").value ==
+        Approx(term(g.training_terms_s, "forward_backward").value));
+  // Muon is slower, by about its post-backward phase less signSGD's weight upload.
+  const double diff = *m.training_step_s - *g.training_step_s;
+  const double upload = term(g.training_terms_s, "weight_upload").value;
+  CHECK(diff > 0);
+  CHECK(diff == Approx(post - upload).margin(0.25 * post));
+  // signSGD's host work is not on the critical path: what the optimizer adds to its step is a
+  // small part of the standalone optimizer step, which puts all of that work after backward.
+  const double added = term(g.training_terms_s, "exposed_backward_offload").value + upload;
+  CHECK(added < 0.25 * g.optimizer_step_s);
+  CHECK(term(g.training_hidden_s, "backward_host_work").value > g.optimizer_step_s / 2);
+}
+
+TEST_CASE("the GLM-4.5-Air run: 1 node fits with full offload, optimizer offload needs 2",
+          "[workload]") {
+  const Plan full1 = plan_with("glm-4.5-air", 1, OffloadMode::full, Layout{8, 4, 8}, glm_run());
+  CHECK(full1.fits);
+  const Plan opt1 = plan_with("glm-4.5-air", 1, OffloadMode::optimizer, Layout{8, 4, 8}, glm_run());
+  CHECK_FALSE(opt1.fits);
+  const Plan opt2 =
+      plan_with("glm-4.5-air", 2, OffloadMode::optimizer, Layout{16, 4, 8}, glm_run());
+  CHECK(opt2.fits);
+  // The node search agrees.
+  PlanRequest r;
+  r.auto_nodes = true;
+  r.options.offload = OffloadMode::optimizer;
+  r.options.layout = Layout{0, 4, 8};
+  r.options.workload = glm_run();
+  const Plan searched = make_plan(model("glm-4.5-air"), h200(), r);
+  CHECK(searched.fits);
+  CHECK(searched.options.nodes == 2);
+}
+
+TEST_CASE("layout search: ep over expert-count divisors, cp over powers of two", "[workload]") {
+  PlanRequest r;
+  r.options.nodes = 1;
+  r.options.offload = OffloadMode::none;
+  r.search_ep = r.search_cp = true;
+  Workload w;
+  w.tokens_per_step = 8 * 8192;
+  w.seq_len = 8192;
+  r.options.workload = w;
+  const Plan p = make_plan(model("qwen3-30b-a3b"), h200(), r);
+  std::set<std::string> layouts;
+  const Candidate* best = nullptr;
+  for (const Candidate& c : p.candidates) {
+    layouts.insert(c.layout);
+    if (c.evaluated && c.fits && (!best || c.gpu_seconds < best->gpu_seconds)) best = &c;
+  }
+  // 128 experts: ep 1, 2, 4, 8 on 8 ranks; cp 1, 2, 4, 8.
+  CHECK(layouts.size() == 16);
+  CHECK(layouts.count("fsdp=8,cp=8,ep=8") == 1);
+  REQUIRE(best);
+  CHECK(to_string(p.options.layout) == best->layout);
+  // A partial layout fixes what it names.
+  r.options.layout = Layout{0, 2, 1};
+  r.search_cp = false;
+  const Plan fixed_cp = make_plan(model("qwen3-30b-a3b"), h200(), r);
+  CHECK(fixed_cp.options.layout.cp == 2);
+  for (const Candidate& c : fixed_cp.candidates)
+    CHECK(c.layout.find(",cp=2,") != std::string::npos);
+}
