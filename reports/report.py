@@ -67,16 +67,18 @@ def plot_sweep(data, key, limit, limit_label, ylabel, title, path):
                                 arrowprops={"arrowstyle": "->"}, fontweight="bold",
                                 bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8,
                                       "pad": 1})
-        ax.axhline(limit, color="black", ls="--", lw=1.3)
-        ax.text(0.98, limit, limit_label, transform=ax.get_yaxis_transform(), va="bottom",
-                ha="right", fontsize=9, bbox={"facecolor": "white", "edgecolor": "none",
-                                              "alpha": 0.85, "pad": 1.5})
+        if limit is not None:
+            ax.axhline(limit, color="black", ls="--", lw=1.3)
+            ax.text(0.98, limit, limit_label, transform=ax.get_yaxis_transform(), va="bottom",
+                    ha="right", fontsize=9, bbox={"facecolor": "white", "edgecolor": "none",
+                                                  "alpha": 0.85, "pad": 1.5})
         ax.set_title(f"offload = {mode}")
         ax.set_xlabel("nodes")
         ax.set_xticks(nodes)
     values = [p["predicted"][key] for p in data["sweep"] if p["evaluated"]]
-    top = max([limit] + values)
-    bottom = min([limit] + [v for v in values if v > 0])
+    bounds = [] if limit is None else [limit]
+    top = max(bounds + values)
+    bottom = min(bounds + [v for v in values if v > 0])
     if top / bottom > 60:  # a linear axis would flatten the small values against zero
         axes[0].set_yscale("log")
         axes[0].set_ylim(bottom / 1.5, top * 1.5)
@@ -479,6 +481,15 @@ def main(argv):
         lambda path: plot_sweep(data, "host_ram_per_node_gib", lim["host_ram_per_node_gib"],
                                 f"host RAM limit {lim['host_ram_per_node_gib']:.0f} GiB",
                                 "host RAM per node, GiB", "Host RAM per node vs node count", path))
+    # With a workload the node count is decided on the training step, so that is what is drawn.
+    training = data["inputs"].get("workload") is not None
+    step_key = "training_step_s" if training else "optimizer_step_s"
+    step_name = "Training step" if training else "Optimizer step"
+    add("step_time_vs_nodes.png", f"{step_name} time vs node count",
+        f"Predicted {step_name.lower()} time for each offload mode (panel) and optimizer (line); "
+        "hollow markers do not fit (docs/planner.md sections 7 and 8).",
+        lambda path: plot_sweep(data, step_key, None, "", f"{step_name.lower()}, s",
+                                f"{step_name} time vs node count", path))
     add("memory_breakdown.png", "Memory breakdown of the chosen plan",
         "The chosen plan's GPU memory per rank and host RAM per node, term by term "
         "(docs/planner.md sections 4 and 5).", lambda path: plot_memory(data, path))

@@ -31,7 +31,8 @@ grep -qF "**Reason:** $reason" "$out/report.md" && ok || bad "report.md lacks th
 grep -qF "**Chosen:** $nodes node(s)" "$out/report.md" && ok || bad "report.md lacks chosen $nodes node(s)"
 
 # Every plot: present, a PNG, not trivially small, and embedded in report.md.
-for png in gpu_peak_vs_nodes host_ram_vs_nodes memory_breakdown step_time_breakdown owner_loads; do
+for png in gpu_peak_vs_nodes host_ram_vs_nodes step_time_vs_nodes memory_breakdown step_time_breakdown \
+    owner_loads; do
   f="$out/$png.png"
   if [ "$(head -c 8 "$f" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]; then ok
   else bad "$png.png missing or not a PNG"; fi
@@ -123,5 +124,18 @@ err="$(MUONPLAN_REPORT_PYTHON="$work/fake-python" "$bin" report --model $M --nod
 rc=$?
 if [ "$rc" = 1 ] && echo "$err" | grep -q "boom: no matplotlib" && echo "$err" | grep -q "exit 3"; then ok
 else bad "failing script: exit $rc, stderr: $err"; fi
+# With a workload the sweep is of the training step, and the step-time plot draws it.
+wl="--tokens-per-step 1048576 --seq-len 131072 --ac full --ac-offload --lm-head-chunk 1024"
+if "$bin" report --model $M --nodes 1..2 $wl --layout cp=4,ep=8 --out "$work/rw" >/dev/null \
+    2>"$work/err"; then ok; else bad "workload report exited: $(cat "$work/err")"; fi
+grep -qF "Training step time vs node count" "$work/rw/report.md" && ok ||
+  bad "workload report does not draw the training step"
+"$py" - "$work/rw/report-data.json" <<'EOF2' && ok || bad "workload sweep lacks training steps"
+import json, sys
+d = json.load(open(sys.argv[1]))
+pts = [p for p in d["sweep"] if p["evaluated"]]
+assert pts and all(p["predicted"]["training_step_s"] > p["predicted"]["optimizer_step_s"] for p in pts)
+assert d["inputs"]["workload"]["lm_head_chunk"] == 1024
+EOF2
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -47,6 +47,26 @@ class PlanMatchesCli(unittest.TestCase):
         model = path("models/glm-4.5-air.yaml")
         self.assertEqual(muonplan.plan(model), cli_json("plan", "--model", model))
 
+    def test_training_step_options(self):
+        # The workload flags of the training-step model, as keyword arguments: same plan as the
+        # CLI, and its named terms are there.
+        model = path("models/glm-4.5-air.yaml")
+        got = muonplan.plan(model, nodes=1, offload="full", layout="cp=4,ep=8",
+                            tokens_per_step=1048576, seq_len=131072, ac_offload=True,
+                            lm_head_chunk=1024, cp_style="ring")
+        want = cli_json("plan", "--model", model, "--nodes", "1", "--offload", "full",
+                        "--layout", "cp=4,ep=8", "--tokens-per-step", "1048576",
+                        "--seq-len", "131072", "--ac-offload", "--lm-head-chunk", "1024",
+                        "--cp-style", "ring")
+        self.assertEqual(got, want)
+        terms = {t["name"] for t in got["predicted"]["breakdown"]["training_step_s"]}
+        self.assertTrue({"post_backward_optimizer", "exposed_cp_comm", "weight_upload"} <= terms)
+        workload = {t["name"] for t in got["predicted"]["breakdown"]["gpu_workload_gib"]}
+        self.assertIn("lm_head_chunk_logits", workload)
+        with self.assertRaises(muonplan.InputError) as e:
+            muonplan.plan(model, tokens_per_step=1048576, seq_len=131072, cp_style="spiral")
+        self.assertEqual(str(e.exception), "--cp-style: expected ulysses or ring, got 'spiral'")
+
     def test_options_use_flag_names(self):
         model = path("models/qwen3-30b-a3b.yaml")
         got = muonplan.plan(model, path("topologies/h200-ib.yaml"), nodes=2, offload="optimizer",
@@ -158,7 +178,7 @@ class ReportAndExample(unittest.TestCase):
             r = muonplan.report(TINY_MOE, out, path("topologies/cpu-ci.yaml"), nodes=[1, 2],
                                 gpus_per_node=4)
             self.assertTrue(os.path.isfile(r["report_md"]))
-            self.assertEqual(len(r["plots"]), 5, r["plots"])
+            self.assertEqual(len(r["plots"]), 6, r["plots"])
             chosen = muonplan.plan(TINY_MOE, path("topologies/cpu-ci.yaml"), max_nodes=2,
                                    gpus_per_node=4)
             self.assertEqual(r["data"]["chosen"]["decision"], chosen["decision"])
