@@ -109,7 +109,9 @@ MuonStep::MuonStep(RankState& state, Communicator& comm)
   for (auto& s : staging_) s->backend = &backend_;
 }
 
-MuonStep::~MuonStep() = default;
+MuonStep::~MuonStep() {
+  if (check_sums_) backend_.free(check_sums_);  // a run() that threw
+}
 
 float MuonStep::update_scale(int64_t rows, int64_t cols) const {
   const OptimizerHyper& h = state_.plan().options.hyper;
@@ -347,6 +349,7 @@ void MuonStep::orthogonalize(Flight& f) {
     NsWorkspace ws(backend_, 1, c.rows, c.cols);
     newton_schulz(backend_, plan.options.schedule, 1, c.rows, c.cols, f.gathered.bf(), ws,
                   ns_variant_);
+    check_output(c, f.gathered.bf(), c.rows * c.cols);
   }
   // The result goes back the way it came: r1 describes each holder's rows of my matrix.
   f.ex2 = comm_.ialltoallv(f.gathered.ptr, f.r1_bytes, f.r1_displs, f.recv2.ptr, f.s1_bytes,
@@ -364,6 +367,7 @@ void MuonStep::finish(Flight& f) {
   const Chunk& c = *f.chunk;
   const float decay = float(1.0 - plan.options.hyper.lr * plan.options.hyper.weight_decay);
   const float s = update_scale(c.rows, c.cols);
+  scalar_check(s * decay, &c, "");
   const int g = c.group_size, me = state_.group_position();
   bf16 *host_update = nullptr, *host_weights = nullptr;
   if (mode_ == OffloadMode::full && f.my_total > 0) {
@@ -407,9 +411,11 @@ void MuonStep::local_chunk(const Chunk& c) {
     Timed tm(counters_.device_s);
     NsWorkspace ws(backend_, count, m.rows, m.cols);
     newton_schulz(backend_, plan.options.schedule, count, m.rows, m.cols, u.bf(), ws, ns_variant_);
+    check_output(c, u.bf(), count * mat);
   }
   const float decay = float(1.0 - h.lr * h.weight_decay);
   const float s = update_scale(m.rows, m.cols);
+  scalar_check(s * decay, &c, "");
   if (hs) scaled_update_to_host(u.bf(), count * mat, s, hs->update);
   for (int64_t e = 0; e < count; ++e) {
     const int64_t off = e * stride + m.row_offset * m.cols;
@@ -426,6 +432,7 @@ void MuonStep::adamw_group(int64_t step) {
   backend_.set_lane(0);
   for (LocalParam& p : state_.params()) {
     if (p.muon || p.elems() == 0) continue;
+    scalar_check(lr + wd + b1 + b2 + eps, nullptr, state_.plan().inventory.tensors[p.tensor].name);
     if (mode_ == OffloadMode::full) {
       {
         Timed t(counters_.host_s);
@@ -467,9 +474,26 @@ void MuonStep::fold_all() {
   }
 }
 
+void MuonStep::check_output(const Chunk& c, const bf16* x, int64_t n) {
+  if (n == 0) return;
+  Timed t(counters_.check_s);
+  const size_t slot = size_t(&c - state_.plan().chunks.chunks.data());
+  backend_.sum_squares_bf16(1, n, x, check_sums_ + slot);
+}
+
+void MuonStep::scalar_check(float v, const Chunk* c, const std::string& tensor) {
+  if (std::isfinite(v) || !nonfinite_.empty()) return;
+  nonfinite_ = c ? state_.plan().inventory.tensors[c->matrices[0].tensor].name : tensor;
+}
+
 void MuonStep::run(int64_t step) {
   const Plan& plan = state_.plan();
   counters_ = {};
+  nonfinite_.clear();
+  if (check_sums_) backend_.free(check_sums_);
+  // One float per chunk, zero-filled: chunks this rank does not orthogonalize stay 0.
+  const size_t slots = plan.chunks.chunks.size();
+  check_sums_ = static_cast<float*>(backend_.alloc(slots * sizeof(float)));
   const size_t depth =
       static_cast<size_t>(std::clamp(plan.options.batches_in_flight(), 1, Backend::kMaxLanes));
   if (mode_ == OffloadMode::full) {
@@ -507,6 +531,16 @@ void MuonStep::run(int64_t step) {
   if (whole_staging_) stage_whole_state(false);
   backend_.set_lane(0);
   backend_.synchronize();
+  std::vector<float> sums(slots);
+  Timed t(counters_.check_s);
+  backend_.copy_to_host(sums.data(), check_sums_, slots * sizeof(float));
+  backend_.free(check_sums_);
+  check_sums_ = nullptr;
+  for (size_t i = 0; i < slots && nonfinite_.empty(); ++i) {
+    if (!std::isfinite(sums[i])) {
+      nonfinite_ = plan.inventory.tensors[plan.chunks.chunks[i].matrices[0].tensor].name;
+    }
+  }
 }
 
 }  // namespace muonplan::exec

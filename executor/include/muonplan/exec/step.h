@@ -36,6 +36,7 @@ struct StepCounters {
   double h2d_s = 0, d2h_s = 0;  // copies between host and device memory
   double host_s = 0;            // host kernels (offload): fold, AdamW, update add, casts
   uint64_t h2d_bytes = 0, d2h_bytes = 0;
+  double check_s = 0;  // the non-finite check: NS-output reductions and reading them back
 };
 
 class MuonStep {
@@ -48,6 +49,11 @@ class MuonStep {
   // 1-based (AdamW bias correction).
   void run(int64_t step);
   const StepCounters& counters() const { return counters_; }
+  // After run(): the first tensor whose update was not finite on this rank ("" if none). Each
+  // Muon chunk's Newton-Schulz output is reduced once (a sum of squares, NaN/Inf propagate)
+  // and the update scales and AdamW rates are checked, so a diverging schedule or an
+  // overflowing learning rate is caught in the step that produced it (docs/reliability.md).
+  const std::string& nonfinite_tensor() const { return nonfinite_; }
   // Plain NS, or the symmetric-product variant (one triangle of X X^T and A A).
   void set_ns_variant(NsVariant v) { ns_variant_ = v; }
 
@@ -74,6 +80,9 @@ class MuonStep {
   void state_out(StateSlice& slice);
   void stage_whole_state(bool in);
   HostStaging& staging(int lane, int64_t elems);
+  // Reduces n bf16 NS outputs of `chunk` into its check slot (device memory).
+  void check_output(const Chunk& chunk, const bf16* x, int64_t n);
+  void scalar_check(float v, const Chunk* chunk, const std::string& tensor);
 
   RankState& state_;
   Communicator& comm_;
@@ -84,6 +93,8 @@ class MuonStep {
   std::vector<std::unique_ptr<HostStaging>> staging_;  // per lane, full offload
   StepCounters counters_;
   NsVariant ns_variant_ = NsVariant::plain;
+  float* check_sums_ = nullptr;  // device: one sum of squares per chunk, read after the step
+  std::string nonfinite_;
 };
 
 }  // namespace muonplan::exec

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Non-finite state never passes silently (issue "never destroy a user's files", item 5): a
+# Newton-Schulz schedule that overflows (1e300 coefficients) and a learning rate that
+# overflows float make every rank stop with exit 1 naming the tensor and the step, instead of
+# exiting 0 with NaN/Inf weights (and a reference_rel_error of 0: NaN compared with NaN). The
+# check costs one reduction per chunk; its time is in the metrics (nonfinite_check_s).
+source "$(dirname "$0")/lib.sh"
+W=2
+for case in "--ns-schedule 1e300,1e300,1e300" "--lr 1e300"; do
+  plan "$work/p.json" tiny-moe $W $case || { bad "plan $case"; continue; }
+  if run $W "$work/p.json" --steps 2 --check-reference >/dev/null; then
+    bad "$case: accepted"
+  else
+    n="$(grep -c "error: non-finite update in model\.[a-z0-9_.]* at step 1; the parameters hold it" "$work/err")"
+    [ "$n" -ge 1 ] && ok || bad "$case: message: $(cat "$work/err")"
+    grep -q "non-finite update" "$work/err" && [ "$(grep -c "^muonplan: rank" "$work/err")" = $W ] &&
+      ok || bad "$case: not every rank stopped with the message: $(cat "$work/err")"
+  fi
+done
+# A healthy run: the check passes and costs under 1% of the step.
+plan "$work/p.json" tiny-moe $W
+m="$(run $W "$work/p.json" --steps 3 --check-reference)" || bad "healthy run: $(cat "$work/err")"
+[ "$(field "$m" measured.reference_rel_error)" = 0.0 ] && ok || bad "reference_rel_error $(field "$m" measured.reference_rel_error)"
+"$py" -c "import json,sys; m=json.loads(sys.argv[1])['measured']
+r = m['nonfinite_check_s'] / m['optimizer_step_s']; print(f'non-finite check: {100*r:.2f}% of the step')" "$m"
+finish
