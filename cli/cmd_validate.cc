@@ -4,14 +4,15 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "muonplan/data_dir.h"
 #include "muonplan/validation.h"
 
 namespace muonplan::cli {
 namespace {
 
 struct ValidateFlags {
-  std::string published = std::string(MUONPLAN_SOURCE_DIR) + "/tests/data/calibration/published.yaml";
-  std::string models = std::string(MUONPLAN_SOURCE_DIR) + "/models";
+  std::string published = data_path("calibration/published.yaml");
+  std::string models = data_path("models");
   std::string topology = default_topology_path();
   bool json = false, markdown = false;
 };

@@ -1,6 +1,7 @@
 #include <string>
 
 #include "commands.h"
+#include "muonplan/data_dir.h"
 
 namespace muonplan::cli {
 
@@ -15,7 +16,12 @@ std::string with_commas(long long value) {
 }
 
 std::string default_topology_path() {
-  return std::string(MUONPLAN_SOURCE_DIR) + "/topologies/h200-ib.yaml";
+  try {
+    return data_path("topologies/h200-ib.yaml");
+  } catch (const std::exception&) {
+    // No data directory: the default names a path that does not load, and says where to look.
+    return "share/muonplan/topologies/h200-ib.yaml";
+  }
 }
 
 }  // namespace muonplan::cli
