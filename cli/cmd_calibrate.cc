@@ -2,14 +2,13 @@
 // write the calibrated topology (docs/planner.md, "Calibration").
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "commands.h"
 #include "muonplan/calibrate.h"
 #include "muonplan/error.h"
+#include "muonplan/io.h"
 
 namespace muonplan::cli {
 namespace {
@@ -20,14 +19,6 @@ struct CalibrateFlags {
   std::string out;
   bool json = false;
 };
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError({path, 0, 0}, "file", "cannot be read");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 }  // namespace
 
@@ -51,9 +42,8 @@ Runner add_calibrate(CLI::App& app) {
       const std::string comment = "fitted by `muonplan calibrate` to " +
                                   std::to_string(fit.size()) + " measured run(s); max error " +
                                   std::to_string(100 * r.max_fit_error()).substr(0, 4) + "%";
-      std::ofstream out(f->out);
-      if (!out) throw InputError({f->out, 0, 0}, "--out", "cannot be written");
-      out << with_calibration(read_text(f->topology), r.calibration, comment);
+      write_file_atomic(f->out,
+                        with_calibration(read_input_file(f->topology), r.calibration, comment));
     }
     if (f->json) {
       nlohmann::json j = {{"topology", f->topology},

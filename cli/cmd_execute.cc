@@ -2,8 +2,9 @@
 // Every rank reports a failure on its own line ("muonplan: rank R: ..."); rank 0 writes the
 // metrics, with the plan's predictions beside the measurements.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
-#include <fstream>
+#include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,7 @@
 #include "muonplan/exec/communicator.h"
 #include "muonplan/exec/cpu_threads.h"
 #include "muonplan/exec/execute.h"
+#include "muonplan/io.h"
 #include "muonplan/plan.h"
 
 namespace muonplan::cli {
@@ -30,14 +32,22 @@ struct ExecuteFlags {
   double comm_timeout_s = 20;  // MPI waits: probe peers after this long (docs/reliability.md)
 };
 
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError({path, 0, 0}, "file", "cannot be read");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError({path, 0, 0}, "json", e.what());
+// Most steps one run takes: step numbers (from + steps - 1) then stay far from int64's end.
+constexpr int64_t kMaxSteps = 1'000'000'000;
+// Longest --comm-timeout: deadlines computed from it stay representable.
+constexpr double kMaxCommTimeoutS = 1e6;
+
+// The whole text as an integer in [lo, hi], else false ("12abc", "zz", past int64).
+bool parse_int_in(const std::string& text, int64_t lo, int64_t hi, int64_t& out) {
+  if (text.empty() || text.size() > 19) return false;
+  int64_t v = 0;
+  for (char ch : text) {
+    if (ch < '0' || ch > '9') return false;
+    v = v * 10 + (ch - '0');
   }
+  if (v < lo || v > hi) return false;
+  out = v;
+  return true;
 }
 
 // One write per line, so the lines of ranks sharing a terminal do not interleave.
@@ -61,20 +71,23 @@ int run(const ExecuteFlags& f) {
       if (colon == std::string::npos)
         throw InputError({}, "--inject-nonfinite", "expected NAME:STEP");
       opt.inject_nonfinite_tensor = f.inject.substr(0, colon);
-      opt.inject_nonfinite_step = std::stoll(f.inject.substr(colon + 1));
+      if (!parse_int_in(f.inject.substr(colon + 1), 1, INT64_MAX, opt.inject_nonfinite_step)) {
+        throw InputError({}, "--inject-nonfinite",
+                         "expected NAME:STEP with STEP a positive integer, got '" + f.inject + "'");
+      }
     }
-    const nlohmann::json plan_json = read_json(f.plan);
+    const nlohmann::json plan_json = read_json_file(f.plan);
     const Plan plan = plan_from_json(plan_json, f.plan);
     exec::ExecuteResult r = exec::execute(plan, opt, *backend, *comm);
     r.metrics["plan"] = f.plan;
     r.metrics["predicted"] = plan_json.value("predicted", nlohmann::json::object());
     r.metrics["predicted"].erase("breakdown");
+    if (rank == 0 && !f.metrics.empty()) write_file_atomic(f.metrics, r.metrics.dump(2) + "\n");
+    // The run has succeeded only once the metrics are written: until then every rank waits
+    // here, so a failed write reaches the others as rank 0's failure notice at once instead of
+    // after they have left (docs/reliability.md).
+    comm->barrier();
     if (rank == 0) {
-      if (!f.metrics.empty()) {
-        std::ofstream out(f.metrics);
-        if (!out) throw std::runtime_error("cannot write " + f.metrics);
-        out << r.metrics.dump(2) << "\n";
-      }
       if (f.json) {
         std::cout << r.metrics.dump(2) << "\n";
       } else {
@@ -119,7 +132,19 @@ Runner add_execute(CLI::App& app) {
   CLI::App* c = app.add_subcommand("execute", "Run a plan's sharded Muon step (under mpirun)");
   c->add_option("--plan", f->plan, "Plan JSON from `muonplan plan --out`")->required();
   c->add_option("--backend", f->backend, "cpu | cuda")->capture_default_str();
-  c->add_option("--steps", f->options.steps, "Optimizer steps to run")->capture_default_str();
+  // --steps and --comm-timeout are checked here, before MPI starts, with one line naming the
+  // flag (exit 2): CLI11 reads 99999999999999999999 as INT64_MAX and lets NaN pass.
+  c->add_option_function<std::string>(
+       "--steps",
+       [f](const std::string& v) {
+         if (!parse_int_in(v, 1, kMaxSteps, f->options.steps)) {
+           throw InputError(
+               {}, "--steps",
+               "expected an integer in [1, " + std::to_string(kMaxSteps) + "], got '" + v + "'");
+         }
+       },
+       "Optimizer steps to run (default: 1)")
+      ->type_name("INT");
   c->add_option("--metrics", f->metrics, "Write the metrics JSON here (rank 0)");
   c->add_flag("--check-reference", f->options.check_reference,
               "Compare with the same steps recomputed unsharded");
@@ -132,11 +157,19 @@ Runner add_execute(CLI::App& app) {
   c->add_flag("--json", f->json, "Print the metrics JSON");
   c->add_flag("--symmetric-ns", f->options.symmetric_ns,
               "Newton-Schulz computing one triangle of the symmetric products");
-  c->add_option("--comm-timeout", f->comm_timeout_s,
-                "Seconds an MPI wait may last before the ranks are probed (a failed rank is "
-                "then reported)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  c->add_option_function<std::string>(
+       "--comm-timeout",
+       [f](const std::string& v) {
+         char* end = nullptr;
+         const double s = std::strtod(v.c_str(), &end);
+         if (v.empty() || *end != '\0' || !(s > 0 && s <= kMaxCommTimeoutS)) {
+           throw InputError({}, "--comm-timeout", "expected seconds in (0, 1e6], got '" + v + "'");
+         }
+         f->comm_timeout_s = s;
+       },
+       "Seconds an MPI wait may last before the ranks are probed (a failed rank is then "
+       "reported; default: 20)")
+      ->type_name("FLOAT");
   return [f]() { return run(*f); };
 }
 

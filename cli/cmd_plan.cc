@@ -1,11 +1,11 @@
 // muonplan plan: choose nodes and offload mode for a model on a topology, print the decision
 // and the predicted costs (or the trainer settings they imply), write the Plan JSON.
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include "commands.h"
 #include "muonplan/error.h"
+#include "muonplan/io.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan.h"
 #include "muonplan/trainer_config.h"
@@ -115,13 +115,11 @@ Runner add_plan(CLI::App& app) {
     const Topology topo = load_topology(f->topology);
     const Plan plan = make_plan(spec, topo, to_plan_request(f->flags));
     const nlohmann::json j = plan_to_json(plan);
-    if (!f->out.empty()) {
-      std::ofstream out(f->out);
-      if (!out) throw std::runtime_error("cannot write " + f->out);
-      out << j.dump(1) << "\n";
-    }
+    // Everything that can fail comes before --out is written: a failed plan leaves it as it was.
+    const std::string toml = f->emit == "toml" ? trainer_config_toml(j) : "";
+    if (!f->out.empty()) write_file_atomic(f->out, j.dump(1) + "\n");
     if (f->emit == "toml") {
-      std::cout << trainer_config_toml(j);
+      std::cout << toml;
     } else if (f->json) {
       std::cout << j.dump(2) << "\n";
     } else {

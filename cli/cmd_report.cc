@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "muonplan/data_dir.h"
 #include "muonplan/model_io.h"
 #include "muonplan/report_data.h"
 
@@ -16,7 +17,7 @@ struct ReportCommand {
 };
 
 std::string report_script_path() {
-  return std::string(MUONPLAN_SOURCE_DIR) + "/reports/report.py";
+  return data_path("reports/report.py");
 }
 
 }  // namespace
@@ -42,7 +43,8 @@ Runner add_report(CLI::App& app) {
     ReportInputs in;
     in.model_path = f->model;
     in.topology_path = f->topology;
-    in.node_counts = f->nodes.empty() ? default_node_counts(topo) : parse_node_counts(f->nodes);
+    in.node_counts =
+        f->nodes.empty() ? default_node_counts(topo) : parse_node_counts(f->nodes, topo.max_nodes);
     for (const std::string& path : f->metrics) in.metrics.push_back(load_metrics(path));
     render_report(report_data(spec, topo, request, in), f->out, report_script_path());
     std::printf("wrote %s/report.md\n", f->out.c_str());

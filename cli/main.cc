@@ -36,6 +36,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::cerr << "muonplan: " << e.what() << "\n";
     return 2;
+  } catch (const muonplan::InputError& e) {  // a flag checked while parsing (plan_flags.cc)
+    std::cerr << e.what() << "\n";
+    return 2;
   }
   try {
     for (auto* sub : app.get_subcommands()) return runners.at(sub)();

@@ -3,13 +3,27 @@
 #include "commands.h"
 
 namespace muonplan::cli {
+namespace {
+
+// A flag whose 0 means "not given" (the topology's or the schedule's value): set through
+// set_plan_flag, which refuses a 0, negative or NaN given with the message the Python bindings
+// give, where a plain binding could not tell a 0 given from none.
+CLI::Option* add_positive(CLI::App* c, PlanFlags& f, const std::string& name,
+                          const std::string& help, const char* type) {
+  return c
+      ->add_option_function<std::string>(
+          "--" + name, [&f, name](const std::string& v) { set_plan_flag(f, name, v); }, help)
+      ->type_name(type);
+}
+
+}  // namespace
 
 void add_plan_flags(CLI::App* c, PlanFlags& f, bool search) {
   if (search) {
     c->add_option("--nodes", f.nodes, "Node count, or auto")->capture_default_str();
-    c->add_option("--max-nodes", f.max_nodes, "Upper bound for --nodes auto (default: topology)");
+    add_positive(c, f, "max-nodes", "Upper bound for --nodes auto (default: topology)", "INT");
   }
-  c->add_option("--gpus-per-node", f.gpus_per_node, "Override the topology's GPUs per node");
+  add_positive(c, f, "gpus-per-node", "Override the topology's GPUs per node", "INT");
   c->add_option("--layout", f.layout, "fsdp=F,cp=C,ep=E (default: FSDP over all ranks)");
   c->add_option("--optimizer", f.optimizer, "muon | adamw | signsgd")->capture_default_str();
   if (search) {
@@ -26,8 +40,8 @@ void add_plan_flags(CLI::App* c, PlanFlags& f, bool search) {
   c->add_option("--momentum", f.hyper.momentum, "Muon momentum mu")->capture_default_str();
   c->add_option("--weight-decay", f.hyper.weight_decay, "Decoupled weight decay")
       ->capture_default_str();
-  c->add_option("--update-rms", f.hyper.update_rms,
-                "Update RMS scale (default: the schedule's, 0.2 or 0.18 for deepseek-v4)");
+  add_positive(c, f, "update-rms",
+               "Update RMS scale (default: the schedule's, 0.2 or 0.18 for deepseek-v4)", "FLOAT");
   c->add_option("--adamw-lr", f.hyper.adamw_lr, "AdamW learning rate (default: --lr)");
   c->add_option("--adamw-weight-decay", f.hyper.adamw_weight_decay, "AdamW weight decay")
       ->capture_default_str();
@@ -57,8 +71,9 @@ void add_plan_flags(CLI::App* c, PlanFlags& f, bool search) {
       ->capture_default_str();
   c->add_option("--cp-style", f.cp_style, "Context parallelism: ulysses | ring")
       ->capture_default_str();
-  c->add_option("--gpu-memory-gib", f.gpu_memory_gib, "GPU memory limit per GPU");
-  c->add_option("--host-ram-gib", f.host_ram_gib, "Host RAM limit per node");
+  add_positive(c, f, "gpu-memory-gib", "GPU memory limit per GPU (default: the topology's)",
+               "FLOAT");
+  add_positive(c, f, "host-ram-gib", "Host RAM limit per node (default: the topology's)", "FLOAT");
   c->add_flag("--include-mtp", f.include_mtp, "Train the multi-token-prediction layers too");
   if (search) {  // report sweeps the nodes and offload such a file pins
     c->add_option("--trainer-config", f.trainer_config,

@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "muonplan/data_dir.h"
 #include "muonplan/error.h"
 #include "muonplan/json_forms.h"
 #include "muonplan/model_io.h"
@@ -21,8 +22,6 @@ using nlohmann::json;
 
 namespace muonplan {
 namespace {
-
-const std::string kSourceDir = MUONPLAN_SOURCE_DIR;
 
 py::object to_python(const json& j) {
   return py::module_::import("json").attr("loads")(j.dump());
@@ -58,7 +57,7 @@ ModelSpec model_from(py::handle model) {
 }
 
 std::string default_topology() {
-  return kSourceDir + "/topologies/h200-ib.yaml";
+  return data_path("topologies/h200-ib.yaml");
 }
 
 Topology topology_from(py::handle topology) {
@@ -136,8 +135,8 @@ py::object report(py::handle model, py::handle out, py::handle topology, py::han
   in.topology_path = topology.is_none()        ? default_topology()
                      : as_path(topology, path) ? path
                                                : "<topology dict>";
-  in.node_counts =
-      nodes.is_none() ? default_node_counts(topo) : parse_node_counts(node_counts_text(nodes));
+  in.node_counts = nodes.is_none() ? default_node_counts(topo)
+                                   : parse_node_counts(node_counts_text(nodes), topo.max_nodes);
   if (!metrics.is_none()) {
     if (as_path(metrics, path)) {
       in.metrics.push_back(load_metrics(path));
@@ -146,7 +145,7 @@ py::object report(py::handle model, py::handle out, py::handle topology, py::han
     }
   }
   const json data = report_data(spec, topo, request, in);
-  render_report(data, out_dir, kSourceDir + "/reports/report.py");
+  render_report(data, out_dir, data_path("reports/report.py"));
   py::list plots;
   std::vector<std::string> pngs;
   for (const auto& entry : std::filesystem::directory_iterator(out_dir)) {

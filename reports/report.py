@@ -4,6 +4,7 @@ PNG plots. Every number drawn or printed is read from the JSON; this script mode
 
 Usage: report.py DATA_JSON OUT_DIR   (Debian's /usr/bin/python3 with python3-matplotlib)
 """
+import contextlib
 import json
 import os
 import sys
@@ -30,6 +31,30 @@ GB, TFLOP = 1e9, 1e12
 
 plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10,
                      "legend.fontsize": 9, "axes.grid": True, "grid.alpha": 0.3})
+
+
+class WriteError(Exception):
+    """A file of the report could not be written (main prints one line and exits 1)."""
+
+
+def write_atomic(path, write):
+    """write(f) into a temporary beside path, then rename it into place: a failure (a full
+    disk) leaves the previous file or none, never a truncated one, and raises WriteError."""
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.tmp.{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise WriteError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def save(fig, path):
+    write_atomic(path, lambda f: fig.savefig(f, dpi=DPI, format="png"))
 
 
 def variant_label(name):
@@ -94,7 +119,7 @@ def plot_sweep(data, key, limit, limit_label, ylabel, title, path):
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False)
     fig.suptitle(title, fontsize=12)
     fig.tight_layout(rect=(0, 0.07, 1, 0.97))
-    fig.savefig(path, dpi=DPI)
+    save(fig, path)
     plt.close(fig)
 
 
@@ -154,7 +179,7 @@ def plot_memory(data, path):
     fig.suptitle(f"Memory of the chosen plan: {c['nodes']} node(s), offload {c['offload']}, "
                  f"optimizer {c['optimizer']}", fontsize=12)
     fig.tight_layout(rect=(0, 0, 1, 0.95))
-    fig.savefig(path, dpi=DPI)
+    save(fig, path)
     plt.close(fig)
 
 
@@ -208,7 +233,7 @@ def plot_step(data, path):
     fig.legend(handles=[Patch(color=KIND_COLORS[k], label=k) for k in kinds], loc="lower center",
                ncol=len(kinds), frameon=False)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(path, dpi=DPI)
+    save(fig, path)
     plt.close(fig)
 
 
@@ -257,7 +282,7 @@ def plot_owners(data, path):
                         Line2D([], [], color="black", marker="v", ls="", label="max (busiest rank)")],
                loc="lower center", ncol=2, frameon=False)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
-    fig.savefig(path, dpi=DPI)
+    save(fig, path)
     plt.close(fig)
 
 
@@ -333,7 +358,7 @@ def plot_measured(data, path):
                        ls="", label=k) for k in keys]
     sc.legend(handles=handles, loc="upper left", fontsize=8, frameon=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    save(fig, path)
     plt.close(fig)
 
 
@@ -374,8 +399,9 @@ def markdown(data, images):
             f"ep={c['layout']['ep']}, offload {c['offload']}, optimizer {c['optimizer']}"
             f"{'' if c['fits'] else ' (NO FIT: closest candidate)'}", "",
             f"**Reason:** {c['decision']['reason']}", "",
-            f"Candidates of the search (`muonplan plan --max-nodes {max(nodes)}` evaluates node "
-            "counts from 1 up and stops at the first where something fits):", "",
+            "Candidates of the search over the swept node counts (from the fewest up, stopping "
+            "at the first where something fits; for a sweep from 1, `muonplan plan --max-nodes "
+            f"{max(nodes)}`):", "",
             "| nodes | offload | fits | GPU peak GiB | host GiB/node | step s | GPU-s |",
             "| ---: | --- | --- | ---: | ---: | ---: | ---: |"]
     for cand in c["decision"]["candidates"]:
@@ -505,9 +531,12 @@ def main(argv):
         add("predicted_vs_measured.png", "Predicted vs measured",
             "Executor metrics beside the plan's predictions for every figure both have.",
             lambda path: plot_measured(data, path))
-    with open(os.path.join(out, "report.md"), "w") as f:
-        f.write(markdown(data, images))
+    text = markdown(data, images).encode()
+    write_atomic(os.path.join(out, "report.md"), lambda f: f.write(text))
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    try:
+        main(sys.argv)
+    except WriteError as e:
+        sys.exit(f"report.py: {e}")

@@ -525,7 +525,17 @@ LoadedCheckpoint load_checkpoint(const std::string& dir_arg, int rank, int world
                            ", this run's plan is \"" + fingerprint + "\"");
     }
     out.step = field("step").get<int64_t>();
+    // Only the checksum save writes, and only files inside the checkpoint: "../x.bin" or an
+    // absolute path would read (and trust) a file elsewhere.
+    if (field("checksum") != "fnv1a-64") {
+      throw InputError({mpath, 0, 0}, "checksum",
+                       "expected \"fnv1a-64\", got " + field("checksum").dump());
+    }
     const json& r = field("ranks").at(rank);
+    if (r.at("file") != rank_file(rank)) {
+      throw InputError({mpath, 0, 0}, "ranks[" + std::to_string(rank) + "].file",
+                       "expected \"" + rank_file(rank) + "\", got " + r.at("file").dump());
+    }
     const std::string path = base + "/" + r.at("file").get<std::string>();
     const uint64_t size = r.at("bytes").get<uint64_t>();
     const std::string sum = r.at("checksum").get<std::string>();

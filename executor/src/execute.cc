@@ -117,7 +117,9 @@ Plan unsharded(const Plan& plan) {
 }
 
 // Max over this rank's tensors of |dW - dW_ref| / |dW_ref| (dW: change since initialization).
-double reference_error(const RankState& state, const RankState& ref) {
+// Largest relative difference of the parameter updates; +inf when either run holds a non-finite
+// value (NaN compares false with everything, so it must be looked for, not compared).
+double reference_error(const RankState& state, const RankState& ref, std::string* nonfinite) {
   double worst = 0;
   std::vector<float> mine, theirs, init;
   for (const LocalParam& p : state.params()) {
@@ -134,6 +136,10 @@ double reference_error(const RankState& state, const RankState& ref) {
     fill_param(name, p.global_offset(), p.elems(), init.data());
     double num = 0, den = 0;
     for (size_t i = 0; i < mine.size(); ++i) {
+      if (!std::isfinite(mine[i]) || !std::isfinite(theirs[i])) {
+        if (nonfinite->empty()) nonfinite->assign(name);
+        worst = INFINITY;
+      }
       const double d_ref = double(theirs[i]) - init[i], d = double(mine[i]) - init[i];
       num += (d - d_ref) * (d - d_ref);
       den += d_ref * d_ref;
@@ -204,36 +210,52 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
   if (!opt.resume_dir.empty()) {
     // Every rank learns whether any rank failed to load, so none waits in a collective for
     // one that gave up.
+    // A refused checkpoint (wrong world or plan, torn, altered, missing) is bad input, exit 2
+    // on every rank (docs/cli-contract.md); any other failure stays a runtime failure.
     std::string error;
+    bool input_error = false;
     try {
       const LoadedCheckpoint ck =
           load_checkpoint(opt.resume_dir, comm.rank(), plan.world, fingerprint);
       restore(state, ck.entries, opt.resume_dir);
       first = ck.step + 1;
+    } catch (const InputError& e) {
+      error = e.what();
+      input_error = true;
     } catch (const std::exception& e) {
       error = e.what();
     }
-    double failed_rank = error.empty() ? 0 : comm.rank() + 1;
+    auto rethrow_own = [&] {
+      if (input_error) throw InputError({}, "", error);
+      throw std::runtime_error(error);
+    };
+    // 2 x (rank + 1) of the highest failed rank, + 1 when its failure was not bad input: the
+    // max over ranks carries both.
+    double failed = error.empty() ? 0 : 2.0 * (comm.rank() + 1) + (input_error ? 0 : 1);
     try {
-      comm.allreduce_max(&failed_rank, 1);
-    } catch (const RankFailure&) {
+      comm.allreduce_max(&failed, 1);
+    } catch (const RankFailure& e) {
       // A peer that learned of our failure first may announce it back: our own cause is the
-      // message to print.
-      if (!error.empty()) throw std::runtime_error(error);
-      throw;
+      // message to print. A peer's notice that arrives before the agreement is its load
+      // failure: said the way the agreement would have said it.
+      if (!error.empty()) rethrow_own();
+      throw InputError({}, "--resume",
+                       "checkpoint " + opt.resume_dir + " could not be loaded on rank " +
+                           std::to_string(e.failed_rank));
     }
-    if (failed_rank > 0) {
-      throw std::runtime_error(error.empty() ? "checkpoint " + opt.resume_dir +
-                                                   " could not be loaded on rank " +
-                                                   std::to_string(int(failed_rank) - 1)
-                                             : error);
+    if (!error.empty()) rethrow_own();
+    if (failed > 0) {
+      const std::string what = "checkpoint " + opt.resume_dir + " could not be loaded on rank " +
+                               std::to_string(int(failed) / 2 - 1);
+      if (int(failed) % 2 == 0) throw InputError({}, "--resume", what);
+      throw std::runtime_error(what);
     }
   }
   MuonStep step(state, comm);
   step.set_ns_variant(opt.symmetric_ns ? NsVariant::symmetric : NsVariant::plain);
   std::vector<double> times;
   // Per step: device, exchange wait, H2D, D2H, host-kernel seconds (StepCounters).
-  std::vector<std::vector<double>> busy(5);
+  std::vector<std::vector<double>> busy(6);
   double peak = 0, transient = 0, sent = 0, host_peak = 0, h2d = 0, d2h = 0;
   int64_t skipped = 0;
   const int64_t last = first + opt.steps - 1;
@@ -264,6 +286,19 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     const auto t0 = std::chrono::steady_clock::now();
     step.run(s);
     const auto t1 = std::chrono::steady_clock::now();
+    // A non-finite update (a diverging NS schedule, an overflowing learning rate) stops every
+    // rank: the parameters now hold it, so there is no step to skip (--skip-nonfinite covers
+    // gradients, checked before the step changes anything).
+    double bad_rank = step.nonfinite_tensor().empty() ? 0 : comm.rank() + 1;
+    comm.allreduce_max(&bad_rank, 1);
+    if (bad_rank > 0) {
+      throw std::runtime_error(
+          (step.nonfinite_tensor().empty()
+               ? "non-finite update on rank " + std::to_string(int(bad_rank) - 1)
+               : "non-finite update in " + step.nonfinite_tensor()) +
+          " at step " + std::to_string(s) +
+          "; the parameters hold it: check the learning rate and the NS schedule");
+    }
     times.push_back(std::chrono::duration<double>(t1 - t0).count());
     const MemoryStats m = backend.memory();
     peak = std::max(peak, double(m.peak_bytes));
@@ -273,17 +308,18 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     const StepCounters& c = step.counters();
     h2d = std::max(h2d, double(c.h2d_bytes));
     d2h = std::max(d2h, double(c.d2h_bytes));
-    const double per_kind[5] = {c.device_s, c.exchange_wait_s, c.h2d_s, c.d2h_s, c.host_s};
-    for (int k = 0; k < 5; ++k) busy[k].push_back(per_kind[k]);
+    const double per_kind[6] = {c.device_s, c.exchange_wait_s, c.h2d_s,
+                                c.d2h_s,    c.host_s,          c.check_s};
+    for (int k = 0; k < 6; ++k) busy[k].push_back(per_kind[k]);
   }
   // Steps 2+ when there are any: the first step pays for first-touch and warm-up.
   std::vector<double> steady(times.size() > 1 ? times.begin() + 1 : times.begin(), times.end());
   auto steady_median = [&](const std::vector<double>& v) {
     return median(std::vector<double>(v.size() > 1 ? v.begin() + 1 : v.begin(), v.end()));
   };
-  double stats[12] = {median(steady), peak, transient, sent, host_peak, h2d, d2h};
-  for (int k = 0; k < 5; ++k) stats[7 + k] = steady_median(busy[k]);
-  comm.allreduce_max(stats, 12);
+  double stats[13] = {median(steady), peak, transient, sent, host_peak, h2d, d2h};
+  for (int k = 0; k < 6; ++k) stats[7 + k] = steady_median(busy[k]);
+  comm.allreduce_max(stats, 13);
   uint64_t digest = state.partial_digest();
   comm.allreduce_sum_u64(&digest, 1);
 
@@ -305,7 +341,9 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
                                {"exchange_wait", stats[8]},
                                {"pcie_h2d", stats[9]},
                                {"pcie_d2h", stats[10]},
-                               {"host_kernels", stats[11]}}}};
+                               {"host_kernels", stats[11]}}},
+                             // The non-finite check's share of the step (under 1% is the bound).
+                             {"nonfinite_check_s", stats[12]}};
   if (backend.name() != "cpu") measured["gpu_peak_gib"] = stats[1] / (1024.0 * 1024 * 1024);
   if (opt.check_reference) {
     const Plan ref_plan = unsharded(plan);
@@ -319,8 +357,14 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
       if (s == opt.inject_nonfinite_step) continue;  // skipped above as well
       ref_step.run(s);
     }
-    double err = reference_error(state, ref);
+    std::string bad;
+    double err = reference_error(state, ref, &bad);
     comm.allreduce_max(&err, 1);
+    if (!std::isfinite(err)) {
+      throw std::runtime_error("reference check failed: non-finite parameters" +
+                               (bad.empty() ? std::string(" on another rank")
+                                            : " in " + bad + " (sharded or reference run)"));
+    }
     measured["reference_rel_error"] = err;
   }
   if (!opt.checkpoint_dir.empty()) {

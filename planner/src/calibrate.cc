@@ -4,26 +4,17 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <sstream>
 
 #include "muonplan/error.h"
+#include "muonplan/io.h"
 #include "muonplan/model_spec.h"
+#include "muonplan/plan_checks.h"
 
 namespace muonplan {
 namespace {
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError({path, 0, 0}, "file", "cannot be read");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError({path, 0, 0}, "json", e.what());
-  }
-}
 
 // Predicted figures the fit compares with measurements.
 struct Predicted {
@@ -199,14 +190,8 @@ double predict_step_s(const Topology& topo, const CalibrationRun& run) {
 }
 
 CalibrationRun load_calibration_run(const std::string& path) {
-  const nlohmann::json j = read_json(path);
-  if (j.value("schema", "") != "muonplan.metrics/1") {
-    throw InputError({path, 0, 0}, "schema",
-                     "expected muonplan.metrics/1, got '" + j.value("schema", "") + "'");
-  }
-  if (!j.contains("measured") || !j["measured"].is_object()) {
-    throw InputError({path, 0, 0}, "measured", "missing");
-  }
+  const nlohmann::json j = read_json_file(path);
+  check_metrics(j, path);  // schema, measured, predicted; numbers finite, >= 0, not absurd
   const nlohmann::json& m = j["measured"];
   CalibrationRun r;
   r.name = path;

@@ -4,11 +4,14 @@
 // inventory.
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "model_limits.h"
+#include "muonplan/io.h"
 #include "muonplan/model_io.h"
+#include "muonplan/plan_checks.h"
 #include "yaml_reader.h"
 
 namespace muonplan {
@@ -68,6 +71,14 @@ class Config {
       throw InputError({path, 0, 0}, "json", what.substr(what.find("] ") + 2));
     }
     if (!j_.is_object()) throw InputError({path, 1, 1}, "json", "expected an object");
+    // Not our format: transformers reads such a file (the last value wins), so warn only.
+    for (const DuplicateKey& d : find_duplicate_keys(text, path)) {
+      const std::string line = std::string("muonplan: warning: ") +
+                               InputError(d.second, d.field, "").what() + "given twice, at lines " +
+                               std::to_string(d.first.line) + " and " +
+                               std::to_string(d.second.line) + "; the last value is used\n";
+      std::fwrite(line.data(), 1, line.size(), stderr);
+    }
   }
 
   // The position of "key": in the text, for messages; the file's start if not found.
@@ -225,6 +236,10 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& path) {
   ModelSpec s;
   s.family = c.get_string("model_type");
   s.name = model_name(c, path, s.family);
+  if (!is_valid_utf8(s.name)) {  // from the file name: JSON output cannot hold it
+    throw InputError({path, 0, 0}, "name",
+                     "the model name (from the file name) is not valid UTF-8");
+  }
   read_common(c, s);
   const std::string& t = s.family;
   if (t == "llama") {
@@ -279,7 +294,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& path) {
 }
 
 ModelSpec import_hf_config(const std::string& path) {
-  return parse_hf_config(detail::read_text_file(path), path);
+  return parse_hf_config(read_input_file(path), path);
 }
 
 }  // namespace muonplan

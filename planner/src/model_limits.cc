@@ -9,7 +9,7 @@ int64_t max_size_for(const std::string& key) {
   if (key == "num_layers" || key == "num_hidden_layers") return 10'000;
   if (key == "mtp_layers" || key == "num_nextn_predict_layers") return 100;
   if (key == "num_experts" || key == "n_routed_experts") return 100'000;
-  return 100'000'000;  // any width: hidden, ffn, vocab, heads, ranks
+  return kMaxTensorDim;  // any width: hidden, ffn, vocab, heads, ranks
 }
 
 void check_model_totals(const ModelSpec& spec, const std::string& path) {
@@ -31,7 +31,15 @@ void check_model_totals(const ModelSpec& spec, const std::string& path) {
   double total = 0;
   for (const ParamTensor& t : build_inventory(spec).tensors) {
     double numel = 1;
-    for (int64_t d : t.shape) numel *= double(d);
+    for (int64_t d : t.shape) {
+      if (d > kMaxTensorDim) {  // a product of two fields (heads x head_dim)
+        throw InputError({path, 0, 0}, "model",
+                         "tensor " + t.name + " has a dimension of " + std::to_string(d) +
+                             ", more than muonplan plans for (" + std::to_string(kMaxTensorDim) +
+                             ")");
+      }
+      numel *= double(d);
+    }
     total += numel;
   }
   if (total > 1e15) {

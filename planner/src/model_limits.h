@@ -10,11 +10,16 @@
 
 namespace muonplan::detail {
 
+// The largest dimension of any tensor: a width (hidden, ffn, vocab) is at most this, and so is
+// a product of two fields (heads x head_dim). Plans are read back with the same bound.
+inline constexpr int64_t kMaxTensorDim = 100'000'000;
+
 // The largest value muonplan accepts for a size field (names as in our YAML and HF configs).
 int64_t max_size_for(const std::string& key);
 
 // Refuses specs whose parameter count or tensor count is beyond what the planner is for
-// (1e15 parameters, 2e6 tensors); InputError naming the file.
+// (1e15 parameters, 2e6 tensors), or with a tensor dimension past kMaxTensorDim; InputError
+// naming the file.
 void check_model_totals(const ModelSpec& spec, const std::string& path);
 
 }  // namespace muonplan::detail

@@ -2,8 +2,9 @@
 #include <algorithm>
 #include <cctype>
 
-#include "muonplan/model_io.h"
 #include "model_limits.h"
+#include "muonplan/io.h"
+#include "muonplan/model_io.h"
 #include "yaml_reader.h"
 
 namespace muonplan {
@@ -159,11 +160,11 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& path) {
 }
 
 ModelSpec load_model_yaml(const std::string& path) {
-  return parse_model_yaml(detail::read_text_file(path), path);
+  return parse_model_yaml(read_input_file(path), path);
 }
 
 ModelSpec load_model(const std::string& path) {
-  const std::string text = detail::read_text_file(path);
+  const std::string text = read_input_file(path);
   const auto first =
       std::find_if(text.begin(), text.end(), [](char c) { return !std::isspace(c); });
   const bool json_object = first != text.end() && *first == '{';

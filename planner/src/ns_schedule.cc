@@ -1,8 +1,11 @@
 #include "muonplan/ns_schedule.h"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "muonplan/error.h"
+#include "muonplan/plan_checks.h"
 
 namespace muonplan {
 namespace {
@@ -27,7 +30,19 @@ NsSchedule parse_list(const std::string& text) {
                        "expected a preset (" + std::string("quintic, polar-express, jordan, ") +
                            "deepseek-v4) or 'a,b,c;a,b,c;...', got '" + text + "'");
     }
+    for (double v : {c.a, c.b, c.c}) {
+      if (!std::isfinite(v)) {
+        throw InputError({}, "--ns-schedule", "coefficients must be finite, got '" + step + "'");
+      }
+    }
     s.steps.push_back(c);
+    // Bounded while reading: a list of a million steps is refused before it is stored.
+    if (s.steps.size() > kMaxNsSteps) break;
+  }
+  if (s.steps.empty() || s.steps.size() > kMaxNsSteps) {
+    size_t steps = s.steps.size();
+    if (steps > kMaxNsSteps) steps = size_t(std::count(text.begin(), text.end(), ';')) + 1;
+    throw InputError({}, "--ns-schedule", ns_steps_message(steps));
   }
   return s;
 }

@@ -2,12 +2,13 @@
 // trusts the chunks it loads (which rank owns which matrix, which rows each rank holds), so
 // everything it would index with is checked here and reported as "FILE: field: message".
 #include <cmath>
-#include <fstream>
 #include <map>
-#include <sstream>
 
+#include "model_limits.h"
 #include "muonplan/error.h"
+#include "muonplan/io.h"
 #include "muonplan/plan.h"
+#include "muonplan/plan_checks.h"
 #include "owners.h"
 
 namespace muonplan {
@@ -28,9 +29,19 @@ class Node {
     throw InputError({path_, 0, 0}, field_, message);
   }
   const std::string& field() const { return field_; }
+  const std::string& path() const { return path_; }
   const json& raw() const { return v_; }
 
   bool has(const std::string& key) const { return v_.is_object() && v_.contains(key); }
+  // Refuses keys plan_to_json does not write: a misspelt key would otherwise be ignored.
+  void only(std::initializer_list<const char*> known) const {
+    if (!v_.is_object()) fail("expected an object, got " + v_.dump());
+    for (const auto& item : v_.items()) {
+      bool ok = false;
+      for (const char* k : known) ok = ok || item.key() == k;
+      if (!ok) (*this)[item.key()].fail("unknown key (muonplan plan does not write it)");
+    }
+  }
   Node operator[](const std::string& key) const {
     if (!v_.is_object()) fail("expected an object, got " + v_.dump());
     const std::string field = field_.empty() ? key : field_ + "." + key;
@@ -106,6 +117,7 @@ void read_options(const Node& root, Plan& plan) {
         ", got " + std::to_string(plan.world));
   }
   const Node layout = root["layout"];
+  layout.only({"fsdp", "cp", "ep"});
   o.layout.fsdp = layout["fsdp"].integer(1);
   o.layout.cp = layout["cp"].integer(1);
   o.layout.ep = layout["ep"].integer(1);
@@ -118,23 +130,28 @@ void read_options(const Node& root, Plan& plan) {
   o.owners = OwnerStrategy(root["owners"].one_of({"padded", "restart", "round-robin", "balanced"}));
 
   const Node c = root["optimizer_config"];
+  c.only({"bf16_momentum", "nesterov", "lr", "momentum", "weight_decay", "update_rms", "adamw",
+          "ns_schedule", "newton_schulz_coefficients", "ns_norm_scale", "batches_in_flight",
+          "optimizer_offload_staging", "optimizer_offload_pinned"});
   o.bf16_momentum = c["bf16_momentum"].boolean();
   o.nesterov = c["nesterov"].boolean();
   if (o.nesterov && o.offload == OffloadMode::full)
     c["nesterov"].fail("not supported under full offload");
   OptimizerHyper& h = o.hyper;
-  h.lr = c["lr"].number(0);
-  h.momentum = c["momentum"].number(0, false, 1);
-  h.weight_decay = c["weight_decay"].number(0);
-  // plan_to_json writes the resolved values; a zero would mean "use the default" on the way
-  // back out, so the plan must say what it runs.
-  h.update_rms = c["update_rms"].number(0, true);
+  // Ranges: check_optimizer_config below, as `muonplan plan` checks its flags. plan_to_json
+  // writes the resolved values; a zero update_rms or adamw lr would mean "use the default" on
+  // the way back out, so the plan must say what it runs (> 0).
+  h.lr = c["lr"].number();
+  h.momentum = c["momentum"].number();
+  h.weight_decay = c["weight_decay"].number();
+  h.update_rms = c["update_rms"].number();
   const Node a = c["adamw"];
-  h.adamw_lr = a["lr"].number(0, true);
-  h.adamw_beta1 = a["beta1"].number(0, false, 1);
-  h.adamw_beta2 = a["beta2"].number(0, false, 1);
-  h.adamw_eps = a["eps"].number(0, true);
-  h.adamw_weight_decay = a["weight_decay"].number(0);
+  a.only({"lr", "beta1", "beta2", "eps", "weight_decay"});
+  h.adamw_lr = a["lr"].number();
+  h.adamw_beta1 = a["beta1"].number();
+  h.adamw_beta2 = a["beta2"].number();
+  h.adamw_eps = a["eps"].number();
+  h.adamw_weight_decay = a["weight_decay"].number();
 
   // The coefficients are what runs; the name is a label (a preset's name also brings its
   // recommended update RMS, which only matters when update_rms is resolved again).
@@ -144,13 +161,15 @@ void read_options(const Node& root, Plan& plan) {
     if (preset == s.name) s.update_rms = ns_schedule(preset).update_rms;
   }
   const Node coeffs = c["newton_schulz_coefficients"];
-  if (coeffs.size() == 0) coeffs.fail("expected at least one (a, b, c) step");
+  if (coeffs.size() == 0 || coeffs.size() > kMaxNsSteps)
+    coeffs.fail(ns_steps_message(coeffs.size()));
   for (size_t i = 0; i < coeffs.size(); ++i) {
     const Node step = coeffs[i];
     if (step.size() != 3) step.fail("expected [a, b, c], got " + step.raw().dump());
     s.steps.push_back({step[0].number(), step[1].number(), step[2].number()});
   }
-  s.norm_scale = c["ns_norm_scale"].number(0, true);
+  s.norm_scale = c["ns_norm_scale"].number();
+  check_optimizer_config(h, s, root.path());
   if (c["batches_in_flight"].integer(1) != o.batches_in_flight()) {
     c["batches_in_flight"].fail("expected " + std::to_string(o.batches_in_flight()) +
                                 " for offload " + to_string(o.offload) +
@@ -167,13 +186,17 @@ void read_inventory(const Node& root, Plan& plan) {
   double params = 0;  // in doubles: element counts of unchecked shapes can overflow int64
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Node n = tensors[i];
+    n.only({"name", "shape", "rule", "partitions", "stack_dim"});
     ParamTensor t;
     t.name = n["name"].string();
     if (t.name.empty()) n["name"].fail("must not be empty");
     if (!seen.emplace(t.name, int(i)).second) n["name"].fail("duplicate tensor '" + t.name + "'");
     const Node shape = n["shape"];
     if (shape.size() < 1 || shape.size() > 3) shape.fail("expected 1 to 3 dimensions");
-    for (size_t d = 0; d < shape.size(); ++d) t.shape.push_back(shape[d].integer(1, INT64_MAX));
+    // Bounded as the model loaders bound every tensor (model_limits.h): the executor allocates
+    // these shapes, and [1000, 10^9] would be a std::bad_alloc rather than a refusal.
+    for (size_t d = 0; d < shape.size(); ++d)
+      t.shape.push_back(shape[d].integer(1, detail::kMaxTensorDim));
     double numel = 1;
     for (int64_t d : t.shape) numel *= double(d);
     params += numel;
@@ -192,6 +215,7 @@ void read_inventory(const Node& root, Plan& plan) {
     if (parts.size() > 0 && t.shape.size() < 2) parts.fail(parts_rule);
     int64_t rows = 0;
     for (size_t p = 0; p < parts.size(); ++p) {
+      parts[p].only({"name", "rows"});
       t.partitions.push_back({parts[p]["name"].string(), parts[p]["rows"].integer(1, INT64_MAX)});
       // Checked before adding: a sum past the matrix rows could overflow int64.
       if (t.partitions.back().rows > t.rows() - rows) parts.fail(parts_rule);
@@ -216,6 +240,7 @@ int tensor_index(const Node& n, const Plan& plan) {
 
 // A chunk's matrix: tensor, partition, row_offset; the partition must have the chunk's shape.
 MatrixRef read_matrix(const Node& n, const Plan& plan, const Chunk& c, Coverage& covered) {
+  n.only({"tensor", "partition", "row_offset"});
   MatrixRef m;
   m.tensor = tensor_index(n["tensor"], plan);
   const ParamTensor& t = plan.inventory.tensors[m.tensor];
@@ -236,6 +261,8 @@ MatrixRef read_matrix(const Node& n, const Plan& plan, const Chunk& c, Coverage&
 }
 
 Chunk read_chunk(const Node& n, const Plan& plan, Coverage& covered) {
+  n.only({"kind", "rows", "cols", "params", "count", "shard_group", "owners", "padding", "matrices",
+          "predicted_ns_ms", "param_names"});
   Chunk c;
   c.kind = Chunk::Kind(n["kind"].one_of({"muon_batch", "muon_local", "adamw_group"}));
   c.rows = n["rows"].integer(0, INT64_MAX);
@@ -249,6 +276,7 @@ Chunk read_chunk(const Node& n, const Plan& plan, Coverage& covered) {
   const Layout& layout = plan.options.layout;
   if (c.kind == Chunk::Kind::muon_batch) {
     const Node matrices = n["matrices"];
+    n["shard_group"].only({"size", "dim"});
     c.group_size = n["shard_group"]["size"].integer(1);
     if (c.group_size != layout.fsdp)
       n["shard_group"]["size"].fail("expected the fsdp size " + std::to_string(layout.fsdp));
@@ -325,15 +353,19 @@ void read_decision(const Node& root, Plan& plan) {
   if (root.has("fits")) plan.fits = root["fits"].boolean();
   if (root.has("limits")) {
     const Node l = root["limits"];
+    l.only({"gpu_memory_gib", "host_ram_per_node_gib"});
     plan.predicted.gpu_limit_bytes = l["gpu_memory_gib"].number(0) * kGiB;
     plan.predicted.host_limit_bytes = l["host_ram_per_node_gib"].number(0) * kGiB;
   }
   if (!root.has("decision")) return;
   const Node d = root["decision"];
+  d.only({"candidates", "reason"});
   plan.reason = d["reason"].string();
   const Node cands = d["candidates"];
   for (size_t i = 0; i < cands.size(); ++i) {
     const Node n = cands[i];
+    n.only({"nodes", "offload", "fits", "layout", "gpu_peak_gib", "host_ram_per_node_gib", "step_s",
+            "gpu_seconds", "note"});
     Candidate c;
     c.nodes = n["nodes"].integer(1);
     c.offload = OffloadMode(n["offload"].one_of({"none", "optimizer", "full"}));
@@ -364,6 +396,13 @@ Plan plan_from_json(const json& j, const std::string& path) {
     throw InputError({path, 0, 0}, "schema",
                      std::string("expected ") + kPlanSchema + ", got '" + got + "'");
   }
+  root.only({"schema", "model", "topology", "nodes", "gpus_per_node", "world_size", "layout",
+             "offload", "optimizer", "owners", "include_mtp", "workload", "optimizer_config",
+             "fits", "limits", "predicted", "chunks", "tensors", "decision"});
+  if (root.has("workload") && !root["workload"].raw().is_null()) {
+    root["workload"].only({"tokens_per_step", "seq_len", "micro_batch_seqs", "ac", "ac_offload",
+                           "lm_head_chunk", "cp_style"});
+  }
   Plan plan;
   read_decision(root, plan);
   read_options(root, plan);
@@ -373,29 +412,7 @@ Plan plan_from_json(const json& j, const std::string& path) {
 }
 
 Plan load_plan(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError({path, 0, 0}, "file", "cannot be read");
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string s = text.str();
-  json j;
-  try {
-    j = json::parse(s);
-  } catch (const json::parse_error& e) {
-    // e.byte is the 1-based offset where parsing stopped: turn it into LINE:COL.
-    SourceLoc loc{path, 1, 1};
-    for (size_t i = 0; i + 1 < e.byte && i < s.size(); ++i) {
-      loc.col = s[i] == '\n' ? 1 : loc.col + 1;
-      loc.line += s[i] == '\n';
-    }
-    std::string what = e.what();
-    const size_t colon = what.find(": ");  // drop "[json.exception...] parse error at ...: "
-    throw InputError(loc, "json", colon == std::string::npos ? what : what.substr(colon + 2));
-  } catch (const json::exception& e) {
-    // A number too large for a double ("1e400") is an out_of_range, without an offset.
-    const std::string what = e.what();  // "[json.exception.out_of_range.406] number ..."
-    throw InputError({path, 0, 0}, "json", what.substr(what.find("] ") + 2));
-  }
+  const json j = read_json_file(path);
   return plan_from_json(j, path);
 }
 

@@ -1,6 +1,7 @@
 #include "muonplan/plan_options.h"
 
 #include "muonplan/error.h"
+#include "muonplan/io.h"
 #include "yaml_reader.h"
 
 namespace muonplan {
@@ -38,7 +39,7 @@ const char* to_string(CpStyle s) {
 }
 
 Workload load_workload(const std::string& path) {
-  const detail::YamlMap m(detail::parse_yaml_text(detail::read_text_file(path), path), path, "");
+  const detail::YamlMap m(detail::parse_yaml_text(read_input_file(path), path), path, "");
   Workload w;
   w.tokens_per_step = m.get_int("tokens_per_step");
   w.seq_len = m.get_int("seq_len");

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "muonplan/error.h"
+#include "muonplan/plan_checks.h"
 #include "muonplan/trainer_config.h"
 
 namespace muonplan {
@@ -97,6 +98,39 @@ Access hyper(double OptimizerHyper::*field) {
           },
           [field](const PlanFlags& f) { return number_text(f.hyper.*field); }};
 }
+// A flag whose 0 means "not given: the default" (the topology's GPUs per node or memory, the
+// schedule's update RMS): a value given must be positive, so that 0, a negative or a NaN is
+// refused rather than silently replaced by the default.
+std::string positive_integer_message(int64_t v) {
+  return "expected a positive integer, got '" + std::to_string(v) + "'";
+}
+Access positive_int(int PlanFlags::*field) {
+  Access a = number(field, "an integer");
+  a.set = [field](PlanFlags& f, const std::string& v, const std::string& flag) {
+    const int x = parse_number<int>(v, flag, "an integer");
+    if (x <= 0) throw InputError({}, flag, positive_integer_message(x));
+    f.*field = x;
+  };
+  return a;
+}
+Access positive_double(double PlanFlags::*field) {
+  Access a = number(field, "a number");
+  a.set = [field](PlanFlags& f, const std::string& v, const std::string& flag) {
+    const double x = parse_number<double>(v, flag, "a number");
+    check_positive_finite(x, flag);
+    f.*field = x;
+  };
+  return a;
+}
+Access positive_hyper(double OptimizerHyper::*field) {
+  Access a = hyper(field);
+  a.set = [field](PlanFlags& f, const std::string& v, const std::string& flag) {
+    const double x = parse_number<double>(v, flag, "a number");
+    check_positive_finite(x, flag);
+    f.hyper.*field = x;
+  };
+  return a;
+}
 // Read back normalized: "fsdp=8" and "fsdp=8,cp=1,ep=1" are the same layout.
 Access layout() {
   Access a = text(&PlanFlags::layout);
@@ -128,8 +162,8 @@ Access adamw_betas() {
 const std::vector<std::pair<std::string, Access>>& setters() {
   static const std::vector<std::pair<std::string, Access>> table = {
       {"nodes", text(&PlanFlags::nodes)},
-      {"max-nodes", number(&PlanFlags::max_nodes, "an integer")},
-      {"gpus-per-node", number(&PlanFlags::gpus_per_node, "an integer")},
+      {"max-nodes", positive_int(&PlanFlags::max_nodes)},
+      {"gpus-per-node", positive_int(&PlanFlags::gpus_per_node)},
       {"layout", layout()},
       {"optimizer", text(&PlanFlags::optimizer)},
       {"offload", text(&PlanFlags::offload)},
@@ -140,7 +174,7 @@ const std::vector<std::pair<std::string, Access>>& setters() {
       {"lr", hyper(&OptimizerHyper::lr)},
       {"momentum", hyper(&OptimizerHyper::momentum)},
       {"weight-decay", hyper(&OptimizerHyper::weight_decay)},
-      {"update-rms", hyper(&OptimizerHyper::update_rms)},
+      {"update-rms", positive_hyper(&OptimizerHyper::update_rms)},
       {"adamw-lr", hyper(&OptimizerHyper::adamw_lr)},
       {"adamw-weight-decay", hyper(&OptimizerHyper::adamw_weight_decay)},
       {"adamw-betas", adamw_betas()},
@@ -154,8 +188,8 @@ const std::vector<std::pair<std::string, Access>>& setters() {
       {"ac-offload", boolean(&PlanFlags::ac_offload)},
       {"lm-head-chunk", number(&PlanFlags::lm_head_chunk, "an integer")},
       {"cp-style", text(&PlanFlags::cp_style)},
-      {"gpu-memory-gib", number(&PlanFlags::gpu_memory_gib, "a number")},
-      {"host-ram-gib", number(&PlanFlags::host_ram_gib, "a number")},
+      {"gpu-memory-gib", positive_double(&PlanFlags::gpu_memory_gib)},
+      {"host-ram-gib", positive_double(&PlanFlags::host_ram_gib)},
       {"include-mtp", boolean(&PlanFlags::include_mtp)},
       {"trainer-config", text(&PlanFlags::trainer_config)},
   };
@@ -210,6 +244,15 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
   if (!r.auto_nodes) o.nodes = parse_positive_int(f.nodes, "--nodes");
   r.auto_offload = f.offload == "auto";
   if (!r.auto_offload) o.offload = parse_offload(f.offload);
+  // 0 is "not given" (the topology's); set_plan_flag refuses a 0 given, this a negative one.
+  for (auto [name, v] :
+       {std::pair{"--max-nodes", f.max_nodes}, {"--gpus-per-node", f.gpus_per_node}}) {
+    if (v < 0) throw InputError({}, name, positive_integer_message(v));
+  }
+  for (auto [name, v] :
+       {std::pair{"--gpu-memory-gib", f.gpu_memory_gib}, {"--host-ram-gib", f.host_ram_gib}}) {
+    if (v != 0) check_positive_finite(v, name);
+  }
   r.max_nodes = f.max_nodes;
   o.gpus_per_node = f.gpus_per_node;
   // Layout search: `--layout auto`, or no layout or a partial one with --nodes auto; the
@@ -227,20 +270,13 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
   o.pinned_host_state = f.pinned_state;
   o.bf16_momentum = f.bf16_momentum;
   o.hyper = f.hyper;
-  for (auto [name, v] : {std::pair{"--lr", f.hyper.lr}, {"--momentum", f.hyper.momentum}}) {
-    if (!(v > 0)) throw InputError({}, name, "must be positive");
-  }
-  if (f.hyper.weight_decay < 0) throw InputError({}, "--weight-decay", "must not be negative");
-  if (f.hyper.adamw_lr < 0) throw InputError({}, "--adamw-lr", "must not be negative (0: --lr)");
-  if (f.hyper.adamw_weight_decay < 0)
-    throw InputError({}, "--adamw-weight-decay", "must not be negative");
-  for (double b : {f.hyper.adamw_beta1, f.hyper.adamw_beta2}) {
-    if (!(b >= 0 && b <= 1)) throw InputError({}, "--adamw-betas", "each must be in [0, 1]");
-  }
   o.nesterov = f.nesterov;
   o.schedule = ns_schedule(f.schedule);
+  // What plan_to_json will write, checked as the plan loader checks it (plan_checks.h): the
+  // executor never refuses a plan for a value these flags let through.
+  check_optimizer_config(resolved_hyper(o.hyper, o.schedule), o.schedule);
   o.owners = parse_owner_strategy(f.owners);
-  o.gpu_memory_gib = f.gpu_memory_gib;
+  o.gpu_memory_gib = f.gpu_memory_gib;  // 0: the topology's
   o.host_ram_gib = f.host_ram_gib;
   o.include_mtp = f.include_mtp;
   if (!f.workload.empty()) {

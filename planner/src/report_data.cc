@@ -7,10 +7,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 #include "muonplan/error.h"
+#include "muonplan/io.h"
+#include "muonplan/plan_checks.h"
 
 namespace muonplan {
 namespace {
@@ -85,19 +86,29 @@ std::string shell_quote(const std::string& s) {
 
 }  // namespace
 
-std::vector<int> parse_node_counts(const std::string& text) {
+std::vector<int> parse_node_counts(const std::string& text, int max_nodes) {
   std::set<int> counts;
+  // Bounded before the range is expanded: "1..1000000000" would fill memory.
+  auto bounded = [&](int n) {
+    if (n > max_nodes) {
+      throw InputError({}, "--nodes",
+                       "'" + text + "' goes beyond the topology's max_nodes (" +
+                           std::to_string(max_nodes) + ")");
+    }
+    return n;
+  };
   const size_t dots = text.find("..");
   if (dots != std::string::npos) {
     const int lo = parse_count(text.substr(0, dots), text);
     const int hi = parse_count(text.substr(dots + 2), text);
     if (hi < lo) throw InputError({}, "--nodes", "empty range '" + text + "'");
+    bounded(hi);
     for (int n = lo; n <= hi; ++n) counts.insert(n);
   } else {
     size_t start = 0;
     while (true) {
       const size_t comma = text.find(',', start);
-      counts.insert(parse_count(text.substr(start, comma - start), text));
+      counts.insert(bounded(parse_count(text.substr(start, comma - start), text)));
       if (comma == std::string::npos) break;
       start = comma + 1;
     }
@@ -128,6 +139,7 @@ json report_data(const ModelSpec& spec, const Topology& topo, const PlanRequest&
   searched.auto_nodes = true;
   searched.auto_offload = true;
   searched.max_nodes = inputs.node_counts.back();
+  searched.node_counts = inputs.node_counts;  // the chosen node count is one of the sweep's
   const Plan chosen = make_plan(spec, topo, searched);
   json chosen_json = plan_to_json(chosen);
   chosen_json.erase("chunks");
@@ -195,20 +207,8 @@ json report_data(const ModelSpec& spec, const Topology& topo, const PlanRequest&
 }
 
 json load_metrics(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError({path, 0, 0}, "file", "cannot be read");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::exception& e) {
-    throw InputError({path, 0, 0}, "json", e.what());
-  }
-  if (!j.is_object()) throw InputError({path, 0, 0}, "json", "expected an object");
-  for (const char* key : {"measured", "predicted"}) {
-    if (!j.contains(key) || !j[key].is_object()) {
-      throw InputError({path, 0, 0}, key, "missing (expected the metrics of muonplan execute)");
-    }
-  }
+  json j = read_json_file(path);
+  check_metrics(j, path);  // schema, measured, predicted; numbers finite, >= 0, not absurd
   j["path"] = path;
   return j;
 }
@@ -218,11 +218,7 @@ void render_report(const json& data, const std::string& out_dir, const std::stri
   std::filesystem::create_directories(out_dir, ec);
   if (ec) throw std::runtime_error("cannot create " + out_dir + ": " + ec.message());
   const std::string data_path = (std::filesystem::path(out_dir) / "report-data.json").string();
-  {
-    std::ofstream out(data_path);
-    if (!out) throw std::runtime_error("cannot write " + data_path);
-    out << data.dump(1) << "\n";
-  }
+  write_file_atomic(data_path, data.dump(1) + "\n");
   const char* env = std::getenv("MUONPLAN_REPORT_PYTHON");
   const std::string python = env && *env ? env : "/usr/bin/python3";
   // stderr into the pipe, stdout dropped: the script's messages are what a failure reports.
@@ -237,8 +233,10 @@ void render_report(const json& data, const std::string& out_dir, const std::stri
   const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   if (rc != 0) {
     while (!err.empty() && err.back() == '\n') err.pop_back();
+    // One line when the script says one (report.py's own errors do), else its stderr below.
+    const bool one_line = err.find('\n') == std::string::npos;
     throw std::runtime_error(python + " " + script + " failed (exit " + std::to_string(rc) +
-                             "):\n" + err);
+                             (one_line ? "): " : "):\n") + err);
   }
 }
 

@@ -95,7 +95,16 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
                          ")");
   }
   std::vector<int> node_counts;
-  if (req.auto_nodes) {
+  if (req.auto_nodes && !req.node_counts.empty()) {
+    for (int n : req.node_counts) {
+      if (n >= 1 && n <= max_nodes && int64_t(n) * gpn <= kMaxWorld) node_counts.push_back(n);
+    }
+    if (node_counts.empty()) {
+      throw InputError({}, "--nodes",
+                       "no node count between 1 and " + std::to_string(max_nodes) +
+                           " with a world of at most " + std::to_string(kMaxWorld) + " ranks");
+    }
+  } else if (req.auto_nodes) {
     for (int n = 1; n <= max_nodes && int64_t(n) * gpn <= kMaxWorld; ++n) node_counts.push_back(n);
   } else {
     if (req.options.nodes <= 0) {

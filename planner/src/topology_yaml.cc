@@ -1,6 +1,7 @@
 // Our YAML topology format (docs/topology.md) and the checks every topology must pass.
 #include <tuple>
 
+#include "muonplan/io.h"
 #include "muonplan/topology.h"
 #include "yaml_reader.h"
 
@@ -186,7 +187,7 @@ Topology parse_topology(const std::string& text, const std::string& path_for_err
 }
 
 Topology load_topology(const std::string& path) {
-  return parse_topology(detail::read_text_file(path), path);
+  return parse_topology(read_input_file(path), path);
 }
 
 }  // namespace muonplan

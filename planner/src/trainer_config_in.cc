@@ -5,13 +5,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <vector>
 
 #include "muonplan/error.h"
+#include "muonplan/io.h"
 #include "muonplan/ns_schedule.h"
 #include "muonplan/trainer_config.h"
 
@@ -593,11 +592,7 @@ class Reader {
 }  // namespace
 
 void apply_trainer_config(const std::string& path, PlanFlags& flags) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError({path, 0, 0}, "file", "cannot be read");
-  std::stringstream text;
-  text << in.rdbuf();
-  Reader(path, Parser(path, text.str()).parse()).apply(flags);
+  Reader(path, Parser(path, read_input_file(path)).parse()).apply(flags);
 }
 
 }  // namespace muonplan

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "muonplan/io.h"
 #include "muonplan/model_io.h"
 #include "muonplan/ns_model.h"
 #include "muonplan/plan.h"
@@ -56,10 +57,10 @@ void step_rows(const YAML::Node& bench, const std::string& models_dir, const Top
                                 " (published: " + impl + ")";
     // The project's checks are on the round-robin rows; padded rows are reported.
     const double k = padded ? 0 : 1;
-    out.push_back({"optimizer_step_s", setting, row["step_s"].as<double>(), p.optimizer_step_s,
-                   k * 0.30});
-    out.push_back({"gpu_peak_gib", setting, row["peak_gib"].as<double>(),
-                   p.gpu_peak_bytes() / kGiB, k * 0.10});
+    out.push_back(
+        {"optimizer_step_s", setting, row["step_s"].as<double>(), p.optimizer_step_s, k * 0.30});
+    out.push_back({"gpu_peak_gib", setting, row["peak_gib"].as<double>(), p.gpu_peak_bytes() / kGiB,
+                   k * 0.10});
     out.push_back({"gpu_transient_gib", setting, row["step_transient_gib"].as<double>(),
                    p.gpu_transient_bytes_total() / kGiB, k * 0.25});
     out.push_back({"alltoall_gb_per_rank_max", setting, row["alltoall_gb_per_rank"].as<double>(),
@@ -70,9 +71,8 @@ void step_rows(const YAML::Node& bench, const std::string& models_dir, const Top
 }  // namespace
 
 std::vector<ValidationRow> validate_published(const std::string& path,
-                                              const std::string& models_dir,
-                                              const Topology& topo) {
-  const YAML::Node root = detail::parse_yaml_text(detail::read_text_file(path), path);
+                                              const std::string& models_dir, const Topology& topo) {
+  const YAML::Node root = detail::parse_yaml_text(read_input_file(path), path);
   std::vector<ValidationRow> rows;
   try {
     ns_rows(root["newton_schulz_call_ms"], topo, rows);

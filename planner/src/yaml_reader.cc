@@ -3,8 +3,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "muonplan/plan_checks.h"
 
 namespace muonplan::detail {
 
@@ -18,22 +21,50 @@ std::string describe(const YAML::Node& node) {
   return "nothing";
 }
 
-}  // namespace
-
-YAML::Node parse_yaml_text(const std::string& text, const std::string& path) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw InputError({path, e.mark.line + 1, e.mark.column + 1}, "yaml", e.msg);
+// yaml-cpp keeps both entries of a key given twice and looks up the first: refuse it, in every
+// mapping of the document. Each mapping and list is visited once (by its position in the
+// text), so aliases cannot make the walk exponential.
+void refuse_duplicate_keys(const YAML::Node& root, const std::string& path) {
+  std::vector<std::pair<YAML::Node, std::string>> todo = {{root, ""}};
+  std::set<std::pair<int, bool>> seen;  // (position, is a mapping) of containers visited
+  while (!todo.empty()) {
+    const auto [node, where] = todo.back();
+    todo.pop_back();
+    if (!node.IsMap() && !node.IsSequence()) continue;
+    if (!seen.emplace(node.Mark().pos, node.IsMap()).second) continue;
+    if (node.IsSequence()) {
+      for (size_t i = 0; i < node.size(); ++i)
+        todo.push_back({node[i], where + "[" + std::to_string(i) + "]"});
+      continue;
+    }
+    std::map<std::string, YAML::Mark> keys;
+    for (const auto& kv : node) {
+      if (!kv.first.IsScalar()) continue;
+      const std::string key = kv.first.Scalar();
+      const std::string field = where.empty() ? key : where + "." + key;
+      const auto [it, fresh] = keys.emplace(key, kv.first.Mark());
+      if (!fresh) {
+        const YAML::Mark m = kv.first.Mark();
+        throw InputError({path, m.line + 1, m.column + 1}, field,
+                         "given twice, at lines " + std::to_string(it->second.line + 1) + " and " +
+                             std::to_string(m.line + 1));
+      }
+      todo.push_back({kv.second, field});
+    }
   }
 }
 
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError({path, 0, 0}, "file", "cannot be read");
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+}  // namespace
+
+YAML::Node parse_yaml_text(const std::string& text, const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw InputError({path, e.mark.line + 1, e.mark.column + 1}, "yaml", e.msg);
+  }
+  refuse_duplicate_keys(root, path);
+  return root;
 }
 
 YamlMap::YamlMap(YAML::Node node, std::string path, std::string where)
@@ -151,6 +182,8 @@ bool YamlMap::get_bool(const std::string& key, bool fallback) const {
 std::string YamlMap::get_string(const std::string& key) const {
   const YAML::Node value = require(key);
   if (!value.IsScalar()) fail_at(value, key, "expected a string, got " + describe(value));
+  // JSON output (--json, plans, reports) cannot hold other bytes.
+  if (!is_valid_utf8(value.Scalar())) fail_at(value, key, "is not valid UTF-8");
   return value.Scalar();
 }
 

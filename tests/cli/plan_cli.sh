@@ -24,7 +24,7 @@ check no-fit 0 "" "$bin" plan --model models/kimi-k2.yaml --max-nodes 2 --gpu-me
 check help 0 "" "$bin" plan --help
 check tiny-gpu-limit 2 "--gpu-memory-gib: 0.25 GiB is not above the fixed per-GPU overhead (0.5 GiB): nothing can fit" "$bin" plan --model $M --gpu-memory-gib 0.25
 check tiny-host-limit 2 "--host-ram-gib: 16 GiB is not above the per-node process overhead (32 GiB): nothing can fit" "$bin" plan --model $M --host-ram-gib 16
-check negative-limit 2 "--gpu-memory-gib: must be positive" "$bin" plan --model $M --gpu-memory-gib -3
+check negative-limit 2 "--gpu-memory-gib: must be a finite number > 0, got -3" "$bin" plan --model $M --gpu-memory-gib -3
 check workload-file 0 "" "$bin" plan --model models/qwen3-30b-a3b.yaml --workload tests/data/workload/4m-tokens.yaml --nodes 2 --offload none
 check workload-bad 2 "tests/data/workload/bad-seq.yaml:2:10: seq_len: must be positive" "$bin" plan --model $M --workload tests/data/workload/bad-seq.yaml
 check cost-bad 2 "--rows: must be positive, got -5" "$bin" cost ns --rows -5 --cols 8

@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
 
 #include "muonplan/error.h"
 #include "muonplan/exec/checkpoint.h"
@@ -143,6 +145,35 @@ TEST_CASE("checkpoint: world size and plan mismatches are refused", "[exec-infra
   std::ofstream(manifest) << R"({"schema": "muonplan.checkpoint/9"})";
   CHECK(load_error(t.dir) ==
         manifest + ": schema: expected muonplan.checkpoint/2, got \"muonplan.checkpoint/9\"");
+}
+
+TEST_CASE("checkpoint: a manifest naming a file elsewhere or another checksum is refused",
+          "[exec-infra]") {
+  // Both used to be read as given: "../x.bin" was opened outside the checkpoint, and an unknown
+  // checksum algorithm was checked as FNV-1a 64 anyway.
+  TempCheckpoint t;
+  save_checkpoint(t.dir, 0, 1, 7, "fp", state(), nullptr);
+  const std::string manifest = t.dir + "/manifest.json";
+  std::ifstream in(manifest);
+  const nlohmann::json good = nlohmann::json::parse(in);
+  in.close();
+  auto error_with = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json m = good;
+    edit(m);
+    std::ofstream(manifest) << m.dump();
+    return load_error(t.dir);
+  };
+  fs::copy_file(t.rank0(), t.dir + "-outside.bin");
+  CHECK(error_with([&](nlohmann::json& m) {
+          m["ranks"][0]["file"] = "../" + fs::path(t.dir).filename().string() + "-outside.bin";
+        }) == manifest + ": ranks[0].file: expected \"rank-00000.bin\", got \"../" +
+                  fs::path(t.dir).filename().string() + "-outside.bin\"");
+  fs::remove(t.dir + "-outside.bin");
+  CHECK(error_with([](nlohmann::json& m) { m["ranks"][0]["file"] = "rank-00001.bin"; }) ==
+        manifest + ": ranks[0].file: expected \"rank-00000.bin\", got \"rank-00001.bin\"");
+  CHECK(error_with([](nlohmann::json& m) { m["checksum"] = "md5"; }) ==
+        manifest + ": checksum: expected \"fnv1a-64\", got \"md5\"");
+  CHECK(error_with([](nlohmann::json&) {}) == "(loaded)");
 }
 
 TEST_CASE("checkpoint: a crash at any point leaves one loadable", "[exec-infra]") {

@@ -2,7 +2,8 @@
 # Checkpoints and bad input under mpiexec: 2 steps + save + resume 2 steps equals 4 steps
 # (fp32 and bf16 momentum); a NaN gradient stops every rank with the parameter and step named
 # (or is skipped with --skip-nonfinite); a plan for another world size, a plan of another
-# schema and a damaged checkpoint are refused on every rank with one line, without a hang.
+# schema and a damaged, missing or foreign checkpoint are refused on every rank with one line
+# and exit 2, without a hang.
 source "$(dirname "$0")/lib.sh"
 W=3
 for extra in "" "--bf16-momentum"; do
@@ -38,12 +39,25 @@ if run $W "$work/p9.json" >/dev/null; then bad "schema 9 accepted"; else
   n="$(grep -c "schema: expected muonplan.plan/1, got 'muonplan.plan/9'" "$work/err")"
   [ "$n" = $W ] && ok || bad "schema message on $n ranks: $(cat "$work/err")"
 fi
-# A truncated checkpoint file is refused, naming the file.
+# A refused checkpoint is bad input: exit 2 (it was 1), one line per rank. A truncated rank
+# file: its rank names the file, the others the rank and the checkpoint.
 run $W "$work/p.json" --steps 1 --checkpoint "$work/ck" >/dev/null || bad "save for damage test"
+cp -r "$work/ck" "$work/ck-world"
 truncate -s 100 "$work/ck/rank-00001.bin"
-if run $W "$work/p.json" --resume "$work/ck" >/dev/null; then bad "truncated checkpoint accepted"; else
-  grep -q "rank-00001.bin" "$work/err" && ok || bad "truncated checkpoint message: $(cat "$work/err")"
-fi
-# A missing checkpoint.
-if run $W "$work/p.json" --resume "$work/nothing" >/dev/null; then bad "missing checkpoint accepted"; else ok; fi
+run $W "$work/p.json" --resume "$work/ck" >/dev/null
+rc=$?
+n="$(grep -c "^muonplan: rank [02]: --resume: checkpoint $work/ck could not be loaded on rank 1$" "$work/err")"
+if [ $rc = 2 ] && [ "$n" = 2 ] && grep -q "^muonplan: rank 1: $work/ck/rank-00001.bin: truncated or extended: 100 bytes" "$work/err"; then ok
+else bad "truncated checkpoint: exit $rc (want 2): $(cat "$work/err")"; fi
+# A missing checkpoint: every rank names its manifest.
+run $W "$work/p.json" --resume "$work/nothing" >/dev/null
+rc=$?
+n="$(grep -c ": $work/nothing/manifest.json: file: cannot be read$" "$work/err")"
+[ $rc = 2 ] && [ "$n" = $W ] && ok || bad "missing checkpoint: exit $rc (want 2): $(cat "$work/err")"
+# A checkpoint of another world size: refused on every rank with exit 2.
+plan "$work/p2.json" tiny-dense 2
+run 2 "$work/p2.json" --resume "$work/ck-world" >/dev/null
+rc=$?
+n="$(grep -c "world_size: the checkpoint was written by $W ranks; this run has 2$" "$work/err")"
+[ $rc = 2 ] && [ "$n" = 2 ] && ok || bad "checkpoint of another world: exit $rc (want 2): $(cat "$work/err")"
 finish

@@ -3,9 +3,11 @@ errors. ctest runs it with /usr/bin/python3, PYTHONPATH at the module's build di
 MUONPLAN_BIN / MUONPLAN_SOURCE_DIR set (tests/CMakeLists.txt)."""
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import muonplan
@@ -160,6 +162,22 @@ class ErrorsMatchCli(unittest.TestCase):
         self.assert_same_error(lambda: muonplan.cost_ns(-5, 8),
                                ["cost", "ns", "--rows", "-5", "--cols", "8"])
 
+    def test_hyperparameters_refused_as_by_cli(self):
+        # Accepted before (inf written as null, 0 and NaN replaced by the default), so the plan
+        # was refused by the executor or silently ran something else (docs/reliability.md).
+        model = path("models/qwen3-8b.yaml")
+        with self.assertRaises(muonplan.InputError) as ctx:
+            muonplan.plan(model, lr=float("inf"))
+        self.assertEqual(str(ctx.exception), "--lr: must be a finite number > 0, got inf")
+        for options, flags in [({"lr": float("inf")}, ["--lr", "inf"]),
+                               ({"momentum": 2}, ["--momentum", "2"]),
+                               ({"update_rms": 0}, ["--update-rms", "0"]),
+                               ({"gpus_per_node": 0}, ["--gpus-per-node", "0"]),
+                               ({"gpu_memory_gib": float("nan")}, ["--gpu-memory-gib", "nan"])]:
+            with self.subTest(options=options):
+                self.assert_same_error(lambda: muonplan.plan(model, **options),
+                                       ["plan", "--model", model, *flags])
+
     def test_unknown_option(self):
         with self.assertRaises(ValueError) as ctx:
             muonplan.plan(path("models/qwen3-8b.yaml"), frobnicate=1)
@@ -187,6 +205,24 @@ class ReportAndExample(unittest.TestCase):
         with self.assertRaises(ValueError) as ctx:
             muonplan.report(TINY_MOE, "/tmp/unused", offload="none")
         self.assertIn("--offload: not a report option", str(ctx.exception))
+
+    def test_report_node_range_is_bounded(self):
+        # A billion node counts would fill memory before the first plan; they are refused at
+        # once. In a child capped at 2 GB of address space, so that a regression fails fast.
+        code = ("import muonplan, sys\n"
+                "try:\n"
+                "    muonplan.report(sys.argv[1], sys.argv[2], nodes='1..1000000000')\n"
+                "except muonplan.InputError as e:\n"
+                "    print(e)\n")
+        cap = lambda: resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))  # noqa: E731
+        with tempfile.TemporaryDirectory() as out:
+            start = time.monotonic()
+            r = subprocess.run([sys.executable, "-c", code, path("models/tiny-moe.yaml"), out],
+                               capture_output=True, text=True, timeout=60, preexec_fn=cap)
+            self.assertLess(time.monotonic() - start, 10)
+        self.assertEqual(r.stdout.strip(),
+                         "--nodes: '1..1000000000' goes beyond the topology's max_nodes (64)",
+                         r.stderr)
 
     def test_pick_owners_example(self):
         r = subprocess.run([sys.executable, path("examples/pick_owners.py"), "--model",

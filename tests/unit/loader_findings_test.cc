@@ -69,11 +69,17 @@ TEST_CASE("a plan's world and sizes are bounded before anything is allocated", "
           j["gpus_per_node"] = 1000;
           j["world_size"] = 1000000000;
         }) == "plan.json: world_size: expected an integer in [1, 16384], got 1000000000");
-  // An embedding of 2^63-1 rows used to load and reach the executor with a wrapped numel().
+  // An embedding of 2^63-1 rows used to load and reach the executor with a wrapped numel();
+  // every dimension is now bounded as the model loaders bound them.
   CHECK(plan_error_after([](json& j) {
           tensor_named(j, "model.embed_tokens.weight")["shape"] = {INT64_MAX, 2};
         }) ==
-        "plan.json: tensors[0].shape: [9223372036854775807,2] brings the model past 1e15 "
+        "plan.json: tensors[0].shape[0]: expected an integer in [1, 100000000], got "
+        "9223372036854775807");
+  CHECK(plan_error_after([](json& j) {
+          tensor_named(j, "model.embed_tokens.weight")["shape"] = {100000000, 100000000};
+        }) ==
+        "plan.json: tensors[0].shape: [100000000,100000000] brings the model past 1e15 "
         "parameters, more than muonplan plans for");
   // Partition rows whose sum overflows int64 are refused as rows that do not add up.
   CHECK(plan_error_after([](json& j) {

@@ -47,14 +47,19 @@ TEST_CASE("plan flags from text: typed, named as on the command line", "[report]
 }
 
 TEST_CASE("node counts: a count, a range or a list", "[report]") {
-  CHECK(parse_node_counts("3") == std::vector<int>{3});
-  CHECK(parse_node_counts("1..4") == std::vector<int>{1, 2, 3, 4});
-  CHECK(parse_node_counts("8,2,4,2") == std::vector<int>{2, 4, 8});
-  CHECK(error_of([] { parse_node_counts("4..2"); }) == "--nodes: empty range '4..2'");
+  CHECK(parse_node_counts("3", 8) == std::vector<int>{3});
+  CHECK(parse_node_counts("1..4", 8) == std::vector<int>{1, 2, 3, 4});
+  CHECK(parse_node_counts("8,2,4,2", 8) == std::vector<int>{2, 4, 8});
+  CHECK(error_of([] { parse_node_counts("4..2", 8); }) == "--nodes: empty range '4..2'");
   for (const char* bad : {"", "0", "1..", "a,b", "1,,2", "-1..3"}) {
     INFO(bad);
-    CHECK_THROWS_AS(parse_node_counts(bad), InputError);
+    CHECK_THROWS_AS(parse_node_counts(bad, 8), InputError);
   }
+  // Beyond the topology: refused before a billion counts are expanded.
+  CHECK(error_of([] { parse_node_counts("1..1000000000", 64); }) ==
+        "--nodes: '1..1000000000' goes beyond the topology's max_nodes (64)");
+  CHECK(error_of([] { parse_node_counts("2,65", 64); }) ==
+        "--nodes: '2,65' goes beyond the topology's max_nodes (64)");
   Topology topo = load_topology(repo_path("topologies/cpu-ci.yaml"));
   CHECK(default_node_counts(topo) == std::vector<int>{1, 2});  // max_nodes 2
 }
@@ -95,6 +100,17 @@ TEST_CASE("report data: the sweep's points are the fixed plans, the chosen one t
     CHECK(s["alltoall_bytes_per_rank"].size() == 8);
     CHECK(s["ns_flops_max"].get<double>() >= s["ns_flops_mean"].get<double>());
   }
+}
+
+TEST_CASE("report data: the chosen node count is one of the sweep's", "[report]") {
+  // glm-4.5-air fits on 1 node: a sweep of 3 and 5 must still choose 3, not 1.
+  const ModelSpec spec = load_model(repo_path("models/glm-4.5-air.yaml"));
+  const Topology topo = load_topology(repo_path("topologies/h200-ib.yaml"));
+  ReportInputs in;
+  in.node_counts = {3, 5};
+  const nlohmann::json d = report_data(spec, topo, PlanRequest{}, in);
+  CHECK(d["chosen"]["nodes"] == 3);
+  for (const auto& c : d["chosen"]["decision"]["candidates"]) CHECK(c["nodes"] == 3);
 }
 
 TEST_CASE("trainer TOML: values copied from the plan", "[report]") {

@@ -244,3 +244,40 @@ TEST_CASE("layout search: ep over expert-count divisors, cp over powers of two",
   for (const Candidate& c : fixed_cp.candidates)
     CHECK(c.layout.find(",cp=2,") != std::string::npos);
 }
+
+TEST_CASE("full offload: weight upload and backward offload against hand figures", "[workload]") {
+  Topology topo = h200();
+  const ModelSpec spec = model("glm-4.5-air");
+  PlanRequest r;
+  r.options.nodes = 1;
+  r.options.offload = OffloadMode::full;
+  r.options.layout = Layout{8, 4, 8};
+  r.options.workload = glm_run();
+  r.options.optimizer = OptimizerKind::signsgd;
+  const Plan p = make_plan(spec, topo, r);
+  // signSGD: every local param is updated on the host during backward, then uploaded as bf16.
+  double local = 0;
+  for (const Term& t : p.predicted.gpu_persistent_bytes) {
+    if (t.name == "params_bf16") local = t.value / 2;
+  }
+  const double h2d = topo.node.pcie_h2d_gbps * 1e9 * topo.calibration.pcie_efficiency;
+  CHECK(term(p.predicted.training_terms_s, "weight_upload").value == Approx(2 * local / h2d));
+  // The host work is bytes over the node's host bandwidth shared by its ranks: 4 micro steps,
+  // accumulate (6 B, then 10 B twice), then the signSGD update reading the accumulator (16 B).
+  const double cpu = topo.node.host_mem_gbps * 1e9 * topo.calibration.host_kernel_efficiency / 8;
+  CHECK(term(p.predicted.training_hidden_s, "backward_host_work").value ==
+        Approx(local * (6 + 10 + 10 + 16) / cpu).epsilon(1e-6));
+  const double exposed = term(p.predicted.training_terms_s, "exposed_backward_offload").value;
+  CHECK(exposed >= 0);
+  CHECK(exposed < term(p.predicted.training_hidden_s, "backward_host_work").value);
+  // A host 1000x slower: the host work no longer fits under backward, and what sticks out is at
+  // least the host work less the whole backward time.
+  topo.node.host_mem_gbps /= 1000;
+  const Plan slow = make_plan(spec, topo, r);
+  const double host = term(slow.predicted.training_hidden_s, "backward_host_work").value;
+  const double fb = term(slow.predicted.training_terms_s, "forward_backward").value;
+  const double slow_exposed =
+      term(slow.predicted.training_terms_s, "exposed_backward_offload").value;
+  CHECK(slow_exposed >= host - fb);
+  CHECK(slow_exposed <= host + term(slow.predicted.training_hidden_s, "backward_grads_d2h").value);
+}

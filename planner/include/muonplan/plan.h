@@ -35,6 +35,9 @@ struct PlanRequest {
   bool auto_nodes = false;
   bool auto_offload = false;
   int max_nodes = 0;  // 0: the topology's max_nodes
+  // auto_nodes searches these (ascending, each at most max_nodes) when not empty, else
+  // 1..max_nodes: a report's sweep chooses among its own node counts.
+  std::vector<int> node_counts;
   // Layout search: enumerate ep (divisors of the expert count that divide the world) and, with
   // a workload, cp (1, 2, 4, 8 dividing the sequence); a dimension the layout names is fixed.
   bool search_ep = false, search_cp = false;

@@ -15,9 +15,9 @@ namespace muonplan {
 
 inline constexpr const char* kReportSchema = "muonplan.report/1";
 
-// "1..4", "2,4,8" or "3": positive node counts, returned ascending without duplicates.
-// InputError "--nodes: ..." otherwise.
-std::vector<int> parse_node_counts(const std::string& text);
+// "1..4", "2,4,8" or "3": positive node counts up to max_nodes (the topology's), returned
+// ascending without duplicates. InputError "--nodes: ..." otherwise.
+std::vector<int> parse_node_counts(const std::string& text, int max_nodes);
 // Without --nodes: 1..8, capped at the topology's max_nodes.
 std::vector<int> default_node_counts(const Topology& topo);
 
@@ -36,9 +36,9 @@ struct ReportInputs {
 };
 
 // `base` carries the user's options; the sweep replaces its node count, offload mode and
-// optimizer, and the chosen plan is `base` searched over nodes 1..max(node_counts) and every
-// offload mode (what `muonplan plan --max-nodes MAX` prints). Sweep points whose world the
-// layout cannot take (or that the options rule out) are listed with evaluated false and the
+// optimizer, and the chosen plan is `base` searched over the sweep's node counts and every
+// offload mode (for 1..MAX what `muonplan plan --max-nodes MAX` prints). Sweep points whose world
+// the layout cannot take (or that the options rule out) are listed with evaluated false and the
 // planner's message. InputError for requests no point could satisfy.
 nlohmann::json report_data(const ModelSpec& spec, const Topology& topo, const PlanRequest& base,
                            const ReportInputs& inputs);

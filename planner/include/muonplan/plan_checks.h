@@ -1,0 +1,60 @@
+// Checks shared by every front end and loader, so that whatever `muonplan plan` writes the
+// executor accepts, and whatever the executor would refuse the planner refuses first, with the
+// same message (docs/reliability.md): the optimizer's hyperparameters and Newton-Schulz
+// schedule, metrics files, duplicate keys in our JSON formats, and UTF-8 text.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "muonplan/error.h"
+#include "muonplan/ns_schedule.h"
+#include "muonplan/plan_options.h"
+
+namespace muonplan {
+
+// What the executor runs, checked alike from flags and from a plan file: `hyper` resolved
+// (update_rms and adamw_lr 0 replaced by their defaults, as plan_to_json writes them).
+//   lr, update_rms, adamw lr, adamw eps: finite, > 0
+//   momentum: in (0, 1)
+//   weight_decay, adamw weight_decay: finite, >= 0
+//   adamw beta1, beta2: in [0, 1)
+//   schedule: 1 to kMaxNsSteps steps of finite coefficients, norm_scale finite and > 0
+// InputError naming the flag ("--lr: must be a finite number > 0, got inf") when plan_path is
+// empty, else the plan's field ("plan.json: optimizer_config.lr: must be ...").
+void check_optimizer_config(const OptimizerHyper& hyper, const NsSchedule& schedule,
+                            const std::string& plan_path = "");
+
+// A flag or field that must hold a finite number > 0 (a limit, a timeout): InputError
+// "FIELD: must be a finite number > 0, got X" at `loc` (none for a flag).
+void check_positive_finite(double value, const std::string& field, const SourceLoc& loc = {});
+
+// hyper with update_rms and adamw_lr 0 ("the default") replaced by what runs.
+OptimizerHyper resolved_hyper(const OptimizerHyper& hyper, const NsSchedule& schedule);
+
+// The message for a Newton-Schulz schedule of `steps` steps outside 1..kMaxNsSteps.
+std::string ns_steps_message(size_t steps);
+
+// A `muonplan.metrics/1` file as `execute` writes it: InputError "FILE: KEY: ..." for another
+// schema, `measured` or `predicted` missing, a string where a number belongs, or a number that
+// is negative, non-finite or above kMaxMetric.
+constexpr double kMaxMetric = 1e18;
+void check_metrics(const nlohmann::json& metrics, const std::string& path);
+
+// A key given twice in one JSON object (nlohmann keeps the last silently).
+struct DuplicateKey {
+  std::string field;        // dotted path, as plan errors name fields: "chunks[3].kind"
+  SourceLoc first, second;  // where each occurrence of the key starts
+};
+// Every duplicate key of `text`, which must be valid JSON (parse it first).
+std::vector<DuplicateKey> find_duplicate_keys(const std::string& text, const std::string& path);
+// InputError at the second occurrence of the first duplicate key of `text`:
+// "FILE:LINE:COL: FIELD: given twice, at lines A and B". read_json_file (io.h) applies it to
+// every JSON file of ours (plans, metrics); Hugging Face configs only warn (hf_import.cc).
+void refuse_duplicate_keys(const std::string& text, const std::string& path);
+
+bool is_valid_utf8(std::string_view text);
+
+}  // namespace muonplan

@@ -1,0 +1,277 @@
+#include "muonplan/plan_checks.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+namespace muonplan {
+namespace {
+
+using json = nlohmann::json;
+
+// Shortest text that reads back the same value: 0.95, not 0.94999999999999996.
+std::string num(double v) {
+  char s[40];
+  for (int p = 1; p <= 17; ++p) {
+    std::snprintf(s, sizeof s, "%.*g", p, v);
+    if (!std::isfinite(v) || std::strtod(s, nullptr) == v) break;
+  }
+  return s;
+}
+
+// One checked value: its flag and its plan field, so both name it their way.
+class Checker {
+ public:
+  explicit Checker(const std::string& plan_path) : path_(plan_path) {}
+
+  void check(bool ok, const char* flag, const std::string& plan_field, const std::string& what,
+             double got) const {
+    if (ok) return;
+    const std::string message = what + ", got " + num(got);
+    if (path_.empty()) throw InputError({}, flag, message);
+    throw InputError({path_, 0, 0}, plan_field, message);
+  }
+  void positive(double v, const char* flag, const std::string& field) const {
+    check(std::isfinite(v) && v > 0, flag, field, "must be a finite number > 0", v);
+  }
+  void non_negative(double v, const char* flag, const std::string& field) const {
+    check(std::isfinite(v) && v >= 0, flag, field, "must be a finite number >= 0", v);
+  }
+  void fraction(double v, const char* flag, const std::string& field, bool open_low) const {
+    const bool ok = open_low ? v > 0 && v < 1 : v >= 0 && v < 1;
+    check(ok, flag, field, open_low ? "must be in (0, 1)" : "must be in [0, 1)", v);
+  }
+  bool from_plan() const { return !path_.empty(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+void check_positive_finite(double value, const std::string& field, const SourceLoc& loc) {
+  if (!(std::isfinite(value) && value > 0)) {
+    throw InputError(loc, field, "must be a finite number > 0, got " + num(value));
+  }
+}
+
+std::string ns_steps_message(size_t steps) {
+  return "expected 1 to " + std::to_string(kMaxNsSteps) + " (a, b, c) steps, got " +
+         std::to_string(steps);
+}
+
+OptimizerHyper resolved_hyper(const OptimizerHyper& hyper, const NsSchedule& schedule) {
+  OptimizerHyper h = hyper;
+  if (h.update_rms == 0) h.update_rms = schedule.update_rms;
+  if (h.adamw_lr == 0) h.adamw_lr = h.lr;
+  return h;
+}
+
+void check_optimizer_config(const OptimizerHyper& h, const NsSchedule& s,
+                            const std::string& plan_path) {
+  const Checker c(plan_path);
+  const std::string oc = "optimizer_config.";
+  c.positive(h.lr, "--lr", oc + "lr");
+  c.fraction(h.momentum, "--momentum", oc + "momentum", true);
+  c.non_negative(h.weight_decay, "--weight-decay", oc + "weight_decay");
+  c.positive(h.update_rms, "--update-rms", oc + "update_rms");
+  c.positive(h.adamw_lr, "--adamw-lr", oc + "adamw.lr");
+  c.fraction(h.adamw_beta1, "--adamw-betas", oc + "adamw.beta1", false);
+  c.fraction(h.adamw_beta2, "--adamw-betas", oc + "adamw.beta2", false);
+  c.positive(h.adamw_eps, "eps", oc + "adamw.eps");  // no flag sets it
+  c.non_negative(h.adamw_weight_decay, "--adamw-weight-decay", oc + "adamw.weight_decay");
+  const std::string coeffs = oc + "newton_schulz_coefficients";
+  if (s.steps.empty() || s.steps.size() > kMaxNsSteps) {
+    if (!c.from_plan()) throw InputError({}, "--ns-schedule", ns_steps_message(s.steps.size()));
+    throw InputError({c.path(), 0, 0}, coeffs, ns_steps_message(s.steps.size()));
+  }
+  for (size_t i = 0; i < s.steps.size(); ++i) {
+    const NsCoefficients& k = s.steps[i];
+    for (double v : {k.a, k.b, k.c}) {
+      c.check(std::isfinite(v), "--ns-schedule", coeffs + "[" + std::to_string(i) + "]",
+              "coefficients must be finite", v);
+    }
+  }
+  c.positive(s.norm_scale, "--ns-schedule", oc + "ns_norm_scale");
+}
+
+void check_metrics(const json& j, const std::string& path) {
+  auto fail = [&](const std::string& field, const std::string& message) {
+    throw InputError({path, 0, 0}, field, message);
+  };
+  if (!j.is_object()) fail("json", "expected an object");
+  // Another schema first: such a file is named for what it is, whatever else it lacks.
+  const auto schema = j.find("schema");
+  if (schema != j.end() && *schema != "muonplan.metrics/1") {
+    fail("schema",
+         "expected muonplan.metrics/1, got " +
+             (schema->is_string() ? "'" + schema->get<std::string>() + "'" : schema->dump()));
+  }
+  for (const char* key : {"measured", "predicted"}) {
+    if (!j.contains(key) || !j[key].is_object()) {
+      fail(key, "missing (expected the metrics of muonplan execute)");
+    }
+  }
+  if (schema == j.end()) fail("schema", "missing (expected muonplan.metrics/1)");
+  // The strings execute writes; every other value is a number (null: none, e.g. no workload).
+  static const std::set<std::string> strings = {"schema",
+                                                "backend",
+                                                "plan",
+                                                "plan_fingerprint",
+                                                "path",
+                                                "measured.state_digest",
+                                                "measured.offload",
+                                                "measured.ns_variant"};
+  auto walk = [&](auto&& self, const json& v, const std::string& field) -> void {
+    if (strings.count(field) && !v.is_string()) {
+      fail(field, "expected a string, got " + v.dump());
+    } else if (v.is_object()) {
+      for (const auto& [k, child] : v.items())
+        self(self, child, field.empty() ? k : field + "." + k);
+    } else if (v.is_array()) {
+      for (size_t i = 0; i < v.size(); ++i) self(self, v[i], field + "[" + std::to_string(i) + "]");
+    } else if (v.is_string()) {
+      if (!strings.count(field)) fail(field, "expected a number, got " + v.dump());
+    } else if (v.is_number()) {
+      const double x = v.get<double>();
+      if (!(std::isfinite(x) && x >= 0 && x <= kMaxMetric)) {
+        fail(field, "expected a number in [0, 1e18], got " + v.dump());
+      }
+    } else if (!v.is_null()) {
+      fail(field, "expected a number, got " + v.dump());
+    }
+  };
+  walk(walk, j, "");
+}
+
+namespace {
+
+// The object or array being read, and how the next value in it is named.
+struct Frame {
+  bool object = false;
+  std::string key;                        // object: the key of the value being read
+  size_t count = 0;                       // array: values so far
+  std::map<std::string, SourceLoc> keys;  // object: each key and where it was given
+};
+
+// "a.b[3]" for the value the innermost frame holds under `key`.
+std::string field_of(const std::vector<Frame>& stack, const std::string& key) {
+  std::string f;
+  for (size_t i = 0; i + 1 < stack.size(); ++i) {
+    if (stack[i].object) {
+      f += (f.empty() ? "" : ".") + stack[i].key;
+    } else {
+      f += "[" + std::to_string(stack[i].count - 1) + "]";
+    }
+  }
+  return f.empty() ? key : f + "." + key;
+}
+
+void count_value(std::vector<Frame>& stack) {
+  if (!stack.empty() && !stack.back().object) ++stack.back().count;
+}
+
+}  // namespace
+
+std::vector<DuplicateKey> find_duplicate_keys(const std::string& text, const std::string& path) {
+  std::vector<DuplicateKey> out;
+  std::vector<Frame> stack;
+  int line = 1;
+  size_t line_start = 0;
+  const size_t n = text.size();
+  auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  for (size_t i = 0; i < n;) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      line_start = ++i;
+    } else if (c == '{' || c == '[') {
+      count_value(stack);
+      stack.push_back(Frame{c == '{', "", 0, {}});
+      ++i;
+    } else if (c == '}' || c == ']') {
+      if (!stack.empty()) stack.pop_back();
+      ++i;
+    } else if (c == '"') {
+      const size_t start = i++;
+      while (i < n && text[i] != '"') i += text[i] == '\\' ? 2 : 1;
+      const size_t end = std::min(i, n - 1);  // the closing quote
+      i = end + 1;
+      size_t j = i;
+      while (j < n && is_space(text[j])) ++j;
+      if (j < n && text[j] == ':' && !stack.empty() && stack.back().object) {
+        std::string key;
+        try {
+          key = json::parse(text.substr(start, end - start + 1)).get<std::string>();
+        } catch (const json::exception&) {
+          key = text.substr(start + 1, end - start - 1);
+        }
+        const SourceLoc at{path, line, int(start - line_start) + 1};
+        Frame& top = stack.back();
+        const auto [it, fresh] = top.keys.emplace(key, at);
+        if (!fresh) out.push_back({field_of(stack, key), it->second, at});
+        top.key = key;
+      } else {
+        count_value(stack);
+      }
+    } else if (is_space(c) || c == ',' || c == ':') {
+      ++i;
+    } else {  // a number, true, false or null
+      count_value(stack);
+      while (i < n && !is_space(text[i]) &&
+             std::string_view(",:[]{}\"").find(text[i]) == std::string_view::npos)
+        ++i;
+    }
+  }
+  return out;
+}
+
+void refuse_duplicate_keys(const std::string& text, const std::string& path) {
+  const std::vector<DuplicateKey> dups = find_duplicate_keys(text, path);
+  if (dups.empty()) return;
+  const DuplicateKey& d = dups.front();
+  throw InputError(d.second, d.field,
+                   "given twice, at lines " + std::to_string(d.first.line) + " and " +
+                       std::to_string(d.second.line));
+}
+
+bool is_valid_utf8(std::string_view s) {
+  size_t i = 0;
+  const size_t n = s.size();
+  while (i < n) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    uint32_t cp = 0;
+    if ((b & 0xE0) == 0xC0) {
+      len = 2;
+      cp = b & 0x1F;
+    } else if ((b & 0xF0) == 0xE0) {
+      len = 3;
+      cp = b & 0x0F;
+    } else if ((b & 0xF8) == 0xF0) {
+      len = 4;
+      cp = b & 0x07;
+    } else {
+      return false;
+    }
+    if (i + len > n) return false;
+    for (size_t k = 1; k < len; ++k) {
+      const auto cb = static_cast<unsigned char>(s[i + k]);
+      if ((cb & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cb & 0x3F);
+    }
+    const uint32_t min = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+}  // namespace muonplan
