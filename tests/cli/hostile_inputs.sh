@@ -10,21 +10,7 @@
 #   execute flags:               --steps, --comm-timeout, --inject-nonfinite
 #   YAML and metrics:            duplicate keys, non-UTF-8 names, absurd metrics numbers
 set -u
-bin="$1"; root="$2"; cd "$root"
-work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-pass=0; fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-# `execute` without mpiexec: one MPI process (singleton mode, without its helper daemon).
-export OMPI_MCA_ess_singleton_isolated=1 OMP_NUM_THREADS=1
-# expect NAME CODE LINE COMMAND...: exit CODE and stderr exactly LINE (one line).
-expect() {
-  local name="$1" code="$2" want="$3"; shift 3
-  timeout 60 "$@" >/dev/null 2>"$work/err"
-  local rc=$? err; err="$(cat "$work/err")"
-  if [ "$rc" = "$code" ] && [ "$err" = "$want" ]; then ok
-  else bad "$name: exit $rc (want $code), stderr: ${err:0:400} (want: $want)"; fi
-}
+source "$(dirname "$0")/lib.sh"
 M=models/qwen3-8b.yaml
 T="--topology topologies/cpu-ci.yaml"
 py=/usr/bin/python3
@@ -208,5 +194,4 @@ n="$(grep -n '"peak_bytes": 1,' "$work/mdup.json" | cut -d: -f1)"
 expect "metrics duplicate key" 2 "$work/mdup.json:$((n + 1)):3: measured.peak_bytes: given twice, at lines $n and $((n + 1))" \
   "$bin" calibrate --metrics "$work/mdup.json" $T
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -5,21 +5,8 @@
 # here instead of filling memory or hanging); node ranges beyond the topology are refused
 # before they are expanded, and the report's chosen node count is one of its sweep's.
 set -u
-bin="$1"; root="$2"; cd "$root"
-work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-pass=0; fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-# `execute` without mpiexec: one MPI process (singleton mode, without its helper daemon).
-export OMPI_MCA_ess_singleton_isolated=1 OMP_NUM_THREADS=1
-# expect NAME CODE LINE COMMAND...: exit CODE and stderr one line ending in LINE, under the caps.
-expect() {
-  local name="$1" code="$2" want="$3"; shift 3
-  (ulimit -v 2000000; exec timeout 10 "$@") >/dev/null 2>"$work/err"
-  local rc=$? err; err="$(cat "$work/err")"
-  if [ "$rc" = "$code" ] && [ "$(wc -l <"$work/err")" = 1 ] && [[ "$err" == *"$want" ]]; then ok
-  else bad "$name: exit $rc (want $code), stderr: ${err:0:400}"; fi
-}
+source "$(dirname "$0")/lib.sh"
+EXPECT_MATCH=suffix EXPECT_VMEM_KB=2000000 EXPECT_TIMEOUT=10
 M=models/qwen3-8b.yaml
 mkfifo "$work/fifo"
 mkdir "$work/dir"
@@ -54,5 +41,4 @@ if "$bin" report --model models/glm-4.5-air.yaml --nodes 3..4 --out "$work/r34" 
     2>"$work/err"; then ok; else bad "report --nodes 3..4: $(cat "$work/err")"; fi
 grep -qF "**Chosen:** 3 node(s)" "$work/r34/report.md" && ok ||
   bad "report --nodes 3..4: $(grep -F "**Chosen:**" "$work/r34/report.md")"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

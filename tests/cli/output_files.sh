@@ -4,20 +4,8 @@
 # failed command leaves an existing output byte-identical. The full file system is a 16 KiB
 # tmpfs in a private mount namespace (`unshare -m`, root): skipped, with a notice, without it.
 set -u
-bin="$1"; root="$2"; cd "$root"
-work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-pass=0; fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-export OMPI_MCA_ess_singleton_isolated=1 OMP_NUM_THREADS=1
-# expect NAME CODE LINE COMMAND...: exit CODE and stderr one line ending in LINE.
-expect() {
-  local name="$1" code="$2" want="$3"; shift 3
-  timeout 60 "$@" >/dev/null 2>"$work/err"
-  local rc=$? err; err="$(cat "$work/err")"
-  if [ "$rc" = "$code" ] && [ "$(wc -l <"$work/err")" = 1 ] && [[ "$err" == *"$want" ]]; then ok
-  else bad "$name: exit $rc (want $code), stderr: ${err:0:400}"; fi
-}
+source "$(dirname "$0")/lib.sh"
+EXPECT_MATCH=suffix 
 full="cannot write /dev/full: No space left on device"
 M=models/qwen3-8b.yaml
 expect "plan --out /dev/full" 1 "muonplan: error: $full" "$bin" plan --model $M --out /dev/full
@@ -33,17 +21,7 @@ cmp -s "$work/p.json" "$work/p.before" && ok || bad "a failed plan changed its -
 [ -z "$(find "$work" -name '.*.tmp.*')" ] && ok || bad "temporary files left: $(ls -A "$work")"
 
 # execute --metrics (rank 0 of a single process) and calibrate --out on /dev/full.
-cat >"$work/micro.yaml" <<'EOF'
-name: micro-dense
-family: qwen3
-vocab_size: 200
-hidden_size: 64
-num_layers: 2
-attention: {type: gqa, num_heads: 4, num_kv_heads: 1, qk_norm: true}
-mlp: {intermediate_size: 96}
-storage: {fused_qkv: true, fused_gate_up: true}
-EOF
-"$bin" plan --model "$work/micro.yaml" --topology topologies/cpu-ci.yaml --nodes 1 \
+"$bin" plan --model tests/data/micro-dense.yaml --topology topologies/cpu-ci.yaml --nodes 1 \
   --gpus-per-node 1 --offload none --out "$work/micro.json" >/dev/null || bad "micro plan"
 expect "execute --metrics /dev/full" 1 "muonplan: rank 0: error: $full" \
   "$bin" execute --plan "$work/micro.json" --steps 1 --metrics /dev/full
@@ -89,5 +67,4 @@ EOF
   [ "$(grep -c . "$work/ns.log")" = 6 ] || bad "full file system: $(cat "$work/ns.log")"
   while read -r line; do [ "$line" = ok ] && ok || bad "full file system: $line"; done <"$work/ns.log"
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -8,17 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 W=1
 # A model like tiny-dense, smaller still: 42 runs stay within a minute on two shared cores.
-cat > "$work/micro.yaml" <<'EOF'
-name: micro-dense
-family: qwen3
-vocab_size: 200
-hidden_size: 64
-num_layers: 2
-attention: {type: gqa, num_heads: 4, num_kv_heads: 1, qk_norm: true}
-mlp: {intermediate_size: 96}
-storage: {fused_qkv: true, fused_gate_up: true}
-EOF
-"$bin" plan --model "$work/micro.yaml" --topology topologies/cpu-ci.yaml --nodes 1 \
+"$bin" plan --model tests/data/micro-dense.yaml --topology topologies/cpu-ci.yaml --nodes 1 \
   --gpus-per-node $W --offload none --out "$work/p.json" >/dev/null || bad "plan"
 # One process without a launcher (MPI's singleton mode, without its helper daemon): the kill
 # hits the saving process itself, and no launcher spends seconds tearing the job down after

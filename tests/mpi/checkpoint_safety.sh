@@ -7,17 +7,7 @@
 # racing pairs never leave the checkpoint unloadable.
 source "$(dirname "$0")/lib.sh"
 W=1
-cat > "$work/micro.yaml" <<'EOF'
-name: micro-dense
-family: qwen3
-vocab_size: 200
-hidden_size: 64
-num_layers: 2
-attention: {type: gqa, num_heads: 4, num_kv_heads: 1, qk_norm: true}
-mlp: {intermediate_size: 96}
-storage: {fused_qkv: true, fused_gate_up: true}
-EOF
-"$bin" plan --model "$work/micro.yaml" --topology topologies/cpu-ci.yaml --nodes 1 \
+"$bin" plan --model tests/data/micro-dense.yaml --topology topologies/cpu-ci.yaml --nodes 1 \
   --gpus-per-node $W --offload none --out "$work/p.json" >/dev/null || bad "plan"
 # One process without a launcher (as checkpoint_kill.sh); one OpenMP thread.
 export OMPI_MCA_ess_singleton_isolated=1 OMP_NUM_THREADS=1

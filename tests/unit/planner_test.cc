@@ -13,8 +13,12 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-Topology h200() { return load_topology(repo_path("topologies/h200-ib.yaml")); }
-ModelSpec model(const std::string& name) { return load_model(repo_path("models/" + name + ".yaml")); }
+Topology h200() {
+  return load_topology(repo_path("topologies/h200-ib.yaml"));
+}
+ModelSpec model(const std::string& name) {
+  return load_model(repo_path("models/" + name + ".yaml"));
+}
 
 Plan plan_fixed(const std::string& name, int nodes, OffloadMode mode, PlanOptions o = {}) {
   PlanRequest r;
@@ -76,8 +80,8 @@ TEST_CASE("memory terms add up and follow the offload mode", "[planner]") {
   const Prediction& p = none.predicted;
   const double params = double(build_inventory(model("qwen3-8b")).summarize().params_total) / 8;
   CHECK(term(p.gpu_persistent_bytes, "params_fp32") == Approx(4 * params).epsilon(0.01));
-  CHECK(p.gpu_peak_bytes() == Approx(sum(p.gpu_persistent_bytes) + sum(p.gpu_transient_bytes) +
-                                     sum(p.gpu_fixed_bytes)));
+  CHECK(p.gpu_peak_bytes() ==
+        Approx(sum(p.gpu_persistent_bytes) + sum(p.gpu_transient_bytes) + sum(p.gpu_fixed_bytes)));
   o.bf16_momentum = true;
   const Plan bf16 = plan_fixed("qwen3-8b", 1, OffloadMode::none, o);
   CHECK(term(bf16.predicted.gpu_persistent_bytes, "muon_momentum") ==
@@ -85,8 +89,8 @@ TEST_CASE("memory terms add up and follow the offload mode", "[planner]") {
   // Optimizer offload: state moves to host and back once per step.
   const Plan opt = plan_fixed("qwen3-8b", 1, OffloadMode::optimizer);
   CHECK(opt.predicted.h2d_bytes_per_gpu == Approx(opt.predicted.d2h_bytes_per_gpu));
-  CHECK(opt.predicted.h2d_bytes_per_gpu * 8 == Approx(term(opt.predicted.host_bytes_per_node,
-                                                           "optimizer_state")));
+  CHECK(opt.predicted.h2d_bytes_per_gpu * 8 ==
+        Approx(term(opt.predicted.host_bytes_per_node, "optimizer_state")));
 }
 
 TEST_CASE("full offload keeps 12 B per Muon param on the host, 16 for AdamW, 8 for signSGD",
@@ -114,7 +118,8 @@ TEST_CASE("the search takes the fewest nodes that fit, then the fewest GPU-secon
   REQUIRE(p.fits);
   for (const Candidate& c : p.candidates) {
     if (c.fits) CHECK(c.nodes >= p.options.nodes);
-    if (c.fits && c.nodes == p.options.nodes) CHECK(c.gpu_seconds >= p.predicted.step_s() * p.world - 1e-9);
+    if (c.fits && c.nodes == p.options.nodes)
+      CHECK(c.gpu_seconds >= p.predicted.step_s() * p.world - 1e-9);
   }
   CHECK(p.reason.find("fewest nodes that fit") != std::string::npos);
   // Nothing fits in 8 GiB per GPU on up to 2 nodes: an answer, not an error.
@@ -151,7 +156,8 @@ TEST_CASE("a workload adds activations and a training-step time", "[planner]") {
         Approx(48.0 * 2 * 4096 * 2048));
   o.workload->ac_offload = true;
   const Plan off = plan_fixed("qwen3-30b-a3b", 2, OffloadMode::none, o);
-  CHECK(term(off.predicted.host_bytes_per_node, "ac_offload") == Approx(8 * 48.0 * 2 * 4096 * 2048));
+  CHECK(term(off.predicted.host_bytes_per_node, "ac_offload") ==
+        Approx(8 * 48.0 * 2 * 4096 * 2048));
   CHECK(off.predicted.gpu_peak_bytes() < p.predicted.gpu_peak_bytes());
 }
 
@@ -162,9 +168,9 @@ TEST_CASE("plan JSON carries the contract's keys", "[planner]") {
                         "fits", "limits", "predicted", "chunks", "decision"}) {
     CHECK(j.contains(k));
   }
-  for (const char* k : {"gpu_peak_gib", "gpu_transient_gib", "host_ram_per_node_gib",
-                        "alltoall_gb_per_rank_max", "h2d_gb_per_gpu", "d2h_gb_per_gpu",
-                        "optimizer_step_s", "training_step_s", "breakdown"}) {
+  for (const char* k :
+       {"gpu_peak_gib", "gpu_transient_gib", "host_ram_per_node_gib", "alltoall_gb_per_rank_max",
+        "h2d_gb_per_gpu", "d2h_gb_per_gpu", "optimizer_step_s", "training_step_s", "breakdown"}) {
     CHECK(j["predicted"].contains(k));
   }
   CHECK(j["predicted"]["training_step_s"].is_null());

@@ -18,14 +18,7 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 // ctest runs each test case in its own process: the pid keeps parallel runs apart.
 std::string write_temp(const std::string& name, const std::string& text) {

@@ -22,12 +22,7 @@ using json = nlohmann::json;
 namespace {
 
 std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(accepted)";
+  return test::error_of(f, "(accepted)");
 }
 
 // The request `muonplan plan` (and muonplan.plan in Python) builds from these flags.

@@ -1,0 +1,36 @@
+# Shared by the tests/cli/*.sh scripts (sourced; not a test itself): arguments, a scratch
+# folder, the pass/fail count and `expect`. ctest passes: muonplan binary, repo root.
+bin="$1"; root="$2"; cd "$root" || exit 1
+py=/usr/bin/python3
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+pass=0; fail=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+finish() { echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]; }
+# `execute` without mpiexec: one MPI process (singleton mode, without its helper daemon).
+export OMPI_MCA_ess_singleton_isolated=1 OMP_NUM_THREADS=1
+# expect NAME CODE LINE COMMAND...: exit CODE and stderr exactly the one line LINE
+# (EXPECT_MATCH=suffix: one line ending in LINE), within EXPECT_TIMEOUT seconds (60) and, when
+# EXPECT_VMEM_KB is set, that address-space cap (a regression fails instead of filling memory).
+expect() {
+  local name="$1" code="$2" want="$3"; shift 3
+  (if [ -n "${EXPECT_VMEM_KB:-}" ]; then ulimit -v "$EXPECT_VMEM_KB"; fi
+   exec timeout "${EXPECT_TIMEOUT:-60}" "$@") >/dev/null 2>"$work/err"
+  local rc=$? err; err="$(cat "$work/err")"
+  local lines; lines="$(wc -l <"$work/err")"
+  local matched=0
+  if [ "${EXPECT_MATCH:-exact}" = suffix ]; then
+    [ "$lines" = 1 ] && [[ "$err" == *"$want" ]] && matched=1
+  else
+    [ "$err" = "$want" ] && matched=1
+  fi
+  if [ "$rc" = "$code" ] && [ "$matched" = 1 ]; then ok
+  else bad "$name: exit $rc (want $code), stderr: ${err:0:400} (want: $want)"; fi
+}
+# plan_micro OUT [plan flags]: the micro-dense test model (tests/data/micro-dense.yaml) on one
+# CPU rank, no offload.
+plan_micro() {
+  local out="$1"; shift
+  "$bin" plan --model tests/data/micro-dense.yaml --topology topologies/cpu-ci.yaml --nodes 1 \
+    --gpus-per-node 1 --offload none --out "$out" "$@" >/dev/null
+}
