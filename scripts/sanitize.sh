@@ -30,11 +30,14 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export MUONPLAN_TEST_QUICK=1
 cd "$build"
 failed=0
-ctest --output-on-failure -j "$jobs" -E '^(python|gpu|mpi|exec_mpi)\.' "$@" || failed=1
+# CLI tests that run `execute` as an MPI singleton load OpenMPI too: they go with the
+# multi-rank tests below.
+singleton='^cli\.(hostile_inputs|input_files|output_files)$'
+ctest --output-on-failure -j "$jobs" -E "^(python|gpu|mpi|exec_mpi)\.|$singleton" "$@" || failed=1
 # The multi-rank tests: OpenMPI unloads its components (dlclose) before the leak check, and
 # frame-pointer unwinding stops inside them, so their leaks show as one "<unknown module>" frame
 # that no suppression can name. Full unwinding reaches libmpi; it makes every malloc ~10x
 # slower, so only these tests pay for it.
 ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0" \
-  ctest --output-on-failure -j "$jobs" -R '^(mpi|exec_mpi)\.' "$@" || failed=1
+  ctest --output-on-failure -j "$jobs" -R "^(mpi|exec_mpi)\.|$singleton" "$@" || failed=1
 exit "$failed"
