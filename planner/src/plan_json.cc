@@ -60,6 +60,18 @@ json chunk_json(const Plan& plan, const Chunk& c) {
 
 }  // namespace
 
+json workload_to_json(const std::optional<Workload>& workload) {
+  if (!workload) return nullptr;
+  const Workload& w = *workload;
+  return {{"tokens_per_step", w.tokens_per_step},
+          {"seq_len", w.seq_len},
+          {"micro_batch_seqs", w.micro_batch_seqs},
+          {"ac", w.ac_full ? "full" : "none"},
+          {"ac_offload", w.ac_offload},
+          {"lm_head_chunk", w.lm_head_chunk},
+          {"cp_style", to_string(w.cp_style)}};
+}
+
 json plan_to_json(const Plan& plan) {
   const PlanOptions& o = plan.options;
   const Prediction& p = plan.predicted;
@@ -76,17 +88,7 @@ json plan_to_json(const Plan& plan) {
   j["owners"] = to_string(o.owners);
   j["include_mtp"] = o.include_mtp;
   // What forward/backward the plan covers; null: the optimizer step alone.
-  j["workload"] = nullptr;
-  if (o.workload) {
-    const Workload& w = *o.workload;
-    j["workload"] = {{"tokens_per_step", w.tokens_per_step},
-                     {"seq_len", w.seq_len},
-                     {"micro_batch_seqs", w.micro_batch_seqs},
-                     {"ac", w.ac_full ? "full" : "none"},
-                     {"ac_offload", w.ac_offload},
-                     {"lm_head_chunk", w.lm_head_chunk},
-                     {"cp_style", to_string(w.cp_style)}};
-  }
+  j["workload"] = workload_to_json(o.workload);
   json coeffs = json::array();
   for (const NsCoefficients& c : o.schedule.steps) coeffs.push_back({c.a, c.b, c.c});
   j["optimizer_config"] = {

@@ -48,17 +48,7 @@ json loads_json(OwnerStrategy s, const RankLoads& loads) {
 
 json inputs_json(const PlanRequest& base, const ReportInputs& in) {
   const PlanOptions& o = base.options;
-  json workload = nullptr;
-  if (o.workload) {
-    const Workload& w = *o.workload;
-    workload = {{"tokens_per_step", w.tokens_per_step},
-                {"seq_len", w.seq_len},
-                {"micro_batch_seqs", w.micro_batch_seqs},
-                {"ac", w.ac_full ? "full" : "none"},
-                {"ac_offload", w.ac_offload},
-                {"lm_head_chunk", w.lm_head_chunk},
-                {"cp_style", to_string(w.cp_style)}};
-  }
+  const json workload = workload_to_json(o.workload);
   json metrics_paths = json::array();
   for (const json& m : in.metrics) metrics_paths.push_back(m.at("path"));
   return {{"model_path", in.model_path},

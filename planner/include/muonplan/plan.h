@@ -63,6 +63,8 @@ struct Plan {
 Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& request);
 
 nlohmann::json plan_to_json(const Plan& plan);
+// The plan file's `workload` (also the report's inputs): its fields by name, null without one.
+nlohmann::json workload_to_json(const std::optional<Workload>& workload);
 
 // The inverse of plan_to_json for everything the executor runs (plan_load.cc): options, world,
 // inventory (tensors; layer unknown, mtp false), chunks with their owners and per-rank local
