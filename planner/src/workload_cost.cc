@@ -109,7 +109,7 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Top
 
   // --- Parameters per FSDP unit, and each rank's share of them.
   std::map<int64_t, Unit> units;
-  double dense_active = 0, expert_total = 0, non_expert = 0;
+  double expert_total = 0, non_expert = 0;
   for (const ParamTensor& pt : inv.tensors) {
     if (pt.mtp && !o.include_mtp) continue;
     const double n = double(pt.numel());
@@ -126,10 +126,7 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Top
     } else {
       non_expert += n;
       // The input embedding is a lookup, not a matmul, unless it is also the output head.
-      if (pt.name != "model.embed_tokens.weight" || s.tie_embeddings) {
-        dense_active += n;
-        u.flops_per_token += 6 * n;
-      }
+      if (pt.name != "model.embed_tokens.weight" || s.tie_embeddings) u.flops_per_token += 6 * n;
     }
   }
   const Heads a = heads_of(s);
@@ -239,7 +236,6 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Top
     per_token += u.flops_per_token;
     if (layer >= 0) attn_per_token += attn_flops_per_token;
   }
-  (void)dense_active;
   const double rate = topo.node.gpu.bf16_tflops * 1e12 * cal.model_flops_utilization;
   const double tokens_per_rank = double(w.tokens_per_step) / world;
   const double compute_s = per_token * recompute * tokens_per_rank / rate;
