@@ -22,9 +22,12 @@ for model in $models; do
     oplan "$work/opt.json" $model optimizer $extra
     oplan "$work/optc.json" $model optimizer --offload-staging chunked $extra
     oplan "$work/full.json" $model full $extra
-    ref="$(run $W "$work/none.json" --steps 3 --check-reference)" || bad "none: $(cat "$work/err")"
+    # none and optimizer offload are judged by their digests (the digest is the whole state, and
+    # sharded_vs_one_rank ties none's to the unsharded recomputation); full, which rounds
+    # differently, by its own recomputation.
+    ref="$(run $W "$work/none.json" --steps 3)" || bad "none: $(cat "$work/err")"
     for p in opt optc; do
-      m="$(run $W "$work/$p.json" --steps 3 --check-reference)" || bad "$p: $(cat "$work/err")"
+      m="$(run $W "$work/$p.json" --steps 3)" || bad "$p: $(cat "$work/err")"
       [ "$(digest "$m")" = "$(digest "$ref")" ] && ok \
         || bad "$model $extra $p: digest $(digest "$m") differs from none's $(digest "$ref")"
       # Whole staging moves the whole state each way: the planner's figure, byte for byte.
