@@ -11,6 +11,7 @@
 #include "muonplan/model_io.h"
 #include "muonplan/plan_request.h"
 #include "muonplan/trainer_config.h"
+#include "muonplan/trainer_config_in.h"
 #include "test_paths.h"
 
 using namespace muonplan;

@@ -28,7 +28,7 @@ struct PlanFlags {
 };
 
 // Validates the flags and builds the request. InputError names the offending flag. A
-// trainer_config file is applied first (apply_trainer_config, trainer_config.h).
+// trainer_config file is applied first (apply_trainer_config, trainer_config_in.h).
 PlanRequest to_plan_request(const PlanFlags& flags);
 
 // Sets one flag from text. `name` is the flag without its dashes ("bf16-momentum"; "_" may

@@ -8,7 +8,7 @@
 #include <numeric>
 
 #include "muonplan/ns_model.h"
-#include "owners.h"
+#include "muonplan/owners.h"
 
 namespace muonplan {
 namespace {

@@ -12,7 +12,7 @@
 #include "muonplan/error.h"
 #include "muonplan/io.h"
 #include "muonplan/ns_schedule.h"
-#include "muonplan/trainer_config.h"
+#include "muonplan/trainer_config_in.h"
 
 namespace muonplan {
 namespace {

@@ -2,10 +2,10 @@
 #include <algorithm>
 #include <cctype>
 
-#include "model_limits.h"
 #include "muonplan/io.h"
 #include "muonplan/model_io.h"
-#include "yaml_reader.h"
+#include "muonplan/yaml_reader.h"
+#include "spec/model_limits.h"
 
 namespace muonplan {
 

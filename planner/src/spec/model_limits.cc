@@ -1,4 +1,4 @@
-#include "model_limits.h"
+#include "spec/model_limits.h"
 
 #include "muonplan/error.h"
 #include "muonplan/inventory.h"

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "cost/workload_cost.h"
 #include "muonplan/error.h"
 #include "muonplan/plan.h"
-#include "workload_cost.h"
 
 namespace muonplan {
 namespace {

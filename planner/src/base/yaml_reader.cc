@@ -1,4 +1,4 @@
-#include "yaml_reader.h"
+#include "muonplan/yaml_reader.h"
 
 #include <cerrno>
 #include <cmath>

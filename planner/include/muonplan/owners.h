@@ -1,4 +1,4 @@
-// Owner assignment for Muon batches (internal to the planner library).
+// Owner assignment for Muon batches: which rank orthogonalizes which batch (docs/planner.md).
 #pragma once
 
 #include "muonplan/chunks.h"

@@ -2,7 +2,7 @@
 
 #include "muonplan/error.h"
 #include "muonplan/io.h"
-#include "yaml_reader.h"
+#include "muonplan/yaml_reader.h"
 
 namespace muonplan {
 

@@ -10,7 +10,7 @@
 
 #include "muonplan/error.h"
 #include "muonplan/plan_checks.h"
-#include "muonplan/trainer_config.h"
+#include "muonplan/trainer_config_in.h"
 
 namespace muonplan {
 namespace {

@@ -3,7 +3,7 @@
 // Transformer Models", 2022) with flash attention (no s^2 score tensors) and SwiGLU/MoE MLPs;
 // compute follows the 6 N T rule plus causal attention. Every figure is per micro step first,
 // then summed over the step's micro steps (docs/planner.md section 8).
-#include "workload_cost.h"
+#include "cost/workload_cost.h"
 
 #include <algorithm>
 #include <map>

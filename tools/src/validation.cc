@@ -8,7 +8,7 @@
 #include "muonplan/model_io.h"
 #include "muonplan/ns_model.h"
 #include "muonplan/plan.h"
-#include "yaml_reader.h"
+#include "muonplan/yaml_reader.h"
 
 namespace muonplan {
 namespace {

@@ -3,7 +3,7 @@
 
 #include "muonplan/io.h"
 #include "muonplan/topology.h"
-#include "yaml_reader.h"
+#include "muonplan/yaml_reader.h"
 
 namespace muonplan {
 

@@ -7,7 +7,7 @@
 
 #include "muonplan/error.h"
 #include "muonplan/ns_model.h"
-#include "owners.h"
+#include "muonplan/owners.h"
 
 namespace muonplan {
 

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <numeric>
 
+#include "cost/workload_cost.h"
 #include "muonplan/ns_model.h"
-#include "owners.h"
-#include "workload_cost.h"
+#include "muonplan/owners.h"
 
 namespace muonplan {
 

@@ -4,12 +4,12 @@
 #include <cmath>
 #include <map>
 
-#include "model_limits.h"
 #include "muonplan/error.h"
 #include "muonplan/io.h"
+#include "muonplan/owners.h"
 #include "muonplan/plan.h"
 #include "muonplan/plan_checks.h"
-#include "owners.h"
+#include "spec/model_limits.h"
 
 namespace muonplan {
 namespace {

@@ -8,11 +8,11 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "model_limits.h"
 #include "muonplan/io.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan_checks.h"
-#include "yaml_reader.h"
+#include "muonplan/yaml_reader.h"
+#include "spec/model_limits.h"
 
 namespace muonplan {
 namespace {
