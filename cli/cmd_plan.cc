@@ -9,11 +9,10 @@
 #include "muonplan/model_io.h"
 #include "muonplan/plan.h"
 #include "muonplan/trainer_config.h"
+#include "muonplan/units.h"
 
 namespace muonplan::cli {
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 void print_terms(const char* title, const std::vector<Term>& terms, double scale,
                  const char* unit) {
@@ -65,8 +64,8 @@ void print_plan(const Plan& plan, bool explain) {
               p.gpu_peak_bytes() / kGiB, p.gpu_transient_bytes_total() / kGiB,
               p.host_bytes() / kGiB);
   std::printf("  all-to-all %.3f GB per rank (max), H2D %.2f GB, D2H %.2f GB per GPU\n",
-              p.alltoall_bytes_per_rank_max / 1e9, p.h2d_bytes_per_gpu / 1e9,
-              p.d2h_bytes_per_gpu / 1e9);
+              p.alltoall_bytes_per_rank_max / kGB, p.h2d_bytes_per_gpu / kGB,
+              p.d2h_bytes_per_gpu / kGB);
   std::printf("  optimizer step %.3f s", p.optimizer_step_s);
   if (p.training_step_s) std::printf(", training step %.3f s", *p.training_step_s);
   std::printf("\n");
@@ -80,7 +79,7 @@ void print_plan(const Plan& plan, bool explain) {
   print_terms("GPU fixed", p.gpu_fixed_bytes, kGiB, "GiB");
   print_terms("GPU workload", p.gpu_workload_bytes, kGiB, "GiB");
   print_terms("host RAM per node", p.host_bytes_per_node, kGiB, "GiB");
-  print_terms("traffic per GPU per step", p.comm_bytes, 1e9, "GB");
+  print_terms("traffic per GPU per step", p.comm_bytes, kGB, "GB");
   print_terms("optimizer step", p.step_phases_s, 1, "s");
   print_terms("training step", p.training_terms_s, 1, "s");
   print_terms("training step, under compute (not in the sum)", p.training_hidden_s, 1, "s");

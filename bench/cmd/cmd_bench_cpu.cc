@@ -18,6 +18,7 @@
 #include "muonplan/error.h"
 #include "muonplan/exec/cpu_threads.h"
 #include "muonplan/exec/host_kernels.h"
+#include "muonplan/units.h"
 
 namespace muonplan::cli {
 namespace {
@@ -150,8 +151,8 @@ int run(const CpuKernelFlags& f) {
   std::vector<Result> results(list.size());
   for (size_t i = 0; i < list.size(); ++i) {
     const double bytes = static_cast<double>(f.elems) * list[i].bytes_per_elem;
-    results[i].vector_gbs = bytes / best_vector[i] / 1e9;
-    results[i].scalar_gbs = bytes / best_scalar[i] / 1e9;
+    results[i].vector_gbs = bytes / best_vector[i] / kGB;
+    results[i].scalar_gbs = bytes / best_scalar[i] / kGB;
   }
   const double triad = results[0].vector_gbs;
   for (Result& r : results) {

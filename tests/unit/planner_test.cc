@@ -4,14 +4,13 @@
 #include "muonplan/model_io.h"
 #include "muonplan/ns_model.h"
 #include "muonplan/plan.h"
+#include "muonplan/units.h"
 #include "muonplan/validation.h"
 #include "test_paths.h"
 
 using namespace muonplan;
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 Topology h200() {
   return load_topology(repo_path("topologies/h200-ib.yaml"));

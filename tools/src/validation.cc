@@ -8,12 +8,11 @@
 #include "muonplan/model_io.h"
 #include "muonplan/ns_model.h"
 #include "muonplan/plan.h"
+#include "muonplan/units.h"
 #include "muonplan/yaml_reader.h"
 
 namespace muonplan {
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -64,7 +63,7 @@ void step_rows(const YAML::Node& bench, const std::string& models_dir, const Top
     out.push_back({"gpu_transient_gib", setting, row["step_transient_gib"].as<double>(),
                    p.gpu_transient_bytes_total() / kGiB, k * 0.25});
     out.push_back({"alltoall_gb_per_rank_max", setting, row["alltoall_gb_per_rank"].as<double>(),
-                   p.alltoall_bytes_per_rank_max / 1e9, k * 0.10});
+                   p.alltoall_bytes_per_rank_max / kGB, k * 0.10});
   }
 }
 

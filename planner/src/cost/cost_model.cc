@@ -8,6 +8,7 @@
 #include "cost/workload_cost.h"
 #include "muonplan/ns_model.h"
 #include "muonplan/owners.h"
+#include "muonplan/units.h"
 
 namespace muonplan {
 
@@ -27,8 +28,6 @@ bool Prediction::fits() const {
 }
 
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Elements each world rank holds, by update rule.
 struct LocalElems {
@@ -80,12 +79,12 @@ Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node) {
   const Calibration& c = topo.calibration;
   const NodeSpec& n = topo.node;
   Rates r{};
-  r.hbm_bps = n.gpu.hbm_gbps * 1e9 * c.hbm_efficiency;
+  r.hbm_bps = n.gpu.hbm_gbps * kGB * c.hbm_efficiency;
   r.collective_s = c.collective_us * 1e-6;
-  r.cpu_bps_per_rank = n.host_mem_gbps * 1e9 * c.host_kernel_efficiency / gpus_per_node;
+  r.cpu_bps_per_rank = n.host_mem_gbps * kGB * c.host_kernel_efficiency / gpus_per_node;
   const bool pageable = o.offload == OffloadMode::optimizer && !o.pinned_host_state;
-  r.h2d_bps = (pageable ? n.pcie_pageable_gbps : n.pcie_h2d_gbps) * 1e9 * c.pcie_efficiency;
-  r.d2h_bps = (pageable ? n.pcie_pageable_gbps : n.pcie_d2h_gbps) * 1e9 * c.pcie_efficiency;
+  r.h2d_bps = (pageable ? n.pcie_pageable_gbps : n.pcie_h2d_gbps) * kGB * c.pcie_efficiency;
+  r.d2h_bps = (pageable ? n.pcie_pageable_gbps : n.pcie_d2h_gbps) * kGB * c.pcie_efficiency;
   Topology t = topo;
   t.max_nodes = std::max(2, t.max_nodes);  // two nodes suffice to route inter-node traffic
   t.node.gpus = gpus_per_node;
@@ -94,13 +93,13 @@ Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node) {
   const TopologyGraph g(t, 2);
   if (gpus_per_node > 1) {
     const Route in = g.route(g.gpu(0, 0), g.gpu(0, 1));
-    r.intra_bps = in.bottleneck_gbps * 1e9 * c.link_efficiency;
+    r.intra_bps = in.bottleneck_gbps * kGB * c.link_efficiency;
     r.intra_latency_s = in.latency_us * 1e-6;
   }
   const Route out = g.route(g.gpu(0, 0), g.gpu(1, 0));
   // A NIC shared by several GPUs splits its bandwidth among them.
   const double nic_share = n.nics >= gpus_per_node ? 1.0 : double(n.nics) / gpus_per_node;
-  r.inter_bps = std::min(out.bottleneck_gbps, n.nic_gbps * nic_share) * 1e9 * c.link_efficiency;
+  r.inter_bps = std::min(out.bottleneck_gbps, n.nic_gbps * nic_share) * kGB * c.link_efficiency;
   r.inter_latency_s = out.latency_us * 1e-6;
   return r;
 }

@@ -1,4 +1,5 @@
 #include "muonplan/ns_model.h"
+#include "muonplan/units.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,7 +39,7 @@ GemmCost gemm_cost(const Topology& topo, const std::string& what, int64_t batch,
   const double rate =
       gpu.bf16_tflops * 1e12 * cal.gemm_efficiency_max * g.wave_efficiency * g.k_efficiency;
   g.compute_s = g.flops / rate;
-  g.memory_s = g.bytes / (gpu.hbm_gbps * 1e9 * cal.hbm_efficiency);
+  g.memory_s = g.bytes / (gpu.hbm_gbps * kGB * cal.hbm_efficiency);
   g.launch_s = cal.kernel_launch_us * 1e-6;
   g.total_s = std::max(g.compute_s, g.memory_s) + g.launch_s;
   return g;
@@ -58,7 +59,7 @@ NsCost ns_cost(const Topology& topo, int64_t batch, int64_t rows, int64_t cols,
   const Calibration& cal = topo.calibration;
   // Norm: read the fp32 input, write bf16 X (two kernels: reduce, scale).
   c.normalize_s = batch * double(c.m) * c.n * (4 + kBf16Bytes) /
-                      (topo.node.gpu.hbm_gbps * 1e9 * cal.hbm_efficiency) +
+                      (topo.node.gpu.hbm_gbps * kGB * cal.hbm_efficiency) +
                   2 * cal.kernel_launch_us * 1e-6;
   // A symmetric product computes one triangle: half the tiles of the m x m outputs.
   const int64_t half = symmetric ? 2 : 1;

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "muonplan/error.h"
+#include "muonplan/units.h"
 
 namespace muonplan {
 namespace {
@@ -187,10 +188,10 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Top
   // --- Traffic per GPU per step (every micro step moves its own).
   Rates r;
   const double nic_share = topo.node.nics >= gpn ? 1.0 : double(topo.node.nics) / gpn;
-  r.intra_bps = topo.node.nvlink_gbps * 1e9 * cal.link_efficiency;
-  r.inter_bps = topo.node.nic_gbps * nic_share * 1e9 * cal.link_efficiency;
+  r.intra_bps = topo.node.nvlink_gbps * kGB * cal.link_efficiency;
+  r.inter_bps = topo.node.nic_gbps * nic_share * kGB * cal.link_efficiency;
   if (gpn == 1) r.intra_bps = r.inter_bps;
-  r.d2h_bps = topo.node.pcie_d2h_gbps * 1e9 * cal.pcie_efficiency;
+  r.d2h_bps = topo.node.pcie_d2h_gbps * kGB * cal.pcie_efficiency;
   // FSDP: all-gather bf16 weights twice (forward, backward), reduce-scatter fp32 grads, over
   // the non-expert group (fsdp) and the expert group (world / ep).
   const double f = double(l.fsdp), de = double(world / l.ep);

@@ -1,13 +1,13 @@
-// The Plan as JSON (docs/cli-contract.md). Bytes are reported in GiB (2^30) or GB (1e9) as the key
+// The Plan as JSON (docs/cli-contract.md). Bytes are reported in GiB (2^30) or GB (kGB) as the key
 // says; every figure under predicted.breakdown is a named term with its formula.
 #include "muonplan/ns_model.h"
 #include "muonplan/plan.h"
+#include "muonplan/units.h"
 
 namespace muonplan {
 namespace {
 
 using json = nlohmann::json;
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 json terms(const std::vector<Term>& list, double scale, const char* unit) {
   json out = json::array();
@@ -118,10 +118,10 @@ json plan_to_json(const Plan& plan) {
   pred["gpu_peak_gib"] = p.gpu_peak_bytes() / kGiB;
   pred["gpu_transient_gib"] = p.gpu_transient_bytes_total() / kGiB;
   pred["host_ram_per_node_gib"] = p.host_bytes() / kGiB;
-  pred["alltoall_gb_per_rank_max"] = p.alltoall_bytes_per_rank_max / 1e9;
+  pred["alltoall_gb_per_rank_max"] = p.alltoall_bytes_per_rank_max / kGB;
   pred["alltoall_bytes_per_rank_max"] = p.alltoall_bytes_per_rank_max;
-  pred["h2d_gb_per_gpu"] = p.h2d_bytes_per_gpu / 1e9;
-  pred["d2h_gb_per_gpu"] = p.d2h_bytes_per_gpu / 1e9;
+  pred["h2d_gb_per_gpu"] = p.h2d_bytes_per_gpu / kGB;
+  pred["d2h_gb_per_gpu"] = p.d2h_bytes_per_gpu / kGB;
   pred["optimizer_step_s"] = p.optimizer_step_s;
   pred["training_step_s"] = p.training_step_s ? json(*p.training_step_s) : json(nullptr);
   pred["gpu_seconds_per_step"] = p.step_s() * plan.world;
@@ -131,7 +131,7 @@ json plan_to_json(const Plan& plan) {
                        {"gpu_fixed_gib", terms(p.gpu_fixed_bytes, kGiB, "gib")},
                        {"gpu_workload_gib", terms(p.gpu_workload_bytes, kGiB, "gib")},
                        {"host_per_node_gib", terms(p.host_bytes_per_node, kGiB, "gib")},
-                       {"traffic_per_gpu_gb", terms(p.comm_bytes, 1e9, "gb")},
+                       {"traffic_per_gpu_gb", terms(p.comm_bytes, kGB, "gb")},
                        {"optimizer_step_s", terms(p.step_phases_s, 1, "s")},
                        {"training_step_s", terms(p.training_terms_s, 1, "s")},
                        {"training_hidden_s", terms(p.training_hidden_s, 1, "s")}};

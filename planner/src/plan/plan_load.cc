@@ -9,15 +9,13 @@
 #include "muonplan/owners.h"
 #include "muonplan/plan.h"
 #include "muonplan/plan_checks.h"
+#include "muonplan/units.h"
 #include "spec/model_limits.h"
 
 namespace muonplan {
 namespace {
 
 using json = nlohmann::json;
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr double kMaxParams = 1e15;  // as the model loaders (model_limits.cc)
-constexpr int kMaxWorld = 16384;     // as the planner's search (search.cc)
 
 // A value in the plan with the dotted path that names it in errors ("chunks[3].owners[1]").
 class Node {
@@ -110,7 +108,7 @@ void read_options(const Node& root, Plan& plan) {
   o.nodes = root["nodes"].integer(1);
   o.gpus_per_node = plan.gpus_per_node = root["gpus_per_node"].integer(1);
   // Per-rank tables (local matrices, loads) are sized by the world: bound it first.
-  plan.world = root["world_size"].integer(1, kMaxWorld);
+  plan.world = root["world_size"].integer(1, kMaxWorldRanks);
   if (int64_t(o.nodes) * o.gpus_per_node != plan.world) {
     root["world_size"].fail(
         "expected nodes x gpus_per_node = " + std::to_string(int64_t(o.nodes) * o.gpus_per_node) +

@@ -7,11 +7,10 @@
 #include "cost/workload_cost.h"
 #include "muonplan/error.h"
 #include "muonplan/plan.h"
+#include "muonplan/units.h"
 
 namespace muonplan {
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -86,26 +85,29 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
   }
   if (req.max_nodes < 0) throw InputError({}, "--max-nodes", "must be positive");
   // Per-rank tables grow with the world: bound it before anything is allocated.
-  constexpr int kMaxWorld = 16384;
-  if (gpn > 1024) throw InputError({}, "--gpus-per-node", "more than muonplan plans for (1024)");
-  if (!req.auto_nodes && int64_t(req.options.nodes) * gpn > kMaxWorld) {
+  if (gpn > kMaxGpusPerNode) {
+    throw InputError({}, "--gpus-per-node",
+                     "more than muonplan plans for (" + std::to_string(kMaxGpusPerNode) + ")");
+  }
+  if (!req.auto_nodes && int64_t(req.options.nodes) * gpn > kMaxWorldRanks) {
     throw InputError({}, "--nodes",
                      "a world of " + std::to_string(int64_t(req.options.nodes) * gpn) +
-                         " ranks is more than muonplan plans for (" + std::to_string(kMaxWorld) +
-                         ")");
+                         " ranks is more than muonplan plans for (" +
+                         std::to_string(kMaxWorldRanks) + ")");
   }
   std::vector<int> node_counts;
   if (req.auto_nodes && !req.node_counts.empty()) {
     for (int n : req.node_counts) {
-      if (n >= 1 && n <= max_nodes && int64_t(n) * gpn <= kMaxWorld) node_counts.push_back(n);
+      if (n >= 1 && n <= max_nodes && int64_t(n) * gpn <= kMaxWorldRanks) node_counts.push_back(n);
     }
     if (node_counts.empty()) {
       throw InputError({}, "--nodes",
                        "no node count between 1 and " + std::to_string(max_nodes) +
-                           " with a world of at most " + std::to_string(kMaxWorld) + " ranks");
+                           " with a world of at most " + std::to_string(kMaxWorldRanks) + " ranks");
     }
   } else if (req.auto_nodes) {
-    for (int n = 1; n <= max_nodes && int64_t(n) * gpn <= kMaxWorld; ++n) node_counts.push_back(n);
+    for (int n = 1; n <= max_nodes && int64_t(n) * gpn <= kMaxWorldRanks; ++n)
+      node_counts.push_back(n);
   } else {
     if (req.options.nodes <= 0) {
       throw InputError(

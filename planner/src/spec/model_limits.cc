@@ -1,5 +1,7 @@
 #include "spec/model_limits.h"
 
+#include "muonplan/units.h"
+
 #include "muonplan/error.h"
 #include "muonplan/inventory.h"
 
@@ -42,7 +44,7 @@ void check_model_totals(const ModelSpec& spec, const std::string& path) {
     }
     total += numel;
   }
-  if (total > 1e15) {
+  if (total > kMaxParams) {
     throw InputError({path, 0, 0}, "model",
                      std::to_string(static_cast<long long>(total / 1e12)) +
                          "T parameters, more than muonplan plans for (1000T)");

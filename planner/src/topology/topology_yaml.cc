@@ -3,6 +3,7 @@
 
 #include "muonplan/io.h"
 #include "muonplan/topology.h"
+#include "muonplan/units.h"
 #include "muonplan/yaml_reader.h"
 
 namespace muonplan {
@@ -12,7 +13,6 @@ using detail::YamlMap;
 namespace {
 
 // Counts beyond these are typos (a GiB figure in a count field), not clusters we plan for.
-constexpr int64_t kMaxGpusPerNode = 1024;
 constexpr int64_t kMaxNodes = 100000;
 constexpr int64_t kMaxNicsPerNode = 1024;
 constexpr int64_t kMaxSmCount = 100000;
@@ -20,7 +20,6 @@ constexpr int64_t kMaxCpuCores = 1000000;
 constexpr int64_t kMaxGemmTile = 4096;
 // The device graph of max_nodes nodes (`muonplan topology`) grows with their GPUs and NICs, and
 // no plan uses more ranks than the search's bound (search.cc): refuse more before allocating.
-constexpr int64_t kMaxWorld = 16384;
 
 // The number as written in the file, so messages quote the user's text ("got -1", not -1.000000).
 std::string as_written(const YamlMap& m, const std::string& key) {
@@ -172,10 +171,10 @@ Topology parse_topology(const std::string& text, const std::string& path_for_err
   for (const auto& [key, what, per_node] :
        {std::tuple{"gpus", "GPUs", t.node.gpus}, {"nics", "NICs", t.node.nics}}) {
     const int64_t total = int64_t(t.max_nodes) * per_node;
-    if (total > kMaxWorld) {
+    if (total > kMaxWorldRanks) {
       node.fail(key, std::to_string(t.max_nodes) + " nodes (max_nodes) of " +
                          std::to_string(per_node) + " " + what + " make " + std::to_string(total) +
-                         ", more than muonplan plans for (" + std::to_string(kMaxWorld) + ")");
+                         ", more than muonplan plans for (" + std::to_string(kMaxWorldRanks) + ")");
     }
   }
   const YamlMap fabric = root.get_map("fabric");

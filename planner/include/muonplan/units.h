@@ -1,0 +1,24 @@
+// Units and limits shared by every part of muonplan: one definition each, so that a figure
+// printed in GiB by the CLI means what the plan file's GiB means, and a world the search
+// accepts is one the plan loader and the topology loader accept too.
+#pragma once
+
+#include <cstdint>
+
+namespace muonplan {
+
+// Memory figures are GiB (2^30 bytes); traffic and bandwidths are GB (1e9 bytes), as the
+// vendors quote links (docs/cli-contract.md).
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+inline constexpr double kGB = 1e9;
+
+// The largest world (nodes x GPUs per node) muonplan plans, loads a plan for, or builds a
+// device graph for. Per-rank tables grow with it, so it is checked before anything is
+// allocated (docs/planner.md, "Limits").
+inline constexpr int64_t kMaxWorldRanks = 16384;
+// GPUs (ranks) per node.
+inline constexpr int64_t kMaxGpusPerNode = 1024;
+// Parameters in one model: a larger count is a typo, and element counts stay exact in doubles.
+inline constexpr double kMaxParams = 1e15;
+
+}  // namespace muonplan
