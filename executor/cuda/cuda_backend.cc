@@ -38,27 +38,6 @@ void check_blas(cublasStatus_t st, const char* what) {
   }
 }
 
-void check_matrix(const char* call, const char* what, const MatrixBatch& x, int64_t rows,
-                  int64_t cols) {
-  if (x.rows != rows || x.cols != cols || x.ld < std::max<int64_t>(cols, 1) || x.stride < 0) {
-    throw std::invalid_argument(std::string(call) + ": " + what + " is " + std::to_string(x.rows) +
-                                " x " + std::to_string(x.cols) + " (ld " + std::to_string(x.ld) +
-                                "), the call needs " + std::to_string(rows) + " x " +
-                                std::to_string(cols) + " with ld >= cols");
-  }
-}
-
-// Byte range [first, last) a matrix batch touches.
-std::pair<uintptr_t, uintptr_t> extent(const MatrixBatch& x, int64_t batch) {
-  const auto first = reinterpret_cast<uintptr_t>(x.ptr);
-  const int64_t elems = (batch - 1) * x.stride + (x.rows - 1) * x.ld + x.cols;
-  return {first, first + static_cast<uintptr_t>(elems) * sizeof(bf16)};
-}
-
-bool overlap(std::pair<uintptr_t, uintptr_t> a, std::pair<uintptr_t, uintptr_t> b) {
-  return a.first < b.second && b.first < a.second;
-}
-
 // cuBLAS's 32-bit API: sizes and leading dimensions must fit an int.
 int as_int(int64_t v, const char* call) {
   if (v > INT_MAX) {
@@ -260,26 +239,16 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   // --- GEMMs
-  void gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                 float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
-                 const MatrixBatch& c) override {
+  // Arguments checked by Backend::gemm_bf16.
+  void run_gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                     float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
+                     const MatrixBatch& c) override {
     constexpr const char* call = "gemm_bf16";
-    if (batch < 0 || m < 0 || n < 0 || k < 0)
-      throw std::invalid_argument("gemm_bf16: negative size");
-    if (batch == 0 || m == 0 || n == 0) return;
-    check_matrix(call, "C", c, m, n);
     if (k == 0) {  // C = bf16(beta * C), or 0
       check(cuda::scale_matrix_bf16(batch, m, n, c.ld, c.stride, beta, static_cast<bf16*>(c.ptr),
                                     stream()),
             call);
       return;
-    }
-    // Stored shapes: op(A) is m x k, so A is k x m when transposed.
-    check_matrix(call, "A", a, trans_a ? k : m, trans_a ? m : k);
-    check_matrix(call, "B", b, trans_b ? n : k, trans_b ? k : n);
-    if (overlap(extent(c, batch), extent(a, batch)) ||
-        overlap(extent(c, batch), extent(b, batch))) {
-      throw std::invalid_argument("gemm_bf16: C overlaps A or B");
     }
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: a row-major matrix is
     // its transpose in column-major with the same ld, so B goes first and no data moves.
@@ -292,8 +261,8 @@ class CudaBackendImpl final : public CudaBackend {
                "cublasGemmStridedBatchedEx");
   }
 
-  void syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha, const MatrixBatch& a, float beta,
-                 const MatrixBatch& c) override;
+  void run_syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha, const MatrixBatch& a,
+                     float beta, const MatrixBatch& c) override;
 
   // --- elementwise
   void sum_squares_bf16(int64_t batch, int64_t elems, const bf16* x, float* out) override {
@@ -421,24 +390,16 @@ class CudaBackendImpl final : public CudaBackend {
 // upper triangle into the lower one. Falls back to one GEMM (then the mirror) when C is a
 // single block, or when the operands are not 16-byte aligned (tensor-core kernels need every
 // block pointer aligned, and the pointer arrays hide them from cuBLAS's checks).
-void CudaBackendImpl::syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha,
-                                const MatrixBatch& a, float beta, const MatrixBatch& c) {
+// Arguments checked by Backend::syrk_bf16.
+void CudaBackendImpl::run_syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha,
+                                    const MatrixBatch& a, float beta, const MatrixBatch& c) {
   constexpr const char* call = "syrk_bf16";
-  if (batch < 0 || n < 0 || k < 0) throw std::invalid_argument("syrk_bf16: negative size");
-  if (batch == 0 || n == 0) return;
-  check_matrix(call, "C", c, n, n);
   auto* cp = static_cast<bf16*>(c.ptr);
-  if (k > 0) {
-    check_matrix(call, "A", a, n, k);
-    if (overlap(extent(c, batch), extent(a, batch))) {
-      throw std::invalid_argument("syrk_bf16: C overlaps A");
-    }
-  }
   const int64_t tile = syrk_tile(n);
   const bool aligned = aligned16(a.ptr) && aligned16(c.ptr) && a.ld % 8 == 0 && c.ld % 8 == 0 &&
                        (batch == 1 || (a.stride % 8 == 0 && c.stride % 8 == 0));
   if (k == 0 || n <= tile || !aligned) {
-    gemm_bf16(batch, false, true, n, n, k, alpha, a, a, beta, c);
+    run_gemm_bf16(batch, false, true, n, n, k, alpha, a, a, beta, c);
   } else {
     const int64_t full = n / tile, rest = n % tile;
     struct Group {

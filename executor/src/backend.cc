@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace muonplan::exec {
@@ -51,9 +54,66 @@ void Backend::ns_scale(int64_t batch, const float* sum_sq, double norm_scale, do
   copy_to_device(scale, host.data(), batch * sizeof(float));
 }
 
+namespace {
+
+void check_matrix(const char* call, const char* what, const MatrixBatch& x, int64_t rows,
+                  int64_t cols) {
+  if (x.rows != rows || x.cols != cols || x.ld < std::max<int64_t>(cols, 1) || x.stride < 0) {
+    throw std::invalid_argument(std::string(call) + ": " + what + " is " + std::to_string(x.rows) +
+                                " x " + std::to_string(x.cols) + " (ld " + std::to_string(x.ld) +
+                                "), the call needs " + std::to_string(rows) + " x " +
+                                std::to_string(cols) + " with ld >= cols");
+  }
+}
+
+// Byte range [first, last) a matrix batch touches.
+std::pair<uintptr_t, uintptr_t> extent(const MatrixBatch& x, int64_t batch) {
+  const auto first = reinterpret_cast<uintptr_t>(x.ptr);
+  const int64_t elems = (batch - 1) * x.stride + (x.rows - 1) * x.ld + x.cols;
+  return {first, first + static_cast<uintptr_t>(elems) * sizeof(bf16)};
+}
+
+bool overlap(const MatrixBatch& x, const MatrixBatch& y, int64_t batch) {
+  const auto a = extent(x, batch), b = extent(y, batch);
+  return a.first < b.second && b.first < a.second;
+}
+
+}  // namespace
+
+void Backend::gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                        float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
+                        const MatrixBatch& c) {
+  constexpr const char* call = "gemm_bf16";
+  if (batch < 0 || m < 0 || n < 0 || k < 0) throw std::invalid_argument("gemm_bf16: negative size");
+  if (batch == 0 || m == 0 || n == 0) return;
+  check_matrix(call, "C", c, m, n);
+  if (k > 0) {  // with k == 0, A and B are not read
+    // Stored shapes: op(A) is m x k, so A is k x m when transposed.
+    check_matrix(call, "A", a, trans_a ? k : m, trans_a ? m : k);
+    check_matrix(call, "B", b, trans_b ? n : k, trans_b ? k : n);
+    if (overlap(c, a, batch) || overlap(c, b, batch)) {
+      throw std::invalid_argument("gemm_bf16: C overlaps A or B");
+    }
+  }
+  run_gemm_bf16(batch, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+}
+
 void Backend::syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha, const MatrixBatch& a,
                         float beta, const MatrixBatch& c) {
-  gemm_bf16(batch, false, true, n, n, k, alpha, a, a, beta, c);
+  constexpr const char* call = "syrk_bf16";
+  if (batch < 0 || n < 0 || k < 0) throw std::invalid_argument("syrk_bf16: negative size");
+  if (batch == 0 || n == 0) return;
+  check_matrix(call, "C", c, n, n);
+  if (k > 0) {
+    check_matrix(call, "A", a, n, k);
+    if (overlap(c, a, batch)) throw std::invalid_argument("syrk_bf16: C overlaps A");
+  }
+  run_syrk_bf16(batch, n, k, alpha, a, beta, c);
+}
+
+void Backend::run_syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha, const MatrixBatch& a,
+                            float beta, const MatrixBatch& c) {
+  run_gemm_bf16(batch, false, true, n, n, k, alpha, a, a, beta, c);
 }
 
 void Backend::transpose_bf16(int64_t batch, int64_t rows, int64_t cols, const bf16* x, bf16* y) {

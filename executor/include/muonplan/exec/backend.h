@@ -66,9 +66,11 @@ class Backend {
   // A, B, C hold bf16. Shapes are of op(A): m x k, op(B): k x n, C: m x n; a, b, c describe the
   // stored matrices (a.rows x a.cols is k x m when trans_a). C must not overlap A or B (as in
   // cuBLAS); A and B may be the same matrices (X X^T). With beta == 0, C is not read.
-  virtual void gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                         float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
-                         const MatrixBatch& c) = 0;
+  // The argument checks (sizes, shapes against the stored matrices, no overlap of C with A or B)
+  // are made here, once for every backend; run_gemm_bf16 gets valid, non-empty calls.
+  void gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                 float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
+                 const MatrixBatch& c);
   // --- symmetric rank-k update, for symmetric Newton-Schulz (docs/muon-step.md section 3):
   // C[b] = bf16(alpha * A[b] A[b]^T + beta * C[b]), fp32 accumulation, one rounding, for a batch
   // of row-major A[b] of n x k (a.rows = n, a.cols = k) and C[b] of n x n. Every element of C is
@@ -76,8 +78,8 @@ class Backend {
   // is not read. C must not overlap A. The default calls gemm_bf16(trans_b, A, A): the GEMM's
   // bits, not faster. A backend may instead compute only the blocks on and above the diagonal
   // and mirror them (about half the FLOPs for k >> n); C is then exactly symmetric.
-  virtual void syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha, const MatrixBatch& a,
-                         float beta, const MatrixBatch& c);
+  void syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha, const MatrixBatch& a, float beta,
+                 const MatrixBatch& c);
 
   // --- elementwise (n elements; fp32 unless the name says bf16)
   // Per matrix b of a batch: out[b] = sum of squares of x[b], accumulated in a fixed order
@@ -114,6 +116,14 @@ class Backend {
                      int64_t step, const float* g, float* w, float* m, float* v) = 0;
 
  protected:
+  // The GEMM and rank-k update proper, called by gemm_bf16 / syrk_bf16 after their checks with
+  // batch, m (n) >= 1 and every matrix as described; k may be 0 (C = bf16(beta * C)).
+  virtual void run_gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                             int64_t k, float alpha, const MatrixBatch& a, const MatrixBatch& b,
+                             float beta, const MatrixBatch& c) = 0;
+  virtual void run_syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha, const MatrixBatch& a,
+                             float beta, const MatrixBatch& c);
+
   // Bookkeeping for host_memory(); an override of alloc_host/free_host calls these.
   void track_host_alloc(void* ptr, size_t bytes);
   void track_host_free(void* ptr);
