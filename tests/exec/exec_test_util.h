@@ -10,17 +10,7 @@
 
 namespace muonplan::exec::test {
 
-inline uint32_t float_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-inline float bits_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
+// float_bits and bits_float come from bf16.h.
 
 // n bf16 values of N(0, sigma^2), seeded.
 inline std::vector<bf16> random_bf16(int64_t n, uint32_t seed, float sigma = 1.0f) {

@@ -11,17 +11,25 @@ struct bf16 {
   uint16_t bits = 0;
 };
 
-inline float to_float(bf16 v) {
-  const uint32_t u = static_cast<uint32_t>(v.bits) << 16;
+// An fp32 value's bits and back (memcpy: the defined way to reinterpret).
+inline uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+inline float bits_float(uint32_t u) {
   float f;
   std::memcpy(&f, &u, sizeof f);
   return f;
 }
 
+inline float to_float(bf16 v) {
+  return bits_float(static_cast<uint32_t>(v.bits) << 16);
+}
+
 // Round to nearest, ties to even; NaN stays NaN (quiet).
 inline bf16 to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
+  const uint32_t u = float_bits(f);
   if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu) != 0) {
     return bf16{static_cast<uint16_t>((u >> 16) | 0x0040u)};
   }
@@ -29,6 +37,8 @@ inline bf16 to_bf16(float f) {
   return bf16{static_cast<uint16_t>((u + rounding) >> 16)};
 }
 
-inline float round_bf16(float f) { return to_float(to_bf16(f)); }
+inline float round_bf16(float f) {
+  return to_float(to_bf16(f));
+}
 
 }  // namespace muonplan::exec
