@@ -16,6 +16,7 @@
 #include "muonplan/exec/cpu_threads.h"
 #include "muonplan/exec/execute.h"
 #include "muonplan/io.h"
+#include "muonplan/parse_int.h"
 #include "muonplan/plan.h"
 
 namespace muonplan::cli {
@@ -37,17 +38,11 @@ constexpr int64_t kMaxSteps = 1'000'000'000;
 // Longest --comm-timeout: deadlines computed from it stay representable.
 constexpr double kMaxCommTimeoutS = 1e6;
 
-// The whole text as an integer in [lo, hi], else false ("12abc", "zz", past int64).
+// The whole text as an integer in [lo, hi] into `out`, else false ("12abc", "zz", past int64).
 bool parse_int_in(const std::string& text, int64_t lo, int64_t hi, int64_t& out) {
-  if (text.empty() || text.size() > 19) return false;
-  int64_t v = 0;
-  for (char ch : text) {
-    if (ch < '0' || ch > '9') return false;
-    v = v * 10 + (ch - '0');
-  }
-  if (v < lo || v > hi) return false;
-  out = v;
-  return true;
+  const std::optional<int64_t> v = parse_int(text, lo, hi);
+  if (v) out = *v;
+  return v.has_value();
 }
 
 // One write per line, so the lines of ranks sharing a terminal do not interleave.

@@ -25,12 +25,15 @@ void add_plan_flags(CLI::App* c, PlanFlags& f, bool search) {
   }
   add_positive(c, f, "gpus-per-node", "Override the topology's GPUs per node", "INT");
   c->add_option("--layout", f.layout, "fsdp=F,cp=C,ep=E (default: FSDP over all ranks)");
-  c->add_option("--optimizer", f.optimizer, "muon | adamw | signsgd")->capture_default_str();
+  c->add_option("--optimizer", f.optimizer, choices_help(enum_names(kOptimizerNames)))
+      ->capture_default_str();
   if (search) {
-    c->add_option("--offload", f.offload, "none | optimizer | full | auto")->capture_default_str();
+    c->add_option("--offload", f.offload, choices_help(enum_names(kOffloadModeNames, {"auto"})))
+        ->capture_default_str();
   }
   c->add_option("--offload-staging", f.staging,
-                "optimizer offload: whole (state on GPU for the step) | chunked")
+                "optimizer offload: " + choices_help(enum_names(kOffloadStagingNames)) +
+                    " (whole: the state on the GPU for the step)")
       ->capture_default_str();
   c->add_flag("--pinned-state", f.pinned_state, "optimizer offload: state in pinned host memory");
   c->add_flag("--bf16-momentum", f.bf16_momentum, "Keep Muon momentum in bf16");
@@ -58,7 +61,7 @@ void add_plan_flags(CLI::App* c, PlanFlags& f, bool search) {
   c->add_option("--ns-schedule", f.schedule,
                 "quintic | polar-express | jordan | deepseek-v4 | 'a,b,c;a,b,c;...'")
       ->capture_default_str();
-  c->add_option("--owners", f.owners, "padded | restart | round-robin | balanced")
+  c->add_option("--owners", f.owners, choices_help(enum_names(kOwnerStrategyNames)))
       ->capture_default_str();
   c->add_option("--workload", f.workload, "Workload YAML (tokens_per_step, seq_len, ...)");
   c->add_option("--tokens-per-step", f.tokens_per_step, "Global batch in tokens");
@@ -69,7 +72,8 @@ void add_plan_flags(CLI::App* c, PlanFlags& f, bool search) {
   c->add_option("--lm-head-chunk", f.lm_head_chunk,
                 "Fused LM head: tokens per logits chunk (0: unfused, whole-sequence logits)")
       ->capture_default_str();
-  c->add_option("--cp-style", f.cp_style, "Context parallelism: ulysses | ring")
+  c->add_option("--cp-style", f.cp_style,
+                "Context parallelism: " + choices_help(enum_names(kCpStyleNames)))
       ->capture_default_str();
   add_positive(c, f, "gpu-memory-gib", "GPU memory limit per GPU (default: the topology's)",
                "FLOAT");

@@ -11,6 +11,7 @@
 
 #include "muonplan/error.h"
 #include "muonplan/io.h"
+#include "muonplan/parse_int.h"
 #include "muonplan/plan_checks.h"
 
 namespace muonplan {
@@ -19,20 +20,14 @@ namespace {
 using json = nlohmann::json;
 
 int parse_count(const std::string& part, const std::string& text) {
-  size_t used = 0;
-  int v = 0;
-  try {
-    v = std::stoi(part, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (part.empty() || used != part.size() || v <= 0) {
+  const std::optional<int64_t> v = parse_int(part, 1, std::numeric_limits<int>::max());
+  if (!v) {
     throw InputError({}, "--nodes",
                      "expected a node count, a range A..B or a list A,B,C of positive integers, "
                      "got '" +
                          text + "'");
   }
-  return v;
+  return static_cast<int>(*v);
 }
 
 json loads_json(OwnerStrategy s, const RankLoads& loads) {
@@ -188,7 +183,7 @@ json report_data(const ModelSpec& spec, const Topology& topo, const PlanRequest&
           {"topology", chosen.topology_name},
           {"gpus_per_node", chosen.gpus_per_node},
           {"inputs", inputs_json(base, inputs)},
-          {"offload_modes", {"none", "optimizer", "full"}},
+          {"offload_modes", enum_names(kOffloadModeNames)},
           {"optimizer_variants", optimizer_variants},
           {"sweep", sweep},
           {"chosen", chosen_json},

@@ -7,12 +7,18 @@
 #include <string>
 #include <vector>
 
+#include "muonplan/enum_names.h"
 #include "muonplan/inventory.h"
 #include "muonplan/layout.h"
 
 namespace muonplan {
 
 enum class OwnerStrategy { padded, restart, round_robin, balanced };
+inline constexpr EnumName<OwnerStrategy> kOwnerStrategyNames[] = {
+    {OwnerStrategy::padded, "padded"},
+    {OwnerStrategy::restart, "restart"},
+    {OwnerStrategy::round_robin, "round-robin"},
+    {OwnerStrategy::balanced, "balanced"}};
 OwnerStrategy parse_owner_strategy(const std::string& name);  // InputError on unknown
 const char* to_string(OwnerStrategy s);
 
@@ -35,8 +41,12 @@ struct Chunk {
   int64_t params = 0;                   // elements updated by this chunk, whole model
   std::vector<std::string> param_names;
 
-  static const char* kind_name(Kind kind);
+  static const char* kind_name(Kind kind);  // kChunkKindNames' name
 };
+inline constexpr EnumName<Chunk::Kind> kChunkKindNames[] = {
+    {Chunk::Kind::muon_batch, "muon_batch"},
+    {Chunk::Kind::muon_local, "muon_local"},
+    {Chunk::Kind::adamw_group, "adamw_group"}};
 
 // Per-rank loads of a chunk list, indexed by group position (muon batches) or world rank
 // (local work): what owners decide, and what the balanced strategy evens out.

@@ -7,11 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "muonplan/enum_names.h"
 #include "muonplan/model_spec.h"
 
 namespace muonplan {
 
 enum class UpdateRule { muon, adamw };
+inline constexpr EnumName<UpdateRule> kUpdateRuleNames[] = {{UpdateRule::muon, "muon"},
+                                                            {UpdateRule::adamw, "adamw"}};
 const char* to_string(UpdateRule rule);
 
 // A row range of a fused matrix that Muon orthogonalizes and scales as its own matrix.

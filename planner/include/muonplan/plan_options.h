@@ -6,6 +6,7 @@
 #include <string>
 
 #include "muonplan/chunks.h"
+#include "muonplan/enum_names.h"
 #include "muonplan/layout.h"
 #include "muonplan/ns_schedule.h"
 
@@ -13,6 +14,12 @@ namespace muonplan {
 
 enum class OffloadMode { none, optimizer, full };
 enum class OptimizerKind { muon, adamw, signsgd };
+inline constexpr EnumName<OffloadMode> kOffloadModeNames[] = {{OffloadMode::none, "none"},
+                                                              {OffloadMode::optimizer, "optimizer"},
+                                                              {OffloadMode::full, "full"}};
+inline constexpr EnumName<OptimizerKind> kOptimizerNames[] = {{OptimizerKind::muon, "muon"},
+                                                              {OptimizerKind::adamw, "adamw"},
+                                                              {OptimizerKind::signsgd, "signsgd"}};
 OffloadMode parse_offload(const std::string& name);  // InputError on unknown
 OptimizerKind parse_optimizer(const std::string& name);
 const char* to_string(OffloadMode m);
@@ -22,12 +29,18 @@ const char* to_string(OptimizerKind k);
 // GPU for the step (what torch-based optimizer-state offload does: state.to(device) before the
 // step, back after), `chunked` streams it chunk by chunk with the batches in flight.
 enum class OffloadStaging { whole, chunked };
+inline constexpr EnumName<OffloadStaging> kOffloadStagingNames[] = {
+    {OffloadStaging::whole, "whole"}, {OffloadStaging::chunked, "chunked"}};
+OffloadStaging parse_offload_staging(const std::string& name);  // InputError on unknown
+const char* to_string(OffloadStaging s);
 
 // Training workload: with it the plan covers forward/backward too (activations, FSDP traffic,
 // training-step time). docs/planner.md, "Workload".
 // How context parallelism exchanges attention inputs: Ulysses all-to-alls of q/k/v/out
 // (heads split over the CP ranks), or ring attention passing k/v blocks around the ring.
 enum class CpStyle { ulysses, ring };
+inline constexpr EnumName<CpStyle> kCpStyleNames[] = {{CpStyle::ulysses, "ulysses"},
+                                                      {CpStyle::ring, "ring"}};
 CpStyle parse_cp_style(const std::string& name);  // InputError on unknown
 const char* to_string(CpStyle s);
 

@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "muonplan/parse_int.h"
 #include "muonplan/plan_checks.h"
 
 namespace muonplan::detail {
@@ -123,13 +124,9 @@ YAML::Node YamlMap::require(const std::string& key) const {
 namespace {
 
 bool parse_int(const std::string& s, int64_t* out) {
-  if (s.empty()) return false;
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0') return false;
-  *out = v;
-  return true;
+  const std::optional<int64_t> v = muonplan::parse_int(s);
+  if (v) *out = *v;
+  return v.has_value();
 }
 
 bool parse_double(const std::string& s, double* out) {

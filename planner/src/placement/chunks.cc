@@ -12,38 +12,15 @@
 namespace muonplan {
 
 OwnerStrategy parse_owner_strategy(const std::string& name) {
-  if (name == "padded") return OwnerStrategy::padded;
-  if (name == "restart") return OwnerStrategy::restart;
-  if (name == "round-robin") return OwnerStrategy::round_robin;
-  if (name == "balanced") return OwnerStrategy::balanced;
-  throw InputError({}, "--owners",
-                   "expected padded, restart, round-robin or balanced, got '" + name + "'");
+  return parse_enum(kOwnerStrategyNames, name, "--owners");
 }
 
 const char* to_string(OwnerStrategy s) {
-  switch (s) {
-    case OwnerStrategy::padded:
-      return "padded";
-    case OwnerStrategy::restart:
-      return "restart";
-    case OwnerStrategy::round_robin:
-      return "round-robin";
-    case OwnerStrategy::balanced:
-      return "balanced";
-  }
-  return "?";
+  return enum_name(kOwnerStrategyNames, s);
 }
 
 const char* Chunk::kind_name(Kind kind) {
-  switch (kind) {
-    case Kind::muon_batch:
-      return "muon_batch";
-    case Kind::muon_local:
-      return "muon_local";
-    case Kind::adamw_group:
-      return "adamw_group";
-  }
-  return "?";
+  return enum_name(kChunkKindNames, kind);
 }
 
 double RankLoads::max_bytes() const {

@@ -1,8 +1,10 @@
 #include "muonplan/layout.h"
 
+#include <limits>
 #include <sstream>
 
 #include "muonplan/error.h"
+#include "muonplan/parse_int.h"
 
 namespace muonplan {
 namespace {
@@ -22,15 +24,10 @@ Layout parse_layout(const std::string& text) {
     if (eq == std::string::npos)
       bad("expected key=value items like fsdp=8,ep=8, got '" + item + "'");
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
-    size_t used = 0;
-    int v = 0;
-    try {
-      v = std::stoi(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != value.size() || value.empty())
-      bad(key + " must be an integer, got '" + value + "'");
+    const std::optional<int64_t> parsed =
+        parse_int(value, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
+    if (!parsed) bad(key + " must be an integer, got '" + value + "'");
+    const int v = static_cast<int>(*parsed);
     if (v <= 0) bad(key + " must be positive, got " + value);
     if (key == "fsdp") {
       layout.fsdp = v;

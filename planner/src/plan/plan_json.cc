@@ -108,8 +108,7 @@ json plan_to_json(const Plan& plan) {
       {"newton_schulz_coefficients", coeffs},
       {"ns_norm_scale", o.schedule.norm_scale},
       {"batches_in_flight", o.batches_in_flight()},
-      {"optimizer_offload_staging",
-       o.optimizer_staging == OffloadStaging::whole ? "whole" : "chunked"},
+      {"optimizer_offload_staging", to_string(o.optimizer_staging)},
       {"optimizer_offload_pinned", o.pinned_host_state}};
   j["fits"] = plan.fits;
   j["limits"] = {{"gpu_memory_gib", p.gpu_limit_bytes / kGiB},

@@ -86,15 +86,12 @@ class Node {
     if (!v_.is_string()) fail("expected a string, got " + v_.dump());
     return v_.get<std::string>();
   }
-  // Index of the string value in `names`; callers list an enum's names in declaration order.
-  int one_of(const std::vector<std::string>& names) const {
+  // The enum value the string names, from the enum's name table (enum_names.h).
+  template <class E, size_t N>
+  E named(const EnumName<E> (&table)[N]) const {
     const std::string s = string();
-    std::string list;
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (names[i] == s) return static_cast<int>(i);
-      list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-    }
-    fail("expected " + list + ", got '" + s + "'");
+    if (const std::optional<E> v = enum_from_name(table, s)) return *v;
+    fail("expected " + choices_text(enum_names(table)) + ", got '" + s + "'");
   }
 
  private:
@@ -123,9 +120,9 @@ void read_options(const Node& root, Plan& plan) {
   if (plan.world % o.layout.fsdp != 0) layout["fsdp"].fail("does not divide " + w);
   if (o.layout.fsdp % o.layout.cp != 0) layout["cp"].fail("does not divide fsdp");
   if (plan.world % o.layout.ep != 0) layout["ep"].fail("does not divide " + w);
-  o.offload = OffloadMode(root["offload"].one_of({"none", "optimizer", "full"}));
-  o.optimizer = OptimizerKind(root["optimizer"].one_of({"muon", "adamw", "signsgd"}));
-  o.owners = OwnerStrategy(root["owners"].one_of({"padded", "restart", "round-robin", "balanced"}));
+  o.offload = root["offload"].named(kOffloadModeNames);
+  o.optimizer = root["optimizer"].named(kOptimizerNames);
+  o.owners = root["owners"].named(kOwnerStrategyNames);
 
   const Node c = root["optimizer_config"];
   c.only({"bf16_momentum", "nesterov", "lr", "momentum", "weight_decay", "update_rms", "adamw",
@@ -174,7 +171,7 @@ void read_options(const Node& root, Plan& plan) {
                                 " (the executor derives it), got " +
                                 c["batches_in_flight"].raw().dump());
   }
-  o.optimizer_staging = OffloadStaging(c["optimizer_offload_staging"].one_of({"whole", "chunked"}));
+  o.optimizer_staging = c["optimizer_offload_staging"].named(kOffloadStagingNames);
 }
 
 void read_inventory(const Node& root, Plan& plan) {
@@ -202,7 +199,7 @@ void read_inventory(const Node& root, Plan& plan) {
       shape.fail(shape.raw().dump() +
                  " brings the model past 1e15 parameters, more than muonplan plans for");
     }
-    t.rule = UpdateRule(n["rule"].one_of({"muon", "adamw"}));
+    t.rule = n["rule"].named(kUpdateRuleNames);
     t.stack_dim = n["stack_dim"].integer(-1, 0);
     if (t.stack_dim == 0 && t.shape.size() != 3)
       n["stack_dim"].fail("a stack ([E, out, in]) needs 3 dimensions");
@@ -262,7 +259,7 @@ Chunk read_chunk(const Node& n, const Plan& plan, Coverage& covered) {
   n.only({"kind", "rows", "cols", "params", "count", "shard_group", "owners", "padding", "matrices",
           "predicted_ns_ms", "param_names"});
   Chunk c;
-  c.kind = Chunk::Kind(n["kind"].one_of({"muon_batch", "muon_local", "adamw_group"}));
+  c.kind = n["kind"].named(kChunkKindNames);
   c.rows = n["rows"].integer(0, INT64_MAX);
   c.cols = n["cols"].integer(0, INT64_MAX);
   c.params = n["params"].integer(0, INT64_MAX);
@@ -366,7 +363,7 @@ void read_decision(const Node& root, Plan& plan) {
             "gpu_seconds", "note"});
     Candidate c;
     c.nodes = n["nodes"].integer(1);
-    c.offload = OffloadMode(n["offload"].one_of({"none", "optimizer", "full"}));
+    c.offload = n["offload"].named(kOffloadModeNames);
     c.fits = n["fits"].boolean();
     if (n.has("layout")) c.layout = n["layout"].string();
     c.evaluated = n.has("gpu_peak_gib");

@@ -7,35 +7,29 @@
 namespace muonplan {
 
 OffloadMode parse_offload(const std::string& name) {
-  if (name == "none") return OffloadMode::none;
-  if (name == "optimizer") return OffloadMode::optimizer;
-  if (name == "full") return OffloadMode::full;
-  throw InputError({}, "--offload", "expected none, optimizer, full or auto, got '" + name + "'");
+  return parse_enum(kOffloadModeNames, name, "--offload", {"auto"});
 }
-
 OptimizerKind parse_optimizer(const std::string& name) {
-  if (name == "muon") return OptimizerKind::muon;
-  if (name == "adamw") return OptimizerKind::adamw;
-  if (name == "signsgd") return OptimizerKind::signsgd;
-  throw InputError({}, "--optimizer", "expected muon, adamw or signsgd, got '" + name + "'");
+  return parse_enum(kOptimizerNames, name, "--optimizer");
+}
+OffloadStaging parse_offload_staging(const std::string& name) {
+  return parse_enum(kOffloadStagingNames, name, "--offload-staging");
+}
+CpStyle parse_cp_style(const std::string& name) {
+  return parse_enum(kCpStyleNames, name, "--cp-style");
 }
 
 const char* to_string(OffloadMode m) {
-  return m == OffloadMode::none ? "none" : m == OffloadMode::optimizer ? "optimizer" : "full";
+  return enum_name(kOffloadModeNames, m);
 }
-
 const char* to_string(OptimizerKind k) {
-  return k == OptimizerKind::muon ? "muon" : k == OptimizerKind::adamw ? "adamw" : "signsgd";
+  return enum_name(kOptimizerNames, k);
 }
-
-CpStyle parse_cp_style(const std::string& name) {
-  if (name == "ulysses") return CpStyle::ulysses;
-  if (name == "ring") return CpStyle::ring;
-  throw InputError({}, "--cp-style", "expected ulysses or ring, got '" + name + "'");
+const char* to_string(OffloadStaging s) {
+  return enum_name(kOffloadStagingNames, s);
 }
-
 const char* to_string(CpStyle s) {
-  return s == CpStyle::ring ? "ring" : "ulysses";
+  return enum_name(kCpStyleNames, s);
 }
 
 Workload load_workload(const std::string& path) {
@@ -51,9 +45,12 @@ Workload load_workload(const std::string& path) {
   w.lm_head_chunk = m.get_int("lm_head_chunk", 0);
   if (w.lm_head_chunk < 0) m.fail("lm_head_chunk", "must not be negative (0: unfused)");
   const std::string cp_style = m.get_string("cp_style", "ulysses");
-  if (cp_style != "ulysses" && cp_style != "ring")
-    m.fail("cp_style", "expected ulysses or ring, got '" + cp_style + "'");
-  w.cp_style = cp_style == "ring" ? CpStyle::ring : CpStyle::ulysses;
+  const std::optional<CpStyle> style = enum_from_name(kCpStyleNames, cp_style);
+  if (!style) {
+    m.fail("cp_style",
+           "expected " + choices_text(enum_names(kCpStyleNames)) + ", got '" + cp_style + "'");
+  }
+  w.cp_style = *style;
   for (const char* key : {"tokens_per_step", "seq_len", "micro_batch_seqs"}) {
     if (m.get_int(key, 1) <= 0) m.fail(key, "must be positive");
   }

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "muonplan/error.h"
+#include "muonplan/parse_int.h"
 #include "muonplan/plan_checks.h"
 #include "muonplan/trainer_config_in.h"
 
@@ -16,17 +17,9 @@ namespace muonplan {
 namespace {
 
 int parse_positive_int(const std::string& text, const std::string& flag) {
-  size_t used = 0;
-  int v = 0;
-  try {
-    v = std::stoi(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || v <= 0) {
-    throw InputError({}, flag, "expected a positive integer or auto, got '" + text + "'");
-  }
-  return v;
+  const std::optional<int64_t> v = parse_int(text, 1, std::numeric_limits<int>::max());
+  if (!v) throw InputError({}, flag, "expected a positive integer or auto, got '" + text + "'");
+  return static_cast<int>(*v);
 }
 
 template <typename T>
@@ -37,9 +30,10 @@ T parse_number(const std::string& text, const std::string& flag, const char* wha
     if constexpr (std::is_floating_point_v<T>) {
       v = static_cast<T>(std::stod(text, &used));
     } else {
-      const long long x = std::stoll(text, &used);
-      if (x < std::numeric_limits<T>::min() || x > std::numeric_limits<T>::max()) used = 0;
-      v = static_cast<T>(x);
+      const std::optional<int64_t> x =
+          parse_int(text, std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
+      used = x ? text.size() : 0;
+      v = static_cast<T>(x.value_or(0));
     }
   } catch (const std::exception&) {
     used = 0;
@@ -263,10 +257,7 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
     r.search_cp = f.layout.find("cp=") == std::string::npos;
   }
   o.optimizer = parse_optimizer(f.optimizer);
-  if (f.staging != "whole" && f.staging != "chunked") {
-    throw InputError({}, "--offload-staging", "expected whole or chunked, got '" + f.staging + "'");
-  }
-  o.optimizer_staging = f.staging == "whole" ? OffloadStaging::whole : OffloadStaging::chunked;
+  o.optimizer_staging = parse_offload_staging(f.staging);
   o.pinned_host_state = f.pinned_state;
   o.bf16_momentum = f.bf16_momentum;
   o.hyper = f.hyper;

@@ -7,7 +7,7 @@
 namespace muonplan {
 
 const char* to_string(UpdateRule rule) {
-  return rule == UpdateRule::muon ? "muon" : "adamw";
+  return enum_name(kUpdateRuleNames, rule);
 }
 
 bool ModelSpec::is_moe_layer(int64_t layer) const {
