@@ -6,6 +6,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$root/scripts/setup.sh"
 jobs="$(nproc 2>/dev/null || echo 2)"
 if [ ! -f "$root/build/CMakeCache.txt" ]; then
-  cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release -DMUONPLAN_WERROR=ON "$@" >/dev/null
+  cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release -DMUONPLAN_WERROR=ON \
+    -DMPIEXEC_PREFLAGS="$(bash "$root/scripts/mpiexec-flags.sh")" "$@" >/dev/null
 fi
 cmake --build "$root/build" -j "$jobs"

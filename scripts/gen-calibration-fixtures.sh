@@ -15,7 +15,7 @@ run() {
   local name="$1" model="$2" offload="$3"; shift 3
   "$bin" plan --model "$model" --topology "$root/topologies/cpu-ci.yaml" --nodes 1 \
     --gpus-per-node $ranks --offload "$offload" --out "$name.plan.json" "$@" >/dev/null
-  mpiexec --allow-run-as-root --oversubscribe -n $ranks "$bin" execute --plan "$name.plan.json" \
+  mpiexec $(bash "$root/scripts/mpiexec-flags.sh" | tr ";" " ") -n $ranks "$bin" execute --plan "$name.plan.json" \
     --steps "$steps" --metrics "$name.metrics.json" >/dev/null
   # The metrics name the plan by the path given; keep it relative to this folder.
   sed -i "s|\"plan\": \"[^\"]*\"|\"plan\": \"$name.plan.json\"|" "$name.metrics.json"

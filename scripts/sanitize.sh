@@ -19,7 +19,8 @@ build="$root/build-asan"
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DMUONPLAN_SANITIZE=ON -DMUONPLAN_WERROR=ON \
-    -DCMAKE_CUDA_COMPILER=OFF -DCMAKE_DISABLE_FIND_PACKAGE_Python=ON >/dev/null
+    -DCMAKE_CUDA_COMPILER=OFF -DCMAKE_DISABLE_FIND_PACKAGE_Python=ON \
+    -DMPIEXEC_PREFLAGS="$(bash "$root/scripts/mpiexec-flags.sh")" >/dev/null
 fi
 cmake --build "$build" -j "$jobs"
 

@@ -4,9 +4,10 @@
 # recomputation within bf16 rounding (not bit for bit: cuBLAS may pick other kernels for the
 # owner's batch of one than for the reference's batches), and the all-to-all bytes the NCCL
 # communicator counts must equal the planner's prediction. Skips (77) without a device.
-# Arguments: muonplan binary, repo root, mpiexec, the gpu device probe (exits 77 without one).
+# Arguments: muonplan binary, repo root, mpiexec, its flags, the gpu device probe (exits 77
+# without one).
 source "$(dirname "$0")/../mpi/lib.sh"
-probe="$4"
+probe="$5"
 "$probe" >/dev/null; rc=$?
 if [ "$rc" = 77 ]; then echo "skipped: no CUDA device"; exit 77; fi
 devices=1
@@ -14,7 +15,7 @@ if command -v nvidia-smi >/dev/null; then devices="$(nvidia-smi -L | grep -c '^G
 for world in 1 2; do
   [ "$world" -gt "$devices" ] && { echo "world $world: skipped ($devices device(s))"; continue; }
   plan "$work/p.json" tiny-moe "$world" --nesterov --weight-decay 0.1
-  m="$("$mpiexec" --allow-run-as-root --oversubscribe -n "$world" "$bin" execute \
+  m="$("$mpiexec" "${mpiflags[@]}" -n "$world" "$bin" execute \
         --plan "$work/p.json" --backend cuda --steps 2 --check-reference --json 2>"$work/err")" \
     || { bad "world $world: $(cat "$work/err")"; continue; }
   [ "$(field "$m" backend)" = cuda ] && ok || bad "world $world: backend $(field "$m" backend)"

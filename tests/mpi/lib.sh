@@ -1,6 +1,8 @@
 # Helpers for the multi-rank tests: plan a tiny model for W CPU ranks and run it under mpiexec.
-# Sourced by the tests/mpi/*.sh scripts; ctest passes: muonplan binary, repo root, mpiexec.
-bin="$1"; root="$2"; mpiexec="${3:-mpiexec}"
+# Sourced by the tests/mpi/*.sh scripts; ctest passes: muonplan binary, repo root, mpiexec and
+# its flags (MPIEXEC_PREFLAGS, one space-separated argument). `launch N CMD...` runs N ranks.
+bin="$1"; root="$2"; mpiexec="${3:-mpiexec}"; read -r -a mpiflags <<<"${4:-}"
+launch() { local n="$1"; shift; "$mpiexec" "${mpiflags[@]}" -n "$n" "$@"; }
 cd "$root" || exit 1
 py=/usr/bin/python3
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
@@ -20,7 +22,7 @@ plan() {
 # run WORLD PLAN [execute flags...]: metrics JSON on stdout, stderr to $work/err
 run() {
   local world="$1"; shift
-  "$mpiexec" --allow-run-as-root --oversubscribe -n "$world" "$bin" execute --plan "$@" --json \
+  launch "$world" "$bin" execute --plan "$@" --json \
     2>"$work/err"
 }
 # field JSON KEY.PATH

@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 W=4
 plan "$work/p.json" tiny-moe $W
 stamp() { while IFS= read -r line; do echo "$EPOCHREALTIME $line"; done; }
-timeout 120 "$mpiexec" --allow-run-as-root --oversubscribe -n $W "$bin" execute \
+timeout 120 "$mpiexec" "${mpiflags[@]}" -n $W "$bin" execute \
   --plan "$work/p.json" --steps 1 --metrics /dev/full 2>&1 >/dev/null | stamp >"$work/log"
 status=${PIPESTATUS[0]}
 t_end=$EPOCHREALTIME

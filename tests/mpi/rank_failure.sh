@@ -17,7 +17,7 @@ stamp() { while IFS= read -r line; do echo "$EPOCHREALTIME $line"; done; }
 # launch DIE [mpiexec options]: stderr lines in $work/log; sets status and t_end.
 launch() {
   local die="$1"; shift
-  MUONPLAN_TEST_DIE="$die" timeout 120 "$mpiexec" --allow-run-as-root --oversubscribe -n $W "$@" \
+  MUONPLAN_TEST_DIE="$die" timeout 120 "$mpiexec" "${mpiflags[@]}" -n $W "$@" \
     "$bin" execute --plan "$work/p.json" --steps 100 2>&1 >/dev/null | stamp > "$work/log"
   status=${PIPESTATUS[0]}
   t_end=$EPOCHREALTIME
