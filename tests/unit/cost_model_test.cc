@@ -7,9 +7,7 @@
 #include "test_plans.h"
 
 using namespace muonplan;
-using test::model;
-using test::plan_fixed;
-using test::term;
+using namespace muonplan::test;  // model, topology and plan helpers (test_plans.h)
 
 TEST_CASE("memory terms: qwen3-8b on one node of 8 H200s against hand figures", "[cost_model]") {
   const Plan none = plan_fixed("qwen3-8b", 1, OffloadMode::none);

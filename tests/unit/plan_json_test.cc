@@ -9,9 +9,7 @@
 #include "test_plans.h"
 
 using namespace muonplan;
-using test::h200;
-using test::model;
-using test::plan_fixed;
+using namespace muonplan::test;  // model, topology and plan helpers (test_plans.h)
 
 TEST_CASE("plan JSON carries the contract's keys and the plan's values", "[plan_json]") {
   const Plan plan = plan_fixed("tiny-moe", 1, OffloadMode::none);
