@@ -4,27 +4,16 @@
 # cannot hold comments, in FILE.expect beside it.
 # Usage: bash bad_models.sh MUONPLAN_BINARY REPO_ROOT
 set -u
-muonplan=$(realpath "$1")
-cd "$2" || exit 1
-
-passed=0
-failed=0
-fail() {
-  echo "FAIL $1: $2"
-  failed=$((failed + 1))
-}
+source "$(dirname "$0")/lib.sh"
 
 shopt -s nullglob
 files=(tests/data/bad/model/*.yaml tests/data/bad/model/*.json)
-if [ ${#files[@]} -eq 0 ]; then
-  echo "no files under tests/data/bad/model"
-  exit 1
-fi
+[ ${#files[@]} -gt 0 ] || bad "no files under tests/data/bad/model"
 for file in "${files[@]}"; do
   case "$file" in
     *.json)
       if [ ! -f "$file.expect" ]; then
-        fail "$file" "missing $file.expect"
+        bad "$file: missing $file.expect"
         continue
       fi
       expected=$(head -n 1 "$file.expect")
@@ -32,24 +21,12 @@ for file in "${files[@]}"; do
     *)
       first=$(head -n 1 "$file")
       if [ "${first#\# expect: }" = "$first" ]; then
-        fail "$file" "first line is not '# expect: ...'"
+        bad "$file: first line is not '# expect: ...'"
         continue
       fi
       expected=${first#\# expect: }
       ;;
   esac
-  stderr=$("$muonplan" inspect --model "$file" 2>&1 >/dev/null)
-  rc=$?
-  if [ $rc -ne 2 ]; then
-    fail "$file" "exit code $rc, expected 2 (stderr: $stderr)"
-  elif [ "$stderr" != "$expected" ]; then
-    fail "$file" "stderr differs"
-    echo "  expected: $expected"
-    echo "  got:      $stderr"
-  else
-    passed=$((passed + 1))
-  fi
+  expect "$file" 2 "$expected" "$bin" inspect --model "$file"
 done
-
-echo "$passed passed, $failed failed"
-[ $failed -eq 0 ]
+finish

@@ -3,29 +3,17 @@
 # stderr line its first line promises ("# expect: FILE:LINE:COL: field: message").
 # Usage: bash bad_topologies.sh MUONPLAN_BINARY REPO_ROOT
 set -u
-muonplan=$(realpath "$1")
-cd "$2" || exit 1
+source "$(dirname "$0")/lib.sh"
 
-passed=0
-failed=0
-for file in tests/data/bad/topology/*.yaml; do
+shopt -s nullglob
+files=(tests/data/bad/topology/*.yaml)
+[ ${#files[@]} -gt 0 ] || bad "no files under tests/data/bad/topology"
+for file in "${files[@]}"; do
   expected=$(head -n 1 "$file" | sed -n 's/^# expect: //p')
   if [[ -z "$expected" ]]; then
-    echo "FAIL $file: first line is not '# expect: ...'"
-    failed=$((failed + 1))
+    bad "$file: first line is not '# expect: ...'"
     continue
   fi
-  stderr=$("$muonplan" topology --topology "$file" 2>&1 >/dev/null)
-  rc=$?
-  if [[ $rc -ne 2 || "$stderr" != "$expected" ]]; then
-    echo "FAIL $file"
-    echo "  exit code: $rc (expected 2)"
-    echo "  expected:  $expected"
-    echo "  got:       $stderr"
-    failed=$((failed + 1))
-  else
-    passed=$((passed + 1))
-  fi
+  expect "$file" 2 "$expected" "$bin" topology --topology "$file"
 done
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 && $passed -gt 0 ]]
+finish

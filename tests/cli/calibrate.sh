@@ -5,20 +5,16 @@
 # calibrate reported; bad metrics are refused with one line. Fixed inputs, so no wall time is
 # measured here.
 set -u
-bin="$1"; root="$2"; cd "$root/tests/data/calibration/cpu"
-py=/usr/bin/python3
-work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-pass=0; fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+source "$(dirname "$0")/lib.sh"
+cd tests/data/calibration/cpu || exit 1
 
 fit="dense-none moe-none dense384-none dense-optimizer moe-full"
 held="dense-full dense384-optimizer-chunked"
-args=(--topology "$root/topologies/cpu-ci.yaml" --out "$work/cal.yaml")
+args=(--topology "$root/topologies/cpu-ci.yaml" --out "$work/cal.yaml" --json)
 for r in $fit; do args+=(--metrics "$r.metrics.json"); done
 for r in $held; do args+=(--check "$r.metrics.json"); done
-if "$bin" calibrate "${args[@]}" --json >"$work/r.json" 2>"$work/err"; then ok; else
-  bad "calibrate: $(cat "$work/err")"; fi
+expect calibrate 0 "" "$bin" calibrate "${args[@]}"
+cp "$work/out" "$work/r.json"
 "$py" - "$work/r.json" <<'PY' && ok || bad "calibration accuracy"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -35,9 +31,11 @@ assert abs(r["max_fit_error"] - max(abs(x["rel_error_after"]) for x in fit)) < 1
 PY
 
 # The written topology loads, and planning on it reproduces calibrate's prediction.
-"$bin" topology --topology "$work/cal.yaml" >/dev/null 2>"$work/err" && ok || bad "cal.yaml: $(cat "$work/err")"
-"$bin" plan --model cal-dense-384.yaml --topology "$work/cal.yaml" --nodes 1 --gpus-per-node 2 \
-  --offload optimizer --offload-staging chunked --json >"$work/p.json" 2>"$work/err" || bad "plan: $(cat "$work/err")"
+expect "topology cal.yaml" 0 "" "$bin" topology --topology "$work/cal.yaml"
+grep -q "^topology .* ($work/cal.yaml): " "$work/out" && ok || bad "cal.yaml: $(head -1 "$work/out")"
+expect "plan on cal.yaml" 0 "" "$bin" plan --model cal-dense-384.yaml --topology "$work/cal.yaml" \
+  --nodes 1 --gpus-per-node 2 --offload optimizer --offload-staging chunked --json
+cp "$work/out" "$work/p.json"
 "$py" - "$work/p.json" "$work/r.json" <<'PY' && ok || bad "plan on the calibrated topology disagrees"
 import json, sys
 p = json.load(open(sys.argv[1]))["predicted"]["optimizer_step_s"]
@@ -47,12 +45,9 @@ PY
 
 # Bad metrics: one line naming the file and the field.
 echo '{"schema": "muonplan.metrics/9"}' > "$work/m9.json"
-out="$("$bin" calibrate --topology "$root/topologies/cpu-ci.yaml" --metrics "$work/m9.json" 2>&1)"
-[ $? = 2 ] && [[ "$out" == *"m9.json: schema: expected muonplan.metrics/1, got 'muonplan.metrics/9'"* ]] \
-  && ok || bad "schema: $out"
+expect "metrics schema" 2 "$work/m9.json: schema: expected muonplan.metrics/1, got 'muonplan.metrics/9'" \
+  "$bin" calibrate --topology "$root/topologies/cpu-ci.yaml" --metrics "$work/m9.json"
 sed 's/"plan": "[^"]*"/"plan": "nowhere.json"/' dense-none.metrics.json > "$work/np.json"
-out="$("$bin" calibrate --topology "$root/topologies/cpu-ci.yaml" --metrics "$work/np.json" 2>&1)"
-[ $? = 2 ] && [[ "$out" == *"np.json: plan: 'nowhere.json' not found, nor beside the metrics file"* ]] \
-  && ok || bad "missing plan: $out"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+expect "missing plan" 2 "$work/np.json: plan: 'nowhere.json' not found, nor beside the metrics file" \
+  "$bin" calibrate --topology "$root/topologies/cpu-ci.yaml" --metrics "$work/np.json"
+finish

@@ -4,15 +4,10 @@
 # binary and module find PREFIX/share/muonplan beside themselves, and no source or build path
 # is compiled in). Plans, validates, reports, and the Python module plans.
 set -u
-bin="$1"; root="$2"
+source "$(dirname "$0")/lib.sh"
 build="$(cd "$(dirname "$bin")/.." && pwd)"
-pass=0; fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-prefix="$(mktemp -d)"; trap 'rm -rf "$prefix"' EXIT
-cmake --install "$build" --prefix "$prefix" >/dev/null 2>"$prefix.err" && ok ||
-  bad "cmake --install: $(cat "$prefix.err")"
-rm -f "$prefix.err"
+prefix="$work/prefix"
+expect "cmake --install" 0 "" cmake --install "$build" --prefix "$prefix"
 for f in bin/muonplan share/muonplan/models/glm-4.5-air.yaml share/muonplan/topologies/h200-ib.yaml \
     share/muonplan/reports/report.py share/muonplan/calibration/published.yaml; do
   [ -e "$prefix/$f" ] && ok || bad "not installed: $f"
@@ -27,25 +22,26 @@ done
 cd / || exit 1
 m="$prefix/share/muonplan/models/glm-4.5-air.yaml"
 out="$("$prefix/bin/muonplan" plan --model "$m" --json 2>&1)" &&
-  echo "$out" | /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); assert d['topology']=='h200-ib' and d['fits']" &&
+  echo "$out" | "$py" -c "import json,sys; d=json.load(sys.stdin); assert d['topology']=='h200-ib' and d['fits']" &&
   ok || bad "installed plan (default topology from share): $out"
-"$prefix/bin/muonplan" validate >/dev/null 2>"$prefix/err" && ok || bad "installed validate: $(cat "$prefix/err")"
-"$prefix/bin/muonplan" report --model "$m" --nodes 1..2 --out "$prefix/rep" >/dev/null 2>"$prefix/err" &&
-  [ -f "$prefix/rep/report.md" ] && ok || bad "installed report: $(cat "$prefix/err")"
-py="$(ls -d "$prefix"/lib/python3/dist-packages 2>/dev/null)"
-if [ -n "$py" ] && ls "$py"/muonplan*.so >/dev/null 2>&1; then
-  PYTHONPATH="$py" /usr/bin/python3 -c "
+# validate from the installed data alone prints what the build's binary prints from the source tree.
+"$bin" validate --published "$root/tests/data/calibration/published.yaml" --models "$root/models" \
+  --topology "$root/topologies/h200-ib.yaml" --markdown >"$work/validate.want"
+expect "installed validate" 0 "" "$prefix/bin/muonplan" validate --markdown
+cmp -s "$work/out" "$work/validate.want" && grep -q "^| figure |" "$work/out" && ok ||
+  bad "installed validate differs from the source tree's: $(diff "$work/out" "$work/validate.want" | head -5)"
+pydir="$(ls -d "$prefix"/lib/python3/dist-packages 2>/dev/null)"
+if [ -n "$pydir" ] && ls "$pydir"/muonplan*.so >/dev/null 2>&1; then
+  PYTHONPATH="$pydir" "$py" -c "
 import muonplan, sys
 assert muonplan.__file__.startswith(sys.argv[1]), muonplan.__file__
 p = muonplan.plan(sys.argv[2], nodes=1)
 assert p['topology'] == 'h200-ib' and p['nodes'] == 1
-" "$prefix" "$m" 2>"$prefix/err" && ok || bad "installed Python module: $(cat "$prefix/err")"
+" "$prefix" "$m" 2>"$work/err" && ok || bad "installed Python module: $(cat "$work/err")"
 else
   echo "note: no Python module installed (bindings off in this build)"
 fi
 # MUONPLAN_DATA_DIR pointing nowhere: the default topology is a path that fails, clearly.
-MUONPLAN_DATA_DIR=/nonexistent "$prefix/bin/muonplan" plan --model "$m" >/dev/null 2>"$prefix/err"
-[ $? = 2 ] && grep -q "/nonexistent/topologies/h200-ib.yaml" "$prefix/err" && ok ||
-  bad "bad MUONPLAN_DATA_DIR: $(cat "$prefix/err")"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+expect "bad MUONPLAN_DATA_DIR" 2 "/nonexistent/topologies/h200-ib.yaml: file: cannot be read" \
+  env MUONPLAN_DATA_DIR=/nonexistent "$prefix/bin/muonplan" plan --model "$m"
+finish

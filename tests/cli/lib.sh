@@ -1,24 +1,19 @@
 # Shared by the tests/cli/*.sh scripts (sourced; not a test itself): arguments, a scratch
-# folder, the pass/fail count and `expect`. ctest passes: muonplan binary, repo root.
-bin="$1"; root="$2"; cd "$root" || exit 1
-py=/usr/bin/python3
-work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-pass=0; fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-finish() { echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]; }
+# folder and the pass/fail count (tests/lib/common.sh), `expect` and `json_check`. ctest
+# passes: muonplan binary, repo root.
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 # `execute` without mpiexec: one MPI process (singleton mode, without its helper daemon).
 export OMPI_MCA_ess_singleton_isolated=1 OMP_NUM_THREADS=1
-# expect NAME CODE LINE COMMAND...: exit CODE and stderr exactly the one line LINE
-# (EXPECT_MATCH=suffix: one line ending in LINE), within EXPECT_TIMEOUT seconds (60) and, when
+# expect NAME CODE LINE COMMAND...: exit CODE and stderr exactly the one line LINE ("": no
+# stderr at all; EXPECT_MATCH=suffix: one line ending in LINE), within EXPECT_TIMEOUT seconds (60) and, when
 # EXPECT_VMEM_KB is set, that address-space cap (a regression fails instead of filling memory).
 # Under AddressSanitizer (scripts/sanitize.sh) no address-space cap: ASan reserves terabytes of
-# shadow memory at start.
+# shadow memory at start. The command's stdout is left in $work/out for the caller's checks.
 asan=0; ldd "$bin" 2>/dev/null | grep -q libasan && asan=1
 expect() {
   local name="$1" code="$2" want="$3"; shift 3
   (if [ -n "${EXPECT_VMEM_KB:-}" ] && [ "$asan" = 0 ]; then ulimit -v "$EXPECT_VMEM_KB"; fi
-   exec timeout "${EXPECT_TIMEOUT:-60}" "$@") >/dev/null 2>"$work/err"
+   exec timeout "${EXPECT_TIMEOUT:-60}" "$@") >"$work/out" 2>"$work/err"
   local rc=$? err; err="$(cat "$work/err")"
   local lines; lines="$(wc -l <"$work/err")"
   local matched=0
@@ -29,6 +24,14 @@ expect() {
   fi
   if [ "$rc" = "$code" ] && [ "$matched" = 1 ]; then ok
   else bad "$name: exit $rc (want $code), stderr: ${err:0:400} (want: $want)"; fi
+}
+# json_check NAME FILE CODE: the Python CODE passes with `d` the JSON in FILE (asserts, or any
+# exception, fail the check and print why).
+json_check() {
+  local name="$1" file="$2" code="$3" why
+  why="$("$py" -c "import json, math, sys
+d = json.load(open(sys.argv[1]))
+$code" "$file" 2>&1)" && ok || bad "$name: ${why:0:600}"
 }
 # plan_micro OUT [plan flags]: the micro-dense test model (tests/data/micro-dense.yaml) on one
 # CPU rank, no offload.

@@ -1,42 +1,82 @@
 #!/usr/bin/env bash
-# muonplan plan / cost / inspect from the command line: exit codes, one-line errors, keys.
+# muonplan plan / cost / inspect from the command line: exit codes, one-line errors, and what
+# the successful runs print (the no-fit answer, --help, a workload plan, the NS cost).
 set -u
-bin="$1"; root="$2"; cd "$root"
-pass=0; fail=0
-check() {  # name, expected exit code, expected stderr (exact, "" to skip), command...
-  local name="$1" code="$2" msg="$3"; shift 3
-  local err; err="$("$@" 2>&1 >/dev/null)"; local rc=$?
-  if [ "$rc" != "$code" ] || { [ -n "$msg" ] && [ "$err" != "$msg" ]; }; then
-    echo "FAIL $name: exit $rc (want $code), stderr: $err"; fail=$((fail + 1))
-  else
-    pass=$((pass + 1))
-  fi
-}
+source "$(dirname "$0")/lib.sh"
 M=models/qwen3-8b.yaml
-check zero-nodes 2 "--nodes: expected a positive integer or auto, got '0'" "$bin" plan --model $M --nodes 0
-check bad-layout 2 "--layout: fsdp=3 does not divide world 8" "$bin" plan --model $M --nodes 1 --layout fsdp=3
-check bad-offload 2 "--offload: expected none, optimizer, full or auto, got 'disk'" "$bin" plan --model $M --offload disk
-check bad-owners 2 "--owners: expected padded, restart, round-robin or balanced, got 'x'" "$bin" plan --model $M --owners x
-check nesterov-full 2 "--nesterov: Nesterov momentum is not supported under full offload" "$bin" plan --model $M --offload full --nesterov
-check missing-model 2 "missing.yaml: file: cannot be read" "$bin" plan --model missing.yaml
-check bad-flag 2 "" "$bin" plan --model $M --frobnicate
-check no-fit 0 "" "$bin" plan --model models/kimi-k2.yaml --max-nodes 2 --gpu-memory-gib 10
-check help 0 "" "$bin" plan --help
-check tiny-gpu-limit 2 "--gpu-memory-gib: 0.25 GiB is not above the fixed per-GPU overhead (0.5 GiB): nothing can fit" "$bin" plan --model $M --gpu-memory-gib 0.25
-check tiny-host-limit 2 "--host-ram-gib: 16 GiB is not above the per-node process overhead (32 GiB): nothing can fit" "$bin" plan --model $M --host-ram-gib 16
-check negative-limit 2 "--gpu-memory-gib: must be a finite number > 0, got -3" "$bin" plan --model $M --gpu-memory-gib -3
-check workload-file 0 "" "$bin" plan --model models/qwen3-30b-a3b.yaml --workload tests/data/workload/4m-tokens.yaml --nodes 2 --offload none
-check workload-bad 2 "tests/data/workload/bad-seq.yaml:2:10: seq_len: must be positive" "$bin" plan --model $M --workload tests/data/workload/bad-seq.yaml
-check cost-bad 2 "--rows: must be positive, got -5" "$bin" cost ns --rows -5 --cols 8
+expect zero-nodes 2 "--nodes: expected a positive integer or auto, got '0'" "$bin" plan --model $M --nodes 0
+expect bad-layout 2 "--layout: fsdp=3 does not divide world 8" "$bin" plan --model $M --nodes 1 --layout fsdp=3
+expect bad-offload 2 "--offload: expected none, optimizer, full or auto, got 'disk'" "$bin" plan --model $M --offload disk
+expect bad-owners 2 "--owners: expected padded, restart, round-robin or balanced, got 'x'" "$bin" plan --model $M --owners x
+expect nesterov-full 2 "--nesterov: Nesterov momentum is not supported under full offload" "$bin" plan --model $M --offload full --nesterov
+expect missing-model 2 "missing.yaml: file: cannot be read" "$bin" plan --model missing.yaml
+# An unknown flag: CLI11's one line, prefixed with the program's name.
+expect bad-flag 2 "muonplan: The following argument was not expected: --frobnicate" \
+  "$bin" plan --model $M --frobnicate
+expect tiny-gpu-limit 2 "--gpu-memory-gib: 0.25 GiB is not above the fixed per-GPU overhead (0.5 GiB): nothing can fit" "$bin" plan --model $M --gpu-memory-gib 0.25
+expect tiny-host-limit 2 "--host-ram-gib: 16 GiB is not above the per-node process overhead (32 GiB): nothing can fit" "$bin" plan --model $M --host-ram-gib 16
+expect negative-limit 2 "--gpu-memory-gib: must be a finite number > 0, got -3" "$bin" plan --model $M --gpu-memory-gib -3
+expect workload-bad 2 "tests/data/workload/bad-seq.yaml:2:10: seq_len: must be positive" "$bin" plan --model $M --workload tests/data/workload/bad-seq.yaml
+expect cost-bad 2 "--rows: must be positive, got -5" "$bin" cost ns --rows -5 --cols 8
 # A 1e9-rank world is refused before any per-rank table is allocated.
-check billion-ranks 2 "--nodes: a world of 1000000000 ranks is more than muonplan plans for (16384)" "$bin" plan --model $M --nodes 1000000 --gpus-per-node 1000
-# JSON output carries the decision and writes the same plan to --out.
-out="$(mktemp)"
-json="$("$bin" plan --model models/kimi-k2.yaml --max-nodes 2 --gpu-memory-gib 10 --json --out "$out")"
-if echo "$json" | grep -q '"fits": false' && grep -q '"schema": "muonplan.plan/1"' "$out"; then
-  pass=$((pass + 1)); else echo "FAIL no-fit-json"; fail=$((fail + 1)); fi
-rm -f "$out"
-ms="$("$bin" cost ns --batch 32 --rows 768 --cols 2048 --json | grep '"ms"')"
-if [ -n "$ms" ]; then pass=$((pass + 1)); else echo "FAIL cost-json"; fail=$((fail + 1)); fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+expect billion-ranks 2 "--nodes: a world of 1000000000 ranks is more than muonplan plans for (16384)" "$bin" plan --model $M --nodes 1000000 --gpus-per-node 1000
+
+# kimi-k2 in 10 GiB per GPU on up to 2 nodes: no fit is an answer (exit 0, nothing on stderr),
+# with the reason and the closest candidate. The JSON says fits=false with the limits given,
+# every candidate too large, and writes the same plan to --out; the text prints its reason.
+nofit=(plan --model models/kimi-k2.yaml --max-nodes 2 --gpu-memory-gib 10)
+expect no-fit-json 0 "" "$bin" "${nofit[@]}" --json --out "$work/nofit.out.json"
+cp "$work/out" "$work/nofit.json"
+json_check no-fit-json "$work/nofit.json" '
+p = d["predicted"]
+assert d["fits"] is False and d["schema"] == "muonplan.plan/1", d["fits"]
+assert d["limits"]["gpu_memory_gib"] == 10, d["limits"]
+assert p["gpu_peak_gib"] > 10, p["gpu_peak_gib"]  # the closest candidate, still too large
+assert d["nodes"] == 2 and d["world_size"] == 16, (d["nodes"], d["world_size"])
+c = d["decision"]["candidates"]
+assert len(c) == 27 and not any(x["fits"] for x in c) and max(x["nodes"] for x in c) == 2
+r = d["decision"]["reason"]
+want = ("does not fit on any candidate up to 2 node(s); closest: 2 node(s), offload %s "
+        "(GPU peak %.1f GiB" % (d["offload"], p["gpu_peak_gib"]))
+assert r.startswith(want), (r, want)
+assert json.load(open(sys.argv[1].replace("nofit.json", "nofit.out.json"))) == d'
+expect no-fit 0 "" "$bin" "${nofit[@]}"
+reason="$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["decision"]["reason"])' \
+  "$work/nofit.json")"
+grep -qxF "decision: NO FIT: $reason" "$work/out" && ok || bad "no-fit: no 'decision: NO FIT: $reason' line"
+
+# --help: usage, the flags, and the choices of --offload and --owners.
+expect help 0 "" "$bin" plan --help
+grep -q "^Usage: .*muonplan plan \[OPTIONS\]" "$work/out" && ok || bad "help: no usage line"
+for flag in --model --topology --nodes --max-nodes --gpus-per-node --layout --optimizer --offload \
+    --owners --ns-schedule --workload --json --explain --emit --out; do
+  grep -qE "^ +$flag( |$)" "$work/out" && ok || bad "help does not list $flag"
+done
+choices_listed() {  # flag, choices...: the flag's help line names every choice
+  local flag="$1" line c; shift
+  line="$(grep -E "^ +$flag " "$work/out")"
+  for c in "$@"; do [[ " $line " =~ [^a-z-]$c[^a-z-] ]] || return 1; done
+}
+choices_listed --offload none optimizer full auto && ok || bad "help: --offload choices"
+choices_listed --owners padded restart round-robin balanced && ok || bad "help: --owners choices"
+
+# A workload file: the training step is planned, slower than the optimizer step it contains.
+expect workload-file 0 "" "$bin" plan --model models/qwen3-30b-a3b.yaml \
+  --workload tests/data/workload/4m-tokens.yaml --nodes 2 --offload none --json
+json_check workload-file "$work/out" '
+w, p = d["workload"], d["predicted"]
+assert (w["tokens_per_step"], w["seq_len"], w["ac"]) == (4194304, 4096, "full"), w
+assert d["nodes"] == 2 and d["offload"] == "none" and d["fits"], (d["nodes"], d["offload"])
+assert p["training_step_s"] > p["optimizer_step_s"] > 0, p'
+
+# NS cost: 32 x [768, 2048], 5 quintic iterations of 4 m^2 n + 2 m^3 FLOPs, the time the sum of
+# its parts.
+expect cost-json 0 "" "$bin" cost ns --batch 32 --rows 768 --cols 2048 --json
+json_check cost-json "$work/out" '
+m, n = 768, 2048
+assert d["iterations"] == 5 and d["flops"] == 32 * 5 * (4 * m * m * n + 2 * m ** 3), d["flops"]
+assert math.isclose(d["ms"], d["normalize_ms"] + d["gemm_ms"], rel_tol=1e-12)
+it = sum(g["ms"] for g in d["gemms_per_iteration"])
+assert math.isclose(d["gemm_ms"], 5 * it, rel_tol=1e-12), (d["gemm_ms"], it)
+assert math.isclose(d["tflops_per_s"], d["flops"] / d["ms"] / 1e9, rel_tol=1e-12)'
+finish

@@ -2,10 +2,7 @@
 # muonplan plan --emit toml: valid TOML (Python's tomllib) whose every value is the plan's, as
 # `muonplan plan --json` prints it for the same inputs; bad --emit values exit 2.
 set -u
-bin="$1"; root="$2"; cd "$root"
-py=/usr/bin/python3
-work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-pass=0; fail=0
+source "$(dirname "$0")/lib.sh"
 compare() {  # name, plan flags...: the TOML against the JSON of the same plan
   local name="$1"; shift
   if "$bin" plan "$@" --emit toml >"$work/$name.toml" && "$bin" plan "$@" --json >"$work/$name.json" &&
@@ -47,7 +44,7 @@ if plan["decision"]["reason"] not in open(sys.argv[1]).read():
 print("\n".join(bad))
 sys.exit(1 if bad else 0)
 EOF
-  then pass=$((pass + 1)); else echo "FAIL $name"; fail=$((fail + 1)); fi
+  then ok; else bad "$name"; fi
 }
 compare auto --model models/glm-4.5-air.yaml
 compare hsdp-ep --model models/qwen3-30b-a3b.yaml --nodes 2 --layout fsdp=8,ep=8 \
@@ -55,17 +52,8 @@ compare hsdp-ep --model models/qwen3-30b-a3b.yaml --nodes 2 --layout fsdp=8,ep=8
 compare adamw --model models/qwen3-8b.yaml --nodes 1 --offload none --optimizer adamw
 compare cp --model models/llama-3.1-8b.yaml --nodes 2 --layout fsdp=8,cp=2 --offload none --nesterov
 
-check() {  # name, expected exit code, expected stderr, command...
-  local name="$1" code="$2" msg="$3"; shift 3
-  local err; err="$("$@" 2>&1 >/dev/null)"; local rc=$?
-  if [ "$rc" != "$code" ] || [ "$err" != "$msg" ]; then
-    echo "FAIL $name: exit $rc (want $code), stderr: $err"; fail=$((fail + 1))
-  else
-    pass=$((pass + 1))
-  fi
-}
-check bad-emit 2 "--emit: expected toml, got 'yaml'" "$bin" plan --model models/qwen3-8b.yaml --emit yaml
-check emit-and-json 2 "--emit: prints instead of --json; give one of them" \
+expect bad-emit 2 "--emit: expected toml, got 'yaml'" "$bin" plan --model models/qwen3-8b.yaml --emit yaml
+expect emit-and-json 2 "--emit: prints instead of --json; give one of them" \
   "$bin" plan --model models/qwen3-8b.yaml --emit toml --json
 
 # --trainer-config: the TOML plans the same again. Explicit --nodes and --offload keep the
@@ -79,7 +67,7 @@ round_trip() {  # name, model, topology, plan flags...
      "$bin" plan --model "$model" --topology "$topo" --trainer-config "$t.toml" --json \
        >"$t.got.json" &&
      "$py" -c "$same_json" "$t.want.json" "$t.got.json"
-  then pass=$((pass + 1)); else echo "FAIL round-trip $name"; fail=$((fail + 1)); fi
+  then ok; else bad "round-trip $name"; fi
 }
 round_trip moe-workload models/qwen3-30b-a3b.yaml topologies/h200-ib.yaml --nodes 2 \
   --layout fsdp=8,cp=2,ep=8 --offload optimizer --offload-staging chunked --pinned-state \
@@ -88,12 +76,11 @@ round_trip moe-workload models/qwen3-30b-a3b.yaml topologies/h200-ib.yaml --node
 round_trip adamw models/qwen3-8b.yaml topologies/h200-ib.yaml --nodes 1 --offload none \
   --optimizer adamw --lr 0.001
 printf '[deployment]\nnum_nodes = 1\n\n[model]\nofload = "none"\n' >"$work/unknown.toml"
-check trainer-config-unknown-key 2 "$work/unknown.toml:5:1: model.ofload: unknown key in [model]; \
+expect trainer-config-unknown-key 2 "$work/unknown.toml:5:1: model.ofload: unknown key in [model]; \
 known: offload, fsdp_cpu_offload, optim_cpu_offload, dp_replicate, dp_shard, cp, ep" \
   "$bin" plan --model models/qwen3-8b.yaml --trainer-config "$work/unknown.toml"
-check trainer-config-conflict 2 \
+expect trainer-config-conflict 2 \
   "--nodes: conflicts with $work/moe-workload.rt.toml:5 (num_nodes = 2)" \
   "$bin" plan --model models/qwen3-30b-a3b.yaml --trainer-config "$work/moe-workload.rt.toml" \
   --nodes 3
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

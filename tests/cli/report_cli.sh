@@ -2,21 +2,7 @@
 # muonplan report: renders the glm-4.5-air capacity report for 1..4 nodes and checks it against
 # `muonplan plan --json` for the same inputs; bad inputs exit 2, a failing script exits 1.
 set -u
-bin="$1"; root="$2"; cd "$root"
-py=/usr/bin/python3
-work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-pass=0; fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-check() {  # name, expected exit code, expected stderr (exact, "" to skip), command...
-  local name="$1" code="$2" msg="$3"; shift 3
-  local err; err="$("$@" 2>&1 >/dev/null)"; local rc=$?
-  if [ "$rc" != "$code" ] || { [ -n "$msg" ] && [ "$err" != "$msg" ]; }; then
-    bad "$name: exit $rc (want $code), stderr: $err"
-  else
-    ok
-  fi
-}
+source "$(dirname "$0")/lib.sh"
 M=models/glm-4.5-air.yaml
 out="$work/report"
 if "$bin" report --model $M --nodes 1..4 --out "$out" >/dev/null 2>"$work/err"; then ok
@@ -106,18 +92,18 @@ then ok; else bad "report --metrics: $(cat "$work/err")"; fi
 grep -q '`optimizer_step_s` | .* | 1.100 |' "$work/m/report.md" && ok || bad "no measured/predicted table"
 
 # Bad input: exit 2 with the planner's one-line message; a failing script: exit 1 with its stderr.
-check zero-nodes 2 "--nodes: expected a node count, a range A..B or a list A,B,C of positive integers, got '0'" \
+expect zero-nodes 2 "--nodes: expected a node count, a range A..B or a list A,B,C of positive integers, got '0'" \
   "$bin" report --model $M --nodes 0 --out "$work/x"
-check empty-range 2 "--nodes: empty range '4..2'" "$bin" report --model $M --nodes 4..2 --out "$work/x"
-check missing-model 2 "missing.yaml: file: cannot be read" "$bin" report --model missing.yaml --out "$work/x"
-check bad-owners 2 "--owners: expected padded, restart, round-robin or balanced, got 'x'" \
+expect empty-range 2 "--nodes: empty range '4..2'" "$bin" report --model $M --nodes 4..2 --out "$work/x"
+expect missing-model 2 "missing.yaml: file: cannot be read" "$bin" report --model missing.yaml --out "$work/x"
+expect bad-owners 2 "--owners: expected padded, restart, round-robin or balanced, got 'x'" \
   "$bin" report --model $M --owners x --out "$work/x"
-check bad-layout 2 "--layout: no candidate node count can take this layout (fsdp=3 does not divide world 16)" \
+expect bad-layout 2 "--layout: no candidate node count can take this layout (fsdp=3 does not divide world 16)" \
   "$bin" report --model $M --nodes 1..2 --layout fsdp=3 --out "$work/x"
-check missing-metrics 2 "nope.json: file: cannot be read" \
+expect missing-metrics 2 "nope.json: file: cannot be read" \
   "$bin" report --model $M --nodes 1 --metrics nope.json --out "$work/x"
 echo '{"measured": {}}' >"$work/partial.json"
-check partial-metrics 2 "$work/partial.json: predicted: missing (expected the metrics of muonplan execute)" \
+expect partial-metrics 2 "$work/partial.json: predicted: missing (expected the metrics of muonplan execute)" \
   "$bin" report --model $M --nodes 1 --metrics "$work/partial.json" --out "$work/x"
 printf '#!/bin/sh\necho "boom: no matplotlib" >&2\nexit 3\n' >"$work/fake-python"; chmod +x "$work/fake-python"
 err="$(MUONPLAN_REPORT_PYTHON="$work/fake-python" "$bin" report --model $M --nodes 1 --out "$work/x" 2>&1 >/dev/null)"
@@ -137,5 +123,4 @@ pts = [p for p in d["sweep"] if p["evaluated"]]
 assert pts and all(p["predicted"]["training_step_s"] > p["predicted"]["optimizer_step_s"] for p in pts)
 assert d["inputs"]["workload"]["lm_head_chunk"] == 1024
 EOF2
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

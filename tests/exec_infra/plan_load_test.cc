@@ -7,10 +7,11 @@
 #include "muonplan/error.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan.h"
-#include "test_paths.h"
+#include "test_plans.h"
 
 using namespace muonplan;
 using json = nlohmann::json;
+using test::plan_error_after;
 
 namespace {
 
@@ -21,8 +22,7 @@ Plan plan_for(const std::string& model, const std::string& topo, int nodes, int 
   r.options.gpus_per_node = gpus_per_node;
   r.options.owners = owners;
   if (!layout.empty()) r.options.layout = parse_layout(layout);
-  return make_plan(load_model(repo_path("models/" + model + ".yaml")),
-                   load_topology(repo_path("topologies/" + topo + ".yaml")), r);
+  return make_plan(test::model(model), test::topology(topo), r);
 }
 
 // Predictions depend on the topology, which a plan names but does not hold: not read back.
@@ -44,21 +44,23 @@ void check_round_trip(const Plan& plan) {
   }
 }
 
-// plan_from_json's one-line message for a tiny-dense plan edited by `edit`.
+// plan_from_json's one-line message for a tiny-dense plan on 3 ranks edited by `edit`.
 std::string error_after(const std::function<void(json&)>& edit) {
-  json j = plan_to_json(plan_for("tiny-dense", "cpu-ci", 1, 3, OwnerStrategy::round_robin));
-  edit(j);
-  try {
-    plan_from_json(j, "plan.json");
-  } catch (const InputError& e) {
-    return e.what();
+  return plan_error_after(
+      plan_to_json(plan_for("tiny-dense", "cpu-ci", 1, 3, OwnerStrategy::round_robin)), edit);
+}
+
+json& tensor_named(json& j, const std::string& name) {
+  for (json& t : j["tensors"]) {
+    if (t["name"] == name) return t;
   }
-  return "(accepted)";
+  FAIL("no tensor " << name);
+  return j;
 }
 
 }  // namespace
 
-TEST_CASE("plans round-trip through JSON", "[exec-infra]") {
+TEST_CASE("plans round-trip through JSON", "[plan_load]") {
   for (const std::string model : {"tiny-dense", "tiny-moe"}) {
     for (int gpus : {3, 4, 8}) {
       for (OwnerStrategy s : {OwnerStrategy::padded, OwnerStrategy::restart,
@@ -78,7 +80,7 @@ TEST_CASE("plans round-trip through JSON", "[exec-infra]") {
   }
 }
 
-TEST_CASE("the loaded plan carries the options the executor runs", "[exec-infra]") {
+TEST_CASE("the loaded plan carries the options the executor runs", "[plan_load]") {
   PlanRequest r;
   r.options.gpus_per_node = 4;
   r.options.bf16_momentum = true;
@@ -104,7 +106,7 @@ TEST_CASE("the loaded plan carries the options the executor runs", "[exec-infra]
   CHECK(q.inventory.tensors.size() == p.inventory.tensors.size());
 }
 
-TEST_CASE("bad plans are refused naming the file and the field", "[exec-infra]") {
+TEST_CASE("bad plans are refused naming the file and the field", "[plan_load]") {
   CHECK(error_after([](json& j) { j["schema"] = "muonplan.plan/2"; }) ==
         "plan.json: schema: expected muonplan.plan/1, got 'muonplan.plan/2'");
   CHECK(error_after([](json& j) { j.erase("schema"); }) ==
@@ -129,7 +131,7 @@ TEST_CASE("bad plans are refused naming the file and the field", "[exec-infra]")
         "plan.json: tensors[0].shape[0]: expected an integer in [1, 100000000], got 0");
 }
 
-TEST_CASE("load_plan reports unreadable files and malformed JSON with a position", "[exec-infra]") {
+TEST_CASE("load_plan reports unreadable files and malformed JSON with a position", "[plan_load]") {
   CHECK_THROWS_WITH(load_plan("/nonexistent/plan.json"),
                     "/nonexistent/plan.json: file: cannot be read");
   const std::string path = "exec_infra_bad_plan.json";
@@ -143,4 +145,78 @@ TEST_CASE("load_plan reports unreadable files and malformed JSON with a position
     CHECK(std::string(e.what()).find(path + ":3:") == 0);
   }
   std::remove(path.c_str());
+}
+
+// Regression tests for what fuzzing the loaders found (docs/fuzzing-and-sanitizers.md) and a
+// hostile-input review (docs/reliability.md): each plan used to crash, overflow, allocate
+// without bound or load silently, and is now an InputError with one line.
+TEST_CASE("a number too large for a double in a plan is a located JSON error", "[plan_load]") {
+  const test::TempFile f("fuzz_finding_plan.json",
+                         "{\"schema\": \"muonplan.plan/1\", \"nodes\": 1e400}\n");
+  CHECK_THROWS_WITH(load_plan(f.path), f.path + ": json: number overflow parsing '1e400'");
+}
+
+TEST_CASE("a plan's world and sizes are bounded before anything is allocated", "[plan_load]") {
+  // 1e9 ranks: per-rank tables of 8 GB before the fix.
+  CHECK(plan_error_after([](json& j) {
+          j["nodes"] = 1000000;
+          j["gpus_per_node"] = 1000;
+          j["world_size"] = 1000000000;
+        }) == "plan.json: world_size: expected an integer in [1, 16384], got 1000000000");
+  // An embedding of 2^63-1 rows used to load and reach the executor with a wrapped numel();
+  // every dimension is now bounded as the model loaders bound them.
+  CHECK(plan_error_after([](json& j) {
+          tensor_named(j, "model.embed_tokens.weight")["shape"] = {INT64_MAX, 2};
+        }) ==
+        "plan.json: tensors[0].shape[0]: expected an integer in [1, 100000000], got "
+        "9223372036854775807");
+  CHECK(plan_error_after([](json& j) {
+          tensor_named(j, "model.embed_tokens.weight")["shape"] = {100000000, 100000000};
+        }) ==
+        "plan.json: tensors[0].shape: [100000000,100000000] brings the model past 1e15 "
+        "parameters, more than muonplan plans for");
+  // Partition rows whose sum overflows int64 are refused as rows that do not add up.
+  CHECK(plan_error_after([](json& j) {
+          json& t = tensor_named(j, "model.layers.0.mlp.gate_up_proj.weight");
+          t["partitions"][0]["rows"] = INT64_MAX;
+          t["partitions"][1]["rows"] = INT64_MAX;
+        }).find("partitions: partition rows must add up to the matrix rows") != std::string::npos);
+}
+
+TEST_CASE("integers past INT64_MAX in a plan are refused as written", "[plan_load]") {
+  CHECK(plan_error_after([](json& j) { j["nodes"] = UINT64_MAX; }) ==
+        "plan.json: nodes: expected an integer below 2^63, got 18446744073709551615");
+}
+
+TEST_CASE("plan values the executor would trip on are refused at load", "[plan_load]") {
+  // inf and nan were written as null by earlier planners.
+  CHECK(plan_error_after([](json& j) { j["optimizer_config"]["lr"] = nullptr; }) ==
+        "plan.json: optimizer_config.lr: expected a number, got null");
+  CHECK(plan_error_after([](json& j) { j["optimizer_config"]["adamw"]["beta2"] = 1; }) ==
+        "plan.json: optimizer_config.adamw.beta2: must be in [0, 1), got 1");
+  CHECK(plan_error_after([](json& j) { j["optimizer_config"]["adamw"]["eps"] = 0; }) ==
+        "plan.json: optimizer_config.adamw.eps: must be a finite number > 0, got 0");
+  CHECK(plan_error_after([](json& j) { j["optimizer_config"]["ns_norm_scale"] = -1; }) ==
+        "plan.json: optimizer_config.ns_norm_scale: must be a finite number > 0, got -1");
+  // A shape of [1000, 10^9] was a std::bad_alloc in the executor.
+  CHECK(plan_error_after([](json& j) {
+          j["tensors"][0]["shape"] = {1000, 1000000000};
+        }) ==
+        "plan.json: tensors[0].shape[1]: expected an integer in [1, 100000000], got 1000000000");
+}
+
+TEST_CASE("keys plan_to_json does not write are refused", "[plan_load]") {
+  CHECK(plan_error_after([](json& j) { j["lr"] = 0.1; }) ==
+        "plan.json: lr: unknown key (muonplan plan does not write it)");
+  CHECK(plan_error_after([](json& j) { j["optimizer_config"]["momentun"] = 0.9; }) ==
+        "plan.json: optimizer_config.momentun: unknown key (muonplan plan does not write it)");
+  CHECK(plan_error_after([](json& j) { j["optimizer_config"]["adamw"]["beta3"] = 0.9; }) ==
+        "plan.json: optimizer_config.adamw.beta3: unknown key (muonplan plan does not write it)");
+  CHECK(plan_error_after([](json& j) { j["chunks"][0]["owner"] = {0}; }) ==
+        "plan.json: chunks[0].owner: unknown key (muonplan plan does not write it)");
+  CHECK(plan_error_after([](json& j) { j["tensors"][1]["dtype"] = "f32"; }) ==
+        "plan.json: tensors[1].dtype: unknown key (muonplan plan does not write it)");
+  CHECK(plan_error_after([](json& j) { j["layout"]["tp"] = 2; }) ==
+        "plan.json: layout.tp: unknown key (muonplan plan does not write it)");
+  CHECK(plan_error_after([](json&) {}) == "(accepted)");
 }

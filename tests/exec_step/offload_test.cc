@@ -9,26 +9,22 @@
 #include "muonplan/exec/rank_state.h"
 #include "muonplan/exec/step.h"
 #include "muonplan/model_io.h"
+#include "test_plans.h"
 
 using namespace muonplan;
 using namespace muonplan::exec;
 
 namespace {
 
+// The one-rank plan of models/MODEL with this offload mode and momentum dtype, weight decay on.
 Plan one_rank_plan(const std::string& model, OffloadMode mode, bool bf16_momentum,
                    OffloadStaging staging = OffloadStaging::whole) {
-  Plan p;
-  p.inventory =
-      build_inventory(load_model_yaml(std::string(MUONPLAN_SOURCE_DIR) + "/models/" + model));
-  p.world = 1;
-  p.options.layout = Layout{1, 1, 1};
-  p.options.offload = mode;
-  p.options.optimizer_staging = staging;
-  p.options.bf16_momentum = bf16_momentum;
-  p.options.hyper.weight_decay = 0.1;
-  p.chunks = build_chunks(p.inventory, false, p.options.layout, 1, OwnerStrategy::round_robin,
-                          static_cast<int>(p.options.schedule.steps.size()));
-  return p;
+  PlanOptions o;
+  o.offload = mode;
+  o.optimizer_staging = staging;
+  o.bf16_momentum = bf16_momentum;
+  o.hyper.weight_decay = 0.1;
+  return muonplan::test::one_rank_plan(model, o);
 }
 
 std::vector<uint8_t> field(const RankState& s, const LocalParam& p, Field f) {

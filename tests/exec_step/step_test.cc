@@ -10,22 +10,13 @@
 #include "muonplan/exec/rank_state.h"
 #include "muonplan/exec/step.h"
 #include "muonplan/model_io.h"
+#include "test_plans.h"
 
 using namespace muonplan;
 using namespace muonplan::exec;
+using muonplan::test::one_rank_plan;
 
 namespace {
-
-Plan one_rank_plan(ParamInventory inv, PlanOptions o = {}) {
-  Plan p;
-  p.inventory = std::move(inv);
-  p.world = 1;
-  p.options = o;
-  p.options.layout = Layout{1, 1, 1};
-  p.chunks = build_chunks(p.inventory, false, p.options.layout, 1, OwnerStrategy::round_robin,
-                          static_cast<int>(p.options.schedule.steps.size()));
-  return p;
-}
 
 std::vector<float> read(const RankState& s, const float* ptr, int64_t n) {
   std::vector<float> out(n);

@@ -13,24 +13,14 @@
 #include "muonplan/exec/rank_state.h"
 #include "muonplan/exec/step.h"
 #include "muonplan/model_io.h"
+#include "test_plans.h"
 
 using namespace muonplan;
 using namespace muonplan::exec;
 using namespace muonplan::exec::test;
+using muonplan::test::one_rank_plan;
 
 namespace {
-
-Plan one_rank_plan(const std::string& model, PlanOptions o) {
-  Plan p;
-  p.inventory =
-      build_inventory(load_model_yaml(std::string(MUONPLAN_SOURCE_DIR) + "/models/" + model));
-  p.world = 1;
-  p.options = o;
-  p.options.layout = Layout{1, 1, 1};
-  p.chunks = build_chunks(p.inventory, false, p.options.layout, 1, OwnerStrategy::round_robin,
-                          static_cast<int>(p.options.schedule.steps.size()));
-  return p;
-}
 
 // The parameters after `steps` steps, per tensor, read back wherever they live.
 std::vector<std::vector<float>> run_steps(Backend& backend, const Plan& plan, int steps) {

@@ -1,15 +1,9 @@
 # Helpers for the multi-rank tests: plan a tiny model for W CPU ranks and run it under mpiexec.
 # Sourced by the tests/mpi/*.sh scripts; ctest passes: muonplan binary, repo root, mpiexec and
 # its flags (MPIEXEC_PREFLAGS, one space-separated argument). `launch N CMD...` runs N ranks.
-bin="$1"; root="$2"; mpiexec="${3:-mpiexec}"; read -r -a mpiflags <<<"${4:-}"
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+mpiexec="${3:-mpiexec}"; read -r -a mpiflags <<<"${4:-}"
 launch() { local n="$1"; shift; "$mpiexec" "${mpiflags[@]}" -n "$n" "$@"; }
-cd "$root" || exit 1
-py=/usr/bin/python3
-work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-pass=0; fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-finish() { echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]; }
 # MUONPLAN_TEST_QUICK=1 (scripts/sanitize.sh): tests run a representative subset of their matrix.
 quick="${MUONPLAN_TEST_QUICK:-0}"
 

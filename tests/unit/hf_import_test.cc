@@ -37,3 +37,17 @@ TEST_CASE("GLM-4.5-Air's MTP layer is counted apart from the main model") {
   CHECK(inv.mtp_params() == Approx(2.375e9).epsilon(0.001));
   CHECK(inv.summarize(true).params_total == inv.summarize(false).params_total + inv.mtp_params());
 }
+
+TEST_CASE("a number too large for a double is a located JSON error, not a crash", "[hf_import]") {
+  // nlohmann throws out_of_range (406) for it, not parse_error.
+  CHECK_THROWS_WITH(parse_hf_config("{\"model_type\": \"llama\", \"vocab_size\": 1e400}", "c.json"),
+                    "c.json: json: number overflow parsing '1e400'");
+}
+
+TEST_CASE("integers past INT64_MAX are refused as written, not wrapped negative", "[hf_import]") {
+  // nlohmann holds them unsigned; get<int64_t> made 2^64-1 read as -1 ("must be positive").
+  CHECK_THROWS_WITH(
+      parse_hf_config("{\"model_type\": \"llama\", \"vocab_size\": 18446744073709551615}",
+                      "c.json"),
+      "c.json:1:25: vocab_size: is 18446744073709551615, more than muonplan plans for (100000000)");
+}

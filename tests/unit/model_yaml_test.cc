@@ -13,6 +13,7 @@
 #include "test_paths.h"
 
 using namespace muonplan;
+using test::error_of;
 
 namespace {
 
@@ -345,4 +346,26 @@ TEST_CASE("An HF config named config.json takes its name from _name_or_path", "[
             .name == "Llama-3.1-8B");
   CHECK(parse_hf_config(R"({"_name_or_path": "/ckpt/my-model/", )" + body + "}", "config.json")
             .name == "my-model");
+}
+
+TEST_CASE("element counts beyond int64 are refused, not wrapped", "[model_yaml]") {
+  // [1e5, 1e8, 1e8] expert stacks: every field within its bound, the product past 2^63.
+  const std::string yaml =
+      "name: x\nvocab_size: 10\nhidden_size: 100000000\nnum_layers: 1\n"
+      "attention:\n  num_heads: 1\nmoe:\n  num_experts: 100000\n  intermediate_size: 100000000\n";
+  CHECK_THROWS_WITH(parse_model_yaml(yaml, "x.yaml"),
+                    "x.yaml: model: 3000040010T parameters, more than muonplan plans for (1000T)");
+}
+
+TEST_CASE("model tensors are bounded as plan tensors are", "[model_yaml]") {
+  // heads x head_dim past 10^8 rows: each field within its bound, the product not.
+  const std::string yaml =
+      "name: x\nvocab_size: 10\nhidden_size: 1000\nnum_layers: 1\n"
+      "attention:\n  num_heads: 20000\n  head_dim: 10000\n  num_kv_heads: 1\n"
+      "mlp:\n  intermediate_size: 10\n";
+  CHECK(error_of([&] { parse_model_yaml(yaml, "m.yaml"); }).find("m.yaml: model: tensor ") == 0);
+  CHECK(error_of([&] {
+          parse_model_yaml(yaml, "m.yaml");
+        }).find("has a dimension of 200000000, more than muonplan plans for (100000000)") !=
+        std::string::npos);
 }

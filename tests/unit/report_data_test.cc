@@ -1,8 +1,14 @@
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <functional>
+#include <map>
+#include <numeric>
+#include <vector>
 
 #include "muonplan/error.h"
 #include "muonplan/model_io.h"
+#include "muonplan/ns_model.h"
+#include "muonplan/plan.h"
 #include "muonplan/plan_request.h"
 #include "muonplan/report_data.h"
 #include "muonplan/trainer_config.h"
@@ -89,10 +95,41 @@ TEST_CASE("report data: the sweep's points are the fixed plans, the chosen one t
   CHECK(skipped == 12);
   CHECK(d["chosen"]["nodes"] == 2);
   CHECK(d["owner_strategies"].size() == 4);
+  // Each strategy's NS FLOPs per rank, counted by hand from the chunks and owners of the plan
+  // `muonplan plan --owners S` makes for the chosen candidate (world 8 = one shard group): a
+  // batch's owner runs one NS of rows x cols per matrix it owns, a local chunk's rank one per
+  // local matrix. The max and the mean are those of the per-rank figures.
+  REQUIRE(d["owner_strategies"].size() == 4);
+  std::map<std::string, double> total, max;
   for (const auto& s : d["owner_strategies"]) {
+    INFO(s["owners"]);
+    PlanRequest r = base;
+    r.options.nodes = 2;
+    r.options.owners = parse_owner_strategy(s["owners"]);
+    const Plan plan = make_plan(spec, topo, r);
+    std::vector<double> flops(8, 0.0);
+    for (const Chunk& c : plan.chunks.chunks) {
+      const double f = ns_flops(c.rows, c.cols, 5);
+      if (c.kind == Chunk::Kind::muon_batch) {
+        for (int owner : c.owners) flops[owner] += f;
+      } else if (c.kind == Chunk::Kind::muon_local) {
+        for (int rank = 0; rank < 8; ++rank) flops[rank] += f * c.local_matrices[rank];
+      }
+    }
+    const std::string name = s["owners"];
+    total[name] = std::accumulate(flops.begin(), flops.end(), 0.0);
+    max[name] = *std::max_element(flops.begin(), flops.end());
     CHECK(s["alltoall_bytes_per_rank"].size() == 8);
-    CHECK(s["ns_flops_max"].get<double>() >= s["ns_flops_mean"].get<double>());
+    CHECK(s["ns_flops_per_rank"] == flops);
+    CHECK(s["ns_flops_max"] == max[name]);
+    CHECK(s["ns_flops_mean"].get<double>() == Approx(total[name] / 8));
   }
+  // Owners move work between ranks without adding any (padded's zero matrices aside), and
+  // balanced starts from round-robin and never raises its maximum (owners.cc).
+  CHECK(total["restart"] > 0);
+  CHECK(total["round-robin"] == Approx(total["restart"]));
+  CHECK(total["balanced"] == Approx(total["restart"]));
+  CHECK(max["balanced"] <= max["round-robin"]);
 }
 
 TEST_CASE("report data: the chosen node count is one of the sweep's", "[report]") {

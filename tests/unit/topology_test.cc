@@ -4,15 +4,12 @@
 
 #include "muonplan/error.h"
 #include "muonplan/topology.h"
-#include "test_paths.h"
+#include "test_plans.h"
 
 using namespace muonplan;
+using test::h200;
 
 namespace {
-
-Topology h200() {
-  return load_topology(repo_path("topologies/h200-ib.yaml"));
-}
 
 std::vector<std::string> names(const TopologyGraph& g, const Route& r) {
   std::vector<std::string> out;

@@ -6,18 +6,16 @@
 #include "muonplan/error.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan.h"
-#include "test_paths.h"
+#include "test_plans.h"
 
 using namespace muonplan;
+using test::h200;
+using test::has;
+using test::model;
+using test::plan_fixed;
+using test::term;
 
 namespace {
-
-Topology h200() {
-  return load_topology(repo_path("topologies/h200-ib.yaml"));
-}
-ModelSpec model(const std::string& name) {
-  return load_model(repo_path("models/" + name + ".yaml"));
-}
 
 Plan plan_with(const std::string& name, int nodes, OffloadMode mode, const Layout& layout,
                const Workload& w, OptimizerKind opt = OptimizerKind::muon) {
@@ -28,22 +26,6 @@ Plan plan_with(const std::string& name, int nodes, OffloadMode mode, const Layou
   r.options.workload = w;
   r.options.optimizer = opt;
   return make_plan(model(name), h200(), r);
-}
-
-const Term& term(const std::vector<Term>& terms, const std::string& name) {
-  for (const Term& t : terms) {
-    if (t.name == name) return t;
-  }
-  FAIL("no term " << name);
-  static Term none;
-  return none;
-}
-
-bool has(const std::vector<Term>& terms, const std::string& name) {
-  for (const Term& t : terms) {
-    if (t.name == name) return true;
-  }
-  return false;
 }
 
 // The published GLM-4.5-Air run's settings: 8 x 131072-token samples, full AC with AC offload,
@@ -280,4 +262,19 @@ TEST_CASE("full offload: weight upload and backward offload against hand figures
       term(slow.predicted.training_terms_s, "exposed_backward_offload").value;
   CHECK(slow_exposed >= host - fb);
   CHECK(slow_exposed <= host + term(slow.predicted.training_hidden_s, "backward_grads_d2h").value);
+}
+
+TEST_CASE("a workload adds activations and a training-step time", "[workload]") {
+  PlanOptions o;
+  o.workload = Workload{4 * 1024 * 1024, 4096, 1, true, false};
+  const Plan p = plan_fixed("qwen3-30b-a3b", 2, OffloadMode::none, o);
+  REQUIRE(p.predicted.training_step_s.has_value());
+  CHECK(*p.predicted.training_step_s > p.predicted.optimizer_step_s);
+  CHECK(term(p.predicted.gpu_workload_bytes, "checkpointed_layer_inputs").value ==
+        Approx(48.0 * 2 * 4096 * 2048));
+  o.workload->ac_offload = true;
+  const Plan off = plan_fixed("qwen3-30b-a3b", 2, OffloadMode::none, o);
+  CHECK(term(off.predicted.host_bytes_per_node, "ac_offload").value ==
+        Approx(8 * 48.0 * 2 * 4096 * 2048));
+  CHECK(off.predicted.gpu_peak_bytes() < p.predicted.gpu_peak_bytes());
 }

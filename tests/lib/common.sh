@@ -1,0 +1,13 @@
+# The prologue the tests/cli and tests/mpi helpers share (sourced by tests/cli/lib.sh and
+# tests/mpi/lib.sh; not a test itself). ctest passes the muonplan binary and the repo root
+# first; the scripts run from the repo root, with a scratch folder $work removed on exit, the
+# pass/fail count, and `finish` printing "N passed, N failed" (the exit status: 0 when none
+# failed).
+bin="$1"; root="$2"
+cd "$root" || exit 1
+py=/usr/bin/python3
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+pass=0; fail=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+finish() { echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]; }

@@ -1,0 +1,20 @@
+// The Newton-Schulz cost model: FLOPs per iteration and the time of a schedule.
+#include <catch2/catch.hpp>
+
+#include "muonplan/ns_model.h"
+#include "test_plans.h"
+
+using namespace muonplan;
+using test::h200;
+
+TEST_CASE("NS FLOPs: 4 m^2 n + 2 m^3 per iteration, m the smaller side", "[ns_model]") {
+  CHECK(ns_flops(768, 2048, 5) == 5 * (4.0 * 768 * 768 * 2048 + 2.0 * 768 * 768 * 768));
+  CHECK(ns_flops(2048, 768, 5) == ns_flops(768, 2048, 5));
+  CHECK(ns_flops(768, 2048, 1, true) == 3.0 * 768 * 768 * 2048 + 1.0 * 768 * 768 * 768);
+  const NsCost c = ns_cost(h200(), 16, 1408, 4096, ns_schedule("quintic"));
+  CHECK(c.flops == 16 * ns_flops(1408, 4096, 5));
+  CHECK(c.total_s == Approx(c.normalize_s + c.gemm_s));
+  // deepseek-v4 runs 10 iterations: about twice a 5-step schedule.
+  const NsCost v4 = ns_cost(h200(), 16, 1408, 4096, ns_schedule("deepseek-v4"));
+  CHECK(v4.total_s / c.total_s == Approx(2.0).epsilon(0.05));
+}

@@ -1,0 +1,89 @@
+// The plan file (plan_to_json, docs/cli-contract.md): its keys, and their values against the
+// Plan it was written from, the topology and the model's inventory.
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+
+#include "muonplan/plan.h"
+#include "muonplan/units.h"
+#include "test_plans.h"
+
+using namespace muonplan;
+using namespace muonplan::test;  // model, topology and plan helpers (test_plans.h)
+
+TEST_CASE("plan JSON carries the contract's keys and the plan's values", "[plan_json]") {
+  const Plan plan = plan_fixed("tiny-moe", 1, OffloadMode::none);
+  const Prediction& p = plan.predicted;
+  const nlohmann::json j = plan_to_json(plan);
+  CHECK(j["schema"] == "muonplan.plan/1");
+  CHECK(j["model"] == "tiny-moe");
+  CHECK(j["topology"] == "h200-ib");
+  // One node of the topology's 8 GPUs, as asked.
+  CHECK(j["nodes"] == 1);
+  CHECK(j["gpus_per_node"] == 8);
+  CHECK(j["world_size"] == 8);
+  CHECK(plan.world == 8);
+  CHECK(j["layout"] == nlohmann::json{{"fsdp", 8}, {"cp", 1}, {"ep", 1}});
+  CHECK(j["offload"] == "none");
+  CHECK(j["optimizer"] == "muon");
+  CHECK(j["owners"] == "balanced");
+  CHECK(j["fits"] == true);
+  CHECK(j["workload"].is_null());
+  // Limits: the topology's GPU memory and host RAM.
+  const Topology topo = h200();
+  CHECK(j["limits"]["gpu_memory_gib"] == topo.node.gpu.memory_gib);
+  CHECK(j["limits"]["host_ram_per_node_gib"] == topo.node.host_ram_gib);
+  // Predictions: bytes in GiB (2^30) and GB (10^9), seconds as the Prediction holds them.
+  const nlohmann::json& jp = j["predicted"];
+  CHECK(jp["gpu_peak_gib"] == p.gpu_peak_bytes() / double(1 << 30));
+  CHECK(jp["gpu_peak_gib"].get<double>() > 0);
+  CHECK(jp["gpu_transient_gib"] == Approx(sum(p.gpu_transient_bytes) / double(1 << 30)));
+  CHECK(jp["host_ram_per_node_gib"] == Approx(sum(p.host_bytes_per_node) / double(1 << 30)));
+  CHECK(jp["alltoall_gb_per_rank_max"] == Approx(p.alltoall_bytes_per_rank_max / 1e9));
+  CHECK(jp["alltoall_bytes_per_rank_max"].get<double>() > 0);  // 8 ranks exchange shards
+  CHECK(jp["h2d_gb_per_gpu"] == 0);                            // nothing offloaded
+  CHECK(jp["d2h_gb_per_gpu"] == 0);
+  CHECK(jp["optimizer_step_s"] == p.optimizer_step_s);
+  CHECK(jp["optimizer_step_s"].get<double>() > 0);
+  CHECK(jp["training_step_s"].is_null());  // no workload: the optimizer step alone
+  CHECK(jp["gpu_seconds_per_step"] == Approx(8 * p.optimizer_step_s));
+  // The breakdown lists every named term with its value in the unit its key names.
+  const nlohmann::json& persistent = jp["breakdown"]["gpu_persistent_gib"];
+  REQUIRE(persistent.size() == p.gpu_persistent_bytes.size());
+  for (size_t i = 0; i < persistent.size(); ++i) {
+    CHECK(persistent[i]["name"] == p.gpu_persistent_bytes[i].name);
+    CHECK(persistent[i]["gib"] == Approx(p.gpu_persistent_bytes[i].value / double(1 << 30)));
+  }
+  // Chunks: one row per chunk of the plan, and together they update every parameter of the
+  // model once. Muon batches hold `count` matrices of rows x cols, one per owner.
+  REQUIRE(j["chunks"].size() == plan.chunks.chunks.size());
+  const InventorySummary s = build_inventory(model("tiny-moe")).summarize();
+  int64_t params = 0, muon_params = 0;
+  std::map<std::string, int> kinds;
+  for (size_t i = 0; i < plan.chunks.chunks.size(); ++i) {
+    const Chunk& c = plan.chunks.chunks[i];
+    const nlohmann::json& jc = j["chunks"][i];
+    INFO("chunk " << i);
+    CHECK(jc["kind"] == Chunk::kind_name(c.kind));
+    CHECK(jc["rows"] == c.rows);
+    CHECK(jc["cols"] == c.cols);
+    CHECK(jc["params"] == c.params);
+    params += jc["params"].get<int64_t>();
+    ++kinds[jc["kind"].get<std::string>()];
+    if (c.kind == Chunk::Kind::muon_batch) {
+      muon_params += jc["params"].get<int64_t>();
+      CHECK(jc["count"] == c.matrices.size());
+      CHECK(jc["params"] == jc["count"].get<int64_t>() * c.rows * c.cols);
+      CHECK(jc["owners"] == c.owners);
+      CHECK(jc["shard_group"]["size"] == 8);
+      CHECK(jc["matrices"].size() == c.matrices.size());
+    } else if (c.kind == Chunk::Kind::adamw_group) {
+      CHECK(jc["count"] == c.param_names.size());
+      CHECK(jc["owners"].empty());
+    }
+  }
+  CHECK(params == s.params_total);
+  CHECK(kinds["adamw_group"] == 1);
+  CHECK(muon_params <= s.params_muon);
+  CHECK(muon_params > 0);
+}
