@@ -144,26 +144,17 @@ class CudaBackendImpl final : public CudaBackend {
     }
     check(err, "cudaMallocFromPoolAsync");
     check(cudaMemsetAsync(p, 0, rounded, stream()), "cudaMemsetAsync");
-    std::lock_guard<std::mutex> lock(mutex_);
-    allocs_[p] = Allocation{bytes, lane_};
-    stats_.current_bytes += bytes;
-    stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.current_bytes);
+    counter_.add(p, bytes, lane_);
     return p;
   }
 
   void free(void* ptr) override {
     if (ptr == nullptr) return;
-    Allocation a;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      const auto it = allocs_.find(ptr);
-      if (it == allocs_.end()) {
-        throw std::invalid_argument("cuda backend: free() of a pointer alloc() did not return");
-      }
-      a = it->second;
-      stats_.current_bytes -= a.bytes;
-      allocs_.erase(it);
+    const std::optional<MemoryCounter::Allocation> found = counter_.remove(ptr);
+    if (!found) {
+      throw std::invalid_argument("cuda backend: free() of a pointer alloc() did not return");
     }
+    const MemoryCounter::Allocation a = *found;
     // Free on the allocating lane, after what the calling lane has queued so far.
     cudaStream_t s = streams_[a.lane];
     if (a.lane != lane_) {
@@ -200,14 +191,8 @@ class CudaBackendImpl final : public CudaBackend {
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream()), "cudaMemcpyAsync");
   }
 
-  MemoryStats memory() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return stats_;
-  }
-  void reset_peak() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stats_.peak_bytes = stats_.current_bytes;
-  }
+  MemoryStats memory() const override { return counter_.stats(); }
+  void reset_peak() override { counter_.reset_peak(); }
 
   void synchronize() override {
     for (int k = 0; k < kMaxLanes; ++k) {
@@ -318,11 +303,6 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
  private:
-  struct Allocation {
-    size_t bytes = 0;
-    int lane = 0;
-  };
-
   // Backend-internal device memory for one call, freed in stream order on the same lane.
   struct Scratch {
     Scratch(CudaBackendImpl& b, size_t bytes) : stream(b.stream()) {
@@ -351,8 +331,10 @@ class CudaBackendImpl final : public CudaBackend {
   // Destroys whatever the constructor created; errors are ignored (a destructor cannot report
   // them, and a failed device makes every call fail alike).
   void release() noexcept {
-    for (auto& [ptr, a] : allocs_) cudaFreeAsync(ptr, streams_[a.lane]);
-    allocs_.clear();
+    for (void* ptr : counter_.live()) {
+      const std::optional<MemoryCounter::Allocation> a = counter_.remove(ptr);
+      cudaFreeAsync(ptr, streams_[a->lane]);
+    }
     for (auto& [at, bytes] : pinned_) cudaFreeHost(reinterpret_cast<void*>(at));
     pinned_.clear();
     for (int k = 0; k < kMaxLanes; ++k) {
@@ -379,9 +361,7 @@ class CudaBackendImpl final : public CudaBackend {
   std::array<cublasHandle_t, kMaxLanes> blas_{};
   std::array<void*, kMaxLanes> blas_workspace_{};
   cudaMemPool_t pool_ = nullptr;
-  mutable std::mutex mutex_;
-  std::unordered_map<void*, Allocation> allocs_;
-  MemoryStats stats_;
+  MemoryCounter counter_;
   std::map<uintptr_t, size_t> pinned_;  // alloc_host allocations: start -> bytes
 };
 

@@ -31,19 +31,6 @@ void Backend::free_host(void* ptr) {
   std::free(ptr);
 }
 
-void Backend::track_host_alloc(void* ptr, size_t bytes) {
-  host_sizes_[ptr] = bytes;
-  host_stats_.current_bytes += bytes;
-  host_stats_.peak_bytes = std::max(host_stats_.peak_bytes, host_stats_.current_bytes);
-}
-
-void Backend::track_host_free(void* ptr) {
-  const auto it = host_sizes_.find(ptr);
-  if (it == host_sizes_.end()) return;
-  host_stats_.current_bytes -= it->second;
-  host_sizes_.erase(it);
-}
-
 void Backend::ns_scale(int64_t batch, const float* sum_sq, double norm_scale, double eps,
                        float* scale) {
   std::vector<float> host(batch);

@@ -68,30 +68,21 @@ class CpuBackend final : public Backend {
  public:
   CpuBackend() { openblas_set_num_threads(1); }
   ~CpuBackend() override {
-    for (auto& [ptr, bytes] : sizes_) std::free(ptr);
+    for (void* ptr : counter_.live()) std::free(ptr);
   }
 
   std::string name() const override { return "cpu"; }
 
   void* alloc(size_t bytes) override {
     void* p = aligned_zeroed(bytes);
-    std::lock_guard<std::mutex> lock(mutex_);
-    sizes_[p] = bytes;
-    stats_.current_bytes += bytes;
-    stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.current_bytes);
+    counter_.add(p, bytes);
     return p;
   }
 
   void free(void* ptr) override {
     if (ptr == nullptr) return;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto it = sizes_.find(ptr);
-      if (it == sizes_.end()) {
-        throw std::invalid_argument("cpu backend: free() of a pointer alloc() did not return");
-      }
-      stats_.current_bytes -= it->second;
-      sizes_.erase(it);
+    if (!counter_.remove(ptr)) {
+      throw std::invalid_argument("cpu backend: free() of a pointer alloc() did not return");
     }
     std::free(ptr);
   }
@@ -119,12 +110,10 @@ class CpuBackend final : public Backend {
   }
 
   MemoryStats memory() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return stats_;
+    return counter_.stats();
   }
   void reset_peak() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stats_.peak_bytes = stats_.current_bytes;
+    counter_.reset_peak();
   }
   void synchronize() override {}
 
@@ -248,9 +237,7 @@ class CpuBackend final : public Backend {
     return scratch_.get();
   }
 
-  mutable std::mutex mutex_;
-  std::unordered_map<void*, size_t> sizes_;
-  MemoryStats stats_;
+  MemoryCounter counter_;
   // fp32 copies of GEMM operands: backend-internal, not counted in memory().
   std::unique_ptr<float, FreeDeleter> scratch_;
   int64_t scratch_floats_ = 0;

@@ -12,16 +12,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <unordered_map>
 
 #include "muonplan/exec/bf16.h"
+#include "muonplan/exec/memory_counter.h"
 
 namespace muonplan::exec {
-
-struct MemoryStats {
-  size_t current_bytes = 0;  // allocated through alloc() and not yet freed
-  size_t peak_bytes = 0;     // max of current_bytes since the last reset_peak()
-};
 
 // One strided batch of row-major matrices: element (b, i, j) at ptr[b*stride + i*ld + j].
 struct MatrixBatch {
@@ -50,8 +45,8 @@ class Backend {
   // and destinations of copy_to_device / copy_to_host.
   virtual void* alloc_host(size_t bytes);
   virtual void free_host(void* ptr);
-  MemoryStats host_memory() const { return host_stats_; }
-  void reset_host_peak() { host_stats_.peak_bytes = host_stats_.current_bytes; }
+  MemoryStats host_memory() const { return host_counter_.stats(); }
+  void reset_host_peak() { host_counter_.reset_peak(); }
 
   // --- ordering across batches in flight: calls after set_lane(k) run on lane k (a CUDA
   // stream). Calls on one lane are ordered; calls on different lanes are ordered only through
@@ -125,12 +120,11 @@ class Backend {
                              float beta, const MatrixBatch& c);
 
   // Bookkeeping for host_memory(); an override of alloc_host/free_host calls these.
-  void track_host_alloc(void* ptr, size_t bytes);
-  void track_host_free(void* ptr);
+  void track_host_alloc(void* ptr, size_t bytes) { host_counter_.add(ptr, bytes); }
+  void track_host_free(void* ptr) { host_counter_.remove(ptr); }
 
  private:
-  MemoryStats host_stats_;
-  std::unordered_map<void*, size_t> host_sizes_;
+  MemoryCounter host_counter_;
 };
 
 // The CPU reference backend (cpu_backend.cc, docs/executor-numerics.md): exact bf16 emulation;
