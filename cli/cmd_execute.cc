@@ -94,8 +94,8 @@ int run(const ExecuteFlags& f) {
                   << " s (median of steps 2+, max over ranks)\n"
                   << "  all-to-all " << m["alltoall_gb_per_rank_max"] << " GB per rank (predicted "
                   << p.value("alltoall_gb_per_rank_max", 0.0) << ")\n"
-                  << "  peak " << m["peak_bytes"] << " B, transient " << m["transient_bytes"]
-                  << " B\n"
+                  << "  peak " << m["gpu_peak_gib"] << " GiB, transient " << m["gpu_transient_gib"]
+                  << " GiB (backend memory)\n"
                   << "  state_digest " << m["state_digest"].get<std::string>() << "\n";
         if (m.contains("reference_rel_error")) {
           std::cout << "  reference_rel_error " << m["reference_rel_error"] << "\n";

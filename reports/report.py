@@ -287,11 +287,6 @@ def plot_owners(data, path):
 
 
 # ---------------------------------------------------------------- plot 6: predicted vs measured
-# The CPU backend reports memory in bytes where the plan predicts GiB: same figure, other unit.
-MEASURED_ALIASES = {"gpu_peak_gib": ("peak_bytes", 2**30),
-                    "gpu_transient_gib": ("transient_bytes", 2**30)}
-
-
 def is_number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -301,10 +296,7 @@ def measured_pairs(m):
     measured, predicted = m["measured"], m["predicted"]
     pairs = []
     for key, pv in predicted.items():
-        mv = measured.get(key)
-        if mv is None and key in MEASURED_ALIASES and MEASURED_ALIASES[key][0] in measured:
-            raw, scale = MEASURED_ALIASES[key]
-            mv = measured[raw] / scale if is_number(measured[raw]) else None
+        mv = measured.get(key)  # measured figures carry the prediction's names and units
         gb_twin = key.replace("_bytes_", "_gb_")
         if gb_twin != key and gb_twin in predicted and gb_twin in measured:
             continue  # the same figure in GB is listed

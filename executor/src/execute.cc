@@ -12,8 +12,10 @@
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/fnv1a.h"
 #include "muonplan/exec/init.h"
+#include "muonplan/exec/metrics.h"
 #include "muonplan/exec/rank_state.h"
 #include "muonplan/exec/step.h"
+#include "muonplan/plan_checks.h"
 
 namespace muonplan::exec {
 namespace {
@@ -323,28 +325,24 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
   uint64_t digest = state.partial_digest();
   comm.allreduce_sum_u64(&digest, 1);
 
-  nlohmann::json measured = {{"optimizer_step_s", stats[0]},
-                             {"peak_bytes", stats[1]},
-                             {"transient_bytes", stats[2]},
-                             {"alltoall_gb_per_rank_max", stats[3] / 1e9},
-                             {"alltoall_bytes_per_rank_max", stats[3]},
-                             {"state_digest", hex(digest)},
-                             {"steps_skipped", skipped},
-                             {"offload", to_string(plan.options.offload)},
-                             {"ns_variant", opt.symmetric_ns ? "symmetric" : "plain"},
-                             {"host_peak_bytes_per_rank_max", stats[4]},
-                             {"h2d_bytes_per_rank_max", stats[5]},
-                             {"d2h_bytes_per_rank_max", stats[6]},
-                             // Host wall time per kind of call, median step, busiest rank each.
-                             {"busy_s",
-                              {{"device", stats[7]},
-                               {"exchange_wait", stats[8]},
-                               {"pcie_h2d", stats[9]},
-                               {"pcie_d2h", stats[10]},
-                               {"host_kernels", stats[11]}}},
-                             // The non-finite check's share of the step (under 1% is the bound).
-                             {"nonfinite_check_s", stats[12]}};
-  if (backend.name() != "cpu") measured["gpu_peak_gib"] = stats[1] / (1024.0 * 1024 * 1024);
+  Measured measured;
+  measured.optimizer_step_s = stats[0];
+  measured.gpu_peak_bytes = stats[1];
+  measured.gpu_transient_bytes = stats[2];
+  measured.alltoall_bytes_per_rank_max = stats[3];
+  measured.host_peak_bytes_per_rank_max = stats[4];
+  measured.h2d_bytes_per_gpu = stats[5];
+  measured.d2h_bytes_per_gpu = stats[6];
+  measured.busy_gpu_s = stats[7];
+  measured.busy_network_s = stats[8];
+  measured.busy_pcie_h2d_s = stats[9];
+  measured.busy_pcie_d2h_s = stats[10];
+  measured.busy_cpu_s = stats[11];
+  measured.nonfinite_check_s = stats[12];
+  measured.state_digest = hex(digest);
+  measured.steps_skipped = skipped;
+  measured.offload = to_string(plan.options.offload);
+  measured.ns_variant = opt.symmetric_ns ? "symmetric" : "plain";
   if (opt.check_reference) {
     const Plan ref_plan = unsharded(plan);
     RankState ref(ref_plan, backend, 0);
@@ -365,7 +363,7 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
                                (bad.empty() ? std::string(" on another rank")
                                             : " in " + bad + " (sharded or reference run)"));
     }
-    measured["reference_rel_error"] = err;
+    measured.reference_rel_error = err;
   }
   if (!opt.checkpoint_dir.empty()) {
     comm.set_step(last);
@@ -374,13 +372,13 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
   }
   ExecuteResult r;
   r.last_step = last;
-  r.metrics = {{"schema", "muonplan.metrics/1"},
+  r.metrics = {{"schema", kMetricsSchema},
                {"backend", backend.name()},
                {"world_size", plan.world},
                {"first_step", first},
                {"last_step", last},
                {"plan_fingerprint", fingerprint},
-               {"measured", measured}};
+               {"measured", to_json(measured)}};
   return r;
 }
 

@@ -45,7 +45,7 @@ PY
 
 # Bad metrics: one line naming the file and the field.
 echo '{"schema": "muonplan.metrics/9"}' > "$work/m9.json"
-expect "metrics schema" 2 "$work/m9.json: schema: expected muonplan.metrics/1, got 'muonplan.metrics/9'" \
+expect "metrics schema" 2 "$work/m9.json: schema: expected muonplan.metrics/2, got 'muonplan.metrics/9'" \
   "$bin" calibrate --topology "$root/topologies/cpu-ci.yaml" --metrics "$work/m9.json"
 sed 's/"plan": "[^"]*"/"plan": "nowhere.json"/' dense-none.metrics.json > "$work/np.json"
 expect "missing plan" 2 "$work/np.json: plan: 'nowhere.json' not found, nor beside the metrics file" \

@@ -175,13 +175,13 @@ EOF
 }
 edit_metrics "$work/m308.json" 'm["measured"]["optimizer_step_s"] = 1e308'
 edit_metrics "$work/m9.json" 'm["schema"] = "muonplan.metrics/9"'
-edit_metrics "$work/mneg.json" 'm["measured"]["busy_s"]["device"] = -1.5'
-edit_metrics "$work/mstr.json" 'm["measured"]["peak_bytes"] = "many"'
+edit_metrics "$work/mneg.json" 'm["measured"]["busy_s"]["gpu"] = -1.5'
+edit_metrics "$work/mstr.json" 'm["measured"]["gpu_peak_gib"] = "many"'
 declare -A why=(
   [m308]="measured.optimizer_step_s: expected a number in [0, 1e18], got 1e+308"
-  [m9]="schema: expected muonplan.metrics/1, got 'muonplan.metrics/9'"
-  [mneg]="measured.busy_s.device: expected a number in [0, 1e18], got -1.5"
-  [mstr]="measured.peak_bytes: expected a number, got \"many\"")
+  [m9]="schema: expected muonplan.metrics/2, got 'muonplan.metrics/9'"
+  [mneg]="measured.busy_s.gpu: expected a number in [0, 1e18], got -1.5"
+  [mstr]="measured.gpu_peak_gib: expected a number, got \"many\"")
 for m in m308 m9 mneg mstr; do
   expect "report --metrics $m" 2 "$work/$m.json: ${why[$m]}" \
     "$bin" report --model $M --nodes 1 --metrics "$work/$m.json" --out "$work/r"
@@ -189,9 +189,9 @@ for m in m308 m9 mneg mstr; do
     "$bin" calibrate --metrics "$work/$m.json" $T
 done
 edit_metrics "$work/m1.json" 'pass'
-sed '0,/"peak_bytes": /s//"peak_bytes": 1,\n  "peak_bytes": /' "$work/m1.json" > "$work/mdup.json"
-n="$(grep -n '"peak_bytes": 1,' "$work/mdup.json" | cut -d: -f1)"
-expect "metrics duplicate key" 2 "$work/mdup.json:$((n + 1)):3: measured.peak_bytes: given twice, at lines $n and $((n + 1))" \
+sed '0,/"gpu_peak_gib": /s//"gpu_peak_gib": 1,\n  "gpu_peak_gib": /' "$work/m1.json" > "$work/mdup.json"
+n="$(grep -n '"gpu_peak_gib": 1,' "$work/mdup.json" | cut -d: -f1)"
+expect "metrics duplicate key" 2 "$work/mdup.json:$((n + 1)):3: measured.gpu_peak_gib: given twice, at lines $n and $((n + 1))" \
   "$bin" calibrate --metrics "$work/mdup.json" $T
 
 finish

@@ -81,8 +81,8 @@ plan = json.load(open(sys.argv[1]))
 pred = dict(plan["predicted"]); pred.pop("breakdown")
 measured = {"optimizer_step_s": pred["optimizer_step_s"] * 1.1,
             "alltoall_gb_per_rank_max": pred["alltoall_gb_per_rank_max"],
-            "peak_bytes": pred["gpu_peak_gib"] * 0.95 * 2**30, "state_digest": "0"}
-json.dump({"schema": "muonplan.metrics/1", "backend": "cpu", "world_size": 16,
+            "gpu_peak_gib": pred["gpu_peak_gib"] * 0.95, "state_digest": "0"}
+json.dump({"schema": "muonplan.metrics/2", "backend": "cpu", "world_size": 16,
            "measured": measured, "predicted": pred}, open(sys.argv[2], "w"))
 EOF
 if "$bin" report --model $M --nodes 1,2 --metrics "$work/metrics.json" --out "$work/m" >/dev/null 2>"$work/err"

@@ -32,9 +32,9 @@ for model in $models; do
         || bad "$model $extra $p: digest $(digest "$m") differs from none's $(digest "$ref")"
       # Whole staging moves the whole state each way: the planner's figure, byte for byte.
       if [ $p = opt ]; then
-        want="$("$py" -c "import json; print(round(json.load(open('$work/opt.json'))['predicted']['h2d_gb_per_gpu']*1e9))")"
-        [ "$(field "$m" measured.h2d_bytes_per_rank_max | cut -d. -f1)" = "$want" ] && ok \
-          || bad "$model $extra optimizer: H2D $(field "$m" measured.h2d_bytes_per_rank_max) != planned $want"
+        want="$(field "$(cat "$work/opt.json")" predicted.h2d_gb_per_gpu)"
+        [ "$(field "$m" measured.h2d_gb_per_gpu)" = "$want" ] && ok \
+          || bad "$model $extra optimizer: H2D $(field "$m" measured.h2d_gb_per_gpu) GB != planned $want"
       fi
     done
     f="$(run $W "$work/full.json" --steps 3 --check-reference)" || bad "full: $(cat "$work/err")"
@@ -42,9 +42,9 @@ for model in $models; do
       || bad "$model $extra full: sharded vs unsharded error $(field "$f" measured.reference_rel_error)"
     [ "$(digest "$f")" != "$(digest "$ref")" ] && ok || bad "$model $extra full: no bf16 update rounding?"
     # H2D under full: bf16 momentum of every Muon element, then bf16 weights of every element.
-    want="$("$py" -c "import json; print(round(json.load(open('$work/full.json'))['predicted']['h2d_gb_per_gpu']*1e9))")"
-    [ "$(field "$f" measured.h2d_bytes_per_rank_max | cut -d. -f1)" = "$want" ] && ok \
-      || bad "$model $extra full: H2D $(field "$f" measured.h2d_bytes_per_rank_max) != planned $want"
+    want="$(field "$(cat "$work/full.json")" predicted.h2d_gb_per_gpu)"
+    [ "$(field "$f" measured.h2d_gb_per_gpu)" = "$want" ] && ok \
+      || bad "$model $extra full: H2D $(field "$f" measured.h2d_gb_per_gpu) GB != planned $want"
   done
 done
 

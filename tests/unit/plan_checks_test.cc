@@ -150,23 +150,23 @@ TEST_CASE("metrics files are checked before the report or a fit uses them", "[pl
   // 1e308 made reports/report.py print a 25-line traceback.
   CHECK(error_after([](json& j) { j["measured"]["optimizer_step_s"] = 1e308; }) ==
         "m.json: measured.optimizer_step_s: expected a number in [0, 1e18], got 1e+308");
-  CHECK(error_after([](json& j) { j["measured"]["busy_s"]["device"] = -1; }) ==
-        "m.json: measured.busy_s.device: expected a number in [0, 1e18], got -1");
-  CHECK(error_after([](json& j) { j["measured"]["peak_bytes"] = "many"; }) ==
-        "m.json: measured.peak_bytes: expected a number, got \"many\"");
+  CHECK(error_after([](json& j) { j["measured"]["busy_s"]["gpu"] = -1; }) ==
+        "m.json: measured.busy_s.gpu: expected a number in [0, 1e18], got -1");
+  CHECK(error_after([](json& j) { j["measured"]["gpu_peak_gib"] = "many"; }) ==
+        "m.json: measured.gpu_peak_gib: expected a number, got \"many\"");
   CHECK(error_after([](json& j) { j["measured"]["state_digest"] = 7; }) ==
         "m.json: measured.state_digest: expected a string, got 7");
   CHECK(error_after([](json& j) { j["schema"] = "muonplan.metrics/9"; }) ==
-        "m.json: schema: expected muonplan.metrics/1, got 'muonplan.metrics/9'");
+        "m.json: schema: expected muonplan.metrics/2, got 'muonplan.metrics/9'");
   CHECK(error_after([](json& j) { j["schema"] = 1; }) ==
-        "m.json: schema: expected muonplan.metrics/1, got 1");
+        "m.json: schema: expected muonplan.metrics/2, got 1");
   CHECK(error_after([](json& j) { j.erase("predicted"); }) ==
         "m.json: predicted: missing (expected the metrics of muonplan execute)");
 
   // load_metrics (report) applies it, duplicate keys included.
   std::string text = good.dump(1);
-  text.insert(text.find("\"peak_bytes\""), "\"peak_bytes\": 1,\n");
+  text.insert(text.find("\"gpu_peak_gib\""), "\"gpu_peak_gib\": 1,\n");
   const TempFile f("findings_dup_metrics.json", text);
-  CHECK(error_of([&] { load_metrics(f.path); }).find(": measured.peak_bytes: given twice") !=
+  CHECK(error_of([&] { load_metrics(f.path); }).find(": measured.gpu_peak_gib: given twice") !=
         std::string::npos);
 }

@@ -206,9 +206,9 @@ CalibrationRun load_calibration_run(const std::string& path) {
       if (b.contains(key) && b[key].is_number()) return b[key].get<double>();
       return std::nullopt;
     };
-    r.device_s = get("device");
-    r.h2d_s = get("pcie_h2d");
-    r.host_s = get("host_kernels");
+    r.device_s = get(to_string(Resource::gpu));
+    r.h2d_s = get(to_string(Resource::pcie_h2d));
+    r.host_s = get(to_string(Resource::cpu));
   }
   const std::string plan = j.value("plan", "");
   if (plan.empty()) throw InputError({path, 0, 0}, "plan", "missing: the metrics name no plan");

@@ -37,10 +37,14 @@ OptimizerHyper resolved_hyper(const OptimizerHyper& hyper, const NsSchedule& sch
 // The message for a Newton-Schulz schedule of `steps` steps outside 1..kMaxNsSteps.
 std::string ns_steps_message(size_t steps);
 
-// A `muonplan.metrics/1` file as `execute` writes it: InputError "FILE: KEY: ..." for another
+// A `muonplan.metrics/2` file as `execute` writes it: InputError "FILE: KEY: ..." for another
 // schema, `measured` or `predicted` missing, a string where a number belongs, or a number that
 // is negative, non-finite or above kMaxMetric.
 constexpr double kMaxMetric = 1e18;
+// The metrics schema `execute` writes and `calibrate` and the report read. /2: `measured` in
+// the prediction's names (gpu_peak_gib, h2d_gb_per_gpu, busy_s by resource); /1 files, with
+// peak_bytes and busy_s.device, are refused: run execute again.
+inline constexpr const char* kMetricsSchema = "muonplan.metrics/2";
 void check_metrics(const nlohmann::json& metrics, const std::string& path);
 
 // A key given twice in one JSON object (nlohmann keeps the last silently).

@@ -105,9 +105,9 @@ void check_metrics(const json& j, const std::string& path) {
   if (!j.is_object()) fail("json", "expected an object");
   // Another schema first: such a file is named for what it is, whatever else it lacks.
   const auto schema = j.find("schema");
-  if (schema != j.end() && *schema != "muonplan.metrics/1") {
+  if (schema != j.end() && *schema != kMetricsSchema) {
     fail("schema",
-         "expected muonplan.metrics/1, got " +
+         std::string("expected ") + kMetricsSchema + ", got " +
              (schema->is_string() ? "'" + schema->get<std::string>() + "'" : schema->dump()));
   }
   for (const char* key : {"measured", "predicted"}) {
@@ -115,7 +115,7 @@ void check_metrics(const json& j, const std::string& path) {
       fail(key, "missing (expected the metrics of muonplan execute)");
     }
   }
-  if (schema == j.end()) fail("schema", "missing (expected muonplan.metrics/1)");
+  if (schema == j.end()) fail("schema", std::string("missing (expected ") + kMetricsSchema + ")");
   // The strings execute writes; every other value is a number (null: none, e.g. no workload).
   static const std::set<std::string> strings = {"schema",
                                                 "backend",

@@ -30,7 +30,7 @@ struct CalibrationRun {
   std::optional<double> device_s, h2d_s, host_s;
 };
 
-// Reads a metrics file (schema muonplan.metrics/1) and the plan named in its "plan" key; a
+// Reads a metrics file (schema muonplan.metrics/2) and the plan named in its "plan" key; a
 // relative or missing plan path is looked up beside the metrics file. InputError on anything
 // malformed.
 CalibrationRun load_calibration_run(const std::string& metrics_path);

@@ -1,0 +1,38 @@
+// What `muonplan execute` measured, in the prediction's names and units: a key of `measured`
+// in metrics.json means what the same key of `predicted` means (docs/cli-contract.md,
+// "Metrics"), so the report and `calibrate` compare them without a mapping table.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace muonplan::exec {
+
+struct Measured {
+  double optimizer_step_s = 0;  // median of steps 2+ (all when one), busiest rank
+  // Backend memory, max over ranks and steps. The backend's own allocations only: on a GPU the
+  // prediction's fixed terms (CUDA context, allocator slack) are not in it.
+  double gpu_peak_bytes = 0;
+  double gpu_transient_bytes = 0;  // above what the step started with
+  double alltoall_bytes_per_rank_max = 0;
+  double h2d_bytes_per_gpu = 0, d2h_bytes_per_gpu = 0;  // per rank (one GPU each), max
+  double host_peak_bytes_per_rank_max = 0;              // offloaded state and staging buffers
+  // Host wall time per step, by the pipeline's resources (the planner's Resource names), median
+  // step, busiest rank each: gpu (backend calls), network (waiting on exchanges), pcie_h2d,
+  // pcie_d2h, cpu (host kernels).
+  double busy_gpu_s = 0, busy_network_s = 0, busy_pcie_h2d_s = 0, busy_pcie_d2h_s = 0,
+         busy_cpu_s = 0;
+  double nonfinite_check_s = 0;  // the non-finite check's share of the step
+  std::string state_digest;
+  int64_t steps_skipped = 0;
+  std::string offload, ns_variant;
+  std::optional<double> reference_rel_error;  // with --check-reference
+};
+
+// The `measured` object of metrics.json: GiB (2^30) for memory, GB (1e9) for traffic, as the
+// plan's `predicted`; exact byte counts where the plan has them too.
+nlohmann::json to_json(const Measured& m);
+
+}  // namespace muonplan::exec

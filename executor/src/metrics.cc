@@ -1,0 +1,34 @@
+#include "muonplan/exec/metrics.h"
+
+#include "muonplan/cost_model.h"
+#include "muonplan/units.h"
+
+namespace muonplan::exec {
+
+nlohmann::json to_json(const Measured& m) {
+  nlohmann::json busy;
+  const std::pair<Resource, double> per_resource[] = {{Resource::gpu, m.busy_gpu_s},
+                                                      {Resource::network, m.busy_network_s},
+                                                      {Resource::pcie_h2d, m.busy_pcie_h2d_s},
+                                                      {Resource::pcie_d2h, m.busy_pcie_d2h_s},
+                                                      {Resource::cpu, m.busy_cpu_s}};
+  for (const auto& [resource, seconds] : per_resource) busy[to_string(resource)] = seconds;
+  nlohmann::json j = {{"optimizer_step_s", m.optimizer_step_s},
+                      {"gpu_peak_gib", m.gpu_peak_bytes / kGiB},
+                      {"gpu_transient_gib", m.gpu_transient_bytes / kGiB},
+                      {"alltoall_gb_per_rank_max", m.alltoall_bytes_per_rank_max / kGB},
+                      {"alltoall_bytes_per_rank_max", m.alltoall_bytes_per_rank_max},
+                      {"h2d_gb_per_gpu", m.h2d_bytes_per_gpu / kGB},
+                      {"d2h_gb_per_gpu", m.d2h_bytes_per_gpu / kGB},
+                      {"host_peak_gib_per_rank_max", m.host_peak_bytes_per_rank_max / kGiB},
+                      {"busy_s", busy},
+                      {"nonfinite_check_s", m.nonfinite_check_s},
+                      {"state_digest", m.state_digest},
+                      {"steps_skipped", m.steps_skipped},
+                      {"offload", m.offload},
+                      {"ns_variant", m.ns_variant}};
+  if (m.reference_rel_error) j["reference_rel_error"] = *m.reference_rel_error;
+  return j;
+}
+
+}  // namespace muonplan::exec
