@@ -40,7 +40,7 @@ void check_round_trip(const Plan& plan) {
   CHECK(loaded.chunks.loads.ns_flops == plan.chunks.loads.ns_flops);
   REQUIRE(loaded.chunks.chunks.size() == plan.chunks.chunks.size());
   for (size_t i = 0; i < plan.chunks.chunks.size(); ++i) {
-    CHECK(loaded.chunks.chunks[i].local_matrices == plan.chunks.chunks[i].local_matrices);
+    CHECK(loaded.chunks.chunks[i].local == plan.chunks.chunks[i].local);
   }
 }
 

@@ -126,7 +126,8 @@ TEST_CASE("expert stacks stay local and whole under expert parallelism", "[owner
   for (const Chunk& c : p.chunks) {
     if (c.kind != Chunk::Kind::muon_local) continue;
     ++local;
-    for (int64_t n : c.local_matrices) CHECK(n == 16);  // 128 experts over 8 ranks
+    for (int r = 0; r < 8; ++r) CHECK(c.local.at(r) == 16);  // 128 experts over 8 ranks
+    CHECK(c.local.max() == 16);
   }
   CHECK(local == 48 * 3);
   // 128 experts over 24 ranks with ep=8: 16 per EP slice, then 6,6,4 over 3 ranks.
