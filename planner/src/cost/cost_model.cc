@@ -397,6 +397,19 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   p.step_phases_s.push_back(
       {"overlapped", busy_total - pr.makespan_s, "stage time hidden behind other resources"});
   p.optimizer_step_s = staged_s + pr.makespan_s;
+  // The schedule a trace draws: under whole staging the state upload comes first (chunk -1:
+  // no chunk's) and its download last.
+  const double upload_s = staged_s > 0 ? state / rt.h2d_bps : 0;
+  if (staged_s > 0) p.schedule.push_back({-1, 0, Resource::pcie_h2d, "state H2D", 0, upload_s});
+  for (StageSpan sp : pr.spans) {
+    sp.start_s += upload_s;
+    sp.end_s += upload_s;
+    p.schedule.push_back(std::move(sp));
+  }
+  if (staged_s > 0) {
+    p.schedule.push_back(
+        {-1, 0, Resource::pcie_d2h, "state D2H", upload_s + pr.makespan_s, p.optimizer_step_s});
+  }
   (void)alltoall_s_total;
 
   // --- Limits

@@ -29,6 +29,8 @@ inline bf16 to_bf16(float f) {
   return bf16{static_cast<uint16_t>((u + rounding) >> 16)};
 }
 
-inline float round_bf16(float f) { return to_float(to_bf16(f)); }
+inline float round_bf16(float f) {
+  return to_float(to_bf16(f));
+}
 
 }  // namespace muonplan::exec
