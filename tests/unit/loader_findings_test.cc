@@ -68,7 +68,7 @@ TEST_CASE("a plan's world and sizes are bounded before anything is allocated", "
           j["nodes"] = 1000000;
           j["gpus_per_node"] = 1000;
           j["world_size"] = 1000000000;
-        }) == "plan.json: world_size: expected an integer in [1, 16384], got 1000000000");
+        }) == "plan.json: world_size: expected an integer in [1, 131072], got 1000000000");
   // An embedding of 2^63-1 rows used to load and reach the executor with a wrapped numel();
   // every dimension is now bounded as the model loaders bound them.
   CHECK(plan_error_after([](json& j) {
