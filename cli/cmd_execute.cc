@@ -27,7 +27,7 @@ namespace {
 constexpr double kExchangeTimeoutS = 300;
 
 struct ExecuteFlags {
-  std::string plan, backend = "cpu", metrics, inject;
+  std::string plan, backend = "cpu", metrics, inject, trace;
   exec::ExecuteOptions options;
   bool json = false;
   double comm_timeout_s = 20;  // MPI waits: probe peers after this long (docs/reliability.md)
@@ -61,6 +61,7 @@ int run(const ExecuteFlags& f) {
     std::unique_ptr<exec::Backend> backend =
         make_execute_backend(f.backend, comm, std::max(kExchangeTimeoutS, f.comm_timeout_s));
     exec::ExecuteOptions opt = f.options;
+    opt.trace = !f.trace.empty();
     if (!f.inject.empty()) {
       const size_t colon = f.inject.rfind(':');
       if (colon == std::string::npos)
@@ -78,6 +79,7 @@ int run(const ExecuteFlags& f) {
     r.metrics["predicted"] = plan_json.value("predicted", nlohmann::json::object());
     r.metrics["predicted"].erase("breakdown");
     if (rank == 0 && !f.metrics.empty()) write_file_atomic(f.metrics, r.metrics.dump(2) + "\n");
+    if (rank == 0 && opt.trace) write_file_atomic(f.trace, r.trace.dump(1) + "\n");
     // The run has succeeded only once the metrics are written: until then every rank waits
     // here, so a failed write reaches the others as rank 0's failure notice at once instead of
     // after they have left (docs/reliability.md).
@@ -150,6 +152,8 @@ Runner add_execute(CLI::App& app) {
               "Skip a step with NaN/Inf gradients instead of failing");
   c->add_option("--inject-nonfinite", f->inject, "Test hook: NAME:STEP poisons a gradient");
   c->add_flag("--json", f->json, "Print the metrics JSON");
+  c->add_option("--trace", f->trace,
+                "Write the last step's stages on every rank as Chrome trace-event JSON (rank 0)");
   c->add_flag("--symmetric-ns", f->options.symmetric_ns,
               "Newton-Schulz computing one triangle of the symmetric products");
   c->add_option_function<std::string>(

@@ -8,6 +8,7 @@
 #include "muonplan/io.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan.h"
+#include "muonplan/trace.h"
 #include "muonplan/trainer_config.h"
 #include "muonplan/units.h"
 
@@ -86,7 +87,7 @@ void print_plan(const Plan& plan, bool explain) {
 }
 
 struct PlanCommand {
-  std::string model, topology = default_topology_path(), out, emit;
+  std::string model, topology = default_topology_path(), out, emit, trace;
   PlanFlags flags;
   bool json = false, explain = false;
 };
@@ -103,6 +104,8 @@ Runner add_plan(CLI::App& app) {
   c->add_flag("--explain", f->explain, "Print every named term");
   c->add_option("--emit", f->emit, "toml: print the trainer settings the plan implies");
   c->add_option("--out", f->out, "Write the plan JSON to this file");
+  c->add_option("--trace", f->trace,
+                "Write the predicted step as Chrome trace-event JSON (Perfetto, chrome://tracing)");
   return [f]() {
     if (!f->emit.empty() && f->emit != "toml") {
       throw InputError({}, "--emit", "expected toml, got '" + f->emit + "'");
@@ -117,6 +120,7 @@ Runner add_plan(CLI::App& app) {
     // Everything that can fail comes before --out is written: a failed plan leaves it as it was.
     const std::string toml = f->emit == "toml" ? trainer_config_toml(j) : "";
     if (!f->out.empty()) write_file_atomic(f->out, j.dump(1) + "\n");
+    if (!f->trace.empty()) write_file_atomic(f->trace, predicted_trace(plan).dump(1) + "\n");
     if (f->emit == "toml") {
       std::cout << toml;
     } else if (f->json) {

@@ -4,14 +4,16 @@
 
 #include "commands.h"
 #include "muonplan/data_dir.h"
+#include "muonplan/io.h"
 #include "muonplan/model_io.h"
 #include "muonplan/report_data.h"
+#include "muonplan/trace.h"
 
 namespace muonplan::cli {
 namespace {
 
 struct ReportCommand {
-  std::string model, topology = default_topology_path(), nodes, out;
+  std::string model, topology = default_topology_path(), nodes, out, trace;
   std::vector<std::string> metrics;
   PlanFlags flags;
 };
@@ -34,6 +36,8 @@ Runner add_report(CLI::App& app) {
   add_plan_flags(c, f->flags, false);
   c->add_option("--metrics", f->metrics, "Executor metrics JSON (muonplan execute --metrics)")
       ->expected(1, -1);
+  c->add_option("--trace", f->trace,
+                "Measured trace (muonplan execute --trace): drawn beside the predicted pipeline");
   c->add_option("--out", f->out, "Directory for report.md, report-data.json and the plots")
       ->required();
   return [f]() {
@@ -46,6 +50,10 @@ Runner add_report(CLI::App& app) {
     in.node_counts =
         f->nodes.empty() ? default_node_counts(topo) : parse_node_counts(f->nodes, topo.max_nodes);
     for (const std::string& path : f->metrics) in.metrics.push_back(load_metrics(path));
+    if (!f->trace.empty()) {
+      in.measured_trace = read_json_file(f->trace);
+      trace_events(in.measured_trace, f->trace);  // refuses a file that is not a trace
+    }
     render_report(report_data(spec, topo, request, in), f->out, report_script_path());
     std::printf("wrote %s/report.md\n", f->out.c_str());
     return 0;

@@ -470,6 +470,50 @@ def markdown(data, images):
     return "\n".join(out) + "\n"
 
 
+# ---------------------------------------------------------------- Gantt: the pipeline over time
+RESOURCES = ["gpu", "network", "pcie_h2d", "pcie_d2h", "cpu"]
+
+
+def gantt_rows(trace):
+    """Stage events of a trace-event document grouped by track: {(pid, resource): [event]}."""
+    rows = {}
+    for e in trace["traceEvents"]:
+        if e.get("ph") == "X" and e.get("cat") != "training_phase":
+            rows.setdefault((e["pid"], e["args"]["resource"]), []).append(e)
+    return rows
+
+
+def plot_gantt(data, path):
+    """The predicted pipeline (one row per resource), and beside it the measured step (one row
+    per rank and resource) when a trace was given; one color per stage category."""
+    panels = [("Predicted (planner's simulator)", data["predicted_trace"])]
+    if data.get("measured_trace"):
+        panels.append(("Measured (muonplan execute --trace)", data["measured_trace"]))
+    cats = sorted({e["cat"] for _, t in panels for e in t["traceEvents"]
+                   if e.get("ph") == "X" and e.get("cat") != "training_phase"})
+    cmap = plt.get_cmap("tab20")  # up to 15 stage names: distinct colors
+    color = {c: cmap(i % 20) for i, c in enumerate(cats)}
+    fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 4.2), squeeze=False)
+    for ax, (title, trace) in zip(axes[0], panels):
+        rows = gantt_rows(trace)
+        keys = sorted(rows, key=lambda k: (k[0], RESOURCES.index(k[1])))
+        for y, key in enumerate(keys):
+            bars = [(e["ts"] / 1e3, e["dur"] / 1e3) for e in rows[key]]
+            ax.broken_barh(bars, (y - 0.4, 0.8),
+                           facecolors=[color[e["cat"]] for e in rows[key]], linewidth=0)
+        multi = len({k[0] for k in keys}) > 1
+        ax.set_yticks(range(len(keys)))
+        ax.set_yticklabels([f"rank {p} {r}" if multi else r for p, r in keys])
+        ax.invert_yaxis()
+        ax.set_xlabel("time in the step, ms")
+        ax.set_title(title)
+    fig.legend(handles=[Patch(color=color[c], label=c) for c in cats], loc="lower center",
+               ncol=min(5, len(cats)), frameon=False)
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    save(fig, path)
+    plt.close(fig)
+
+
 def main(argv):
     if len(argv) != 3:
         sys.exit("usage: report.py DATA_JSON OUT_DIR")
@@ -519,6 +563,11 @@ def main(argv):
         "All-to-all bytes and Newton-Schulz FLOPs of every rank of the chosen plan under each "
         "owner strategy, sorted; the step waits for the busiest rank.",
         lambda path: plot_owners(data, path))
+    add("pipeline_gantt.png", "Optimizer-step pipeline",
+        "The chosen plan's chunks as the planner's pipeline simulator schedules them, one row "
+        "per resource" + (", beside the measured step of every rank" if data.get("measured_trace")
+                          else "") + "; open the traces in Perfetto for detail (docs/report.md).",
+        lambda path: plot_gantt(data, path))
     if data["metrics"]:
         add("predicted_vs_measured.png", "Predicted vs measured",
             "Executor metrics beside the plan's predictions for every figure both have.",

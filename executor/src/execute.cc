@@ -15,6 +15,7 @@
 #include "muonplan/exec/metrics.h"
 #include "muonplan/exec/rank_state.h"
 #include "muonplan/exec/step.h"
+#include "muonplan/exec/trace_gather.h"
 #include "muonplan/plan_checks.h"
 
 namespace muonplan::exec {
@@ -255,6 +256,8 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
   }
   MuonStep step(state, comm);
   step.set_ns_variant(opt.symmetric_ns ? NsVariant::symmetric : NsVariant::plain);
+  std::vector<TraceEvent> stages;  // the last step's, when tracing
+  if (opt.trace) step.set_trace(&stages);
   std::vector<double> times;
   // Per step: device, exchange wait, H2D, D2H, host-kernel seconds (StepCounters).
   std::vector<std::vector<double>> busy(6);
@@ -372,6 +375,7 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
   }
   ExecuteResult r;
   r.last_step = last;
+  if (opt.trace) r.trace = gather_trace(stages, backend, comm);
   r.metrics = {{"schema", kMetricsSchema},
                {"backend", backend.name()},
                {"world_size", plan.world},

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "muonplan/exec/host_kernels.h"
@@ -52,11 +53,48 @@ class Timed {
   std::chrono::steady_clock::time_point t0_;
 };
 
+// Stage names shared with the planner's schedule (cost_model.cc), so a measured trace and a
+// predicted one have the same categories.
+constexpr const char* kMomentum = "momentum";
+constexpr const char* kToOwners = "all-to-all to owners";
+constexpr const char* kNs = "Newton-Schulz";
+constexpr const char* kBack = "all-to-all back";
+constexpr const char* kUpdate = "update + decay";
+
 size_t align256(size_t bytes) {
   return (bytes + 255) / 256 * 256;
 }
 
 }  // namespace
+
+// Records its scope as one stage when the step is tracing; nothing (no clock read) otherwise.
+class MuonStep::Span {
+ public:
+  Span(MuonStep& step, const char* what, Resource r, const Chunk* c)
+      : step_(step.trace_ && what ? &step : nullptr), what_(what), r_(r), c_(c) {
+    if (step_) t0_ = Clock::now();
+  }
+  ~Span() {
+    if (step_) step_->record(what_, r_, c_, t0_);
+  }
+  Span(const Span&) = delete;
+  Span& operator=(const Span&) = delete;
+
+ private:
+  MuonStep* step_;
+  const char* what_;
+  Resource r_;
+  const Chunk* c_;
+  Clock::time_point t0_;
+};
+
+void MuonStep::record(const char* what, Resource r, const Chunk* c, Clock::time_point t0) {
+  const auto secs = [&](Clock::time_point t) {
+    return std::chrono::duration<double>(t - run_start_).count();
+  };
+  const int chunk = c ? int(c - state_.plan().chunks.chunks.data()) : -1;
+  trace_->push_back({0, r, what, chunk, secs(t0), secs(Clock::now())});
+}
 
 // A Muon batch between its two exchanges.
 struct MuonStep::Flight {
@@ -69,6 +107,7 @@ struct MuonStep::Flight {
   Buffer send1, gathered, recv2;
   std::vector<size_t> s1_bytes, s1_displs, r1_bytes, r1_displs;
   std::unique_ptr<Request> ex1, ex2;
+  MuonStep::Clock::time_point ex1_at, ex2_at;  // when each exchange started (tracing only)
   bool orthogonalized = false;
 };
 
@@ -146,6 +185,7 @@ MuonStep::StateSlice MuonStep::state_in(LocalParam& p, int64_t off, int64_t len)
   if (p.m_bf16) s.m_bf16 = reinterpret_cast<bf16*>(base) + at;
   if (p.v) s.v = reinterpret_cast<float*>(vbase) + at;
   if (!whole_staging_) {
+    Span sp(*this, "state H2D", Resource::pcie_h2d, cur_chunk_);
     Timed t(counters_.h2d_s);
     backend_.copy_to_device(base, p.m ? static_cast<void*>(p.m + off) : p.m_bf16 + off, len * mb);
     if (p.v) backend_.copy_to_device(s.v, p.v + off, len * sizeof(float));
@@ -158,6 +198,7 @@ void MuonStep::state_out(StateSlice& s) {
   if (!s.hold.ptr) return;  // on the device already, or staged whole
   LocalParam& p = *s.p;
   const size_t mb = p.m_bf16 ? sizeof(bf16) : sizeof(float);
+  Span sp(*this, "state D2H", Resource::pcie_d2h, cur_chunk_);
   Timed t(counters_.d2h_s);
   backend_.copy_to_host(p.m ? static_cast<void*>(p.m + s.off) : p.m_bf16 + s.off, s.hold.ptr,
                         s.len * mb);
@@ -168,6 +209,8 @@ void MuonStep::state_out(StateSlice& s) {
 // `whole` staging (what torch's optimizer-state offload does): every state array to the
 // device before the step, back after it.
 void MuonStep::stage_whole_state(bool in) {
+  Span sp(*this, in ? "state H2D" : "state D2H", in ? Resource::pcie_h2d : Resource::pcie_d2h,
+          nullptr);
   std::vector<LocalParam>& params = state_.params();
   if (in) whole_.assign(params.size(), nullptr);
   for (size_t i = 0; i < params.size(); ++i) {
@@ -239,6 +282,7 @@ void MuonStep::momentum_input(LocalParam& p, int64_t off, int64_t len, bf16* u, 
 }
 
 void MuonStep::scaled_update_to_host(bf16* u, int64_t len, float s, bf16* host_update) {
+  Span sp(*this, "bf16 update D2H", Resource::pcie_d2h, cur_chunk_);
   Buffer factor(backend_, sizeof(float));
   const float neg_s = -s;
   {
@@ -260,10 +304,12 @@ void MuonStep::apply(LocalParam& p, int64_t off, int64_t len, const bf16* o, flo
     return;
   }
   {
+    Span sp(*this, "CPU apply", Resource::cpu, cur_chunk_);
     Timed t(counters_.host_s);
     host::add_update_bf16(len, decay, host_update, p.w + off);
     host::cast_to_bf16(len, p.w + off, host_weights);
   }
+  Span sp(*this, "bf16 weights H2D", Resource::pcie_h2d, cur_chunk_);
   Timed t(counters_.h2d_s);
   backend_.copy_to_device(p.w_compute + off, host_weights, len * sizeof(bf16));
   counters_.h2d_bytes += len * sizeof(bf16);
@@ -276,6 +322,7 @@ std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c, int lane
   const int real = static_cast<int>(c.matrices.size());
   auto f = std::make_unique<Flight>();
   f->chunk = &c;
+  cur_chunk_ = &c;
   f->lane = lane;
   backend_.set_lane(lane);
   const size_t world = static_cast<size_t>(plan.world);
@@ -304,6 +351,8 @@ std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c, int lane
   f->recv2 = Buffer(backend_, pos * sizeof(bf16));
   // Momentum straight into the send buffer (the bf16 NS input).
   bf16* host_stage = mode_ == OffloadMode::full ? staging(lane, pos).momentum : nullptr;
+  std::optional<Span> sp;
+  sp.emplace(*this, momentum_stage(), momentum_resource(), &c);
   for (int k = 0; k < real; ++k) {
     if (f->my_len[k] == 0) continue;
     const MatrixRef& m = c.matrices[k];
@@ -313,6 +362,7 @@ std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c, int lane
     momentum_input(p, off, f->my_len[k], f->send1.bf() + f->my_pos[k],
                    host_stage ? host_stage + f->my_pos[k] : nullptr);
   }
+  sp.reset();
   // The matrix I own arrives as every holder's slice in group order: rows in order, whole.
   for (int k = 0; k < total; ++k) {
     if (c.owners[k] == me) f->owned = k;
@@ -329,6 +379,7 @@ std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c, int lane
       at += f->r1_bytes[base + j];
     }
   }
+  if (trace_) f->ex1_at = Clock::now();
   f->ex1 = comm_.ialltoallv(f->send1.ptr, f->s1_bytes, f->s1_displs, f->gathered.ptr, f->r1_bytes,
                             f->r1_displs);
   return f;
@@ -342,9 +393,11 @@ void MuonStep::orthogonalize(Flight& f) {
     Timed t(counters_.exchange_wait_s);
     f.ex1->wait();
   }
+  if (trace_) record(kToOwners, Resource::network, f.chunk, f.ex1_at);
   const Plan& plan = state_.plan();
   const Chunk& c = *f.chunk;
   if (f.owned >= 0) {
+    Span sp(*this, kNs, Resource::gpu, &c);
     Timed t(counters_.device_s);
     NsWorkspace ws(backend_, 1, c.rows, c.cols);
     newton_schulz(backend_, plan.options.schedule, 1, c.rows, c.cols, f.gathered.bf(), ws,
@@ -352,6 +405,7 @@ void MuonStep::orthogonalize(Flight& f) {
     check_output(c, f.gathered.bf(), c.rows * c.cols);
   }
   // The result goes back the way it came: r1 describes each holder's rows of my matrix.
+  if (trace_) f.ex2_at = Clock::now();
   f.ex2 = comm_.ialltoallv(f.gathered.ptr, f.r1_bytes, f.r1_displs, f.recv2.ptr, f.s1_bytes,
                            f.s1_displs);
 }
@@ -363,8 +417,10 @@ void MuonStep::finish(Flight& f) {
     Timed t(counters_.exchange_wait_s);
     f.ex2->wait();
   }
+  if (trace_) record(kBack, Resource::network, f.chunk, f.ex2_at);
   const Plan& plan = state_.plan();
   const Chunk& c = *f.chunk;
+  cur_chunk_ = &c;
   const float decay = float(1.0 - plan.options.hyper.lr * plan.options.hyper.weight_decay);
   const float s = update_scale(c.rows, c.cols);
   scalar_check(s * decay, &c, "");
@@ -376,6 +432,8 @@ void MuonStep::finish(Flight& f) {
     host_weights = hs.weights;
     scaled_update_to_host(f.recv2.bf(), f.my_total, s, host_update);
   }
+  // Under full offload apply() records its host and copy stages itself.
+  Span sp(*this, mode_ == OffloadMode::full ? nullptr : kUpdate, Resource::gpu, &c);
   for (size_t k = 0; k < c.matrices.size(); ++k) {
     if (f.my_len[k] == 0) continue;
     const MatrixRef& m = c.matrices[k];
@@ -398,15 +456,19 @@ void MuonStep::local_chunk(const Chunk& c) {
   const bool stack = t.stack_dim == 0;
   const int64_t count = stack ? p.end - p.begin : (p.elems() > 0 ? 1 : 0);
   if (count == 0) return;
+  cur_chunk_ = &c;
   backend_.set_lane(0);
   const int64_t mat = m.rows * m.cols;
   const int64_t stride = stack ? p.entry_elems : 0;
   Buffer u(backend_, size_t(count * mat) * sizeof(bf16));
   HostStaging* hs = mode_ == OffloadMode::full ? &staging(0, count * mat) : nullptr;
+  std::optional<Span> sp;
+  sp.emplace(*this, momentum_stage(), momentum_resource(), &c);
   for (int64_t e = 0; e < count; ++e) {
     const int64_t off = e * stride + m.row_offset * m.cols;
     momentum_input(p, off, mat, u.bf() + e * mat, hs ? hs->momentum + e * mat : nullptr);
   }
+  sp.emplace(*this, kNs, Resource::gpu, &c);
   {
     Timed tm(counters_.device_s);
     NsWorkspace ws(backend_, count, m.rows, m.cols);
@@ -416,7 +478,9 @@ void MuonStep::local_chunk(const Chunk& c) {
   const float decay = float(1.0 - h.lr * h.weight_decay);
   const float s = update_scale(m.rows, m.cols);
   scalar_check(s * decay, &c, "");
+  sp.reset();
   if (hs) scaled_update_to_host(u.bf(), count * mat, s, hs->update);
+  sp.emplace(*this, hs ? nullptr : kUpdate, Resource::gpu, &c);
   for (int64_t e = 0; e < count; ++e) {
     const int64_t off = e * stride + m.row_offset * m.cols;
     apply(p, off, mat, u.bf() + e * mat, decay, s, hs ? hs->update + e * mat : nullptr,
@@ -435,9 +499,11 @@ void MuonStep::adamw_group(int64_t step) {
     scalar_check(lr + wd + b1 + b2 + eps, nullptr, state_.plan().inventory.tensors[p.tensor].name);
     if (mode_ == OffloadMode::full) {
       {
+        Span sp(*this, "CPU AdamW", Resource::cpu, cur_chunk_);
         Timed t(counters_.host_s);
         host::adamw(p.elems(), lr, b1, b2, eps, wd, step, p.g, p.w, p.m, p.v);
       }
+      Span sp(*this, "bf16 weights H2D", Resource::pcie_h2d, cur_chunk_);
       Timed t(counters_.h2d_s);
       state_.refresh_compute_copy(p);
       counters_.h2d_bytes += p.elems() * sizeof(bf16);
@@ -445,6 +511,7 @@ void MuonStep::adamw_group(int64_t step) {
     }
     StateSlice s = state_in(p, 0, p.elems());
     {
+      Span sp(*this, "AdamW kernel", Resource::gpu, cur_chunk_);
       Timed t(counters_.device_s);
       backend_.adamw(p.elems(), lr, b1, b2, eps, wd, step, p.g, p.w, s.m, s.v);
     }
@@ -458,6 +525,7 @@ void MuonStep::fold_all() {
   const Plan& plan = state_.plan();
   const float mu = float(plan.options.hyper.momentum);
   std::vector<char> folded(plan.inventory.tensors.size(), 0);
+  Span sp(*this, "CPU fold", Resource::cpu, nullptr);
   Timed t(counters_.host_s);
   for (const Chunk& c : plan.chunks.chunks) {
     for (const MatrixRef& m : c.matrices) {
@@ -490,6 +558,16 @@ void MuonStep::run(int64_t step) {
   const Plan& plan = state_.plan();
   counters_ = {};
   nonfinite_.clear();
+  cur_chunk_ = nullptr;
+  if (trace_) {
+    trace_->clear();
+    run_start_ = Clock::now();
+  }
+  // Under full offload the host AdamW runs first, during backward: its chunk is the last.
+  const Chunk* adamw_chunk = nullptr;
+  for (const Chunk& c : plan.chunks.chunks) {
+    if (c.kind == Chunk::Kind::adamw_group) adamw_chunk = &c;
+  }
   if (check_sums_) backend_.free(check_sums_);
   // One float per chunk, zero-filled: chunks this rank does not orthogonalize stay 0.
   const size_t slots = plan.chunks.chunks.size();
@@ -498,6 +576,7 @@ void MuonStep::run(int64_t step) {
       static_cast<size_t>(std::clamp(plan.options.batches_in_flight(), 1, Backend::kMaxLanes));
   if (mode_ == OffloadMode::full) {
     fold_all();
+    cur_chunk_ = adamw_chunk;
     adamw_group(step);  // the host AdamW runs during backward too
   }
   if (whole_staging_) stage_whole_state(true);
@@ -523,6 +602,7 @@ void MuonStep::run(int64_t step) {
         local_chunk(c);
         break;
       case Chunk::Kind::adamw_group:
+        cur_chunk_ = &c;
         if (mode_ != OffloadMode::full) adamw_group(step);
         break;
     }

@@ -19,7 +19,22 @@ expect negative-limit 2 "--gpu-memory-gib: must be a finite number > 0, got -3" 
 expect workload-bad 2 "tests/data/workload/bad-seq.yaml:2:10: seq_len: must be positive" "$bin" plan --model $M --workload tests/data/workload/bad-seq.yaml
 expect cost-bad 2 "--rows: must be positive, got -5" "$bin" cost ns --rows -5 --cols 8
 # A 1e9-rank world is refused before any per-rank table is allocated.
-expect billion-ranks 2 "--nodes: a world of 1000000000 ranks is more than muonplan plans for (16384)" "$bin" plan --model $M --nodes 1000000 --gpus-per-node 1000
+expect billion-ranks 2 "--nodes: a world of 1000000000 ranks is more than muonplan plans for (131072)" "$bin" plan --model $M --nodes 1000000 --gpus-per-node 1000
+# The limit's edge: 16384 nodes of 8 is the largest world, one node more is refused.
+expect past-limit 2 "--nodes: a world of 131080 ranks is more than muonplan plans for (131072)" "$bin" plan --model $M --nodes 16385
+
+# --trace: the predicted step as Chrome trace-event JSON; with a workload, its phases too.
+expect trace 0 "" "$bin" plan --model models/qwen3-30b-a3b.yaml \
+  --workload tests/data/workload/4m-tokens.yaml --nodes 2 --offload full --trace "$work/trace.json"
+json_check trace-json "$work/trace.json" '
+ev = d["traceEvents"]
+x = [e for e in ev if e["ph"] == "X"]
+stages = [e for e in x if e["pid"] == 0]
+tracks = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+assert {"gpu", "network", "pcie_h2d", "pcie_d2h", "cpu"} <= tracks, tracks
+assert {e["tid"] for e in stages} >= {0, 1, 2, 3, 4}, "full offload uses every resource"
+assert all(e["name"].startswith(e["cat"] + " #") and e["dur"] >= 0 for e in stages)
+assert any(e["cat"] == "training_phase" and e["name"] == "forward_backward" for e in x)'
 
 # kimi-k2 in 10 GiB per GPU on up to 2 nodes: no fit is an answer (exit 0, nothing on stderr),
 # with the reason and the closest candidate. The JSON says fits=false with the limits given,

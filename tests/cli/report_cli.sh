@@ -18,7 +18,7 @@ grep -qF "**Chosen:** $nodes node(s)" "$out/report.md" && ok || bad "report.md l
 
 # Every plot: present, a PNG, not trivially small, and embedded in report.md.
 for png in gpu_peak_vs_nodes host_ram_vs_nodes step_time_vs_nodes memory_breakdown step_time_breakdown \
-    owner_loads; do
+    owner_loads pipeline_gantt; do
   f="$out/$png.png"
   if [ "$(head -c 8 "$f" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]; then ok
   else bad "$png.png missing or not a PNG"; fi

@@ -40,7 +40,7 @@ void check_round_trip(const Plan& plan) {
   CHECK(loaded.chunks.loads.ns_flops == plan.chunks.loads.ns_flops);
   REQUIRE(loaded.chunks.chunks.size() == plan.chunks.chunks.size());
   for (size_t i = 0; i < plan.chunks.chunks.size(); ++i) {
-    CHECK(loaded.chunks.chunks[i].local_matrices == plan.chunks.chunks[i].local_matrices);
+    CHECK(loaded.chunks.chunks[i].local == plan.chunks.chunks[i].local);
   }
 }
 
@@ -162,7 +162,7 @@ TEST_CASE("a plan's world and sizes are bounded before anything is allocated", "
           j["nodes"] = 1000000;
           j["gpus_per_node"] = 1000;
           j["world_size"] = 1000000000;
-        }) == "plan.json: world_size: expected an integer in [1, 16384], got 1000000000");
+        }) == "plan.json: world_size: expected an integer in [1, 131072], got 1000000000");
   // An embedding of 2^63-1 rows used to load and reach the executor with a wrapped numel();
   // every dimension is now bounded as the model loaders bound them.
   CHECK(plan_error_after([](json& j) {

@@ -196,7 +196,7 @@ class ReportAndExample(unittest.TestCase):
             r = muonplan.report(TINY_MOE, out, path("topologies/cpu-ci.yaml"), nodes=[1, 2],
                                 gpus_per_node=4)
             self.assertTrue(os.path.isfile(r["report_md"]))
-            self.assertEqual(len(r["plots"]), 6, r["plots"])
+            self.assertEqual(len(r["plots"]), 7, r["plots"])  # with pipeline_gantt.png
             chosen = muonplan.plan(TINY_MOE, path("topologies/cpu-ci.yaml"), max_nodes=2,
                                    gpus_per_node=4)
             self.assertEqual(r["data"]["chosen"]["decision"], chosen["decision"])

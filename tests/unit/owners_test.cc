@@ -126,7 +126,8 @@ TEST_CASE("expert stacks stay local and whole under expert parallelism", "[owner
   for (const Chunk& c : p.chunks) {
     if (c.kind != Chunk::Kind::muon_local) continue;
     ++local;
-    for (int64_t n : c.local_matrices) CHECK(n == 16);  // 128 experts over 8 ranks
+    for (int r = 0; r < 8; ++r) CHECK(c.local.at(r) == 16);  // 128 experts over 8 ranks
+    CHECK(c.local.max() == 16);
   }
   CHECK(local == 48 * 3);
   // 128 experts over 24 ranks with ep=8: 16 per EP slice, then 6,6,4 over 3 ranks.
@@ -145,4 +146,27 @@ TEST_CASE("expert stacks stay local and whole under expert parallelism", "[owner
   CHECK(pl.local[0].begin == 0);
   CHECK(pl.local[8].begin == 6);
   CHECK(pl.local[1].begin == 16);
+}
+
+// The plan file's local-matrix rule (chunks[].local) must say what the executor's placement
+// holds: every rank of several layouts, uneven splits included.
+TEST_CASE("local matrix counts follow the expert placement on every rank", "[owners]") {
+  const ModelSpec spec = load_model(repo_path("models/qwen3-30b-a3b.yaml"));
+  const ParamInventory inv = build_inventory(spec);
+  const ParamTensor* stack = nullptr;
+  for (const ParamTensor& t : inv.tensors) {
+    if (t.stack_dim == 0 && stack == nullptr) stack = &t;
+  }
+  REQUIRE(stack != nullptr);
+  for (const auto& [world, ep] : {std::pair{24, 8}, {8, 1}, {1000, 4}, {256, 128}, {3, 1}}) {
+    const Layout layout = resolve_layout({0, 1, ep}, world, spec);
+    const Placement p = place(*stack, layout, world);
+    const LocalCounts rule{true, stack->stack_count(), ep, world / ep};
+    int64_t most = 0;
+    for (int r = 0; r < world; ++r) {
+      CHECK(rule.at(r) == p.local[r].size());
+      most = std::max(most, p.local[r].size());
+    }
+    CHECK(rule.max() == most);
+  }
 }

@@ -113,7 +113,7 @@ TEST_CASE("report data: the sweep's points are the fixed plans, the chosen one t
       if (c.kind == Chunk::Kind::muon_batch) {
         for (int owner : c.owners) flops[owner] += f;
       } else if (c.kind == Chunk::Kind::muon_local) {
-        for (int rank = 0; rank < 8; ++rank) flops[rank] += f * c.local_matrices[rank];
+        for (int rank = 0; rank < 8; ++rank) flops[rank] += f * c.local.at(rank);
       }
     }
     const std::string name = s["owners"];

@@ -8,11 +8,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include "muonplan/trace.h"
 
 #include "muonplan/error.h"
 #include "muonplan/io.h"
 #include "muonplan/parse_int.h"
 #include "muonplan/plan_checks.h"
+#include "muonplan/trace.h"
 
 namespace muonplan {
 namespace {
@@ -188,7 +190,11 @@ json report_data(const ModelSpec& spec, const Topology& topo, const PlanRequest&
           {"sweep", sweep},
           {"chosen", chosen_json},
           {"owner_strategies", owners},
-          {"metrics", inputs.metrics}};
+          {"metrics", inputs.metrics},
+          // The chosen plan's simulated pipeline, and a measured step beside it when given
+          // (trace.h): report.py draws them as Gantt charts.
+          {"predicted_trace", predicted_trace(chosen)},
+          {"measured_trace", inputs.measured_trace}};
 }
 
 json load_metrics(const std::string& path) {

@@ -30,15 +30,32 @@ struct MatrixRef {
   int64_t rows = 0, cols = 0;
 };
 
+// Matrices of a muon_local chunk on each world rank, kept as the rule that places them rather
+// than a per-rank table (180 chunks x 131072 ranks would be 190 MB): a replicated matrix is
+// once on every rank; an expert stack's `entries` split over `ep` ranks (ep_rank = rank % ep)
+// and each ep slice again over the `dp` ranks sharing it, torch.chunk style both times
+// (layout.h). The plan file carries these fields, so the executor evaluates the rule it reads.
+struct LocalCounts {
+  bool stacked = false;
+  int64_t entries = 1;
+  int ep = 1, dp = 1;
+  int64_t at(int rank) const;  // matrices on world rank `rank`
+  int64_t max() const;         // on the busiest rank
+  bool operator==(const LocalCounts& o) const {
+    return stacked == o.stacked && entries == o.entries && ep == o.ep && dp == o.dp;
+  }
+  bool operator<(const LocalCounts& o) const;  // distinct rules as map keys
+};
+
 struct Chunk {
   enum class Kind { muon_batch, muon_local, adamw_group } kind = Kind::muon_batch;
-  int64_t rows = 0, cols = 0;           // matrix shape (Muon chunks)
-  std::vector<MatrixRef> matrices;      // muon_batch: batch members; muon_local: one per tensor
-  std::vector<int> owners;              // muon_batch: group-relative owner of matrices[k]
-  int padding = 0;                      // muon_batch, padded strategy: zero matrices added
-  int group_size = 1;                   // shard-group size (muon_batch)
-  std::vector<int64_t> local_matrices;  // muon_local: matrices per world rank
-  int64_t params = 0;                   // elements updated by this chunk, whole model
+  int64_t rows = 0, cols = 0;       // matrix shape (Muon chunks)
+  std::vector<MatrixRef> matrices;  // muon_batch: batch members; muon_local: one per tensor
+  std::vector<int> owners;          // muon_batch: group-relative owner of matrices[k]
+  int padding = 0;                  // muon_batch, padded strategy: zero matrices added
+  int group_size = 1;               // shard-group size (muon_batch)
+  LocalCounts local;                // muon_local: matrices per world rank
+  int64_t params = 0;               // elements updated by this chunk, whole model
   std::vector<std::string> param_names;
 
   static const char* kind_name(Kind kind);  // kChunkKindNames' name

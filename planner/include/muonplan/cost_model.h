@@ -36,9 +36,19 @@ struct Stage {
   StagePhase phase = StagePhase::optimizer;
 };
 
+// When the simulator ran one stage: the schedule a trace draws (trace.h).
+struct StageSpan {
+  int chunk = 0;  // index into the chunk list
+  int stage = 0;  // index into the chunk's stages
+  Resource resource = Resource::gpu;
+  std::string what;  // the stage's name (Stage::what)
+  double start_s = 0, end_s = 0;
+};
+
 struct PipelineResult {
   double makespan_s = 0;
-  std::vector<double> busy_s;  // per Resource: total stage time
+  std::vector<double> busy_s;    // per Resource: total stage time
+  std::vector<StageSpan> spans;  // every stage, in the order the simulator ran them
 };
 // Runs chunks (each a stage sequence) with at most `depth` in flight, in order, each
 // resource serving one stage at a time (earliest-ready first).
@@ -60,6 +70,8 @@ struct Prediction {
   // Optimizer step: per-resource busy time and the pipelined total.
   std::vector<Term> step_phases_s;
   double optimizer_step_s = 0;
+  // The optimizer step's schedule as simulated (after the whole-state H2D when staged whole).
+  std::vector<StageSpan> schedule;
   std::optional<double> training_step_s;
   std::vector<Term> training_terms_s;   // their sum is training_step_s
   std::vector<Term> training_hidden_s;  // work that runs under compute (not in the sum)

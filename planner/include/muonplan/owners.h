@@ -8,6 +8,9 @@ namespace muonplan {
 namespace detail {
 // Bytes of group rank r's slice of matrix m (bf16), under Shard(0) over group_size ranks.
 double slice_bytes(const ParamInventory& inv, const MatrixRef& m, int group_size, int group_rank);
+// The group positions [begin, end) whose slice of m is not empty (a torch.chunk split gives a
+// contiguous run): loops over them cost the matrix's rows, not the group size.
+Range holders(const ParamInventory& inv, const MatrixRef& m, int group_size);
 }  // namespace detail
 
 // Sets owners (and padding) of every muon_batch chunk in plan.

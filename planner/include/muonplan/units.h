@@ -15,7 +15,7 @@ inline constexpr double kGB = 1e9;
 // The largest world (nodes x GPUs per node) muonplan plans, loads a plan for, or builds a
 // device graph for. Per-rank tables grow with it, so it is checked before anything is
 // allocated (docs/planner.md, "Limits").
-inline constexpr int64_t kMaxWorldRanks = 16384;
+inline constexpr int64_t kMaxWorldRanks = 131072;
 // GPUs (ranks) per node.
 inline constexpr int64_t kMaxGpusPerNode = 1024;
 // Parameters in one model: a larger count is a typo, and element counts stay exact in doubles.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "cost/workload_cost.h"
@@ -35,21 +36,31 @@ struct LocalElems {
   double all(int r) const { return muon[r] + adamw[r]; }
 };
 
+// Tensors whose placements split alike (row-sharded ones with the same row count, expert
+// stacks with the same entry count) are summed first, then spread over the ranks once per
+// kind: the cost is tensors plus ranks x distinct shapes, not tensors x ranks.
 LocalElems count_local(const ParamInventory& inv, const PlanOptions& o, int world) {
   LocalElems e{std::vector<double>(world, 0), std::vector<double>(world, 0)};
+  const Layout& layout = o.layout;
+  // [muon?][row count or entry count] -> elements per row or per entry, summed over tensors.
+  std::map<int64_t, double> rows[2], stacks[2];
   for (const ParamTensor& t : inv.tensors) {
     if (t.mtp && !o.include_mtp) continue;
-    const Placement p = place(t, o.layout, world);
-    std::vector<double>& dst = t.rule == UpdateRule::muon ? e.muon : e.adamw;
-    const double per_row = double(t.numel()) / double(t.shape[0]);
-    for (int r = 0; r < world; ++r) {
-      if (p.kind == Placement::Kind::replicated) {
-        dst[r] += double(t.numel());
-      } else {
-        const Range& held =
-            p.local[p.kind == Placement::Kind::stack_sharded ? r : r % p.group_size];
-        dst[r] += double(held.size()) * per_row;
-      }
+    const int muon = t.rule == UpdateRule::muon;
+    const double per_entry = double(t.numel()) / double(t.shape[0]);
+    (t.stack_dim == 0 ? stacks : rows)[muon][t.shape[0]] += per_entry;
+  }
+  for (int muon = 0; muon < 2; ++muon) {
+    std::vector<double>& dst = muon ? e.muon : e.adamw;
+    std::vector<double> pos(layout.fsdp, 0);  // per group position (replicas hold alike)
+    for (const auto& [n, w] : rows[muon]) {
+      for (int i = 0; i < layout.fsdp; ++i)
+        pos[i] += double(chunk_range(n, layout.fsdp, i).size()) * w;
+    }
+    for (int r = 0; r < world; ++r) dst[r] += pos[r % layout.fsdp];
+    for (const auto& [n, w] : stacks[muon]) {
+      const LocalCounts rule{true, n, layout.ep, world / layout.ep};
+      for (int r = 0; r < world; ++r) dst[r] += double(rule.at(r)) * w;
     }
   }
   return e;
@@ -108,7 +119,6 @@ Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node) {
 struct BatchTraffic {
   std::vector<double> held_elems;
   double exchange_s = 0;  // one exchange (the return exchange moves the same bytes back)
-  double max_sent_bytes = 0;
 };
 
 BatchTraffic batch_traffic(const ParamInventory& inv, const Chunk& c, const Rates& rt,
@@ -117,11 +127,14 @@ BatchTraffic batch_traffic(const ParamInventory& inv, const Chunk& c, const Rate
   const int g = c.group_size;
   bt.held_elems.assign(g, 0);
   // Exchange 1 bytes per rank, split by link; exchange 2 is its mirror image (send <-> recv).
+  // Only the ranks holding a slice of a matrix are visited (detail::holders).
   std::vector<double> send_in(g, 0), send_out(g, 0), recv_in(g, 0), recv_out(g, 0);
   for (size_t k = 0; k < c.owners.size(); ++k) {
     const MatrixRef& m = c.matrices[std::min(k, c.matrices.size() - 1)];
     const int owner = c.owners[k];
-    for (int r = 0; r < g; ++r) {
+    const Range h = detail::holders(inv, m, g);
+    for (int64_t rr = h.begin; rr < h.end; ++rr) {
+      const int r = int(rr);
       const double b = detail::slice_bytes(inv, m, g, r);
       if (k < c.matrices.size()) bt.held_elems[r] += b / 2;
       if (r == owner) continue;
@@ -137,7 +150,6 @@ BatchTraffic batch_traffic(const ParamInventory& inv, const Chunk& c, const Rate
     const double t = std::max(rt.intra_bps > 0 ? in / rt.intra_bps : 0.0, out / rt.inter_bps);
     bt.exchange_s = std::max(bt.exchange_s, t);
     any_inter = any_inter || out > 0;
-    bt.max_sent_bytes = std::max(bt.max_sent_bytes, batch_bytes_sent(inv, c, r));
   }
   bt.exchange_s += (any_inter ? rt.inter_latency_s : rt.intra_latency_s) + rt.collective_s;
   return bt;
@@ -242,7 +254,7 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
         sc = ns_scratch_bytes(c.rows, c.cols);
         if (o.nesterov) tr += 4 * elems;
       } else {
-        const int64_t count = *std::max_element(c.local_matrices.begin(), c.local_matrices.end());
+        const int64_t count = c.local.max();
         elems = double(count) * c.rows * c.cols;
         ns_s = count > 0 ? ns_cost(topo, count, c.rows, c.cols, o.schedule).total_s : 0;
         // Local work needs no exchange: its bf16 copies, scratch and look-ahead live only
@@ -385,6 +397,19 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   p.step_phases_s.push_back(
       {"overlapped", busy_total - pr.makespan_s, "stage time hidden behind other resources"});
   p.optimizer_step_s = staged_s + pr.makespan_s;
+  // The schedule a trace draws: under whole staging the state upload comes first (chunk -1:
+  // no chunk's) and its download last.
+  const double upload_s = staged_s > 0 ? state / rt.h2d_bps : 0;
+  if (staged_s > 0) p.schedule.push_back({-1, 0, Resource::pcie_h2d, "state H2D", 0, upload_s});
+  for (StageSpan sp : pr.spans) {
+    sp.start_s += upload_s;
+    sp.end_s += upload_s;
+    p.schedule.push_back(std::move(sp));
+  }
+  if (staged_s > 0) {
+    p.schedule.push_back(
+        {-1, 0, Resource::pcie_d2h, "state D2H", upload_s + pr.makespan_s, p.optimizer_step_s});
+  }
   (void)alltoall_s_total;
 
   // --- Limits

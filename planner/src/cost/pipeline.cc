@@ -72,6 +72,7 @@ PipelineResult simulate_pipeline(const std::vector<std::vector<Stage>>& chunks, 
     const double end = best_start + s.seconds;
     free_at[r] = end;
     out.busy_s[r] += s.seconds;
+    out.spans.push_back({int(best), int(next[best]), s.resource, s.what, best_start, end});
     ready[best] = end;
     out.makespan_s = std::max(out.makespan_s, end);
     if (++next[best] == chunks[best].size()) {

@@ -37,6 +37,22 @@ double RankLoads::total_flops() const {
   return std::accumulate(ns_flops.begin(), ns_flops.end(), 0.0);
 }
 
+int64_t LocalCounts::at(int rank) const {
+  if (!stacked) return 1;
+  const Range ep_slice = chunk_range(entries, ep, rank % ep);
+  return chunk_range(ep_slice.size(), dp, rank / ep).size();
+}
+
+int64_t LocalCounts::max() const {
+  if (!stacked) return 1;
+  // The first slice of a torch.chunk split is the largest, at both levels.
+  return chunk_range(chunk_range(entries, ep, 0).size(), dp, 0).size();
+}
+
+bool LocalCounts::operator<(const LocalCounts& o) const {
+  return std::tie(stacked, entries, ep, dp) < std::tie(o.stacked, o.entries, o.ep, o.dp);
+}
+
 namespace detail {
 
 double slice_bytes(const ParamInventory& inv, const MatrixRef& m, int group_size, int group_rank) {
@@ -45,6 +61,13 @@ double slice_bytes(const ParamInventory& inv, const MatrixRef& m, int group_size
   const int64_t begin = std::max(held.begin, m.row_offset);
   const int64_t end = std::min(held.end, m.row_offset + m.rows);
   return end > begin ? 2.0 * double(end - begin) * double(m.cols) : 0.0;  // bf16
+}
+
+Range holders(const ParamInventory& inv, const MatrixRef& m, int group_size) {
+  const int64_t n = inv.tensors[m.tensor].shape[0];
+  const int64_t per = (n + group_size - 1) / group_size;
+  if (m.rows <= 0 || per <= 0) return {0, 0};
+  return {m.row_offset / per, std::min<int64_t>(group_size, (m.row_offset + m.rows - 1) / per + 1)};
 }
 
 }  // namespace detail
@@ -72,8 +95,8 @@ struct Collected {
   std::vector<int> first_tensor;  // ordering key of each chunk
 };
 
-void add_local_chunks(const ParamInventory& inv, const ParamTensor& t, int ti, const Placement& p,
-                      int world, Collected& out) {
+void add_local_chunks(const ParamTensor& t, int ti, const Layout& layout, int world,
+                      Collected& out) {
   int64_t offset = 0;
   const std::vector<Partition> parts = t.muon_partitions();  // a copy: keep it alive
   for (size_t pi = 0; pi < parts.size(); ++pi) {
@@ -83,10 +106,8 @@ void add_local_chunks(const ParamInventory& inv, const ParamTensor& t, int ti, c
     c.rows = part.rows;
     c.cols = t.cols();
     c.matrices.push_back({ti, int(pi), offset, part.rows, t.cols()});
-    c.local_matrices.resize(world);
-    for (int r = 0; r < world; ++r) {
-      c.local_matrices[r] = p.kind == Placement::Kind::stack_sharded ? p.local[r].size() : 1;
-    }
+    if (t.stack_dim == 0)
+      c.local = LocalCounts{true, t.stack_count(), layout.ep, world / layout.ep};
     c.params = t.stack_count() * part.rows * t.cols();
     c.param_names.push_back(t.name);
     c.group_size = 1;
@@ -94,7 +115,6 @@ void add_local_chunks(const ParamInventory& inv, const ParamTensor& t, int ti, c
     out.first_tensor.push_back(ti);
     offset += part.rows;
   }
-  (void)inv;
 }
 
 }  // namespace
@@ -120,9 +140,8 @@ ChunkPlan build_chunks(const ParamInventory& inv, bool include_mtp, const Layout
       adamw.param_names.push_back(t.name);
       continue;
     }
-    const Placement p = place(t, layout, world);
-    if (p.kind != Placement::Kind::row_sharded) {
-      add_local_chunks(inv, t, ti, p, world, col);
+    if (placement_kind(t, layout) != Placement::Kind::row_sharded) {
+      add_local_chunks(t, ti, layout, world, col);
       continue;
     }
     int64_t offset = 0;

@@ -72,27 +72,28 @@ Range chunk_range(int64_t n, int k, int i) {
   return {begin, std::min<int64_t>(n, begin + per)};
 }
 
-Placement place(const ParamTensor& t, const Layout& layout, int world) {
-  Placement p;
+Placement::Kind placement_kind(const ParamTensor& t, const Layout& layout) {
+  if (t.stack_dim == 0) return Placement::Kind::stack_sharded;
+  return layout.fsdp == 1 ? Placement::Kind::replicated : Placement::Kind::row_sharded;
+}
+
+Range local_range(const ParamTensor& t, const Layout& layout, int world, int rank) {
   if (t.stack_dim == 0) {
     // Experts: split over ep ranks, then over the world/ep ranks sharing an ep_rank, so each
     // rank holds whole experts.
-    p.kind = Placement::Kind::stack_sharded;
-    p.group_size = world;
-    const int64_t experts = t.stack_count();
-    const int dp = world / layout.ep;
-    p.local.resize(world);
-    for (int r = 0; r < world; ++r) {
-      const Range ep_slice = chunk_range(experts, layout.ep, r % layout.ep);
-      const Range sub = chunk_range(ep_slice.size(), dp, r / layout.ep);
-      p.local[r] = {ep_slice.begin + sub.begin, ep_slice.begin + sub.end};
-    }
-    return p;
+    const Range ep_slice = chunk_range(t.stack_count(), layout.ep, rank % layout.ep);
+    const Range sub = chunk_range(ep_slice.size(), world / layout.ep, rank / layout.ep);
+    return {ep_slice.begin + sub.begin, ep_slice.begin + sub.end};
   }
-  p.group_size = layout.fsdp;
-  p.kind = layout.fsdp == 1 ? Placement::Kind::replicated : Placement::Kind::row_sharded;
-  p.local.resize(layout.fsdp);
-  for (int i = 0; i < layout.fsdp; ++i) p.local[i] = chunk_range(t.shape[0], layout.fsdp, i);
+  return chunk_range(t.shape[0], layout.fsdp, rank);
+}
+
+Placement place(const ParamTensor& t, const Layout& layout, int world) {
+  Placement p;
+  p.kind = placement_kind(t, layout);
+  p.group_size = t.stack_dim == 0 ? world : layout.fsdp;
+  p.local.resize(p.group_size);
+  for (int r = 0; r < p.group_size; ++r) p.local[r] = local_range(t, layout, world, r);
   return p;
 }
 

@@ -5,6 +5,7 @@
 // round-robin and never raising either maximum guarantees balanced <= round-robin on both.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "muonplan/ns_model.h"
@@ -19,11 +20,17 @@ struct Problem {
   const ParamInventory* inv = nullptr;
   int g = 1;
   std::vector<const Chunk*> batches;
-  std::vector<std::vector<std::vector<double>>> slice;  // [batch][matrix][rank] bytes
-  std::vector<double> whole;                            // [batch] bytes of one matrix
-  std::vector<double> flops;                            // [batch] NS FLOPs of one matrix
-  std::vector<double> base_bytes;                       // [rank] owning nothing
-  std::vector<double> fixed_flops;                      // [rank] local NS work
+  std::vector<double> whole;        // [batch] bytes of one matrix
+  std::vector<double> flops;        // [batch] NS FLOPs of one matrix
+  std::vector<double> base_bytes;   // [rank] owning nothing
+  std::vector<double> fixed_flops;  // [rank] local NS work
+
+  // Bytes of rank r's slice of matrix k of batch b: computed where needed, since a table of
+  // them would hold matrices x ranks entries (640 MB for Kimi-K2 on 131072 ranks).
+  double slice(size_t b, size_t k, int r) const {
+    return detail::slice_bytes(*inv, batches[b]->matrices[k], g, r);
+  }
+  size_t count(size_t b) const { return batches[b]->matrices.size(); }
 };
 
 struct Loads {
@@ -35,7 +42,7 @@ Loads evaluate(const Problem& p, const Owners& own) {
   for (size_t b = 0; b < p.batches.size(); ++b) {
     for (size_t k = 0; k < own[b].size(); ++k) {
       const int r = own[b][k];
-      l.bytes[r] += p.whole[b] - 2 * p.slice[b][k][r];
+      l.bytes[r] += p.whole[b] - 2 * p.slice(b, k, r);
       l.flops[r] += p.flops[b];
     }
   }
@@ -54,14 +61,23 @@ double max_except(const std::vector<double>& v, const std::vector<int>& top, int
   return 0;
 }
 
-std::vector<int> top3(const std::vector<double>& v) {
-  std::vector<int> idx(v.size());
+// Indices of the n largest key(i), largest first, lower index first among equals: a partial
+// selection, so a step of the local search costs O(ranks), not a sort of them.
+template <class Key>
+std::vector<int> top_n(int size, size_t n, Key key) {
+  std::vector<int> idx(size);
   std::iota(idx.begin(), idx.end(), 0);
-  const size_t n = std::min<size_t>(3, idx.size());
-  std::partial_sort(idx.begin(), idx.begin() + n, idx.end(),
-                    [&](int a, int b) { return v[a] > v[b]; });
+  n = std::min<size_t>(n, idx.size());
+  std::partial_sort(idx.begin(), idx.begin() + n, idx.end(), [&](int a, int b) {
+    const double ka = key(a), kb = key(b);
+    return ka != kb ? ka > kb : a < b;
+  });
   idx.resize(n);
   return idx;
+}
+
+std::vector<int> top3(const std::vector<double>& v) {
+  return top_n(int(v.size()), 3, [&](int i) { return v[i]; });
 }
 
 void local_search(const Problem& p, Owners& own) {
@@ -79,14 +95,10 @@ void local_search(const Problem& p, Owners& own) {
   for (size_t moves = 0; moves < max_moves; ++moves) {
     const std::vector<int> tb = top3(l.bytes), tf = top3(l.flops);
     const double max_b = l.bytes[tb[0]], max_f = l.flops[tf[0]];
-    std::vector<int> ranks(p.g);
-    std::iota(ranks.begin(), ranks.end(), 0);
-    std::sort(ranks.begin(), ranks.end(), [&](int a, int b) {
-      return std::max(l.bytes[a] / nb, l.flops[a] / nf) >
-             std::max(l.bytes[b] / nb, l.flops[b] / nf);
-    });
+    const std::vector<int> ranks =
+        top_n(p.g, 8, [&](int a) { return std::max(l.bytes[a] / nb, l.flops[a] / nf); });
     bool moved = false;
-    for (int scan = 0; scan < std::min(p.g, 8) && !moved; ++scan) {
+    for (int scan = 0; scan < int(ranks.size()) && !moved; ++scan) {
       const int i = ranks[scan];
       double best_gain = 1e-12;
       int best_j = -1;
@@ -95,12 +107,12 @@ void local_search(const Problem& p, Owners& own) {
         const auto [b, k] = owned[i][oi];
         std::fill(busy.begin(), busy.end(), 0);
         for (int o : own[b]) busy[o] = 1;
-        const double sb_i = p.slice[b][k][i];
+        const double sb_i = p.slice(b, k, i);
         const double new_bi = l.bytes[i] - (p.whole[b] - 2 * sb_i);
         const double new_fi = l.flops[i] - p.flops[b];
         for (int j = 0; j < p.g; ++j) {
           if (busy[j]) continue;
-          const double new_bj = l.bytes[j] + p.whole[b] - 2 * p.slice[b][k][j];
+          const double new_bj = l.bytes[j] + p.whole[b] - 2 * p.slice(b, k, j);
           const double new_fj = l.flops[j] + p.flops[b];
           const double mb = std::max({max_except(l.bytes, tb, i, j), new_bi, new_bj});
           const double mf = std::max({max_except(l.flops, tf, i, j), new_fi, new_fj});
@@ -116,9 +128,9 @@ void local_search(const Problem& p, Owners& own) {
       }
       if (best_j < 0) continue;
       const auto [b, k] = owned[i][best_idx];
-      l.bytes[i] -= p.whole[b] - 2 * p.slice[b][k][i];
+      l.bytes[i] -= p.whole[b] - 2 * p.slice(b, k, i);
       l.flops[i] -= p.flops[b];
-      l.bytes[best_j] += p.whole[b] - 2 * p.slice[b][k][best_j];
+      l.bytes[best_j] += p.whole[b] - 2 * p.slice(b, k, best_j);
       l.flops[best_j] += p.flops[b];
       own[b][k] = best_j;
       owned[i].erase(owned[i].begin() + best_idx);
@@ -140,21 +152,21 @@ Owners greedy(const Problem& p) {
   double total_b = std::accumulate(p.base_bytes.begin(), p.base_bytes.end(), 0.0);
   double total_f = std::accumulate(p.fixed_flops.begin(), p.fixed_flops.end(), 0.0);
   for (size_t b = 0; b < p.batches.size(); ++b) {
-    total_b += p.whole[b] * p.slice[b].size() * (p.g - 2.0) / std::max(1, p.g);
-    total_f += p.flops[b] * p.slice[b].size();
+    total_b += p.whole[b] * p.count(b) * (p.g - 2.0) / std::max(1, p.g);
+    total_f += p.flops[b] * p.count(b);
   }
   const double nb = std::max(1.0, total_b / p.g), nf = std::max(1.0, total_f / p.g);
   std::vector<double> bytes = p.base_bytes, flops = p.fixed_flops;
   std::vector<char> busy(p.g);
   for (size_t b : order) {
     std::fill(busy.begin(), busy.end(), 0);
-    own[b].resize(p.slice[b].size());
-    for (size_t k = 0; k < p.slice[b].size(); ++k) {
+    own[b].resize(p.count(b));
+    for (size_t k = 0; k < p.count(b); ++k) {
       int best = -1;
       double best_score = 0;
       for (int r = 0; r < p.g; ++r) {
         if (busy[r]) continue;
-        const double nb_r = bytes[r] + p.whole[b] - 2 * p.slice[b][k][r];
+        const double nb_r = bytes[r] + p.whole[b] - 2 * p.slice(b, k, r);
         const double score = std::max(nb_r / nb, (flops[r] + p.flops[b]) / nf);
         if (best < 0 || score < best_score) {
           best = r;
@@ -163,7 +175,7 @@ Owners greedy(const Problem& p) {
       }
       own[b][k] = best;
       busy[best] = 1;
-      bytes[best] += p.whole[b] - 2 * p.slice[b][k][best];
+      bytes[best] += p.whole[b] - 2 * p.slice(b, k, best);
       flops[best] += p.flops[b];
     }
   }
@@ -174,10 +186,18 @@ Owners round_robin(const Problem& p) {
   Owners own(p.batches.size());
   int next = 0;
   for (size_t b = 0; b < p.batches.size(); ++b) {
-    for (size_t k = 0; k < p.slice[b].size(); ++k) own[b].push_back((next + int(k)) % p.g);
-    next = (next + int(p.slice[b].size())) % p.g;
+    for (size_t k = 0; k < p.count(b); ++k) own[b].push_back((next + int(k)) % p.g);
+    next = (next + int(p.count(b))) % p.g;
   }
   return own;
+}
+
+// Per group position, the most local matrices any of its replicas holds under `rule`: a
+// position stands for every replica group's rank there, so the busiest counts.
+std::vector<double> busiest_replica(const LocalCounts& rule, int g, int world) {
+  std::vector<double> per(g, 0);
+  for (int r = 0; r < world; ++r) per[r % g] = std::max(per[r % g], double(rule.at(r)));
+  return per;
 }
 
 Problem make_problem(const ParamInventory& inv, const ChunkPlan& plan, int ns_iterations) {
@@ -186,29 +206,27 @@ Problem make_problem(const ParamInventory& inv, const ChunkPlan& plan, int ns_it
   p.g = plan.layout.fsdp;
   p.base_bytes.assign(p.g, 0);
   p.fixed_flops.assign(p.g, 0);
+  // Local chunks that share a placement rule (every expert stack of a model, usually) load
+  // ranks alike: one pass over the world per rule, not per chunk.
+  std::map<LocalCounts, double> local_flops;
   for (const Chunk& c : plan.chunks) {
     if (c.kind == Chunk::Kind::muon_local) {
-      const double f = ns_flops(c.rows, c.cols, ns_iterations);
-      // A group position stands for every replica group's rank there: take the busiest.
-      std::vector<double> per(p.g, 0);
-      for (int r = 0; r < plan.world; ++r) {
-        per[r % p.g] = std::max(per[r % p.g], c.local_matrices[r] * f);
-      }
-      for (int i = 0; i < p.g; ++i) p.fixed_flops[i] += per[i];
+      local_flops[c.local] += ns_flops(c.rows, c.cols, ns_iterations);
       continue;
     }
     if (c.kind != Chunk::Kind::muon_batch) continue;
     p.batches.push_back(&c);
     p.whole.push_back(2.0 * c.rows * c.cols);
     p.flops.push_back(ns_flops(c.rows, c.cols, ns_iterations));
-    std::vector<std::vector<double>> s(c.matrices.size(), std::vector<double>(p.g));
-    for (size_t k = 0; k < c.matrices.size(); ++k) {
-      for (int r = 0; r < p.g; ++r) {
-        s[k][r] = detail::slice_bytes(inv, c.matrices[k], p.g, r);
-        p.base_bytes[r] += s[k][r];
-      }
+    for (const MatrixRef& m : c.matrices) {
+      const Range h = detail::holders(inv, m, p.g);
+      for (int64_t r = h.begin; r < h.end; ++r)
+        p.base_bytes[r] += detail::slice_bytes(inv, m, p.g, int(r));
     }
-    p.slice.push_back(std::move(s));
+  }
+  for (const auto& [rule, f] : local_flops) {
+    const std::vector<double> per = busiest_replica(rule, p.g, plan.world);
+    for (int i = 0; i < p.g; ++i) p.fixed_flops[i] += per[i] * f;
   }
   return p;
 }
@@ -257,22 +275,37 @@ void assign_owners(const ParamInventory& inv, ChunkPlan& plan, OwnerStrategy str
 }
 
 RankLoads compute_loads(const ParamInventory& inv, const ChunkPlan& plan, int ns_iterations) {
-  RankLoads l;
-  l.alltoall_bytes.assign(plan.world, 0);
-  l.ns_flops.assign(plan.world, 0);
   const int g = plan.layout.fsdp;
+  // Muon batches load group positions (every replica group alike); slices are visited only
+  // where they are not empty, so the cost is the matrices' rows plus the ranks.
+  std::vector<double> bytes(g, 0), flops(g, 0);
+  std::map<LocalCounts, double> local_flops;
   for (const Chunk& c : plan.chunks) {
     const double f = ns_flops(c.rows, c.cols, ns_iterations);
     if (c.kind == Chunk::Kind::muon_local) {
-      for (int r = 0; r < plan.world; ++r) l.ns_flops[r] += c.local_matrices[r] * f;
+      local_flops[c.local] += f;
     } else if (c.kind == Chunk::Kind::muon_batch) {
-      std::vector<double> sent(g);
-      for (int i = 0; i < g; ++i) sent[i] = batch_bytes_sent(inv, c, i);
-      for (int r = 0; r < plan.world; ++r) {
-        l.alltoall_bytes[r] += sent[r % g];
-        l.ns_flops[r] += f * std::count(c.owners.begin(), c.owners.end(), r % g);
+      // sent_r = sum_k slice_r(k) + sum_{k: owner(k) = r} (whole(k) - 2 slice_r(k))
+      for (size_t k = 0; k < c.owners.size(); ++k) {
+        const MatrixRef& m = c.matrices[std::min(k, c.matrices.size() - 1)];
+        const Range h = detail::holders(inv, m, g);
+        for (int64_t r = h.begin; r < h.end; ++r)
+          bytes[r] += detail::slice_bytes(inv, m, g, int(r));
+        const int o = c.owners[k];
+        bytes[o] += 2.0 * double(m.rows) * double(m.cols) - 2 * detail::slice_bytes(inv, m, g, o);
+        flops[o] += f;
       }
     }
+  }
+  RankLoads l;
+  l.alltoall_bytes.resize(plan.world);
+  l.ns_flops.resize(plan.world);
+  for (int r = 0; r < plan.world; ++r) {
+    l.alltoall_bytes[r] = bytes[r % g];
+    l.ns_flops[r] = flops[r % g];
+  }
+  for (const auto& [rule, f] : local_flops) {
+    for (int r = 0; r < plan.world; ++r) l.ns_flops[r] += double(rule.at(r)) * f;
   }
   return l;
 }

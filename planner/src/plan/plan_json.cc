@@ -39,12 +39,18 @@ json chunk_json(const Plan& plan, const Chunk& c) {
     j["predicted_ns_ms"] =
         1e3 * ns_cost(plan.topology, 1, c.rows, c.cols, plan.options.schedule).total_s;
   } else if (c.kind == Chunk::Kind::muon_local) {
-    int64_t count = 0;
-    for (int64_t n : c.local_matrices) count = std::max(count, n);
+    const int64_t count = c.local.max();
     j["count"] = count;
     j["predicted_ns_ms"] =
         1e3 * ns_cost(plan.topology, count, c.rows, c.cols, plan.options.schedule).total_s;
     j["shard_group"] = {{"size", 1}, {"dim", "stack"}};
+    // The rule giving each rank's matrices (chunks.h): a few numbers at any world size.
+    if (c.local.stacked) {
+      j["local"] = {
+          {"rule", "stack"}, {"entries", c.local.entries}, {"ep", c.local.ep}, {"dp", c.local.dp}};
+    } else {
+      j["local"] = {{"rule", "replicated"}};
+    }
     j["owners"] = json::array();
     j["matrices"] = {{{"tensor", plan.inventory.tensors[c.matrices[0].tensor].name},
                       {"partition", c.matrices[0].partition},

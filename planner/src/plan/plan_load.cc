@@ -257,7 +257,7 @@ MatrixRef read_matrix(const Node& n, const Plan& plan, const Chunk& c, Coverage&
 
 Chunk read_chunk(const Node& n, const Plan& plan, Coverage& covered) {
   n.only({"kind", "rows", "cols", "params", "count", "shard_group", "owners", "padding", "matrices",
-          "predicted_ns_ms", "param_names"});
+          "local", "predicted_ns_ms", "param_names"});
   Chunk c;
   c.kind = n["kind"].named(kChunkKindNames);
   c.rows = n["rows"].integer(0, INT64_MAX);
@@ -279,7 +279,7 @@ Chunk read_chunk(const Node& n, const Plan& plan, Coverage& covered) {
     for (size_t k = 0; k < matrices.size(); ++k) {
       c.matrices.push_back(read_matrix(matrices[k], plan, c, covered));
       const ParamTensor& t = plan.inventory.tensors[c.matrices.back().tensor];
-      if (place(t, layout, plan.world).kind != Placement::Kind::row_sharded)
+      if (placement_kind(t, layout) != Placement::Kind::row_sharded)
         matrices[k]["tensor"].fail("'" + t.name + "' is not row-sharded under this layout");
     }
     c.padding = n["padding"].integer(0, c.group_size);
@@ -293,16 +293,35 @@ Chunk read_chunk(const Node& n, const Plan& plan, Coverage& covered) {
     if (matrices.size() != 1) matrices.fail("a local chunk has exactly one matrix entry");
     c.matrices.push_back(read_matrix(matrices[0], plan, c, covered));
     const ParamTensor& t = plan.inventory.tensors[c.matrices[0].tensor];
-    // Per-rank work is not in the JSON (only its max): recompute it as chunks.cc does.
-    const Placement p = place(t, layout, plan.world);
-    if (p.kind == Placement::Kind::row_sharded)
+    if (placement_kind(t, layout) == Placement::Kind::row_sharded)
       matrices[0]["tensor"].fail("'" + t.name + "' is row-sharded: it belongs in a muon_batch");
-    c.local_matrices.resize(plan.world);
-    int64_t most = 0;
-    for (int r = 0; r < plan.world; ++r) {
-      c.local_matrices[r] = p.kind == Placement::Kind::stack_sharded ? p.local[r].size() : 1;
-      most = std::max(most, c.local_matrices[r]);
+    // Which ranks hold how many of its matrices: the rule the file states (chunks.h,
+    // LocalCounts), checked against the tensor and the layout it must describe.
+    const Node local = n["local"];
+    const std::string rule = local["rule"].string();
+    if (rule != "replicated" && rule != "stack") {
+      local["rule"].fail("expected replicated or stack, got '" + rule + "'");
     }
+    c.local.stacked = rule == "stack";
+    if (c.local.stacked != (t.stack_dim == 0)) {
+      local["rule"].fail(std::string("expected ") + (t.stack_dim == 0 ? "stack" : "replicated") +
+                         " for '" + t.name + "'");
+    }
+    if (c.local.stacked) {
+      local.only({"rule", "entries", "ep", "dp"});
+      c.local.entries = local["entries"].integer(0, INT64_MAX);
+      c.local.ep = local["ep"].integer(1, kMaxWorldRanks);
+      c.local.dp = local["dp"].integer(1, kMaxWorldRanks);
+      if (c.local.entries != t.stack_count())
+        local["entries"].fail("expected the stack's " + std::to_string(t.stack_count()));
+      if (c.local.ep != layout.ep)
+        local["ep"].fail("expected the layout's ep " + std::to_string(layout.ep));
+      if (int64_t(c.local.ep) * c.local.dp != plan.world)
+        local["dp"].fail("expected world_size / ep = " + std::to_string(plan.world / layout.ep));
+    } else {
+      local.only({"rule"});
+    }
+    const int64_t most = c.local.max();
     if (n["count"].integer(0, INT64_MAX) != most)
       n["count"].fail("expected " + std::to_string(most) + " matrices on the busiest rank");
   } else {

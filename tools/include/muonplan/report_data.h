@@ -33,6 +33,7 @@ struct ReportInputs {
   std::string model_path, topology_path;
   std::vector<int> node_counts;         // parse_node_counts
   std::vector<nlohmann::json> metrics;  // load_metrics results
+  nlohmann::json measured_trace;        // `muonplan execute --trace` output, or null
 };
 
 // `base` carries the user's options; the sweep replaces its node count, offload mode and

@@ -21,6 +21,7 @@ struct ExecuteOptions {
   std::string resume_dir;       // load before the first step when set
   bool skip_nonfinite = false;  // skip a step whose gradients hold NaN/Inf instead of failing
   bool symmetric_ns = false;    // the symmetric-product NS variant (newton_schulz.h)
+  bool trace = false;           // record the last step's stages (ExecuteResult::trace)
   // Test hook: poison one element of this tensor's gradient at this step ("" = never).
   std::string inject_nonfinite_tensor;
   int64_t inject_nonfinite_step = 0;
@@ -29,6 +30,9 @@ struct ExecuteOptions {
 struct ExecuteResult {
   nlohmann::json metrics;  // the same on every rank after the collectives
   int64_t last_step = 0;
+  // With options.trace, on rank 0: the last step's stages on every rank as trace-event JSON
+  // (trace.h); null elsewhere.
+  nlohmann::json trace;
 };
 
 // Throws InputError for a plan that cannot run here (world size, optimizer), and

@@ -16,6 +16,7 @@
 //              it into the fp32 master (with weight decay) and sends the new bf16 weights.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -24,6 +25,7 @@
 #include "muonplan/exec/communicator.h"
 #include "muonplan/exec/newton_schulz.h"
 #include "muonplan/exec/rank_state.h"
+#include "muonplan/trace.h"
 
 namespace muonplan::exec {
 
@@ -56,11 +58,27 @@ class MuonStep {
   const std::string& nonfinite_tensor() const { return nonfinite_; }
   // Plain NS, or the symmetric-product variant (one triangle of X X^T and A A).
   void set_ns_variant(NsVariant v) { ns_variant_ = v; }
+  // Each run() replaces `sink`'s contents with its stages, named and timed as the planner's
+  // predicted schedule names them (trace.h), from the start of the run; nullptr (the default)
+  // records nothing and reads no clock.
+  void set_trace(std::vector<TraceEvent>* sink) { trace_ = sink; }
 
  private:
   struct Flight;
   struct StateSlice;
   struct HostStaging;
+  class Span;
+  using Clock = std::chrono::steady_clock;
+  // Appends [t0, now) as stage `what` of chunk c (nullptr: of no single chunk) on resource r.
+  void record(const char* what, Resource r, const Chunk* c, Clock::time_point t0);
+  // The momentum stage as the planner names it: on the device, or (full offload, folded on the
+  // host already) the bf16 copy going to it.
+  const char* momentum_stage() const {
+    return mode_ == OffloadMode::full ? "bf16 momentum H2D" : "momentum";
+  }
+  Resource momentum_resource() const {
+    return mode_ == OffloadMode::full ? Resource::pcie_h2d : Resource::gpu;
+  }
   std::unique_ptr<Flight> start_batch(const Chunk& chunk, int lane);
   void orthogonalize(Flight& f);
   void finish(Flight& f);
@@ -95,6 +113,9 @@ class MuonStep {
   NsVariant ns_variant_ = NsVariant::plain;
   float* check_sums_ = nullptr;  // device: one sum of squares per chunk, read after the step
   std::string nonfinite_;
+  std::vector<TraceEvent>* trace_ = nullptr;
+  const Chunk* cur_chunk_ = nullptr;  // the chunk whose stages run now (trace names)
+  Clock::time_point run_start_;
 };
 
 }  // namespace muonplan::exec
