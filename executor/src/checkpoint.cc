@@ -167,14 +167,6 @@ class Writer {
       write_out(p + done, std::min(kBlock, n - done), what_ + " at byte " + std::to_string(done));
     }
   }
-  template <class T>
-  void put_int(T v) {
-    put(&v, sizeof v);
-  }
-  void put_string(const std::string& s) {
-    put_int<uint32_t>(static_cast<uint32_t>(s.size()));
-    put(s.data(), s.size());
-  }
   // Names what the next block holds, for the save points.
   void begin_block(std::string what) { what_ = std::move(what); }
   void end_block(const std::string& what) {
