@@ -1,16 +1,22 @@
 // The Python module `muonplan`: the planner's commands as functions returning plain dicts with
 // the command line's JSON keys (docs/cli-contract.md). Options take the CLI's flag names with
 // underscores; bad input raises muonplan.InputError (a ValueError) with the CLI's one-line
-// message. No logic of its own: flags go through plan_request.h like `muonplan plan`'s.
+// message. No logic of its own: flags go through plan_request.h like `muonplan plan`'s, and
+// checkpoints go through the executor's checkpoint library (docs/checkpoint-format.md).
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <string>
 
 #include "muonplan/data_dir.h"
 #include "muonplan/error.h"
+#include "muonplan/exec/bf16.h"
+#include "muonplan/exec/checkpoint.h"
+#include "muonplan/exec/plan_shards.h"
 #include "muonplan/json_forms.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan.h"
@@ -161,6 +167,108 @@ py::object report(py::handle model, py::handle out, py::handle topology, py::han
   return result;
 }
 
+// A plan file path or a plan dict (muonplan.plan's result).
+Plan plan_from(py::handle plan) {
+  std::string path;
+  if (as_path(plan, path)) return load_plan(path);
+  if (py::isinstance<py::dict>(plan))
+    return plan_from_json(json::parse(to_json_text(plan)), "<plan dict>");
+  throw py::type_error("plan: expected a path or a dict");
+}
+
+std::string dir_from(py::handle dir) {
+  std::string path;
+  if (!as_path(dir, path)) throw py::type_error("dir: expected a path");
+  return path;
+}
+
+// Whole tensors by entry name, as float32 arrays; bf16 is widened exactly (its bits are the
+// upper half of a float32's).
+py::dict read_checkpoint(py::handle dir) {
+  const exec::WholeCheckpoint w = exec::read_whole_checkpoint(dir_from(dir));
+  py::dict tensors;
+  for (const exec::WholeEntry& e : w.entries) {
+    py::array_t<float> a(std::vector<py::ssize_t>(e.shape.begin(), e.shape.end()));
+    float* out = a.mutable_data();
+    const size_t n = static_cast<size_t>(a.size());
+    if (e.dtype == "bf16") {
+      const auto* in = reinterpret_cast<const exec::bf16*>(e.bytes.data());
+      for (size_t k = 0; k < n; ++k) out[k] = exec::to_float(in[k]);
+    } else {
+      std::memcpy(out, e.bytes.data(), n * sizeof(float));
+    }
+    tensors[py::str(e.name)] = a;
+  }
+  py::dict result;
+  result["step"] = w.step;
+  result["tensors"] = tensors;
+  return result;
+}
+
+using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+
+// Cuts whole tensors into the plan's shards, one rank file per rank of the plan: "<t>/param"
+// for every tensor; "<t>/momentum" and, for AdamW tensors, "<t>/variance" default to zeros (a
+// fresh optimizer, as `execute` starts). Momentum is stored as the plan keeps it (bf16 rounds
+// to nearest even).
+void write_checkpoint(py::handle dir, const py::dict& tensors, int64_t step, py::handle plan_arg) {
+  const std::string path = dir_from(dir);
+  if (step < 0) throw py::value_error("step: must be >= 0");
+  const Plan plan = plan_from(plan_arg);
+  const ParamInventory& inv = plan.inventory;
+  std::map<std::string, FloatArray> given;
+  for (auto [key, value] : tensors) {
+    const std::string name = py::str(key).cast<std::string>();
+    const size_t slash = name.rfind('/');
+    const std::string tensor = slash == std::string::npos ? name : name.substr(0, slash);
+    const std::string field = slash == std::string::npos ? "" : name.substr(slash + 1);
+    const auto t = std::find_if(inv.tensors.begin(), inv.tensors.end(),
+                                [&](const ParamTensor& p) { return p.name == tensor; });
+    if (t == inv.tensors.end() || !(field == "param" || field == "momentum" ||
+                                    (field == "variance" && t->rule == UpdateRule::adamw))) {
+      throw py::value_error(name +
+                            ": not <tensor>/param, /momentum or (AdamW) /variance of a "
+                            "tensor of the plan's model");
+    }
+    FloatArray a = FloatArray::ensure(value);
+    if (!a) throw py::value_error(name + ": not convertible to a float32 array");
+    const std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
+    if (shape != t->shape) {
+      throw py::value_error(name + ": shape " + json(shape).dump() + ", the plan's tensor is " +
+                            json(t->shape).dump());
+    }
+    given.emplace(name, std::move(a));
+  }
+  std::vector<std::vector<exec::CheckpointEntry>> per_rank(size_t(plan.world));
+  for (size_t ti = 0; ti < inv.tensors.size(); ++ti) {
+    const ParamTensor& t = inv.tensors[ti];
+    if (!given.count(t.name + "/param")) throw py::value_error(t.name + "/param: missing");
+    const bool bf16_m = t.rule == UpdateRule::muon && plan.options.bf16_momentum;
+    for (int r = 0; r < plan.world; ++r) {
+      const exec::ShardRange s = exec::shard_of(plan, int(ti), r);
+      if (!s.primary || s.rows() == 0) continue;
+      auto add = [&](const std::string& field, bool bf16) {
+        exec::CheckpointEntry e{t.name + "/" + field, bf16 ? "bf16" : "f32", s.begin, s.end, {}};
+        const auto it = given.find(e.name);
+        const float* src = it == given.end() ? nullptr : it->second.data() + s.begin * s.row_elems;
+        const size_t n = size_t(s.elems());
+        e.bytes.assign(n * (bf16 ? 2 : 4), 0);
+        if (src && bf16) {
+          auto* out = reinterpret_cast<exec::bf16*>(e.bytes.data());
+          for (size_t k = 0; k < n; ++k) out[k] = exec::to_bf16(src[k]);
+        } else if (src) {
+          std::memcpy(e.bytes.data(), src, n * 4);
+        }
+        per_rank[size_t(r)].push_back(std::move(e));
+      };
+      add("param", false);
+      add("momentum", bf16_m);
+      if (t.rule == UpdateRule::adamw) add("variance", false);
+    }
+  }
+  exec::save_checkpoint_all(path, step, exec::checkpoint_plan_info(plan), per_rank);
+}
+
 }  // namespace
 }  // namespace muonplan
 
@@ -194,4 +302,15 @@ PYBIND11_MODULE(muonplan, m) {
         "Write the capacity report (`muonplan report`) into `out`; nodes: 'A..B', 'A,B', an "
         "int or a list; metrics: a path or a list of paths. Returns the paths written and the "
         "report data.");
+  m.def("read_checkpoint", &read_checkpoint, py::arg("dir"),
+        "Read a checkpoint of `muonplan execute --checkpoint` (any world size or layout): "
+        "{'step': int, 'tensors': {'<param>/param' | '/momentum' | '/variance': whole numpy "
+        "float32 array}}; bf16 momentum is widened to float32 exactly.");
+  m.def("write_checkpoint", &write_checkpoint, py::arg("dir"), py::arg("tensors"), py::arg("step"),
+        py::arg("plan"),
+        "Write whole tensors as a checkpoint for `plan` (a plan file path or muonplan.plan's "
+        "dict), sharded as its ranks hold them, so `muonplan execute --resume dir` starts from "
+        "them at step + 1. tensors: '<param>/param' for every tensor of the plan's model "
+        "(float32, or anything numpy casts to it); '/momentum' and (AdamW) '/variance' default "
+        "to zeros.");
 }

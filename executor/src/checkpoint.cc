@@ -1,14 +1,12 @@
-// Checkpoint files (docs/checkpoint-format.md). The manifest is written last, into DIR.tmp,
+// Saving checkpoints (docs/checkpoint-format.md). The manifest is written last, into DIR.tmp,
 // and DIR.tmp only becomes DIR by a rename: a directory with a manifest is always complete.
 #include "muonplan/exec/checkpoint.h"
-#include "muonplan/exec/fnv1a.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -17,45 +15,60 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <set>
 #include <stdexcept>
 
+#include "checkpoint_files.h"
 #include "muonplan/error.h"
 #include "muonplan/exec/digest.h"
+#include "muonplan/exec/fnv1a.h"
+#include "muonplan/exec/plan_shards.h"
+#include "muonplan/exec/safetensors.h"
 
 namespace muonplan::exec {
-namespace {
+namespace ckpt {
 
-namespace fs = std::filesystem;
-using json = nlohmann::json;
-static_assert(std::endian::native == std::endian::little, "the format is little-endian");
-
-constexpr const char* kSchema = "muonplan.checkpoint/2";
-// Schema 1 manifests checksummed with an FNV offset basis one digit short (1469598103934665603,
-// the standard one is 14695981039346656037); they are still verified with the basis they were
-// written with (docs/checkpoint-format.md).
-constexpr const char* kLegacySchema = "muonplan.checkpoint/1";
-constexpr uint64_t kLegacyFnvBasis = 1469598103934665603ull;
-constexpr char kMagic[8] = {'M', 'U', 'O', 'N', 'C', 'K', 'P', 'T'};
-constexpr uint64_t kVersion = 1;
-constexpr const char* kStepEntry = "step";  // the group's step count, as dion keeps it
-
-size_t dtype_size(const std::string& dtype) {
-  return dtype == "f32" ? 4 : dtype == "bf16" ? 2 : dtype == "i64" ? 8 : 0;
-}
-
-// "ckpt/" and "ckpt" name one checkpoint, whose siblings are ckpt.tmp and ckpt.old.
 std::string without_trailing_slash(std::string dir) {
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   return dir;
 }
 
-std::string rank_file(int rank) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "rank-%05d.bin", rank);
+std::string rank_file(int rank, bool legacy) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "rank-%05d.%s", rank, legacy ? "bin" : "safetensors");
   return buf;
 }
+
+bool is_rank_file_name(const std::string& n, bool legacy) {
+  const std::string ext = legacy ? ".bin" : ".safetensors";
+  if (n.size() < 6 + ext.size() || n.rfind("rank-", 0) != 0 ||
+      n.compare(n.size() - ext.size(), ext.size(), ext) != 0)
+    return false;
+  return std::all_of(n.begin() + 5, n.end() - ext.size(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
+int64_t row_elems(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (size_t i = 1; i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+std::pair<std::string, std::string> split_entry_name(const std::string& name) {
+  const size_t slash = name.rfind('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == name.size()) return {"", ""};
+  return {name.substr(0, slash), name.substr(slash + 1)};
+}
+
+}  // namespace ckpt
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using namespace ckpt;
 
 [[noreturn]] void sys_fail(const std::string& what, const std::string& path) {
   throw std::runtime_error(path + ": " + what + ": " + std::strerror(errno));
@@ -154,14 +167,6 @@ class Writer {
       write_out(p + done, std::min(kBlock, n - done), what_ + " at byte " + std::to_string(done));
     }
   }
-  template <class T>
-  void put_int(T v) {
-    put(&v, sizeof v);
-  }
-  void put_string(const std::string& s) {
-    put_int<uint32_t>(static_cast<uint32_t>(s.size()));
-    put(s.data(), s.size());
-  }
   // Names what the next block holds, for the save points.
   void begin_block(std::string what) { what_ = std::move(what); }
   void end_block(const std::string& what) {
@@ -206,77 +211,81 @@ class Writer {
   uint64_t bytes_ = 0, sum_ = kFnv1a64Basis;
 };
 
-// Reads a rank file whose size the manifest vouches for; every length is checked against the
-// bytes left, so a corrupt length cannot make it allocate or read past the end.
-class Reader {
- public:
-  Reader(std::string path, uint64_t size, uint64_t basis)
-      : path_(std::move(path)), in_(path_, std::ios::binary), left_(size), sum_(basis) {
-    if (!in_) throw InputError({path_, 0, 0}, "file", "cannot be read");
-  }
-  [[noreturn]] void corrupt(const std::string& what) const {
-    throw InputError({path_, 0, 0}, "", "corrupt checkpoint file: " + what);
-  }
-  void get(void* data, uint64_t n) {
-    if (n > left_) corrupt("a record runs past the end of the file");
-    if (n && !in_.read(static_cast<char*>(data), std::streamsize(n))) corrupt("read failed");
-    sum_ = fnv1a64(data, n, sum_);
-    left_ -= n;
-  }
-  template <class T>
-  T get_int() {
-    T v;
-    get(&v, sizeof v);
-    return v;
-  }
-  std::string get_string() {
-    std::string s(get_int<uint32_t>(), '\0');
-    get(s.data(), s.size());
-    return s;
-  }
-  uint64_t left() const { return left_; }
-  uint64_t checksum() const { return sum_; }
-
- private:
-  std::string path_;
-  std::ifstream in_;
-  uint64_t left_, sum_;
-};
-
-void check_entry(const CheckpointEntry& e) {
-  const size_t size = dtype_size(e.dtype);
-  if (e.name.empty() || e.name == kStepEntry || size == 0 || e.bytes.size() % size != 0) {
-    throw std::invalid_argument("checkpoint entry '" + e.name + "' (" + e.dtype + ", " +
-                                std::to_string(e.bytes.size()) +
-                                " bytes): needs a name other than 'step' and whole f32 or bf16 "
-                                "elements");
-  }
-}
-
 struct Written {
   uint64_t bytes = 0, checksum = 0;
 };
 
-// Rank file: magic, version, entry count, then per entry name, dtype, byte count, bytes. One
-// block (one write, one save point) for the header and the step, then one per entry.
-Written write_rank_file(const std::string& path, int64_t step,
-                        const std::vector<CheckpointEntry>& entries, SavePoints& points,
-                        std::function<void()> between) {
+const char* st_dtype(const std::string& dtype) {
+  return dtype == "bf16" ? "BF16" : "F32";
+}
+
+// A rank's entries against the model: each names a tensor of `info` and one of its state
+// fields, holds rows inside the tensor (all of one tensor's fields the same rows, since the
+// metadata records one range per tensor) and exactly that many elements of its dtype.
+void check_entries(const CheckpointPlanInfo& info, const std::vector<CheckpointEntry>& entries) {
+  std::map<std::string, const CheckpointTensor*> tensors;
+  for (const CheckpointTensor& t : info.tensors) tensors[t.name] = &t;
+  std::map<std::string, std::pair<int64_t, int64_t>> rows;
+  std::set<std::string> seen;
+  for (const CheckpointEntry& e : entries) {
+    const auto [tensor, field] = split_entry_name(e.name);
+    const auto it = tensors.find(tensor);
+    const bool momentum = field == "momentum";
+    const std::string what = "checkpoint entry '" + e.name + "' (" + e.dtype + ", rows " +
+                             std::to_string(e.begin) + ".." + std::to_string(e.end) + ", " +
+                             std::to_string(e.bytes.size()) + " bytes): ";
+    if (it == tensors.end() || (field != "param" && !momentum && field != "variance"))
+      throw std::invalid_argument(what +
+                                  "not <tensor>/param, /momentum or /variance of a "
+                                  "tensor of the model");
+    if (!seen.insert(e.name).second) throw std::invalid_argument(what + "given twice");
+    const CheckpointTensor& t = *it->second;
+    const size_t size = e.dtype == "f32" ? 4 : e.dtype == "bf16" && momentum ? 2 : 0;
+    if (size == 0) throw std::invalid_argument(what + "f32 needed (bf16 only for momentum)");
+    if (e.begin < 0 || e.begin >= e.end || e.end > t.shape[0])
+      throw std::invalid_argument(what + "rows outside the tensor, or none");
+    if (e.bytes.size() != size_t((e.end - e.begin) * row_elems(t.shape)) * size)
+      throw std::invalid_argument(what + "the byte count does not match the rows");
+    const auto [r, fresh] = rows.emplace(tensor, std::make_pair(e.begin, e.end));
+    if (!fresh && r->second != std::make_pair(e.begin, e.end))
+      throw std::invalid_argument(what + "other rows than another entry of its tensor");
+  }
+}
+
+// "[b,e]": metadata values are strings (the format says so); these parse as JSON.
+std::string range_text(int64_t b, int64_t e) {
+  return "[" + std::to_string(b) + "," + std::to_string(e) + "]";
+}
+
+// A safetensors file: the header (tensor table and __metadata__) and the `step` entry in one
+// block (one write, one save point), then one block per entry, in order.
+Written write_rank_file(const std::string& path, int rank, int world, int64_t step,
+                        const CheckpointPlanInfo& info, const std::vector<CheckpointEntry>& entries,
+                        SavePoints& points, std::function<void()> between) {
+  std::map<std::string, const CheckpointTensor*> tensors;
+  for (const CheckpointTensor& t : info.tensors) tensors[t.name] = &t;
+  std::vector<safetensors::Tensor> table = {{kStepEntry, "I64", {}, 0, 0}};
+  std::map<std::string, std::string> meta = {{"schema", kSchema},
+                                             {"step", std::to_string(step)},
+                                             {"rank", std::to_string(rank)},
+                                             {"world_size", std::to_string(world)}};
+  for (const CheckpointEntry& e : entries) {
+    const std::string tensor = split_entry_name(e.name).first;
+    const CheckpointTensor& t = *tensors.at(tensor);
+    std::vector<int64_t> shape = t.shape;
+    shape[0] = e.end - e.begin;
+    table.push_back({e.name, st_dtype(e.dtype), shape, 0, 0});
+    meta[tensor + "/shape"] = json(t.shape).dump();
+    meta[tensor + (t.stack ? "/experts" : "/rows")] = range_text(e.begin, e.end);
+  }
+  const std::string header = safetensors::encode_header(table, meta);
   Writer w(path, points, std::move(between));
   w.begin_block("header and step");
-  w.put(kMagic, sizeof kMagic);
-  w.put_int<uint64_t>(kVersion);
-  w.put_int<uint64_t>(entries.size() + 1);
-  w.put_string(kStepEntry);
-  w.put_string("i64");
-  w.put_int<uint64_t>(8);
-  w.put_int<int64_t>(step);
+  w.put(header.data(), header.size());
+  w.put(&step, sizeof step);
   w.end_block("header and step");
   for (const CheckpointEntry& e : entries) {
     w.begin_block("entry " + e.name);
-    w.put_string(e.name);
-    w.put_string(e.dtype);
-    w.put_int<uint64_t>(e.bytes.size());
     w.put(e.bytes.data(), e.bytes.size());
     w.end_block("entry " + e.name);
   }
@@ -284,15 +293,41 @@ Written write_rank_file(const std::string& path, int64_t step,
   return {w.bytes(), w.checksum()};
 }
 
-bool is_rank_file_name(const std::string& n) {
-  if (n.size() < 10 || n.rfind("rank-", 0) != 0 || n.substr(n.size() - 4) != ".bin") return false;
-  return std::all_of(n.begin() + 5, n.end() - 4, [](char c) { return c >= '0' && c <= '9'; });
+// Whether a rank-NNNNN.safetensors is one of ours: empty (a save killed between creating it
+// and its first write, which holds the whole header), or a safetensors header whose
+// __metadata__ "schema" starts with "muonplan.checkpoint/".
+bool is_our_rank_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char len[8];
+  in.read(reinterpret_cast<char*>(len), sizeof len);
+  if (in.gcount() == 0) return true;
+  if (in.gcount() != sizeof len) return false;
+  const uint64_t n = safetensors::header_length(len);
+  std::error_code ec;
+  if (n > safetensors::kMaxHeaderBytes || n > fs::file_size(path, ec) - 8 || ec) return false;
+  std::string text(n, '\0');
+  in.read(text.data(), std::streamsize(n));
+  const json h = json::parse(text, nullptr, false);
+  if (!h.is_object() || !h.contains("__metadata__") || !h["__metadata__"].is_object()) return false;
+  const json& m = h["__metadata__"];
+  return m.contains("schema") && m["schema"].is_string() &&
+         m["schema"].get<std::string>().rfind("muonplan.checkpoint/", 0) == 0;
+}
+
+// Whether a legacy rank-NNNNN.bin is ours: it starts with our magic, or is shorter than the
+// magic (a save killed mid-write).
+bool is_our_legacy_rank_file(const fs::path& path) {
+  char magic[sizeof kLegacyMagic] = {};
+  std::ifstream in(path, std::ios::binary);
+  in.read(magic, sizeof magic);
+  return in.gcount() < std::streamsize(sizeof magic) ||
+         std::memcmp(magic, kLegacyMagic, sizeof magic) == 0;
 }
 
 // Why `path` is not a checkpoint directory of ours, or "" when it is ours or absent. Ours: a
 // directory holding only manifest.json (with our schema), manifest.json.part and rank files
-// that start with our magic (a file shorter than the magic is a save killed mid-write). Only
-// such a directory is ever replaced or removed (docs/reliability.md).
+// of ours (above; legacy ones too, so an old checkpoint can be replaced). Only such a directory
+// is ever replaced or removed (docs/reliability.md).
 std::string foreign_reason(const std::string& path) {
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(path, ec);
@@ -313,14 +348,8 @@ std::string foreign_reason(const std::string& path) {
       return "holds a manifest.json that is not a muonplan checkpoint's";
     }
     if (name == "manifest.json.part" && regular) continue;
-    if (is_rank_file_name(name) && regular) {
-      char magic[sizeof kMagic] = {};
-      std::ifstream in(e.path(), std::ios::binary);
-      in.read(magic, sizeof magic);
-      if (in.gcount() < std::streamsize(sizeof magic) ||
-          std::memcmp(magic, kMagic, sizeof magic) == 0)
-        continue;
-    }
+    if (regular && is_rank_file_name(name, false) && is_our_rank_file(e.path())) continue;
+    if (regular && is_rank_file_name(name, true) && is_our_legacy_rank_file(e.path())) continue;
     return "holds " + name + ", which is not part of a muonplan checkpoint";
   }
   return "";
@@ -358,21 +387,46 @@ void recover(const std::string& dir, SavePoints& points) {
   remove_path(old, points);
 }
 
-// Rank 0, after every rank file is on disk: the manifest (written aside and renamed, so a
-// manifest.json is always whole), then the renames.
-void publish(const std::string& dir, int world, int64_t step, const std::string& fingerprint,
-             const std::vector<uint64_t>& sizes, const std::vector<uint64_t>& sums,
-             SavePoints& points) {
-  const std::string tmp = dir + ".tmp", old = dir + ".old";
-  json ranks = json::array();
+// The manifest text: one key per line, and one line per tensor and per rank file, so that it
+// stays readable for models of thousands of tensors.
+std::string manifest_text(int world, int64_t step, const CheckpointPlanInfo& info,
+                          const std::vector<uint64_t>& sizes, const std::vector<uint64_t>& sums) {
+  using ojson = nlohmann::ordered_json;
+  auto lines = [](const std::vector<ojson>& items) {
+    std::string out = "[";
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? ",\n    " : "\n    ") + items[i].dump();
+    return out + (items.empty() ? "]" : "\n  ]");
+  };
+  std::vector<ojson> tensors, ranks;
+  for (const CheckpointTensor& t : info.tensors) {
+    tensors.push_back({{"name", t.name}, {"shape", t.shape}, {"rule", t.rule}, {"stack", t.stack}});
+  }
   for (int r = 0; r < world; ++r) {
     ranks.push_back(
         {{"file", rank_file(r)}, {"bytes", sizes[r]}, {"checksum", digest_hex(sums[r])}});
   }
-  const json manifest = {{"schema", kSchema},      {"step", step},
-                         {"world_size", world},    {"plan_fingerprint", fingerprint},
-                         {"checksum", "fnv1a-64"}, {"ranks", ranks}};
-  const std::string text = manifest.dump(2) + "\n";
+  const ojson head = {{"schema", kSchema},
+                      {"step", step},
+                      {"world_size", world},
+                      {"plan_fingerprint", info.fingerprint},
+                      {"layout", info.layout},
+                      {"offload", info.offload},
+                      {"bf16_momentum", info.bf16_momentum},
+                      {"checksum", "fnv1a-64"}};
+  std::string text = "{\n";
+  for (const auto& [k, v] : head.items()) text += "  " + ojson(k).dump() + ": " + v.dump() + ",\n";
+  text += "  \"tensors\": " + lines(tensors) + ",\n";
+  text += "  \"ranks\": " + lines(ranks) + "\n}\n";
+  return text;
+}
+
+// Rank 0, after every rank file is on disk: the manifest (written aside and renamed, so a
+// manifest.json is always whole), then the renames.
+void publish(const std::string& dir, int world, int64_t step, const CheckpointPlanInfo& info,
+             const std::vector<uint64_t>& sizes, const std::vector<uint64_t>& sums,
+             SavePoints& points) {
+  const std::string tmp = dir + ".tmp", old = dir + ".old";
+  const std::string text = manifest_text(world, step, info, sizes, sums);
   Writer w(tmp + "/manifest.json.part", points, nullptr);
   w.begin_block("manifest");
   w.put(text.data(), text.size());
@@ -453,7 +507,7 @@ CheckpointLock::~CheckpointLock() {
 }
 
 void save_checkpoint(const std::string& dir_arg, int rank, int world, int64_t step,
-                     const std::string& fingerprint, const std::vector<CheckpointEntry>& entries,
+                     const CheckpointPlanInfo& plan, const std::vector<CheckpointEntry>& entries,
                      Communicator* comm) {
   if (!comm && (world != 1 || rank != 0))
     throw std::invalid_argument("save_checkpoint: without a communicator the world must be 1");
@@ -465,7 +519,7 @@ void save_checkpoint(const std::string& dir_arg, int rank, int world, int64_t st
   // Entries are checked inside a phase: a bad entry on one rank must fail every rank, not
   // leave the others waiting in the next collective.
   agreed(comm, dir, "checking entries or preparing " + tmp, true, [&] {
-    for (const CheckpointEntry& e : entries) check_entry(e);
+    check_entries(plan, entries);
     if (rank != 0) return;
     recover(dir, points);
     make_dir(tmp, points);
@@ -473,111 +527,48 @@ void save_checkpoint(const std::string& dir_arg, int rank, int world, int64_t st
   // Each rank's size and checksum in its own slot: a sum over ranks gathers them.
   std::vector<uint64_t> info(2 * world, 0);
   agreed(comm, dir, "writing rank files", true, [&] {
-    const Written w = write_rank_file(tmp + "/" + rank_file(rank), step, entries, points, poll);
+    const Written w = write_rank_file(tmp + "/" + rank_file(rank), rank, world, step, plan, entries,
+                                      points, poll);
     info[rank] = w.bytes;
     info[world + rank] = w.checksum;
   });
   if (comm) comm->allreduce_sum_u64(info.data(), info.size());
   agreed(comm, dir, "publishing the manifest", rank == 0, [&] {
-    publish(dir, world, step, fingerprint, {info.begin(), info.begin() + world},
+    publish(dir, world, step, plan, {info.begin(), info.begin() + world},
             {info.begin() + world, info.end()}, points);
   });
 }
 
-LoadedCheckpoint load_checkpoint(const std::string& dir_arg, int rank, int world,
-                                 const std::string& fingerprint) {
+void save_checkpoint_all(const std::string& dir_arg, int64_t step, const CheckpointPlanInfo& plan,
+                         const std::vector<std::vector<CheckpointEntry>>& per_rank) {
   const std::string dir = without_trailing_slash(dir_arg);
-  std::string base = dir;
-  for (const std::string& d : {dir, dir + ".tmp", dir + ".old"}) {
-    if (fs::exists(d + "/manifest.json")) {
-      base = d;
-      break;
-    }
+  const int world = static_cast<int>(per_rank.size());
+  if (world < 1) throw std::invalid_argument("save_checkpoint_all: no ranks");
+  check_replaceable(dir);
+  CheckpointLock lock(dir);
+  for (const auto& entries : per_rank) check_entries(plan, entries);
+  SavePoints points(0);
+  recover(dir, points);
+  make_dir(dir + ".tmp", points);
+  std::vector<uint64_t> sizes, sums;
+  for (int r = 0; r < world; ++r) {
+    const Written w = write_rank_file(dir + ".tmp/" + rank_file(r), r, world, step, plan,
+                                      per_rank[size_t(r)], points, nullptr);
+    sizes.push_back(w.bytes);
+    sums.push_back(w.checksum);
   }
-  const std::string mpath = base + "/manifest.json";
-  std::ifstream in(mpath);
-  if (!in) throw InputError({mpath, 0, 0}, "file", "cannot be read");
-  json m;
-  try {
-    m = json::parse(in);
-  } catch (const json::exception& e) {
-    throw InputError({mpath, 0, 0}, "json", e.what());
-  }
-  auto field = [&](const char* key) -> const json& {
-    if (!m.is_object() || !m.contains(key)) throw InputError({mpath, 0, 0}, key, "missing");
-    return m[key];
-  };
-  const bool legacy = field("schema") == kLegacySchema;
-  if (field("schema") != kSchema && !legacy) {
-    throw InputError({mpath, 0, 0}, "schema",
-                     std::string("expected ") + kSchema + ", got " + field("schema").dump());
-  }
-  LoadedCheckpoint out;
-  try {
-    if (field("world_size").get<int>() != world) {
-      throw InputError({mpath, 0, 0}, "world_size",
-                       "the checkpoint was written by " + field("world_size").dump() +
-                           " ranks; this run has " + std::to_string(world));
-    }
-    if (field("plan_fingerprint").get<std::string>() != fingerprint) {
-      throw InputError({mpath, 0, 0}, "plan_fingerprint",
-                       "the checkpoint is for plan " + field("plan_fingerprint").dump() +
-                           ", this run's plan is \"" + fingerprint + "\"");
-    }
-    out.step = field("step").get<int64_t>();
-    // Only the checksum save writes, and only files inside the checkpoint: "../x.bin" or an
-    // absolute path would read (and trust) a file elsewhere.
-    if (field("checksum") != "fnv1a-64") {
-      throw InputError({mpath, 0, 0}, "checksum",
-                       "expected \"fnv1a-64\", got " + field("checksum").dump());
-    }
-    const json& r = field("ranks").at(rank);
-    if (r.at("file") != rank_file(rank)) {
-      throw InputError({mpath, 0, 0}, "ranks[" + std::to_string(rank) + "].file",
-                       "expected \"" + rank_file(rank) + "\", got " + r.at("file").dump());
-    }
-    const std::string path = base + "/" + r.at("file").get<std::string>();
-    const uint64_t size = r.at("bytes").get<uint64_t>();
-    const std::string sum = r.at("checksum").get<std::string>();
-    std::error_code ec;
-    const uint64_t actual = fs::file_size(path, ec);
-    if (ec) throw InputError({path, 0, 0}, "file", "cannot be read");
-    if (actual != size) {
-      throw InputError({path, 0, 0}, "",
-                       "truncated or extended: " + std::to_string(actual) +
-                           " bytes, the manifest says " + std::to_string(size));
-    }
-    Reader rd(path, size, legacy ? kLegacyFnvBasis : kFnv1a64Basis);
-    char magic[sizeof kMagic];
-    rd.get(magic, sizeof magic);
-    if (std::memcmp(magic, kMagic, sizeof magic) != 0 || rd.get_int<uint64_t>() != kVersion)
-      rd.corrupt("not a muonplan checkpoint file of version 1");
-    const uint64_t count = rd.get_int<uint64_t>();
-    for (uint64_t i = 0; i < count; ++i) {
-      CheckpointEntry e;
-      e.name = rd.get_string();
-      e.dtype = rd.get_string();
-      const uint64_t n = rd.get_int<uint64_t>();
-      if (dtype_size(e.dtype) == 0 || n % dtype_size(e.dtype) != 0 || n > rd.left())
-        rd.corrupt("entry '" + e.name + "' has a bad dtype or length");
-      e.bytes.resize(n);
-      rd.get(e.bytes.data(), n);
-      if (e.name != kStepEntry) {
-        out.entries.push_back(std::move(e));
-      } else if (n != 8 || std::memcmp(e.bytes.data(), &out.step, 8) != 0) {
-        rd.corrupt("its step differs from the manifest's");
-      }
-    }
-    if (rd.left() != 0) rd.corrupt("trailing bytes after the last entry");
-    if (digest_hex(rd.checksum()) != sum) {
-      throw InputError({path, 0, 0}, "",
-                       "checksum mismatch: fnv1a-64 " + digest_hex(rd.checksum()) +
-                           ", the manifest says " + sum);
-    }
-  } catch (const json::exception& e) {
-    throw InputError({mpath, 0, 0}, "", std::string("malformed manifest: ") + e.what());
-  }
-  return out;
+  publish(dir, world, step, plan, sizes, sums, points);
+}
+
+CheckpointPlanInfo checkpoint_plan_info(const Plan& plan) {
+  CheckpointPlanInfo info;
+  info.fingerprint = plan_fingerprint(plan);
+  info.layout = to_string(plan.options.layout);
+  info.offload = to_string(plan.options.offload);
+  info.bf16_momentum = plan.options.bf16_momentum;
+  for (const ParamTensor& t : plan.inventory.tensors)
+    info.tensors.push_back({t.name, t.shape, to_string(t.rule), t.stack_dim == 0});
+  return info;
 }
 
 }  // namespace muonplan::exec

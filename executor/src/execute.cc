@@ -62,18 +62,22 @@ void poison(RankState& state, const std::string& tensor) {
   }
 }
 
+// This rank's entries for a checkpoint: the shards it is the primary holder of (replicas hold
+// the same rows, and every row is stored once), none for a shard without rows.
 std::vector<CheckpointEntry> snapshot(const RankState& state) {
   std::vector<CheckpointEntry> out;
   auto add = [&](const LocalParam& p, const std::string& name, Field f) {
-    const size_t bytes = state.field_bytes(p, f);
     CheckpointEntry e;
     e.name = name;
     e.dtype = f == Field::momentum && p.m_bf16 ? "bf16" : "f32";
-    e.bytes.resize(bytes);
+    e.begin = p.begin;
+    e.end = p.end;
+    e.bytes.resize(state.field_bytes(p, f));
     state.copy_out(p, f, e.bytes.data());
     out.push_back(std::move(e));
   };
   for (const LocalParam& p : state.params()) {
+    if (!p.primary || p.elems() == 0) continue;
     const std::string& name = state.plan().inventory.tensors[p.tensor].name;
     add(p, name + "/param", Field::param);
     add(p, name + "/momentum", Field::momentum);
@@ -82,6 +86,22 @@ std::vector<CheckpointEntry> snapshot(const RankState& state) {
   return out;
 }
 
+// What this rank's state needs from a checkpoint: every field of every shard it holds (replicas
+// too), in the dtype the plan keeps it in.
+std::vector<ShardRequest> wanted(const RankState& state) {
+  std::vector<ShardRequest> out;
+  for (const LocalParam& p : state.params()) {
+    if (p.elems() == 0) continue;
+    const std::string& name = state.plan().inventory.tensors[p.tensor].name;
+    out.push_back({name + "/param", "f32", p.begin, p.end});
+    out.push_back({name + "/momentum", p.m_bf16 ? "bf16" : "f32", p.begin, p.end});
+    if (p.v) out.push_back({name + "/variance", "f32", p.begin, p.end});
+  }
+  return out;
+}
+
+// Copies loaded entries into the state; each must be there in the plan's dtype and size (a
+// legacy checkpoint's entries are checked here, resharded ones were gathered to fit).
 void restore(RankState& state, const std::vector<CheckpointEntry>& entries,
              const std::string& dir) {
   std::map<std::string, const CheckpointEntry*> by_name;
@@ -99,11 +119,27 @@ void restore(RankState& state, const std::vector<CheckpointEntry>& entries,
     state.copy_in(p, f, it->second->bytes.data());
   };
   for (LocalParam& p : state.params()) {
+    if (p.elems() == 0) continue;
     const std::string& name = state.plan().inventory.tensors[p.tensor].name;
     get(p, name + "/param", Field::param);
     get(p, name + "/momentum", Field::momentum);
     if (p.v) get(p, name + "/variance", Field::variance);
   }
+}
+
+// Loads the checkpoint at `dir` into this rank's state; returns its step. A schema-3
+// checkpoint of the same model loads into any plan; older ones only into the plan that wrote
+// them.
+int64_t resume(RankState& state, const std::string& dir, int world) {
+  const CheckpointManifest m = read_manifest(dir);
+  if (m.legacy) {
+    restore(state, load_legacy_rank_file(m, state.rank(), world, plan_fingerprint(state.plan())),
+            dir);
+  } else {
+    check_same_model(m, checkpoint_plan_info(state.plan()));
+    restore(state, load_shards(m, state.rank(), world, wanted(state)), dir);
+  }
+  return m.step;
 }
 
 // The same run on one rank with whole matrices: every Muon matrix local, no exchange.
@@ -153,17 +189,6 @@ double reference_error(const RankState& state, const RankState& ref, std::string
 }
 
 }  // namespace
-
-std::string plan_fingerprint(const Plan& plan) {
-  std::string s = "world=" + std::to_string(plan.world) + ";" + to_string(plan.options.layout) +
-                  ";bf16_momentum=" + std::to_string(plan.options.bf16_momentum) + ";";
-  for (const ParamTensor& t : plan.inventory.tensors) {
-    s += t.name + "[";
-    for (int64_t d : t.shape) s += std::to_string(d) + ",";
-    s += std::string(to_string(t.rule)) + "];";
-  }
-  return hex(fnv1a64(s));
-}
 
 ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& backend,
                       Communicator& comm) {
@@ -218,10 +243,7 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     std::string error;
     bool input_error = false;
     try {
-      const LoadedCheckpoint ck =
-          load_checkpoint(opt.resume_dir, comm.rank(), plan.world, fingerprint);
-      restore(state, ck.entries, opt.resume_dir);
-      first = ck.step + 1;
+      first = resume(state, opt.resume_dir, plan.world) + 1;
     } catch (const InputError& e) {
       error = e.what();
       input_error = true;
@@ -370,8 +392,8 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
   }
   if (!opt.checkpoint_dir.empty()) {
     comm.set_step(last);
-    save_checkpoint(opt.checkpoint_dir, comm.rank(), plan.world, last, fingerprint, snapshot(state),
-                    &comm);
+    save_checkpoint(opt.checkpoint_dir, comm.rank(), plan.world, last, checkpoint_plan_info(plan),
+                    snapshot(state), &comm);
   }
   ExecuteResult r;
   r.last_step = last;

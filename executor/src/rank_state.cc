@@ -6,6 +6,7 @@
 #include "muonplan/exec/digest.h"
 #include "muonplan/exec/host_kernels.h"
 #include "muonplan/exec/init.h"
+#include "muonplan/exec/plan_shards.h"
 
 namespace muonplan::exec {
 
@@ -26,23 +27,14 @@ RankState::RankState(const Plan& plan, Backend& backend, int rank)
   auto master = [&](size_t bytes) { return master_on_host() ? host(bytes) : device(bytes); };
   auto state = [&](size_t bytes) { return state_on_host() ? host(bytes) : device(bytes); };
   for (size_t t = 0; t < inv.tensors.size(); ++t) {
-    const ParamTensor& pt = inv.tensors[t];
-    const Placement p = place(pt, plan.options.layout, plan.world);
+    const ShardRange sr = shard_of(plan, static_cast<int>(t), rank);
     LocalParam lp;
     lp.tensor = static_cast<int>(t);
-    lp.muon = pt.rule == UpdateRule::muon;
-    lp.entry_elems = pt.numel() / pt.shape[0];
-    if (p.kind == Placement::Kind::replicated) {
-      lp.begin = 0;
-      lp.end = pt.shape[0];
-      lp.primary = rank == 0;
-    } else {
-      lp.primary = p.kind == Placement::Kind::stack_sharded || rank < p.group_size;
-      const Range r =
-          p.local[p.kind == Placement::Kind::stack_sharded ? rank : rank % p.group_size];
-      lp.begin = r.begin;
-      lp.end = r.end;
-    }
+    lp.muon = inv.tensors[t].rule == UpdateRule::muon;
+    lp.entry_elems = sr.row_elems;
+    lp.begin = sr.begin;
+    lp.end = sr.end;
+    lp.primary = sr.primary;
     const size_t n = static_cast<size_t>(lp.elems());
     if (n > 0) {
       lp.w = static_cast<float*>(master(n * sizeof(float)));

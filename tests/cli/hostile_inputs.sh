@@ -5,8 +5,8 @@
 #   hyperparameters and limits:  plan refuses what execute would refuse, with the same message
 #   Newton-Schulz schedules:     at most 64 steps, from a flag or in a plan
 #   plan files:                  unknown keys, duplicate keys, shapes past 10^8
-#   checkpoints at resume:       wrong plan, torn, flipped, missing, a file elsewhere, another
-#                                checksum: exit 2, not 1
+#   checkpoints at resume:       another model, bf16 as fp32, torn, flipped, missing, a file
+#                                elsewhere, another checksum: exit 2, not 1
 #   execute flags:               --steps, --comm-timeout, --inject-nonfinite
 #   YAML and metrics:            duplicate keys, non-UTF-8 names, absurd metrics numbers
 set -u
@@ -100,22 +100,27 @@ timeout 60 "$bin" execute --plan "$work/p.json" --checkpoint "$work/ck" >/dev/nu
 damaged() {  # damaged NAME: a copy of the checkpoint to damage
   rm -rf "$work/$1"; cp -r "$work/ck" "$work/$1"; echo "$work/$1"
 }
+# Another model (micro-dense's tensors are smaller): refused naming the first tensor that
+# differs. bf16 momentum resumed as fp32: refused naming the entry (fp32 into bf16 loads).
+plan_micro "$work/pm.json"
+expect "resume another model" 2 "muonplan: rank 0: $work/ck/manifest.json: tensors: the checkpoint is of another model: model.embed_tokens.weight has shape [1000,250] there, [200,64] here (a checkpoint loads into plans of the same tensors and shapes)" \
+  "$bin" execute --plan "$work/pm.json" --resume "$work/ck"
 "$bin" plan --model models/tiny-dense.yaml $T --nodes 1 --gpus-per-node 1 --offload none \
   --bf16-momentum --out "$work/p16.json" >/dev/null
-fp="$("$py" -c "import json; print(json.load(open('$work/ck/manifest.json'))['plan_fingerprint'])")"
-fp16="$(timeout 60 "$bin" execute --plan "$work/p16.json" --json 2>/dev/null | "$py" -c "import json,sys; print(json.load(sys.stdin)['plan_fingerprint'])")"
-expect "resume another plan" 2 "muonplan: rank 0: $work/ck/manifest.json: plan_fingerprint: the checkpoint is for plan \"$fp\", this run's plan is \"$fp16\"" \
-  "$bin" execute --plan "$work/p16.json" --resume "$work/ck"
-d="$(damaged torn)"; size="$(stat -c %s "$d/rank-00000.bin")"; truncate -s 100 "$d/rank-00000.bin"
-expect "resume torn" 2 "muonplan: rank 0: $d/rank-00000.bin: truncated or extended: 100 bytes, the manifest says $size" \
+timeout 60 "$bin" execute --plan "$work/p16.json" --resume "$work/ck" --checkpoint "$work/ck16" \
+  >/dev/null 2>"$work/err" && ok || bad "fp32 momentum resumed as bf16: $(cat "$work/err")"
+expect "resume bf16 as fp32" 2 "muonplan: rank 0: $work/ck16/rank-00000.safetensors: model.layers.0.self_attn.qkv_proj.weight/momentum: bf16 in the checkpoint, fp32 in this plan; widening cannot restore the bits bf16 dropped: resume it with --bf16-momentum" \
+  "$bin" execute --plan "$work/p.json" --resume "$work/ck16"
+d="$(damaged torn)"; size="$(stat -c %s "$d/rank-00000.safetensors")"; truncate -s 100 "$d/rank-00000.safetensors"
+expect "resume torn" 2 "muonplan: rank 0: $d/rank-00000.safetensors: truncated or extended: 100 bytes, the manifest says $size" \
   "$bin" execute --plan "$work/p.json" --resume "$d"
 d="$(damaged flipped)"
 "$py" -c "
-f = open('$d/rank-00000.bin', 'r+b'); f.seek(-5, 2); b = f.read(1); f.seek(-5, 2)
+f = open('$d/rank-00000.safetensors', 'r+b'); f.seek(-5, 2); b = f.read(1); f.seek(-5, 2)
 f.write(bytes([b[0] ^ 16]))"
 timeout 60 "$bin" execute --plan "$work/p.json" --resume "$d" >/dev/null 2>"$work/err"
 rc=$?; [ $rc = 2 ] && [ "$(wc -l <"$work/err")" = 1 ] &&
-  grep -q "^muonplan: rank 0: $d/rank-00000.bin: checksum mismatch: fnv1a-64 " "$work/err" && ok ||
+  grep -q "^muonplan: rank 0: $d/rank-00000.safetensors: checksum mismatch: fnv1a-64 " "$work/err" && ok ||
   bad "resume flipped: exit $rc: $(cat "$work/err")"
 d="$(damaged nomanifest)"; rm "$d/manifest.json"
 expect "resume without manifest" 2 "muonplan: rank 0: $d/manifest.json: file: cannot be read" \
@@ -123,8 +128,8 @@ expect "resume without manifest" 2 "muonplan: rank 0: $d/manifest.json: file: ca
 d="$(damaged outside)"
 "$py" -c "
 import json; p = '$d/manifest.json'; m = json.load(open(p))
-m['ranks'][0]['file'] = '../ck/rank-00000.bin'; json.dump(m, open(p, 'w'))"
-expect "resume file outside" 2 "muonplan: rank 0: $d/manifest.json: ranks[0].file: expected \"rank-00000.bin\", got \"../ck/rank-00000.bin\"" \
+m['ranks'][0]['file'] = '../ck/rank-00000.safetensors'; json.dump(m, open(p, 'w'))"
+expect "resume file outside" 2 "muonplan: rank 0: $d/manifest.json: ranks[0].file: expected \"rank-00000.safetensors\", got \"../ck/rank-00000.safetensors\"" \
   "$bin" execute --plan "$work/p.json" --resume "$d"
 d="$(damaged md5)"
 "$py" -c "

@@ -15,6 +15,7 @@
 
 #include <filesystem>
 
+#include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/communicator.h"
 
@@ -148,32 +149,55 @@ int main(int argc, char** argv) {
     }
     EXPECT(threw);
 
-    // Checkpoint: every rank saves its own entries (uneven sizes), then loads them back.
+    // Checkpoint: every rank saves its own rows of one tensor (uneven: rank r holds r + 1
+    // rows), then every rank loads the whole tensor back, gathered from all the rank files.
     uint64_t pid = rank == 0 ? uint64_t(::getpid()) : 0;
     comm->broadcast(&pid, sizeof pid, 0);
     const std::string dir =
         (std::filesystem::temp_directory_path() / ("muonplan_comm_test_" + std::to_string(pid)))
             .string();
-    std::vector<CheckpointEntry> mine = {
-        {"w/param", "f32", std::vector<uint8_t>(4 * (rank + 1), uint8_t(rank))},
-        {"w/momentum", "bf16", std::vector<uint8_t>(2 * rank, uint8_t(rank + 1))}};
-    save_checkpoint(dir, rank, world, 5, "plan", mine, comm.get());
-    const LoadedCheckpoint ck = load_checkpoint(dir, rank, world, "plan");
-    EXPECT(ck.step == 5 && ck.entries.size() == 2);
-    EXPECT(ck.entries.size() == 2 && ck.entries[0].bytes == mine[0].bytes &&
-           ck.entries[1].bytes == mine[1].bytes && ck.entries[1].dtype == "bf16");
+    const int64_t rows = int64_t(world) * (world + 1) / 2, cols = 3;
+    CheckpointPlanInfo model;
+    model.tensors = {{"w", {rows, cols}, "muon", false}};
+    // Element k of the whole tensor: param k, momentum bf16(k + 0.5).
+    auto entries = [&](int64_t begin, int64_t end) {
+      CheckpointEntry p{"w/param", "f32", begin, end, {}}, m{"w/momentum", "bf16", begin, end, {}};
+      for (int64_t k = begin * cols; k < end * cols; ++k) {
+        const float f = float(k);
+        const bf16 h = to_bf16(float(k) + 0.5f);
+        p.bytes.insert(p.bytes.end(), reinterpret_cast<const uint8_t*>(&f),
+                       reinterpret_cast<const uint8_t*>(&f) + 4);
+        m.bytes.insert(m.bytes.end(), reinterpret_cast<const uint8_t*>(&h),
+                       reinterpret_cast<const uint8_t*>(&h) + 2);
+      }
+      return std::vector<CheckpointEntry>{p, m};
+    };
+    const int64_t first = int64_t(rank) * (rank + 1) / 2;
+    std::vector<CheckpointEntry> mine = entries(first, first + rank + 1);
+    save_checkpoint(dir, rank, world, 5, model, mine, comm.get());
+    auto load_all = [&] {
+      const CheckpointManifest m = read_manifest(dir);
+      check_same_model(m, model);
+      return std::make_pair(
+          m.step, load_shards(m, rank, world,
+                              {{"w/param", "f32", 0, rows}, {"w/momentum", "bf16", 0, rows}}));
+    };
+    const auto [step, got] = load_all();
+    const std::vector<CheckpointEntry> whole = entries(0, rows);
+    EXPECT(step == 5 && got.size() == 2);
+    EXPECT(got.size() == 2 && got[0].bytes == whole[0].bytes && got[1].bytes == whole[1].bytes);
     // A bad entry on the last rank fails the save on every rank instead of hanging the others,
     // and leaves the saved checkpoint loadable.
     if (rank == world - 1) mine[1].dtype = "f16";
     bool all_threw = false;
     try {
-      save_checkpoint(dir, rank, world, 6, "plan", mine, comm.get());
+      save_checkpoint(dir, rank, world, 6, model, mine, comm.get());
     } catch (const std::runtime_error&) {
       all_threw = true;
     }
     EXPECT(all_threw);
     comm->barrier();
-    EXPECT(load_checkpoint(dir, rank, world, "plan").step == 5);
+    EXPECT(load_all().first == 5);
     comm->barrier();
     if (rank == 0) {
       for (const char* suffix : {"", ".tmp", ".old"}) std::filesystem::remove_all(dir + suffix);

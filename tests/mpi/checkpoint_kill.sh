@@ -64,14 +64,14 @@ echo "killed at save points" $points "of $total: $old left the previous checkpoi
 
 # A flipped byte in the middle of a rank file: refused, naming the file.
 cp -r "$work/base" "$work/flip"
-"$py" - "$work/flip/rank-00000.bin" <<'EOF'
+"$py" - "$work/flip/rank-00000.safetensors" <<'EOF'
 import sys
 with open(sys.argv[1], "r+b") as f:
     f.seek(0, 2); n = f.tell(); f.seek(n // 2); b = f.read(1); f.seek(n // 2)
     f.write(bytes([b[0] ^ 0x10]))
 EOF
 if run $W "$work/p.json" --resume "$work/flip" >/dev/null; then bad "flipped byte accepted"; else
-  grep -q "$work/flip/rank-00000.bin: checksum mismatch" "$work/err" && ok ||
+  grep -q "$work/flip/rank-00000.safetensors: checksum mismatch" "$work/err" && ok ||
     bad "flipped byte message: $(cat "$work/err")"
 fi
 finish

@@ -48,13 +48,25 @@ ex --steps 1 --checkpoint "$work/ck" >/dev/null && [ -f "$work/ck/manifest.json"
 ex --steps 1 --resume "$work/ck" --checkpoint "$work/ck" >/dev/null &&
   [ "$(field "$(cat "$work/ck/manifest.json")" step)" = 2 ] && ok || bad "replacing our own: $(cat "$work/err")"
 echo keep > "$work/ck/notes.txt"; refused "$work/ck" "$work/ck"; rm "$work/ck/notes.txt"
-# A rank file that is not ours (no magic) is not ours either.
+# A rank file that is not ours is not ours either: a legacy .bin without our magic, a
+# safetensors file whose __metadata__ has no muonplan schema (another tool's), one that is not
+# safetensors at all.
 printf 'NOTMUONPLAN' > "$work/ck/rank-00007.bin"; refused "$work/ck" "$work/ck"; rm "$work/ck/rank-00007.bin"
+"$py" - "$work/ck/rank-00007.safetensors" <<'EOF'
+import json, struct, sys
+h = json.dumps({"__metadata__": {"format": "pt"},
+                "w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}).encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + b"\0" * 4)
+EOF
+refused "$work/ck" "$work/ck"; rm "$work/ck/rank-00007.safetensors"
+printf 'NOTMUONPLAN' > "$work/ck/rank-00007.safetensors"; refused "$work/ck" "$work/ck"
+rm "$work/ck/rank-00007.safetensors"
 # A manifest.json of another program.
 mkdir -p "$work/other"; echo '{"schema": "someone-else/1"}' > "$work/other/manifest.json"
 refused "$work/other" "$work/other"
 # A stale DIR.tmp of ours (a killed save) is cleaned by the next save.
-mkdir -p "$work/ck.tmp"; printf 'MUON' > "$work/ck.tmp/rank-00000.bin"
+# (A save killed after creating its rank file and before the first write leaves it empty.)
+mkdir -p "$work/ck.tmp"; : > "$work/ck.tmp/rank-00000.safetensors"
 ex --steps 1 --checkpoint "$work/ck" >/dev/null && [ ! -e "$work/ck.tmp" ] && ok ||
   bad "stale tmp of ours: $(cat "$work/err")"
 # A DIR.lock that is not our lock file is refused, not overwritten.

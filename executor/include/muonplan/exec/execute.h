@@ -10,6 +10,7 @@
 
 #include "muonplan/exec/backend.h"
 #include "muonplan/exec/communicator.h"
+#include "muonplan/exec/plan_shards.h"  // plan_fingerprint
 #include "muonplan/plan.h"
 
 namespace muonplan::exec {
@@ -39,8 +40,5 @@ struct ExecuteResult {
 // std::runtime_error for a failure during the run; either the same on every rank.
 ExecuteResult execute(const Plan& plan, const ExecuteOptions& options, Backend& backend,
                       Communicator& comm);
-
-// The plan's identity for checkpoints: a hash of its layout, world and tensors.
-std::string plan_fingerprint(const Plan& plan);
 
 }  // namespace muonplan::exec

@@ -22,8 +22,9 @@ struct LocalParam {
   bool muon = false;
   int64_t begin = 0, end = 0;
   int64_t entry_elems = 1;
-  // Whether this rank's copy counts in the digest: replicas (HSDP groups, a replicated
-  // layout) hold the same elements, and only the first replica's are counted.
+  // Whether this rank's copy counts in the digest and is the one a checkpoint stores:
+  // replicas (HSDP groups, a replicated layout) hold the same elements, and only the first
+  // replica's are counted (shard_of, plan_shards.h).
   bool primary = true;
   float* w = nullptr;         // fp32 master
   float* g = nullptr;         // fp32 gradient
