@@ -351,19 +351,21 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
   comm.allreduce_sum_u64(&digest, 1);
 
   Measured measured;
-  measured.optimizer_step_s = stats[0];
-  measured.gpu_peak_bytes = stats[1];
-  measured.gpu_transient_bytes = stats[2];
-  measured.alltoall_bytes_per_rank_max = stats[3];
-  measured.host_peak_bytes_per_rank_max = stats[4];
-  measured.h2d_bytes_per_gpu = stats[5];
-  measured.d2h_bytes_per_gpu = stats[6];
-  measured.busy_gpu_s = stats[7];
-  measured.busy_network_s = stats[8];
-  measured.busy_pcie_h2d_s = stats[9];
-  measured.busy_pcie_d2h_s = stats[10];
-  measured.busy_cpu_s = stats[11];
-  measured.nonfinite_check_s = stats[12];
+  // stats[] in the order it was filled above, then reduced (max over ranks) as one array.
+  double Measured::*const from_stats[13] = {&Measured::optimizer_step_s,
+                                            &Measured::gpu_peak_bytes,
+                                            &Measured::gpu_transient_bytes,
+                                            &Measured::alltoall_bytes_per_rank_max,
+                                            &Measured::host_peak_bytes_per_rank_max,
+                                            &Measured::h2d_bytes_per_gpu,
+                                            &Measured::d2h_bytes_per_gpu,
+                                            &Measured::busy_gpu_s,
+                                            &Measured::busy_network_s,
+                                            &Measured::busy_pcie_h2d_s,
+                                            &Measured::busy_pcie_d2h_s,
+                                            &Measured::busy_cpu_s,
+                                            &Measured::nonfinite_check_s};
+  for (int i = 0; i < 13; ++i) measured.*from_stats[i] = stats[i];
   measured.state_digest = hex(digest);
   measured.steps_skipped = skipped;
   measured.offload = to_string(plan.options.offload);

@@ -385,15 +385,20 @@ std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c, int lane
   return f;
 }
 
+void MuonStep::await_exchange(Request& ex, const char* what, const Chunk* c,
+                              Clock::time_point started) {
+  {
+    Timed t(counters_.exchange_wait_s);
+    ex.wait();
+  }
+  if (trace_) record(what, Resource::network, c, started);
+}
+
 void MuonStep::orthogonalize(Flight& f) {
   if (f.orthogonalized) return;
   f.orthogonalized = true;
   backend_.set_lane(f.lane);
-  {
-    Timed t(counters_.exchange_wait_s);
-    f.ex1->wait();
-  }
-  if (trace_) record(kToOwners, Resource::network, f.chunk, f.ex1_at);
+  await_exchange(*f.ex1, kToOwners, f.chunk, f.ex1_at);
   const Plan& plan = state_.plan();
   const Chunk& c = *f.chunk;
   if (f.owned >= 0) {
@@ -413,11 +418,7 @@ void MuonStep::orthogonalize(Flight& f) {
 void MuonStep::finish(Flight& f) {
   orthogonalize(f);
   backend_.set_lane(f.lane);
-  {
-    Timed t(counters_.exchange_wait_s);
-    f.ex2->wait();
-  }
-  if (trace_) record(kBack, Resource::network, f.chunk, f.ex2_at);
+  await_exchange(*f.ex2, kBack, f.chunk, f.ex2_at);
   const Plan& plan = state_.plan();
   const Chunk& c = *f.chunk;
   cur_chunk_ = &c;

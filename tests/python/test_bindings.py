@@ -12,12 +12,7 @@ import unittest
 
 import muonplan
 
-BIN = os.environ["MUONPLAN_BIN"]
-ROOT = os.environ["MUONPLAN_SOURCE_DIR"]
-
-
-def path(rel):
-    return os.path.join(ROOT, rel)
+from testenv import BIN, ROOT, path, run_example
 
 
 def cli(*args):
@@ -225,9 +220,8 @@ class ReportAndExample(unittest.TestCase):
                          r.stderr)
 
     def test_pick_owners_example(self):
-        r = subprocess.run([sys.executable, path("examples/pick_owners.py"), "--model",
-                            "models/tiny-moe.yaml", "--topology", "topologies/cpu-ci.yaml",
-                            "--nodes", "1", "--json"], capture_output=True, text=True, cwd=ROOT)
+        r = run_example("pick_owners.py", "--model", "models/tiny-moe.yaml", "--topology",
+                        "topologies/cpu-ci.yaml", "--nodes", "1", "--json")
         self.assertEqual(r.returncode, 0, r.stderr)
         table = json.loads(r.stdout)
         plan = muonplan.plan(path("models/tiny-moe.yaml"), path("topologies/cpu-ci.yaml"),
@@ -236,8 +230,7 @@ class ReportAndExample(unittest.TestCase):
         self.assertEqual(len(table["batches"]), len(batches))
         for row, chunk in zip(table["batches"], batches):
             self.assertEqual(sorted(int(k) for k in row["owners"]), sorted(chunk["owners"]))
-        text = subprocess.run([sys.executable, path("examples/pick_owners.py"), "--batches", "2"],
-                              capture_output=True, text=True, cwd=ROOT)
+        text = run_example("pick_owners.py", "--batches", "2")
         self.assertEqual(text.returncode, 0, text.stderr)
         self.assertIn("batch 1:", text.stdout)
         self.assertIn("rank 0: model.layers.", text.stdout)

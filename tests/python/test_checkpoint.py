@@ -1,11 +1,9 @@
 """muonplan.read_checkpoint and muonplan.write_checkpoint against the executor: checkpoints of
 one state written by 4 and by 2 ranks read back equal; whole tensors written for another plan
 resume bit-identically; bad tensors are refused naming the key; the round-trip example runs.
-ctest sets PYTHONPATH, MUONPLAN_BIN, MUONPLAN_SOURCE_DIR and MPIEXEC (tests/CMakeLists.txt)."""
+ctest sets PYTHONPATH and what testenv.py reads (tests/CMakeLists.txt)."""
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import unittest
 
@@ -13,11 +11,7 @@ import numpy as np
 
 import muonplan
 
-BIN = os.environ["MUONPLAN_BIN"]
-ROOT = os.environ["MUONPLAN_SOURCE_DIR"]
-MPIEXEC = os.environ.get("MPIEXEC", "mpiexec")
-# One OpenMP thread per rank: 4 ranks share two cores in CI.
-ENV = dict(os.environ, OMP_NUM_THREADS="1")
+from testenv import BIN, ROOT, mpiexec, run_example
 
 
 def plan_file(work, name, ranks, **options):
@@ -34,9 +28,7 @@ def plan_file(work, name, ranks, **options):
 
 def execute(ranks, plan, *args):
     """Runs `muonplan execute` on `ranks` MPI ranks; returns the metrics."""
-    r = subprocess.run([MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-n", str(ranks), BIN,
-                        "execute", "--plan", plan, "--json", *args],
-                       capture_output=True, text=True, env=ENV)
+    r = mpiexec(ranks, BIN, "execute", "--plan", plan, "--json", *args)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -130,9 +122,7 @@ class Checkpoints(unittest.TestCase):
 class Example(unittest.TestCase):
     def test_roundtrip_example_runs(self):
         with tempfile.TemporaryDirectory() as out:
-            r = subprocess.run([sys.executable, os.path.join(ROOT, "examples/checkpoint_roundtrip.py"),
-                                "--muonplan", BIN, "--out", out],
-                               capture_output=True, text=True, env=ENV)
+            r = run_example("checkpoint_roundtrip.py", "--muonplan", BIN, "--out", out)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn("params equal to the ones written", r.stdout)
             self.assertIn("all 43 parameters moved", r.stdout)

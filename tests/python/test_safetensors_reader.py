@@ -8,7 +8,6 @@ MUONPLAN_SOURCE_DIR and MPIEXEC."""
 import json
 import os
 import struct
-import subprocess
 import tempfile
 import unittest
 
@@ -16,9 +15,7 @@ import numpy as np
 
 import muonplan
 
-BIN = os.environ["MUONPLAN_BIN"]
-ROOT = os.environ["MUONPLAN_SOURCE_DIR"]
-MPIEXEC = os.environ.get("MPIEXEC", "mpiexec")
+from testenv import BIN, ROOT, mpiexec
 
 
 # --- the reader: the format description, nothing else -----------------------------------------
@@ -74,11 +71,7 @@ class RankFilesOpen(unittest.TestCase):
             with open(plan_path, "w") as f:
                 json.dump(plan, f)
             ck = os.path.join(work, "ck")
-            r = subprocess.run([MPIEXEC, "--allow-run-as-root", "--oversubscribe", "-n", "4", BIN,
-                                "execute", "--plan", plan_path, "--steps", "2",
-                                "--checkpoint", ck],
-                               capture_output=True, text=True,
-                               env=dict(os.environ, OMP_NUM_THREADS="1"))
+            r = mpiexec(4, BIN, "execute", "--plan", plan_path, "--steps", "2", "--checkpoint", ck)
             self.assertEqual(r.returncode, 0, r.stderr)
             whole = muonplan.read_checkpoint(ck)["tensors"]
             with open(os.path.join(ck, "manifest.json")) as f:

@@ -10,6 +10,7 @@
 
 #include "muonplan/ns_model.h"
 #include "muonplan/owners.h"
+#include "placement/top_n.h"
 
 namespace muonplan {
 namespace {
@@ -61,23 +62,8 @@ double max_except(const std::vector<double>& v, const std::vector<int>& top, int
   return 0;
 }
 
-// Indices of the n largest key(i), largest first, lower index first among equals: a partial
-// selection, so a step of the local search costs O(ranks), not a sort of them.
-template <class Key>
-std::vector<int> top_n(int size, size_t n, Key key) {
-  std::vector<int> idx(size);
-  std::iota(idx.begin(), idx.end(), 0);
-  n = std::min<size_t>(n, idx.size());
-  std::partial_sort(idx.begin(), idx.begin() + n, idx.end(), [&](int a, int b) {
-    const double ka = key(a), kb = key(b);
-    return ka != kb ? ka > kb : a < b;
-  });
-  idx.resize(n);
-  return idx;
-}
-
 std::vector<int> top3(const std::vector<double>& v) {
-  return top_n(int(v.size()), 3, [&](int i) { return v[i]; });
+  return detail::top_n(int(v.size()), 3, [&](int i) { return v[i]; });
 }
 
 void local_search(const Problem& p, Owners& own) {
@@ -96,7 +82,7 @@ void local_search(const Problem& p, Owners& own) {
     const std::vector<int> tb = top3(l.bytes), tf = top3(l.flops);
     const double max_b = l.bytes[tb[0]], max_f = l.flops[tf[0]];
     const std::vector<int> ranks =
-        top_n(p.g, 8, [&](int a) { return std::max(l.bytes[a] / nb, l.flops[a] / nf); });
+        detail::top_n(p.g, 8, [&](int a) { return std::max(l.bytes[a] / nb, l.flops[a] / nf); });
     bool moved = false;
     for (int scan = 0; scan < int(ranks.size()) && !moved; ++scan) {
       const int i = ranks[scan];

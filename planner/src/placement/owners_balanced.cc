@@ -83,21 +83,6 @@ double max_of(const std::vector<double>& v) {
   return *std::max_element(v.begin(), v.end());
 }
 
-// Indices of the n largest key(i), largest first, lower index first among equals (a partial
-// selection: O(ranks) per step of the search, where a sort would be O(ranks log ranks)).
-template <class Key>
-std::vector<int> top_n(int size, size_t n, Key key) {
-  std::vector<int> idx(size);
-  std::iota(idx.begin(), idx.end(), 0);
-  n = std::min<size_t>(n, idx.size());
-  std::partial_sort(idx.begin(), idx.begin() + n, idx.end(), [&](int a, int b) {
-    const double ka = key(a), kb = key(b);
-    return ka != kb ? ka > kb : a < b;
-  });
-  idx.resize(n);
-  return idx;
-}
-
 // Maximum of v with entries i and j replaced by vi and vj, from v's three largest entries
 // `top`: in O(1), where a scan of v would make every candidate move cost O(ranks).
 double max_with(const std::vector<double>& v, const std::vector<int>& top, int i, double vi, int j,

@@ -71,6 +71,9 @@ class MuonStep {
   using Clock = std::chrono::steady_clock;
   // Appends [t0, now) as stage `what` of chunk c (nullptr: of no single chunk) on resource r.
   void record(const char* what, Resource r, const Chunk* c, Clock::time_point t0);
+  // Waits for exchange `ex` of chunk c, started at `started`: exposed communication, counted in
+  // exchange_wait_s, and traced as stage `what` on the network.
+  void await_exchange(Request& ex, const char* what, const Chunk* c, Clock::time_point started);
   // The momentum stage as the planner names it: on the device, or (full offload, folded on the
   // host already) the bf16 copy going to it.
   const char* momentum_stage() const {
