@@ -138,10 +138,10 @@ struct MuonStep::HostStaging {
 MuonStep::MuonStep(RankState& state, Communicator& comm)
     : state_(state), comm_(comm), backend_(state.backend()), mode_(state.offload()) {
   const PlanOptions& o = state.plan().options;
-  if (mode_ == OffloadMode::full && o.nesterov) {
-    throw std::invalid_argument(
-        "Nesterov momentum is not supported under full offload (the host folds the momentum "
-        "before the device sees it); plan with --offload optimizer or none");
+  if (o.nesterov && !nesterov_supported(mode_)) {
+    throw std::invalid_argument(std::string(kNesterovRefused) +
+                                " (the host folds the momentum before the device sees it); plan "
+                                "with --offload optimizer or none");
   }
   whole_staging_ = mode_ == OffloadMode::optimizer && o.optimizer_staging == OffloadStaging::whole;
   for (int i = 0; i < Backend::kMaxLanes; ++i) staging_.push_back(std::make_unique<HostStaging>());
@@ -154,7 +154,7 @@ MuonStep::~MuonStep() {
 
 float MuonStep::update_scale(int64_t rows, int64_t cols) const {
   const OptimizerHyper& h = state_.plan().options.hyper;
-  const double rms = h.update_rms > 0 ? h.update_rms : state_.plan().options.schedule.update_rms;
+  const double rms = h.update_rms_or(state_.plan().options.schedule);
   return static_cast<float>(h.lr * rms * std::sqrt(double(std::max(rows, cols))));
 }
 
@@ -491,7 +491,7 @@ void MuonStep::local_chunk(const Chunk& c) {
 
 void MuonStep::adamw_group(int64_t step) {
   const OptimizerHyper& h = state_.plan().options.hyper;
-  const float lr = float(h.adamw_lr > 0 ? h.adamw_lr : h.lr);
+  const float lr = float(h.adamw_lr_or_lr());
   const float b1 = float(h.adamw_beta1), b2 = float(h.adamw_beta2), eps = float(h.adamw_eps),
               wd = float(h.adamw_weight_decay);
   backend_.set_lane(0);

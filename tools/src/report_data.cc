@@ -143,9 +143,9 @@ json report_data(const ModelSpec& spec, const Topology& topo, const PlanRequest&
         r.options.optimizer = v.kind;
         r.options.bf16_momentum = v.bf16_momentum;
         json point = {{"nodes", nodes}, {"offload", to_string(mode)}, {"optimizer", v.name}};
-        if (r.options.nesterov && mode == OffloadMode::full) {
+        if (r.options.nesterov && !nesterov_supported(mode)) {
           point["evaluated"] = false;
-          point["note"] = "Nesterov momentum is not supported under full offload";
+          point["note"] = kNesterovRefused;
           sweep.push_back(point);
           continue;
         }

@@ -71,7 +71,23 @@ struct OptimizerHyper {
   double adamw_beta2 = 0.95;
   double adamw_eps = 1e-8;
   double adamw_weight_decay = 0.0;
+
+  // The values in force, defaults applied: the plan file writes these, the step runs them.
+  double update_rms_or(const NsSchedule& s) const {
+    return update_rms > 0 ? update_rms : s.update_rms;
+  }
+  double adamw_lr_or_lr() const { return adamw_lr > 0 ? adamw_lr : lr; }
 };
+
+// Nesterov momentum forms the NS input from the momentum and the gradient together; under
+// full offload the host folds the momentum and only its bf16 copy reaches the GPU, so it is
+// refused there (docs/muon-step.md section 5). The one statement of that rule: the search, the
+// flags, the report's sweep, the plan loader and the step ask it.
+inline bool nesterov_supported(OffloadMode m) {
+  return m != OffloadMode::full;
+}
+inline constexpr const char* kNesterovRefused =
+    "Nesterov momentum is not supported under full offload";
 
 struct PlanOptions {
   int nodes = 1;

@@ -97,25 +97,24 @@ json plan_to_json(const Plan& plan) {
   j["workload"] = workload_to_json(o.workload);
   json coeffs = json::array();
   for (const NsCoefficients& c : o.schedule.steps) coeffs.push_back({c.a, c.b, c.c});
-  j["optimizer_config"] = {
-      {"bf16_momentum", o.bf16_momentum},
-      {"nesterov", o.nesterov},
-      {"lr", o.hyper.lr},
-      {"momentum", o.hyper.momentum},
-      {"weight_decay", o.hyper.weight_decay},
-      {"update_rms", o.hyper.update_rms > 0 ? o.hyper.update_rms : o.schedule.update_rms},
-      {"adamw",
-       {{"lr", o.hyper.adamw_lr > 0 ? o.hyper.adamw_lr : o.hyper.lr},
-        {"beta1", o.hyper.adamw_beta1},
-        {"beta2", o.hyper.adamw_beta2},
-        {"eps", o.hyper.adamw_eps},
-        {"weight_decay", o.hyper.adamw_weight_decay}}},
-      {"ns_schedule", o.schedule.name},
-      {"newton_schulz_coefficients", coeffs},
-      {"ns_norm_scale", o.schedule.norm_scale},
-      {"batches_in_flight", o.batches_in_flight()},
-      {"optimizer_offload_staging", to_string(o.optimizer_staging)},
-      {"optimizer_offload_pinned", o.pinned_host_state}};
+  j["optimizer_config"] = {{"bf16_momentum", o.bf16_momentum},
+                           {"nesterov", o.nesterov},
+                           {"lr", o.hyper.lr},
+                           {"momentum", o.hyper.momentum},
+                           {"weight_decay", o.hyper.weight_decay},
+                           {"update_rms", o.hyper.update_rms_or(o.schedule)},
+                           {"adamw",
+                            {{"lr", o.hyper.adamw_lr_or_lr()},
+                             {"beta1", o.hyper.adamw_beta1},
+                             {"beta2", o.hyper.adamw_beta2},
+                             {"eps", o.hyper.adamw_eps},
+                             {"weight_decay", o.hyper.adamw_weight_decay}}},
+                           {"ns_schedule", o.schedule.name},
+                           {"newton_schulz_coefficients", coeffs},
+                           {"ns_norm_scale", o.schedule.norm_scale},
+                           {"batches_in_flight", o.batches_in_flight()},
+                           {"optimizer_offload_staging", to_string(o.optimizer_staging)},
+                           {"optimizer_offload_pinned", o.pinned_host_state}};
   j["fits"] = plan.fits;
   j["limits"] = {{"gpu_memory_gib", p.gpu_limit_bytes / kGiB},
                  {"host_ram_per_node_gib", p.host_limit_bytes / kGiB}};

@@ -287,8 +287,8 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
         Workload{f.tokens_per_step, f.seq_len,       f.micro_batch_seqs,        f.ac == "full",
                  f.ac_offload,      f.lm_head_chunk, parse_cp_style(f.cp_style)};
   }
-  if (o.nesterov && !r.auto_offload && o.offload == OffloadMode::full) {
-    throw InputError({}, "--nesterov", "Nesterov momentum is not supported under full offload");
+  if (o.nesterov && !r.auto_offload && !nesterov_supported(o.offload)) {
+    throw InputError({}, "--nesterov", kNesterovRefused);
   }
   return r;
 }

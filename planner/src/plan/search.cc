@@ -151,9 +151,9 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
                                             static_cast<int>(o.schedule.steps.size()));
       for (OffloadMode m : modes) {
         o.offload = m;
-        if (m == OffloadMode::full && o.nesterov) {
-          best.candidates.push_back({nodes, m, to_string(o.layout), false, false, 0, 0, 0, 0,
-                                     "Nesterov is not supported under full offload"});
+        if (o.nesterov && !nesterov_supported(m)) {
+          best.candidates.push_back(
+              {nodes, m, to_string(o.layout), false, false, 0, 0, 0, 0, kNesterovRefused});
           continue;
         }
         Prediction p = predict(spec, inv, topo, o, chunks);
