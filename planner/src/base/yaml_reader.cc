@@ -123,12 +123,6 @@ YAML::Node YamlMap::require(const std::string& key) const {
 
 namespace {
 
-bool parse_int(const std::string& s, int64_t* out) {
-  const std::optional<int64_t> v = muonplan::parse_int(s);
-  if (v) *out = *v;
-  return v.has_value();
-}
-
 bool parse_double(const std::string& s, double* out) {
   if (s.empty()) return false;
   errno = 0;
@@ -143,11 +137,9 @@ bool parse_double(const std::string& s, double* out) {
 
 int64_t YamlMap::get_int(const std::string& key) const {
   const YAML::Node value = require(key);
-  int64_t v = 0;
-  if (!value.IsScalar() || !parse_int(value.Scalar(), &v)) {
-    fail_at(value, key, "expected an integer, got " + describe(value));
-  }
-  return v;
+  const std::optional<int64_t> v = value.IsScalar() ? parse_int(value.Scalar()) : std::nullopt;
+  if (!v) fail_at(value, key, "expected an integer, got " + describe(value));
+  return *v;
 }
 
 int64_t YamlMap::get_int(const std::string& key, int64_t fallback) const {
@@ -197,11 +189,9 @@ std::vector<int64_t> YamlMap::get_int_list(const std::string& key) const {
     fail_at(value, key, "expected a list of integers, got " + describe(value));
   }
   for (const YAML::Node& item : value) {
-    int64_t v = 0;
-    if (!item.IsScalar() || !parse_int(item.Scalar(), &v)) {
-      fail_at(item, key, "expected a list of integers, got " + describe(item) + " in it");
-    }
-    out.push_back(v);
+    const std::optional<int64_t> v = item.IsScalar() ? parse_int(item.Scalar()) : std::nullopt;
+    if (!v) fail_at(item, key, "expected a list of integers, got " + describe(item) + " in it");
+    out.push_back(*v);
   }
   return out;
 }
