@@ -142,19 +142,6 @@ int64_t resume(RankState& state, const std::string& dir, int world) {
   return m.step;
 }
 
-// The same run on one rank with whole matrices: every Muon matrix local, no exchange.
-Plan unsharded(const Plan& plan) {
-  Plan ref = plan;
-  ref.world = 1;
-  ref.options.nodes = 1;
-  ref.options.gpus_per_node = 1;
-  ref.options.layout = Layout{1, 1, 1};
-  ref.chunks =
-      build_chunks(plan.inventory, false, ref.options.layout, 1, OwnerStrategy::round_robin,
-                   static_cast<int>(plan.options.schedule.steps.size()));
-  return ref;
-}
-
 // Max over this rank's tensors of |dW - dW_ref| / |dW_ref| (dW: change since initialization).
 // Largest relative difference of the parameter updates; +inf when either run holds a non-finite
 // value (NaN compares false with everything, so it must be looked for, not compared).
@@ -200,10 +187,11 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
   if (plan.options.optimizer == OptimizerKind::signsgd) {
     throw InputError({}, "--plan", "the executor runs muon and adamw plans, not signsgd");
   }
-  if (plan.options.offload == OffloadMode::full && plan.options.nesterov) {
+  if (plan.options.nesterov && !nesterov_supported(plan.options.offload)) {
     throw InputError({}, "--plan",
-                     "Nesterov momentum is not supported under full offload (the host folds the "
-                     "momentum before the device sees it); plan with --offload optimizer or none");
+                     std::string(kNesterovRefused) +
+                         " (the host folds the momentum before the device sees it); plan with "
+                         "--offload optimizer or none");
   }
   if (opt.steps <= 0) throw InputError({}, "--steps", "must be positive");
   // Before anything runs: the checkpoint path must be ours to replace, and no other run may be
@@ -371,7 +359,7 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
   measured.offload = to_string(plan.options.offload);
   measured.ns_variant = opt.symmetric_ns ? "symmetric" : "plain";
   if (opt.check_reference) {
-    const Plan ref_plan = unsharded(plan);
+    const Plan ref_plan = on_one_rank(plan);
     RankState ref(ref_plan, backend, 0);
     ref.init_params();
     const std::unique_ptr<Communicator> self = make_self_communicator(backend);

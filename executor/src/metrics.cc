@@ -1,6 +1,6 @@
 #include "muonplan/exec/metrics.h"
 
-#include "muonplan/cost_model.h"
+#include "muonplan/prediction.h"
 #include "muonplan/units.h"
 
 namespace muonplan::exec {

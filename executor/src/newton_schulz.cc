@@ -9,36 +9,10 @@
 namespace muonplan::exec {
 namespace {
 
-constexpr size_t kRegionAlign = 256;  // bytes; cuBLAS and AVX loads like aligned operands
-
-size_t aligned(size_t bytes) {
-  return (bytes + kRegionAlign - 1) / kRegionAlign * kRegionAlign;
-}
-
-// The workspace's regions for one call, in order.
-struct Layout {
-  size_t x0 = 0, x1 = 0, a = 0, b = 0, sum_sq = 0, scale = 0, total = 0;
-};
+using Layout = NsWorkspaceLayout;
 
 Layout layout(int64_t batch, int64_t rows, int64_t cols) {
-  const auto m = static_cast<size_t>(std::min(rows, cols));
-  const auto n = static_cast<size_t>(std::max(rows, cols));
-  const auto nb = static_cast<size_t>(batch);
-  Layout l;
-  size_t at = 0;
-  auto take = [&at](size_t bytes) {
-    const size_t here = at;
-    at += aligned(bytes);
-    return here;
-  };
-  l.x0 = take(nb * m * n * sizeof(bf16));
-  l.x1 = take(nb * m * n * sizeof(bf16));
-  l.a = take(nb * m * m * sizeof(bf16));
-  l.b = take(nb * m * m * sizeof(bf16));
-  l.sum_sq = take(nb * sizeof(float));
-  l.scale = take(nb * sizeof(float));
-  l.total = at;
-  return l;
+  return ns_workspace_layout(batch, rows, cols);
 }
 
 // A contiguous batch of row-major [rows, cols] bf16 matrices.

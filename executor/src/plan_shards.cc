@@ -3,26 +3,18 @@
 #include <cstdio>
 
 #include "muonplan/exec/fnv1a.h"
-#include "muonplan/layout.h"
 
 namespace muonplan::exec {
 
 ShardRange shard_of(const Plan& plan, int tensor, int rank) {
   const ParamTensor& pt = plan.inventory.tensors.at(static_cast<size_t>(tensor));
-  const Placement p = place(pt, plan.options.layout, plan.world);
+  const ShardRule& rule = plan.shards.at(static_cast<size_t>(tensor));
+  const Range r = rule.range(pt.shape[0], rank);
   ShardRange s;
   s.row_elems = pt.numel() / pt.shape[0];
-  if (p.kind == Placement::Kind::replicated) {
-    s.begin = 0;
-    s.end = pt.shape[0];
-    s.primary = rank == 0;
-  } else {
-    const bool stack = p.kind == Placement::Kind::stack_sharded;
-    s.primary = stack || rank < p.group_size;
-    const Range r = p.local[stack ? rank : rank % p.group_size];
-    s.begin = r.begin;
-    s.end = r.end;
-  }
+  s.begin = r.begin;
+  s.end = r.end;
+  s.primary = rule.primary(rank);
   return s;
 }
 

@@ -25,7 +25,6 @@ RankState::RankState(const Plan& plan, Backend& backend, int rank)
     return p;
   };
   auto master = [&](size_t bytes) { return master_on_host() ? host(bytes) : device(bytes); };
-  auto state = [&](size_t bytes) { return state_on_host() ? host(bytes) : device(bytes); };
   for (size_t t = 0; t < inv.tensors.size(); ++t) {
     const ShardRange sr = shard_of(plan, static_cast<int>(t), rank);
     LocalParam lp;
@@ -37,6 +36,9 @@ RankState::RankState(const Plan& plan, Backend& backend, int rank)
     lp.primary = sr.primary;
     const size_t n = static_cast<size_t>(lp.elems());
     if (n > 0) {
+      auto state = [&](size_t bytes) {
+        return state_on_host(lp.muon) ? host(bytes) : device(bytes);
+      };
       lp.w = static_cast<float*>(master(n * sizeof(float)));
       lp.g = static_cast<float*>(master(n * sizeof(float)));
       if (lp.muon && plan.options.bf16_momentum) {
@@ -45,7 +47,10 @@ RankState::RankState(const Plan& plan, Backend& backend, int rank)
         lp.m = static_cast<float*>(state(n * sizeof(float)));
       }
       if (!lp.muon) lp.v = static_cast<float*>(state(n * sizeof(float)));
-      if (master_on_host()) lp.w_compute = static_cast<bf16*>(device(n * sizeof(bf16)));
+      if (policy().bf16_compute_copy) {
+        lp.w_compute = static_cast<bf16*>(device(n * sizeof(bf16)));
+        lp.g_compute = static_cast<bf16*>(device(n * sizeof(bf16)));
+      }
     }
     index_[t] = static_cast<int>(params_.size());
     params_.push_back(lp);
@@ -72,10 +77,10 @@ FieldRef field_ref(const RankState& s, const LocalParam& p, Field f) {
     case Field::grad:
       return {p.g, 4, s.master_on_host()};
     case Field::momentum:
-      return p.m_bf16 ? FieldRef{p.m_bf16, 2, s.state_on_host()}
-                      : FieldRef{p.m, 4, s.state_on_host()};
+      return p.m_bf16 ? FieldRef{p.m_bf16, 2, s.state_on_host(p.muon)}
+                      : FieldRef{p.m, 4, s.state_on_host(p.muon)};
     case Field::variance:
-      return {p.v, 4, s.state_on_host()};
+      return {p.v, 4, s.state_on_host(p.muon)};
   }
   return {};
 }
@@ -132,12 +137,22 @@ void RankState::init_params() {
 
 void RankState::load_grads(int64_t step) {
   std::vector<float> host;
+  std::vector<bf16> cast;
   for (LocalParam& p : params_) {
     if (p.elems() == 0) continue;
     host.resize(p.elems());
     fill_grad(plan_.inventory.tensors[p.tensor].name, step, p.global_offset(), p.elems(),
               host.data());
-    copy_in(p, Field::grad, host.data());
+    if (!p.g_compute) {
+      copy_in(p, Field::grad, host.data());
+      continue;
+    }
+    // Where backward leaves them under full offload: bf16 on the device. The step moves them to
+    // the host's fp32 accumulator (MuonStep::grads_to_host).
+    cast.resize(host.size());
+    host::cast_to_bf16(p.elems(), host.data(), cast.data());
+    backend_.copy_to_device(p.g_compute, cast.data(), cast.size() * sizeof(bf16));
+    backend_.synchronize();
   }
 }
 

@@ -12,10 +12,11 @@
 namespace muonplan::exec {
 namespace {
 
-// Rows [begin, end) of a tensor's dim 0 that group position j holds, within one matrix
-// (a partition starting at row_offset).
-Range slice_rows(const ParamTensor& t, int group_size, int j, const MatrixRef& m) {
-  const Range held = chunk_range(t.shape[0], group_size, j);
+// Rows [begin, end) of a tensor's dim 0 that group position j holds (the plan's shard rule),
+// within one matrix (a partition starting at row_offset).
+Range slice_rows(const Plan& plan, int j, const MatrixRef& m) {
+  const ParamTensor& t = plan.inventory.tensors[m.tensor];
+  const Range held = plan.shards[m.tensor].range(t.shape[0], j);
   return {std::max(held.begin, m.row_offset), std::min(held.end, m.row_offset + m.rows)};
 }
 
@@ -60,10 +61,6 @@ constexpr const char* kToOwners = "all-to-all to owners";
 constexpr const char* kNs = "Newton-Schulz";
 constexpr const char* kBack = "all-to-all back";
 constexpr const char* kUpdate = "update + decay";
-
-size_t align256(size_t bytes) {
-  return (bytes + 255) / 256 * 256;
-}
 
 }  // namespace
 
@@ -116,7 +113,7 @@ struct MuonStep::StateSlice {
   float* m = nullptr;
   bf16* m_bf16 = nullptr;
   float* v = nullptr;
-  Buffer hold;  // `chunked` staging: the device copy, written back by state_out
+  Buffer hold, hold_v;  // `chunked` staging: the device copies (m, v), written back by state_out
   LocalParam* p = nullptr;
   int64_t off = 0, len = 0;
 };
@@ -136,14 +133,13 @@ struct MuonStep::HostStaging {
 };
 
 MuonStep::MuonStep(RankState& state, Communicator& comm)
-    : state_(state), comm_(comm), backend_(state.backend()), mode_(state.offload()) {
+    : state_(state), comm_(comm), backend_(state.backend()), policy_(state.policy()) {
   const PlanOptions& o = state.plan().options;
-  if (o.nesterov && !nesterov_supported(mode_)) {
+  if (o.nesterov && !policy_.nesterov_allowed) {
     throw std::invalid_argument(std::string(kNesterovRefused) +
                                 " (the host folds the momentum before the device sees it); plan "
                                 "with --offload optimizer or none");
   }
-  whole_staging_ = mode_ == OffloadMode::optimizer && o.optimizer_staging == OffloadStaging::whole;
   for (int i = 0; i < Backend::kMaxLanes; ++i) staging_.push_back(std::make_unique<HostStaging>());
   for (auto& s : staging_) s->backend = &backend_;
 }
@@ -164,27 +160,31 @@ MuonStep::StateSlice MuonStep::state_in(LocalParam& p, int64_t off, int64_t len)
   s.off = off;
   s.len = len;
   const size_t mb = p.m_bf16 ? sizeof(bf16) : sizeof(float);
-  if (!state_.state_on_host()) {
+  if (!state_.state_on_host(p.muon)) {
     if (p.m) s.m = p.m + off;
     if (p.m_bf16) s.m_bf16 = p.m_bf16 + off;
     if (p.v) s.v = p.v + off;
     return s;
   }
+  // Momentum and second moment in allocations of their own: what the planner counts, byte for
+  // byte (no alignment padding between them).
   char* base = nullptr;
-  int64_t base_elems = len;
-  if (whole_staging_) {
-    base = static_cast<char*>(whole_[&p - state_.params().data()]);
-    base_elems = p.elems();
+  float* vbase = nullptr;
+  if (whole_staging()) {
+    const Staged& w = whole_[&p - state_.params().data()];
+    base = static_cast<char*>(w.m);
+    vbase = w.v;
   } else {
-    s.hold = Buffer(backend_, align256(len * mb) + (p.v ? len * sizeof(float) : 0));
+    s.hold = Buffer(backend_, len * mb);
+    if (p.v) s.hold_v = Buffer(backend_, len * sizeof(float));
     base = static_cast<char*>(s.hold.ptr);
+    vbase = s.hold_v.f32();
   }
-  char* vbase = base + align256(base_elems * mb);
-  const int64_t at = whole_staging_ ? off : 0;
+  const int64_t at = whole_staging() ? off : 0;
   if (p.m) s.m = reinterpret_cast<float*>(base) + at;
   if (p.m_bf16) s.m_bf16 = reinterpret_cast<bf16*>(base) + at;
-  if (p.v) s.v = reinterpret_cast<float*>(vbase) + at;
-  if (!whole_staging_) {
+  if (p.v) s.v = vbase + at;
+  if (!whole_staging()) {
     Span sp(*this, "state H2D", Resource::pcie_h2d, cur_chunk_);
     Timed t(counters_.h2d_s);
     backend_.copy_to_device(base, p.m ? static_cast<void*>(p.m + off) : p.m_bf16 + off, len * mb);
@@ -212,31 +212,32 @@ void MuonStep::stage_whole_state(bool in) {
   Span sp(*this, in ? "state H2D" : "state D2H", in ? Resource::pcie_h2d : Resource::pcie_d2h,
           nullptr);
   std::vector<LocalParam>& params = state_.params();
-  if (in) whole_.assign(params.size(), nullptr);
+  if (in) whole_.assign(params.size(), Staged{});
   for (size_t i = 0; i < params.size(); ++i) {
     LocalParam& p = params[i];
     const int64_t n = p.elems();
     if (n == 0) continue;
     const size_t mb = p.m_bf16 ? sizeof(bf16) : sizeof(float);
     void* host_m = p.m ? static_cast<void*>(p.m) : p.m_bf16;
+    Staged& w = whole_[i];
     if (in) {
-      whole_[i] = backend_.alloc(align256(n * mb) + (p.v ? n * sizeof(float) : 0));
-      char* vbase = static_cast<char*>(whole_[i]) + align256(n * mb);
+      w.m = backend_.alloc(n * mb);
+      if (p.v) w.v = static_cast<float*>(backend_.alloc(n * sizeof(float)));
       Timed t(counters_.h2d_s);
-      backend_.copy_to_device(whole_[i], host_m, n * mb);
-      if (p.v) backend_.copy_to_device(vbase, p.v, n * sizeof(float));
+      backend_.copy_to_device(w.m, host_m, n * mb);
+      if (p.v) backend_.copy_to_device(w.v, p.v, n * sizeof(float));
       counters_.h2d_bytes += n * mb + (p.v ? n * sizeof(float) : 0);
     } else {
-      const char* vbase = static_cast<char*>(whole_[i]) + align256(n * mb);
       {
         Timed t(counters_.d2h_s);
-        backend_.copy_to_host(host_m, whole_[i], n * mb);
-        if (p.v) backend_.copy_to_host(p.v, vbase, n * sizeof(float));
+        backend_.copy_to_host(host_m, w.m, n * mb);
+        if (p.v) backend_.copy_to_host(p.v, w.v, n * sizeof(float));
         counters_.d2h_bytes += n * mb + (p.v ? n * sizeof(float) : 0);
       }
       backend_.synchronize();
-      backend_.free(whole_[i]);
-      whole_[i] = nullptr;
+      backend_.free(w.m);
+      if (w.v) backend_.free(w.v);
+      w = Staged{};
     }
   }
 }
@@ -257,7 +258,7 @@ MuonStep::HostStaging& MuonStep::staging(int lane, int64_t elems) {
 
 void MuonStep::momentum_input(LocalParam& p, int64_t off, int64_t len, bf16* u, bf16* host_stage) {
   const PlanOptions& o = state_.plan().options;
-  if (mode_ == OffloadMode::full) {
+  if (policy_.host_fold) {
     // Folded on the host already (fold_all); the bf16 copy goes to the device.
     const bf16* src = p.m_bf16 ? p.m_bf16 + off : host_stage;
     if (!p.m_bf16) {
@@ -298,7 +299,7 @@ void MuonStep::scaled_update_to_host(bf16* u, int64_t len, float s, bf16* host_u
 
 void MuonStep::apply(LocalParam& p, int64_t off, int64_t len, const bf16* o, float decay, float s,
                      const bf16* host_update, bf16* host_weights) {
-  if (mode_ != OffloadMode::full) {
+  if (!policy_.host_apply) {
     Timed t(counters_.device_s);
     backend_.apply_update(len, decay, s, o, p.w + off);
     return;
@@ -339,7 +340,7 @@ std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c, int lane
     for (int k = 0; k < total; ++k) {
       if (c.owners[k] != j) continue;
       const MatrixRef& m = c.matrices[std::min(k, real - 1)];
-      const Range r = slice_rows(plan.inventory.tensors[m.tensor], g, me, m);
+      const Range r = slice_rows(plan, me, m);
       f->my_pos[k] = pos;
       f->my_len[k] = std::max<int64_t>(0, r.size()) * m.cols;
       pos += f->my_len[k];
@@ -350,14 +351,14 @@ std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c, int lane
   f->send1 = Buffer(backend_, pos * sizeof(bf16));  // zero-filled: padding slices stay zero
   f->recv2 = Buffer(backend_, pos * sizeof(bf16));
   // Momentum straight into the send buffer (the bf16 NS input).
-  bf16* host_stage = mode_ == OffloadMode::full ? staging(lane, pos).momentum : nullptr;
+  bf16* host_stage = policy_.host_fold ? staging(lane, pos).momentum : nullptr;
   std::optional<Span> sp;
   sp.emplace(*this, momentum_stage(), momentum_resource(), &c);
   for (int k = 0; k < real; ++k) {
     if (f->my_len[k] == 0) continue;
     const MatrixRef& m = c.matrices[k];
     LocalParam& p = state_.param(m.tensor);
-    const Range r = slice_rows(plan.inventory.tensors[m.tensor], g, me, m);
+    const Range r = slice_rows(plan, me, m);
     const int64_t off = (r.begin - p.begin) * p.entry_elems;
     momentum_input(p, off, f->my_len[k], f->send1.bf() + f->my_pos[k],
                    host_stage ? host_stage + f->my_pos[k] : nullptr);
@@ -369,11 +370,10 @@ std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c, int lane
   }
   if (f->owned >= 0) {
     const MatrixRef& m = c.matrices[std::min(f->owned, real - 1)];
-    const ParamTensor& t = plan.inventory.tensors[m.tensor];
     f->gathered = Buffer(backend_, size_t(m.rows * m.cols) * sizeof(bf16));
     size_t at = 0;
     for (int j = 0; j < g; ++j) {
-      const Range r = slice_rows(t, g, j, m);
+      const Range r = slice_rows(plan, j, m);
       f->r1_displs[base + j] = at;
       f->r1_bytes[base + j] = size_t(std::max<int64_t>(0, r.size()) * m.cols) * sizeof(bf16);
       at += f->r1_bytes[base + j];
@@ -425,21 +425,21 @@ void MuonStep::finish(Flight& f) {
   const float decay = float(1.0 - plan.options.hyper.lr * plan.options.hyper.weight_decay);
   const float s = update_scale(c.rows, c.cols);
   scalar_check(s * decay, &c, "");
-  const int g = c.group_size, me = state_.group_position();
+  const int me = state_.group_position();
   bf16 *host_update = nullptr, *host_weights = nullptr;
-  if (mode_ == OffloadMode::full && f.my_total > 0) {
+  if (policy_.host_apply && f.my_total > 0) {
     HostStaging& hs = staging(f.lane, f.my_total);
     host_update = hs.update;
     host_weights = hs.weights;
     scaled_update_to_host(f.recv2.bf(), f.my_total, s, host_update);
   }
   // Under full offload apply() records its host and copy stages itself.
-  Span sp(*this, mode_ == OffloadMode::full ? nullptr : kUpdate, Resource::gpu, &c);
+  Span sp(*this, policy_.host_apply ? nullptr : kUpdate, Resource::gpu, &c);
   for (size_t k = 0; k < c.matrices.size(); ++k) {
     if (f.my_len[k] == 0) continue;
     const MatrixRef& m = c.matrices[k];
     LocalParam& p = state_.param(m.tensor);
-    const Range r = slice_rows(plan.inventory.tensors[m.tensor], g, me, m);
+    const Range r = slice_rows(plan, me, m);
     const int64_t off = (r.begin - p.begin) * p.entry_elems;
     const int64_t at = f.my_pos[k];
     apply(p, off, f.my_len[k], f.recv2.bf() + at, decay, s,
@@ -462,7 +462,7 @@ void MuonStep::local_chunk(const Chunk& c) {
   const int64_t mat = m.rows * m.cols;
   const int64_t stride = stack ? p.entry_elems : 0;
   Buffer u(backend_, size_t(count * mat) * sizeof(bf16));
-  HostStaging* hs = mode_ == OffloadMode::full ? &staging(0, count * mat) : nullptr;
+  HostStaging* hs = policy_.host_fold ? &staging(0, count * mat) : nullptr;
   std::optional<Span> sp;
   sp.emplace(*this, momentum_stage(), momentum_resource(), &c);
   for (int64_t e = 0; e < count; ++e) {
@@ -498,7 +498,7 @@ void MuonStep::adamw_group(int64_t step) {
   for (LocalParam& p : state_.params()) {
     if (p.muon || p.elems() == 0) continue;
     scalar_check(lr + wd + b1 + b2 + eps, nullptr, state_.plan().inventory.tensors[p.tensor].name);
-    if (mode_ == OffloadMode::full) {
+    if (policy_.host_adamw) {
       {
         Span sp(*this, "CPU AdamW", Resource::cpu, cur_chunk_);
         Timed t(counters_.host_s);
@@ -522,6 +522,25 @@ void MuonStep::adamw_group(int64_t step) {
 
 // Full offload, "during backward": each Muon parameter's gradients fold into its host momentum
 // as they arrive, in chunk order (docs/muon-step.md section 5, step 1).
+// Full offload, during backward: every tensor's bf16 gradients to the host, widened into its
+// fp32 accumulator (one micro step: the accumulator is the gradient).
+void MuonStep::grads_to_host() {
+  std::vector<bf16> stage;
+  for (LocalParam& p : state_.params()) {
+    if (!p.g_compute || p.elems() == 0) continue;
+    stage.resize(static_cast<size_t>(p.elems()));
+    {
+      Span sp(*this, "bf16 grads D2H", Resource::pcie_d2h, nullptr);
+      Timed t(counters_.d2h_s);
+      backend_.copy_to_host(stage.data(), p.g_compute, stage.size() * sizeof(bf16));
+      backend_.synchronize();
+      counters_.d2h_bytes += stage.size() * sizeof(bf16);
+    }
+    Timed t(counters_.host_s);
+    for (size_t i = 0; i < stage.size(); ++i) p.g[i] = to_float(stage[i]);
+  }
+}
+
 void MuonStep::fold_all() {
   const Plan& plan = state_.plan();
   const float mu = float(plan.options.hyper.momentum);
@@ -574,13 +593,14 @@ void MuonStep::run(int64_t step) {
   const size_t slots = plan.chunks.chunks.size();
   check_sums_ = static_cast<float*>(backend_.alloc(slots * sizeof(float)));
   const size_t depth =
-      static_cast<size_t>(std::clamp(plan.options.batches_in_flight(), 1, Backend::kMaxLanes));
-  if (mode_ == OffloadMode::full) {
-    fold_all();
+      static_cast<size_t>(std::clamp(plan.batches_in_flight, 1, Backend::kMaxLanes));
+  if (policy_.bf16_compute_copy) grads_to_host();
+  if (policy_.host_fold) fold_all();  // during backward, from the bf16 gradients
+  if (policy_.host_adamw) {
     cur_chunk_ = adamw_chunk;
     adamw_group(step);  // the host AdamW runs during backward too
   }
-  if (whole_staging_) stage_whole_state(true);
+  if (whole_staging()) stage_whole_state(true);
   std::deque<std::unique_ptr<Flight>> flights;
   // Retire the oldest batch; orthogonalize the next one first so its return exchange runs
   // while the oldest is applied.
@@ -604,12 +624,12 @@ void MuonStep::run(int64_t step) {
         break;
       case Chunk::Kind::adamw_group:
         cur_chunk_ = &c;
-        if (mode_ != OffloadMode::full) adamw_group(step);
+        if (!policy_.host_adamw) adamw_group(step);
         break;
     }
   }
   while (!flights.empty()) retire();
-  if (whole_staging_) stage_whole_state(false);
+  if (whole_staging()) stage_whole_state(false);
   backend_.set_lane(0);
   backend_.synchronize();
   std::vector<float> sums(slots);

@@ -44,7 +44,7 @@ expect no-fit-json 0 "" "$bin" "${nofit[@]}" --json --out "$work/nofit.out.json"
 cp "$work/out" "$work/nofit.json"
 json_check no-fit-json "$work/nofit.json" '
 p = d["predicted"]
-assert d["fits"] is False and d["schema"] == "muonplan.plan/1", d["fits"]
+assert d["fits"] is False and d["schema"] == "muonplan.plan/2", d["fits"]
 assert d["limits"]["gpu_memory_gib"] == 10, d["limits"]
 assert p["gpu_peak_gib"] > 10, p["gpu_peak_gib"]  # the closest candidate, still too large
 assert d["nodes"] == 2 and d["world_size"] == 16, (d["nodes"], d["world_size"])

@@ -6,6 +6,7 @@
 
 #include "muonplan/error.h"
 #include "muonplan/model_io.h"
+#include "muonplan/owners.h"
 #include "muonplan/plan.h"
 #include "test_plans.h"
 
@@ -25,10 +26,10 @@ Plan plan_for(const std::string& model, const std::string& topo, int nodes, int 
   return make_plan(test::model(model), test::topology(topo), r);
 }
 
-// Predictions depend on the topology, which a plan names but does not hold: not read back.
+// Predictions depend on the topology, which a plan names but does not hold: not read back
+// (the chunks' NS times are: the file carries them).
 json without_predictions(json j) {
   j.erase("predicted");
-  for (json& c : j["chunks"]) c.erase("predicted_ns_ms");
   return j;
 }
 
@@ -36,8 +37,15 @@ void check_round_trip(const Plan& plan) {
   const json first = plan_to_json(plan);
   const Plan loaded = plan_from_json(first, "plan.json");
   CHECK(without_predictions(plan_to_json(loaded)) == without_predictions(first));
-  CHECK(loaded.chunks.loads.alltoall_bytes == plan.chunks.loads.alltoall_bytes);
-  CHECK(loaded.chunks.loads.ns_flops == plan.chunks.loads.ns_flops);
+  CHECK(loaded.shards == plan.shards);
+  CHECK(loaded.batches_in_flight == plan.batches_in_flight);
+  // The loader computes no loads (a planner figure); the planner gets the same from the file's
+  // chunks as from its own.
+  CHECK(loaded.chunks.loads.alltoall_bytes.empty());
+  const RankLoads again = compute_loads(loaded.inventory, loaded.chunks,
+                                        static_cast<int>(loaded.options.schedule.steps.size()));
+  CHECK(again.alltoall_bytes == plan.chunks.loads.alltoall_bytes);
+  CHECK(again.ns_flops == plan.chunks.loads.ns_flops);
   REQUIRE(loaded.chunks.chunks.size() == plan.chunks.chunks.size());
   for (size_t i = 0; i < plan.chunks.chunks.size(); ++i) {
     CHECK(loaded.chunks.chunks[i].local == plan.chunks.chunks[i].local);
@@ -107,10 +115,13 @@ TEST_CASE("the loaded plan carries the options the executor runs", "[plan_load]"
 }
 
 TEST_CASE("bad plans are refused naming the file and the field", "[plan_load]") {
-  CHECK(error_after([](json& j) { j["schema"] = "muonplan.plan/2"; }) ==
-        "plan.json: schema: expected muonplan.plan/1, got 'muonplan.plan/2'");
+  CHECK(error_after([](json& j) { j["schema"] = "muonplan.plan/3"; }) ==
+        "plan.json: schema: expected muonplan.plan/2, got 'muonplan.plan/3'");
+  CHECK(error_after([](json& j) { j["schema"] = "muonplan.plan/1"; }) ==
+        "plan.json: schema: expected muonplan.plan/2, got 'muonplan.plan/1' (written by an older "
+        "muonplan: plan again, or upgrade it with scripts/upgrade-plan-v1.py)");
   CHECK(error_after([](json& j) { j.erase("schema"); }) ==
-        "plan.json: schema: expected muonplan.plan/1, got ''");
+        "plan.json: schema: expected muonplan.plan/2, got ''");
   CHECK(error_after([](json& j) { j.erase("world_size"); }) == "plan.json: world_size: missing");
   CHECK(error_after([](json& j) { j["world_size"] = 4; }) ==
         "plan.json: world_size: expected nodes x gpus_per_node = 3, got 4");
@@ -124,6 +135,11 @@ TEST_CASE("bad plans are refused naming the file and the field", "[plan_load]") 
         "plan.json: chunks[0].matrices[0].tensor: unknown tensor 'nope'");
   CHECK(error_after([](json& j) { j["chunks"][0]["owners"][0] = 3; }) ==
         "plan.json: chunks[0].owners[0]: expected an integer in [0, 2], got 3");
+  // Two matrices of one batch on one rank: the step would orthogonalize only one of them.
+  CHECK(error_after([](json& j) {
+          REQUIRE(j["chunks"][0]["owners"].size() >= 2);
+          j["chunks"][0]["owners"][1] = j["chunks"][0]["owners"][0];
+        }).find("plan.json: chunks[0].owners[1]: group position ") == 0);
   CHECK(error_after([](json& j) {
           j["chunks"].erase(0);
         }).find("plan.json: chunks: tensor 'model.layers.0.self_attn.") == 0);
@@ -131,11 +147,54 @@ TEST_CASE("bad plans are refused naming the file and the field", "[plan_load]") 
         "plan.json: tensors[0].shape[0]: expected an integer in [1, 100000000], got 0");
 }
 
+TEST_CASE("tensors' shard rules are read and checked against the tensor and the layout",
+          "[plan_load]") {
+  // tiny-dense on 3 ranks, fsdp=3: every tensor row_sharded over 3.
+  CHECK(error_after([](json& j) { j["tensors"][0].erase("shard"); }) ==
+        "plan.json: tensors[0].shard: missing");
+  CHECK(error_after([](json& j) { j["tensors"][0]["shard"]["group_size"] = 1; }) ==
+        "plan.json: tensors[0].shard.group_size: expected the layout's fsdp 3");
+  CHECK(
+      error_after([](json& j) {
+        j["tensors"][0]["shard"] = {{"kind", "replicated"}};
+      }) ==
+      "plan.json: tensors[0].shard.kind: replicated needs fsdp=1, the layout has fsdp=3,cp=1,ep=1");
+  CHECK(error_after([](json& j) { j["tensors"][0]["shard"]["kind"] = "stack_sharded"; }) ==
+        "plan.json: tensors[0].shard.kind: expected row_sharded or replicated for "
+        "'model.embed_tokens.weight'");
+  CHECK(error_after([](json& j) { j["tensors"][0]["shard"]["ep"] = 1; }) ==
+        "plan.json: tensors[0].shard.ep: unknown key (muonplan plan does not write it)");
+  // tiny-moe on 4 ranks, ep=2: expert stacks over ep 2 x dp 2.
+  const json moe =
+      plan_to_json(plan_for("tiny-moe", "cpu-ci", 1, 4, OwnerStrategy::balanced, "fsdp=4,ep=2"));
+  int stack = -1;
+  for (size_t i = 0; i < moe["tensors"].size() && stack < 0; ++i)
+    if (moe["tensors"][i]["stack_dim"] == 0) stack = int(i);
+  REQUIRE(stack >= 0);
+  CHECK(moe["tensors"][stack]["shard"] == json{{"kind", "stack_sharded"}, {"ep", 2}, {"dp", 2}});
+  const std::string at = "plan.json: tensors[" + std::to_string(stack) + "].shard.";
+  CHECK(plan_error_after(moe, [&](json& j) { j["tensors"][stack]["shard"]["dp"] = 4; }) ==
+        at + "dp: expected world_size / ep = 2");
+  CHECK(plan_error_after(moe, [&](json& j) { j["tensors"][stack]["shard"]["ep"] = 4; }) ==
+        at + "ep: expected the layout's ep 2");
+  CHECK(plan_error_after(
+            moe,
+            [&](json& j) {
+              j["tensors"][stack]["shard"] = {{"kind", "row_sharded"}, {"group_size", 4}};
+            }) == at + "kind: expected stack_sharded for '" +
+                      moe["tensors"][stack]["name"].get<std::string>() + "'");
+  // A batch member cannot be declared replicated while the layout shards it.
+  CHECK(plan_error_after(moe, [&](json& j) {
+          const std::string first = j["chunks"][0]["matrices"][0]["tensor"];
+          tensor_named(j, first)["shard"] = {{"kind", "replicated"}};
+        }).find("replicated needs fsdp=1") != std::string::npos);
+}
+
 TEST_CASE("load_plan reports unreadable files and malformed JSON with a position", "[plan_load]") {
   CHECK_THROWS_WITH(load_plan("/nonexistent/plan.json"),
                     "/nonexistent/plan.json: file: cannot be read");
   const std::string path = "exec_infra_bad_plan.json";
-  std::ofstream(path) << "{\n  \"schema\": \"muonplan.plan/1\",\n  \"nodes\": ,\n}\n";
+  std::ofstream(path) << "{\n  \"schema\": \"muonplan.plan/2\",\n  \"nodes\": ,\n}\n";
   try {
     load_plan(path);
     FAIL("accepted malformed JSON");
@@ -152,7 +211,7 @@ TEST_CASE("load_plan reports unreadable files and malformed JSON with a position
 // without bound or load silently, and is now an InputError with one line.
 TEST_CASE("a number too large for a double in a plan is a located JSON error", "[plan_load]") {
   const test::TempFile f("fuzz_finding_plan.json",
-                         "{\"schema\": \"muonplan.plan/1\", \"nodes\": 1e400}\n");
+                         "{\"schema\": \"muonplan.plan/2\", \"nodes\": 1e400}\n");
   CHECK_THROWS_WITH(load_plan(f.path), f.path + ": json: number overflow parsing '1e400'");
 }
 

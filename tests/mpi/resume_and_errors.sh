@@ -34,9 +34,9 @@ if run 2 "$work/p.json" >/dev/null; then bad "world mismatch accepted"; else
   [ "$n" = 2 ] && ok || bad "world mismatch message on $n of 2 ranks: $(cat "$work/err")"
 fi
 # Another schema version.
-sed 's/"muonplan.plan\/1"/"muonplan.plan\/9"/' "$work/p.json" > "$work/p9.json"
+sed 's/"muonplan.plan\/2"/"muonplan.plan\/9"/' "$work/p.json" > "$work/p9.json"
 if run $W "$work/p9.json" >/dev/null; then bad "schema 9 accepted"; else
-  n="$(grep -c "schema: expected muonplan.plan/1, got 'muonplan.plan/9'" "$work/err")"
+  n="$(grep -c "schema: expected muonplan.plan/2, got 'muonplan.plan/9'" "$work/err")"
   [ "$n" = $W ] && ok || bad "schema message on $n ranks: $(cat "$work/err")"
 fi
 # A refused checkpoint is bad input: exit 2 (it was 1), one line per rank. A truncated rank

@@ -15,7 +15,7 @@ TEST_CASE("plan JSON carries the contract's keys and the plan's values", "[plan_
   const Plan plan = plan_fixed("tiny-moe", 1, OffloadMode::none);
   const Prediction& p = plan.predicted;
   const nlohmann::json j = plan_to_json(plan);
-  CHECK(j["schema"] == "muonplan.plan/1");
+  CHECK(j["schema"] == "muonplan.plan/2");
   CHECK(j["model"] == "tiny-moe");
   CHECK(j["topology"] == "h200-ib");
   // One node of the topology's 8 GPUs, as asked.

@@ -101,6 +101,9 @@ inline Plan one_rank_plan(ParamInventory inv, PlanOptions o = {}) {
   p.options.layout = Layout{1, 1, 1};
   p.chunks = build_chunks(p.inventory, false, p.options.layout, 1, OwnerStrategy::round_robin,
                           static_cast<int>(p.options.schedule.steps.size()));
+  for (const ParamTensor& t : p.inventory.tensors)
+    p.shards.push_back(shard_rule(t, p.options.layout, 1));
+  p.batches_in_flight = p.options.batches_in_flight();
   return p;
 }
 // The same for models/FILE (a file name with its extension, e.g. "tiny-moe.yaml").

@@ -6,6 +6,7 @@
 #include "muonplan/error.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan.h"
+#include "muonplan/workload.h"
 #include "test_plans.h"
 
 using namespace muonplan;

@@ -8,6 +8,7 @@
 #include "muonplan/error.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan.h"
+#include "muonplan/workload.h"
 #include "test_paths.h"
 
 using namespace muonplan;

@@ -8,9 +8,11 @@
 #include <limits>
 #include <sstream>
 
+#include "muonplan/cost_model.h"
 #include "muonplan/error.h"
 #include "muonplan/io.h"
 #include "muonplan/model_spec.h"
+#include "muonplan/owners.h"
 #include "muonplan/plan_checks.h"
 
 namespace muonplan {
@@ -221,6 +223,9 @@ CalibrationRun load_calibration_run(const std::string& path) {
     throw InputError({path, 0, 0}, "plan", "'" + plan + "' not found, nor beside the metrics file");
   }
   r.plan = load_plan(plan_path.string());
+  // The per-rank loads the cost model reads are the planner's figures, not the file's.
+  r.plan.chunks.loads = compute_loads(r.plan.inventory, r.plan.chunks,
+                                      static_cast<int>(r.plan.options.schedule.steps.size()));
   return r;
 }
 

@@ -8,34 +8,20 @@
 #include <vector>
 
 #include "muonplan/inventory.h"
+#include "muonplan/shards.h"
 
 namespace muonplan {
 
-struct Layout {
-  int fsdp = 0;  // shard-group size for non-expert params, CP included; 0: the whole world
-  int cp = 1;    // context parallel (divides the sequence; its ranks are inside fsdp)
-  int ep = 1;    // expert parallel
-};
-
 // "fsdp=8,cp=1,ep=8" (any subset, any order). Throws InputError on bad text.
 Layout parse_layout(const std::string& text);
-std::string to_string(const Layout& layout);
 
 // The layout with defaults filled in for `world` ranks; InputError if it does not divide.
 Layout resolve_layout(const Layout& layout, int world, const ModelSpec& spec);
 
-// torch.chunk / FSDP2 split of n items over k shards: shard i gets [begin, end), the first
-// shards ceil(n/k) each, trailing shards fewer or none.
-struct Range {
-  int64_t begin = 0;
-  int64_t end = 0;
-  int64_t size() const { return end - begin; }
-};
-Range chunk_range(int64_t n, int k, int i);
-
 // Where one parameter tensor lives.
 struct Placement {
-  enum class Kind { row_sharded, stack_sharded, replicated } kind = Kind::row_sharded;
+  using Kind = ShardRule::Kind;
+  Kind kind = Kind::row_sharded;
   int group_size = 1;  // ranks in the shard group (fsdp, or world for expert stacks)
   // Per rank of the world: rows (row_sharded) or stack entries (stack_sharded) it holds.
   std::vector<Range> local;
@@ -53,5 +39,8 @@ Placement::Kind placement_kind(const ParamTensor& t, const Layout& layout);
 // the planner's loops over ranks use, so a large world costs no table per tensor. `rank` is a
 // world rank for expert stacks and a group position otherwise.
 Range local_range(const ParamTensor& t, const Layout& layout, int world, int rank);
+
+// The placement as the plan file states it (tensors[].shard): the rule the executor evaluates.
+ShardRule shard_rule(const ParamTensor& t, const Layout& layout, int world);
 
 }  // namespace muonplan

@@ -1,32 +1,21 @@
 // Memory, host RAM, traffic and optimizer-step time of one candidate (docs/planner.md).
 #include "muonplan/cost_model.h"
 
+#include "muonplan/offload_policy.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <numeric>
 
 #include "cost/workload_cost.h"
+#include "muonplan/layout.h"
 #include "muonplan/ns_model.h"
+#include "muonplan/ns_workspace.h"
 #include "muonplan/owners.h"
 #include "muonplan/units.h"
 
 namespace muonplan {
-
-double sum(const std::vector<Term>& terms) {
-  double s = 0;
-  for (const Term& t : terms) s += t.value;
-  return s;
-}
-
-double Prediction::gpu_peak_bytes() const {
-  return sum(gpu_persistent_bytes) + sum(gpu_transient_bytes) + sum(gpu_fixed_bytes) +
-         sum(gpu_workload_bytes);
-}
-
-bool Prediction::fits() const {
-  return gpu_peak_bytes() <= gpu_limit_bytes && host_bytes() <= host_limit_bytes;
-}
 
 namespace {
 
@@ -93,7 +82,10 @@ Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node) {
   r.hbm_bps = n.gpu.hbm_gbps * kGB * c.hbm_efficiency;
   r.collective_s = c.collective_us * 1e-6;
   r.cpu_bps_per_rank = n.host_mem_gbps * kGB * c.host_kernel_efficiency / gpus_per_node;
-  const bool pageable = o.offload == OffloadMode::optimizer && !o.pinned_host_state;
+  // Staged optimizer state crosses PCIe through pageable memory unless asked pinned.
+  const bool pageable =
+      offload_policy(o.offload, o.optimizer_staging).staging != StateStaging::none &&
+      !o.pinned_host_state;
   r.h2d_bps = (pageable ? n.pcie_pageable_gbps : n.pcie_h2d_gbps) * kGB * c.pcie_efficiency;
   r.d2h_bps = (pageable ? n.pcie_pageable_gbps : n.pcie_d2h_gbps) * kGB * c.pcie_efficiency;
   Topology t = topo;
@@ -155,10 +147,41 @@ BatchTraffic batch_traffic(const ParamInventory& inv, const Chunk& c, const Rate
   return bt;
 }
 
-// NS scratch of one matrix on its owner: X and the new X (bf16, m x n) plus A and B (m x m).
-double ns_scratch_bytes(int64_t rows, int64_t cols) {
-  const double m = double(std::min(rows, cols)), n = double(std::max(rows, cols));
-  return 2 * (2 * m * n) + 2 * (2 * m * m);
+// The most elements of one tensor on any rank (torch.chunk puts the most on the first).
+double max_local_elems(const ParamTensor& t, const Layout& layout, int world) {
+  const ShardRule r = shard_rule(t, layout, world);
+  const int64_t entries = r.kind == ShardRule::Kind::stack_sharded
+                              ? LocalCounts{true, t.shape[0], r.ep, r.dp}.max()
+                              : r.range(t.shape[0], 0).size();
+  return double(entries) * double(t.numel() / t.shape[0]);
+}
+
+// `chunked` staging brings a chunk's optimizer state to the device one piece at a time, each
+// written back before the next (executor/src/step.cc, state_in/state_out): a rank's slice of
+// one batch matrix, one entry of a local chunk, one AdamW tensor. The largest piece, in
+// elements, on any rank.
+double largest_staged_piece(const ParamInventory& inv, const Chunk& c, const Layout& layout,
+                            int world) {
+  double most = 0;
+  if (c.kind == Chunk::Kind::muon_batch) {
+    for (const MatrixRef& m : c.matrices) {
+      const Range h = detail::holders(inv, m, c.group_size);
+      for (int64_t r = h.begin; r < h.end; ++r)
+        most = std::max(most, detail::slice_bytes(inv, m, c.group_size, int(r)) / 2);
+    }
+  } else if (c.kind == Chunk::Kind::muon_local) {
+    most = double(c.rows) * double(c.cols);
+  } else {
+    for (const ParamTensor& t : inv.tensors) {
+      if (t.rule == UpdateRule::adamw) most = std::max(most, max_local_elems(t, layout, world));
+    }
+  }
+  return most;
+}
+
+// NS scratch of `count` matrices in one call: the executor's workspace (ns_workspace.h).
+double ns_scratch_bytes(int64_t count, int64_t rows, int64_t cols) {
+  return double(ns_workspace_layout(count, rows, cols).total);
 }
 
 }  // namespace
@@ -171,7 +194,9 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   const LocalElems local = count_local(inv, o, world);
   const Rates rt = rates(topo, o, gpn);
   const bool muon = o.optimizer == OptimizerKind::muon;
-  const OffloadMode mode = o.offload;
+  // Where each array lives and what moves: the offload policy's table (offload_policy.h).
+  const OffloadPolicy& pol = offload_policy(o.offload, o.optimizer_staging);
+  const bool host_pipeline = pol.host_fold || pol.host_apply;
 
   // Busiest rank by persistent bytes (all ranks hold the same kinds of state).
   int rank = 0;
@@ -182,7 +207,7 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   const double state = state_bytes(o, mu, aw);
 
   // --- GPU persistent bytes
-  if (mode == OffloadMode::full) {
+  if (pol.bf16_compute_copy) {
     p.gpu_persistent_bytes.push_back({"params_bf16", 2 * all, "2 B x local params (compute copy)"});
     // In a training step each unit's gradients leave during backward (workload_cost.cc counts
     // the units in flight); the optimizer step alone holds them until its chunks copy them.
@@ -190,20 +215,23 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
       p.gpu_persistent_bytes.push_back(
           {"grads_bf16", 2 * all, "2 B x local params, until copied to host"});
     }
-  } else {
+  }
+  if (pol.master == Residence::gpu) {
     p.gpu_persistent_bytes.push_back({"params_fp32", 4 * all, "4 B x local params (FSDP master)"});
     p.gpu_persistent_bytes.push_back({"grads_fp32", 4 * all, "4 B x local params"});
   }
-  if (mode == OffloadMode::none) {
-    if (o.optimizer == OptimizerKind::muon) {
+  if (o.optimizer == OptimizerKind::muon) {
+    if (pol.muon_momentum == Residence::gpu) {
       p.gpu_persistent_bytes.push_back(
           {"muon_momentum", mu * muon_state_bytes(o),
            std::to_string(int(muon_state_bytes(o))) + " B x local Muon params"});
+    }
+    if (pol.adamw_moments == Residence::gpu) {
       p.gpu_persistent_bytes.push_back(
           {"adamw_moments", aw * adamw_state_bytes(), "8 B x local AdamW params"});
-    } else if (o.optimizer == OptimizerKind::adamw) {
-      p.gpu_persistent_bytes.push_back({"adamw_moments", state, "8 B x local params"});
     }
+  } else if (o.optimizer == OptimizerKind::adamw && pol.adamw_moments == Residence::gpu) {
+    p.gpu_persistent_bytes.push_back({"adamw_moments", state, "8 B x local params"});
   }
 
   // --- Per-chunk stages, transient bytes and traffic
@@ -230,7 +258,7 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
     if (c.kind == Chunk::Kind::adamw_group) {
       elems = aw;
       state_elems = muon ? aw * adamw_state_bytes() : state_bytes(o, 0, aw);
-      if (mode == OffloadMode::full) {
+      if (pol.host_adamw) {
         st.push_back(
             {Resource::pcie_d2h, 2 * elems / rt.d2h_bps, "bf16 grads D2H", StagePhase::backward});
         st.push_back({Resource::cpu, elems * cpu_adamw_bpe / rt.cpu_bps_per_rank, "CPU AdamW",
@@ -251,7 +279,7 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
         // Send and receive buffers of both exchanges (bf16) and the gathered matrix are held
         // while in flight; the NS scratch on its owner only during NS.
         tr = 2 * 2 * elems + 2.0 * c.rows * c.cols;
-        sc = ns_scratch_bytes(c.rows, c.cols);
+        sc = ns_scratch_bytes(1, c.rows, c.cols);
         if (o.nesterov) tr += 4 * elems;
       } else {
         const int64_t count = c.local.max();
@@ -259,25 +287,24 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
         ns_s = count > 0 ? ns_cost(topo, count, c.rows, c.cols, o.schedule).total_s : 0;
         // Local work needs no exchange: its bf16 copies, scratch and look-ahead live only
         // while it computes.
-        sc = count * (2.0 * c.rows * c.cols + ns_scratch_bytes(c.rows, c.cols));
+        sc = 2.0 * double(count) * c.rows * c.cols + ns_scratch_bytes(count, c.rows, c.cols);
         if (o.nesterov) sc += 4 * elems;
       }
       state_elems = elems * muon_state_bytes(o);
       alltoall_s_total += 2 * exch_s;
-      if (mode == OffloadMode::full) {
+      if (pol.host_fold) {
         st.push_back(
             {Resource::pcie_d2h, 2 * elems / rt.d2h_bps, "bf16 grads D2H", StagePhase::backward});
         st.push_back({Resource::cpu, elems * cpu_fold_bpe / rt.cpu_bps_per_rank, "CPU fold",
                       StagePhase::backward});
         st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, "bf16 momentum H2D"});
-        tr += 2 * 2 * elems;  // staged momentum in, update out
       } else {
         st.push_back({Resource::gpu, elems * momentum_bpe / rt.hbm_bps, "momentum"});
       }
       if (exch_s > 0) st.push_back({Resource::network, exch_s, "all-to-all to owners"});
       st.push_back({Resource::gpu, ns_s, "Newton-Schulz"});
       if (exch_s > 0) st.push_back({Resource::network, exch_s, "all-to-all back"});
-      if (mode == OffloadMode::full) {
+      if (pol.host_apply) {
         st.push_back({Resource::pcie_d2h, 2 * elems / rt.d2h_bps, "bf16 update D2H"});
         st.push_back({Resource::cpu, elems * cpu_apply_bpe / rt.cpu_bps_per_rank, "CPU apply"});
         st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, "bf16 weights H2D"});
@@ -285,10 +312,14 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
         st.push_back({Resource::gpu, elems * update_bpe / rt.hbm_bps, "update + decay"});
       }
     }
-    if (mode == OffloadMode::optimizer && o.optimizer_staging == OffloadStaging::chunked) {
+    if (pol.staging == StateStaging::per_chunk) {
       st.insert(st.begin(), {Resource::pcie_h2d, state_elems / rt.h2d_bps, "state H2D"});
       st.push_back({Resource::pcie_d2h, state_elems / rt.d2h_bps, "state D2H"});
-      tr += state_elems;
+      // One piece at a time, on the device stream like the NS scratch: counted as scratch.
+      const double piece = largest_staged_piece(inv, c, o.layout, world);
+      sc = std::max(sc, piece * (c.kind == Chunk::Kind::adamw_group
+                                     ? (muon ? adamw_state_bytes() : state_bytes(o, 0, 1))
+                                     : muon_state_bytes(o)));
     }
     stages.push_back(std::move(st));
     transient.push_back(tr);
@@ -310,10 +341,14 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
       {"step_buffers", window_max,
        "max over " + std::to_string(depth) +
            " consecutive chunks in flight of their exchange buffers and gathered matrices, "
-           "plus the largest NS scratch among them" +
-           (o.nesterov ? ", Nesterov look-ahead" : "") +
-           (mode == OffloadMode::full ? ", staged momentum and update" : "")});
-  if (mode == OffloadMode::optimizer && o.optimizer_staging == OffloadStaging::whole) {
+           "plus the largest NS scratch" +
+           std::string(pol.staging == StateStaging::per_chunk ? " or staged state piece" : "") +
+           " among them" + (o.nesterov ? ", Nesterov look-ahead" : "")});
+  // The step's non-finite check (docs/muon-step.md section 6) sums each chunk's update into
+  // one fp32 on the device and reads them all back at the end.
+  p.gpu_transient_bytes.push_back({"nonfinite_check", 4.0 * double(plan.chunks.size()),
+                                   "one fp32 sum per chunk, read back after the step"});
+  if (pol.staging == StateStaging::whole) {
     p.gpu_transient_bytes.push_back({"staged_optimizer_state", state,
                                      "whole optimizer state of the rank, on GPU for the step"});
   }
@@ -341,16 +376,17 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
       node_aw = w;
     }
   }
-  if (mode == OffloadMode::full) {
+  if (pol.master == Residence::host) {
     p.host_bytes_per_node.push_back({"fp32_master", 4 * node_all, "4 B x params on the node"});
     p.host_bytes_per_node.push_back(
         {"fp32_grad_accumulator", 4 * node_all, "4 B x params on the node"});
   }
-  if (mode != OffloadMode::none) {
+  // The table keeps momentum and moments together (a mode offloads the optimizer's state).
+  if (pol.muon_momentum == Residence::host) {
     p.host_bytes_per_node.push_back({"optimizer_state", state_bytes(o, node_mu, node_aw),
                                      "momentum (Muon) and moments (AdamW) on the node"});
   }
-  if (mode == OffloadMode::full) {
+  if (host_pipeline) {
     // Pinned staging for the batches in flight: bf16 momentum, update and weights per batch.
     double pinned = 0;
     for (const Chunk& c : plan.chunks) {
@@ -369,11 +405,14 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   p.alltoall_bytes_per_rank_max = plan.loads.max_bytes();
   p.comm_bytes.push_back({"alltoall_sent", p.alltoall_bytes_per_rank_max,
                           "bytes the busiest rank sends in both exchanges"});
-  if (mode == OffloadMode::optimizer) {
-    p.h2d_bytes_per_gpu = p.d2h_bytes_per_gpu = state;
-  } else if (mode == OffloadMode::full) {
-    p.h2d_bytes_per_gpu = 2 * mu + 2 * all;  // bf16 momentum, then new bf16 weights
-    p.d2h_bytes_per_gpu = 2 * all + 2 * mu;  // bf16 grads, then bf16 update
+  if (pol.staging != StateStaging::none) p.h2d_bytes_per_gpu = p.d2h_bytes_per_gpu = state;
+  if (pol.host_fold) {
+    p.d2h_bytes_per_gpu += 2 * all;  // bf16 grads (the host folds Muon's, AdamW updates its own)
+    p.h2d_bytes_per_gpu += 2 * mu;   // bf16 momentum, the NS input
+  }
+  if (pol.host_apply) {
+    p.d2h_bytes_per_gpu += 2 * mu;   // bf16 update
+    p.h2d_bytes_per_gpu += 2 * all;  // new bf16 weights
   }
   p.comm_bytes.push_back({"h2d", p.h2d_bytes_per_gpu, "host to GPU per step"});
   p.comm_bytes.push_back({"d2h", p.d2h_bytes_per_gpu, "GPU to host per step"});
@@ -381,7 +420,7 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   // --- Optimizer-step time
   const PipelineResult pr = simulate_pipeline(stages, depth);
   double staged_s = 0;
-  if (mode == OffloadMode::optimizer && o.optimizer_staging == OffloadStaging::whole) {
+  if (pol.staging == StateStaging::whole) {
     p.step_phases_s.push_back({"state_h2d", state / rt.h2d_bps, "whole state to GPU before"});
     p.step_phases_s.push_back({"state_d2h", state / rt.d2h_bps, "whole state back after"});
     staged_s = state / rt.h2d_bps + state / rt.d2h_bps;
@@ -418,7 +457,7 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
 
   if (o.workload) {
     OptimizerPhases phases;
-    if (mode == OffloadMode::full) {
+    if (host_pipeline) {
       // In a training step the backward-phase stages run during backward (workload_cost.cc);
       // the rest, pipelined as in the optimizer step, waits for backward to end.
       std::vector<std::vector<Stage>> post;

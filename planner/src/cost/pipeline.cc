@@ -9,22 +9,6 @@
 
 namespace muonplan {
 
-const char* to_string(Resource r) {
-  switch (r) {
-    case Resource::gpu:
-      return "gpu";
-    case Resource::network:
-      return "network";
-    case Resource::pcie_h2d:
-      return "pcie_h2d";
-    case Resource::pcie_d2h:
-      return "pcie_d2h";
-    case Resource::cpu:
-      return "cpu";
-  }
-  return "?";
-}
-
 PipelineResult simulate_pipeline(const std::vector<std::vector<Stage>>& chunks, int depth) {
   constexpr int kResources = 5;
   PipelineResult out;

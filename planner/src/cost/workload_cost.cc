@@ -9,7 +9,9 @@
 #include <map>
 
 #include "muonplan/error.h"
+#include "muonplan/offload_policy.h"
 #include "muonplan/units.h"
+#include "muonplan/workload.h"
 
 namespace muonplan {
 namespace {
@@ -174,7 +176,8 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Top
       {"gathered_layer_weights", 2 * 2 * max_layer, "bf16 weights of 2 layers (one prefetched)"});
   p.gpu_workload_bytes.push_back({"unsharded_layer_grads", 4 * max_layer,
                                   "fp32 gradients of one layer before reduce-scatter"});
-  if (o.offload == OffloadMode::full) {
+  const OffloadPolicy& pol = offload_policy(o.offload, o.optimizer_staging);
+  if (pol.bf16_compute_copy) {
     double max_unit = 0;
     for (const auto& [layer, u] : units) max_unit = std::max(max_unit, u.all);
     p.gpu_workload_bytes.push_back({"grads_bf16_in_flight", 2 * 2 * max_unit,
@@ -264,7 +267,7 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Top
   p.training_hidden_s.push_back({"ep_comm", ep_hidden, "under compute"});
   p.training_hidden_s.push_back({"cp_comm", cp_hidden, "under attention compute"});
 
-  if (o.offload != OffloadMode::full) {
+  if (!offload_policy(o.offload, o.optimizer_staging).host_fold) {
     p.training_terms_s.push_back(
         {"optimizer_step", p.optimizer_step_s, "after backward (section 7)"});
   } else {

@@ -42,11 +42,6 @@ Layout parse_layout(const std::string& text) {
   return layout;
 }
 
-std::string to_string(const Layout& layout) {
-  return "fsdp=" + std::to_string(layout.fsdp) + ",cp=" + std::to_string(layout.cp) +
-         ",ep=" + std::to_string(layout.ep);
-}
-
 Layout resolve_layout(const Layout& in, int world, const ModelSpec& spec) {
   Layout l = in;
   if (l.fsdp == 0) l.fsdp = world;
@@ -66,26 +61,24 @@ Layout resolve_layout(const Layout& in, int world, const ModelSpec& spec) {
   return l;
 }
 
-Range chunk_range(int64_t n, int k, int i) {
-  const int64_t per = (n + k - 1) / k;
-  const int64_t begin = std::min<int64_t>(n, per * i);
-  return {begin, std::min<int64_t>(n, begin + per)};
-}
-
 Placement::Kind placement_kind(const ParamTensor& t, const Layout& layout) {
   if (t.stack_dim == 0) return Placement::Kind::stack_sharded;
   return layout.fsdp == 1 ? Placement::Kind::replicated : Placement::Kind::row_sharded;
 }
 
-Range local_range(const ParamTensor& t, const Layout& layout, int world, int rank) {
-  if (t.stack_dim == 0) {
-    // Experts: split over ep ranks, then over the world/ep ranks sharing an ep_rank, so each
-    // rank holds whole experts.
-    const Range ep_slice = chunk_range(t.stack_count(), layout.ep, rank % layout.ep);
-    const Range sub = chunk_range(ep_slice.size(), world / layout.ep, rank / layout.ep);
-    return {ep_slice.begin + sub.begin, ep_slice.begin + sub.end};
+ShardRule shard_rule(const ParamTensor& t, const Layout& layout, int world) {
+  ShardRule r;
+  r.kind = placement_kind(t, layout);
+  if (r.kind == ShardRule::Kind::row_sharded) r.group_size = layout.fsdp;
+  if (r.kind == ShardRule::Kind::stack_sharded) {
+    r.ep = layout.ep;
+    r.dp = world / layout.ep;
   }
-  return chunk_range(t.shape[0], layout.fsdp, rank);
+  return r;
+}
+
+Range local_range(const ParamTensor& t, const Layout& layout, int world, int rank) {
+  return shard_rule(t, layout, world).range(t.shape[0], rank);
 }
 
 Placement place(const ParamTensor& t, const Layout& layout, int world) {

@@ -9,9 +9,11 @@
 #include <type_traits>
 
 #include "muonplan/error.h"
+#include "muonplan/layout.h"
 #include "muonplan/parse_int.h"
 #include "muonplan/plan_checks.h"
 #include "muonplan/trainer_config_in.h"
+#include "muonplan/workload.h"
 
 namespace muonplan {
 namespace {

@@ -6,8 +6,10 @@
 
 #include "cost/workload_cost.h"
 #include "muonplan/error.h"
+#include "muonplan/ns_model.h"
 #include "muonplan/plan.h"
 #include "muonplan/units.h"
+#include "muonplan/workload.h"
 
 namespace muonplan {
 namespace {
@@ -56,6 +58,22 @@ std::vector<Layout> layouts_to_try(const PlanRequest& req, const ModelSpec& spec
     for (int ep : eps) out.push_back(Layout{asked.fsdp, cp, ep});
   }
   return out;
+}
+
+// What the plan file states so that the executor re-derives nothing: each tensor's shard rule,
+// the batches in flight and each Muon chunk's predicted NS time.
+void resolve_for_executor(Plan& plan) {
+  const PlanOptions& o = plan.options;
+  plan.shards.clear();
+  for (const ParamTensor& t : plan.inventory.tensors)
+    plan.shards.push_back(shard_rule(t, o.layout, plan.world));
+  plan.batches_in_flight = o.batches_in_flight();
+  for (Chunk& c : plan.chunks.chunks) {
+    if (c.kind == Chunk::Kind::adamw_group) continue;
+    // A batch's owner orthogonalizes one matrix; a local chunk's busiest rank all of its own.
+    const int64_t count = c.kind == Chunk::Kind::muon_batch ? 1 : c.local.max();
+    c.predicted_ns_s = ns_cost(plan.topology, count, c.rows, c.cols, o.schedule).total_s;
+  }
 }
 
 }  // namespace
@@ -193,6 +211,7 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
                      "no candidate node count can take this layout (" + last_layout_error + ")");
   }
   best.inventory = inv;
+  resolve_for_executor(best);
   const Candidate* chosen = nullptr;
   for (const Candidate& c : best.candidates) {
     if (c.nodes == best.options.nodes && c.offload == best.options.offload && c.evaluated &&

@@ -7,12 +7,9 @@
 #include <string>
 
 #include "muonplan/model_spec.h"
+#include "muonplan/units.h"
 
 namespace muonplan::detail {
-
-// The largest dimension of any tensor: a width (hidden, ffn, vocab) is at most this, and so is
-// a product of two fields (heads x head_dim). Plans are read back with the same bound.
-inline constexpr int64_t kMaxTensorDim = 100'000'000;
 
 // The largest value muonplan accepts for a size field (names as in our YAML and HF configs).
 int64_t max_size_for(const std::string& key);

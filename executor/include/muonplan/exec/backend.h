@@ -15,6 +15,7 @@
 
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/memory_counter.h"
+#include "muonplan/units.h"
 
 namespace muonplan::exec {
 
@@ -53,7 +54,7 @@ class Backend {
   // Request::wait() and synchronize(). The step gives each batch in flight its own lane and
   // touches only that batch's buffers and parameter slices on it. Backends without
   // concurrency ignore it. Lane 0 is the default; lanes are 0..kMaxLanes-1.
-  static constexpr int kMaxLanes = 4;
+  static constexpr int kMaxLanes = kMaxBatchesInFlight;  // units.h: a plan asks for at most this
   virtual void set_lane(int lane) { (void)lane; }
 
   // --- bf16 GEMM, fp32 accumulation, one rounding of each output element:

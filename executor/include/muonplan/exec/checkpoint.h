@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "muonplan/exec/communicator.h"
-#include "muonplan/plan.h"
+#include "muonplan/plan_file.h"
 
 namespace muonplan::exec {
 

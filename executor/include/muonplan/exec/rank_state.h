@@ -1,17 +1,18 @@
 // RankState: this rank's shards of every parameter of a Plan and their optimizer state,
-// placed exactly as the planner placed them (layout.h), in the memory the plan's offload mode
-// names (docs/muon-step.md section 5):
+// placed as the plan file's shard rules say (shards.h), in the memory the offload policy names
+// (offload_policy.h, docs/muon-step.md section 5):
 //   none       w, g, m / m_bf16, v on the device
 //   optimizer  w, g on the device; m / m_bf16, v in host memory (Backend::alloc_host)
 //   full       w (fp32 master), g (fp32 accumulator), m / m_bf16, v in host memory; the device
-//              holds the bf16 compute copy w_compute
+//              holds the bf16 compute copy w_compute and backward's bf16 gradients g_compute
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "muonplan/exec/backend.h"
-#include "muonplan/plan.h"
+#include "muonplan/offload_policy.h"
+#include "muonplan/plan_file.h"
 
 namespace muonplan::exec {
 
@@ -32,6 +33,7 @@ struct LocalParam {
   bf16* m_bf16 = nullptr;     // bf16 momentum (Muon with bf16 momentum)
   float* v = nullptr;         // AdamW variance
   bf16* w_compute = nullptr;  // `full` offload: bf16 compute weights on the device
+  bf16* g_compute = nullptr;  // `full` offload: backward's bf16 gradients on the device
 
   int64_t elems() const { return (end - begin) * entry_elems; }
   int64_t global_offset() const { return begin * entry_elems; }
@@ -63,10 +65,15 @@ class RankState {
   Backend& backend() const { return backend_; }
   bool bf16_momentum() const { return plan_.options.bf16_momentum; }
   OffloadMode offload() const { return plan_.options.offload; }
-  // Where the arrays live: optimizer state on the host unless offload is none; w and g on the
-  // host under full offload.
-  bool state_on_host() const { return offload() != OffloadMode::none; }
-  bool master_on_host() const { return offload() == OffloadMode::full; }
+  // Where the arrays live: the offload policy's table (offload_policy.h).
+  const OffloadPolicy& policy() const {
+    return offload_policy(plan_.options.offload, plan_.options.optimizer_staging);
+  }
+  bool master_on_host() const { return policy().master == Residence::host; }
+  // The state of a Muon tensor (momentum) or an AdamW one (moments).
+  bool state_on_host(bool muon) const {
+    return (muon ? policy().muon_momentum : policy().adamw_moments) == Residence::host;
+  }
 
   // Bytes of a field of p (0 when p has no such array), and copies of the whole array to and
   // from host memory, wherever it lives. After copy_in of `param` under full offload the bf16

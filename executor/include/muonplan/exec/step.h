@@ -77,10 +77,10 @@ class MuonStep {
   // The momentum stage as the planner names it: on the device, or (full offload, folded on the
   // host already) the bf16 copy going to it.
   const char* momentum_stage() const {
-    return mode_ == OffloadMode::full ? "bf16 momentum H2D" : "momentum";
+    return policy_.host_fold ? "bf16 momentum H2D" : "momentum";
   }
   Resource momentum_resource() const {
-    return mode_ == OffloadMode::full ? Resource::pcie_h2d : Resource::gpu;
+    return policy_.host_fold ? Resource::pcie_h2d : Resource::gpu;
   }
   std::unique_ptr<Flight> start_batch(const Chunk& chunk, int lane);
   void orthogonalize(Flight& f);
@@ -100,6 +100,7 @@ class MuonStep {
   StateSlice state_in(LocalParam& p, int64_t off, int64_t len);
   void state_out(StateSlice& slice);
   void stage_whole_state(bool in);
+  void grads_to_host();
   HostStaging& staging(int lane, int64_t elems);
   // Reduces n bf16 NS outputs of `chunk` into its check slot (device memory).
   void check_output(const Chunk& chunk, const bf16* x, int64_t n);
@@ -108,9 +109,14 @@ class MuonStep {
   RankState& state_;
   Communicator& comm_;
   Backend& backend_;
-  OffloadMode mode_;
-  bool whole_staging_ = false;
-  std::vector<void*> whole_;  // per param: device copy of its state under `whole` staging
+  // Where each array lives and what moves (offload_policy.h): the step's only view of the mode.
+  const OffloadPolicy& policy_;
+  bool whole_staging() const { return policy_.staging == StateStaging::whole; }
+  struct Staged {        // a param's state on the device under `whole` staging
+    void* m = nullptr;   // momentum / first moment (fp32 or bf16)
+    float* v = nullptr;  // second moment (AdamW)
+  };
+  std::vector<Staged> whole_;
   std::vector<std::unique_ptr<HostStaging>> staging_;  // per lane, full offload
   StepCounters counters_;
   NsVariant ns_variant_ = NsVariant::plain;

@@ -6,11 +6,9 @@
 
 #include "muonplan/error.h"
 #include "muonplan/io.h"
-#include "muonplan/owners.h"
-#include "muonplan/plan.h"
 #include "muonplan/plan_checks.h"
+#include "muonplan/plan_file.h"
 #include "muonplan/units.h"
-#include "spec/model_limits.h"
 
 namespace muonplan {
 namespace {
@@ -165,13 +163,46 @@ void read_options(const Node& root, Plan& plan) {
   }
   s.norm_scale = c["ns_norm_scale"].number();
   check_optimizer_config(h, s, root.path());
-  if (c["batches_in_flight"].integer(1) != o.batches_in_flight()) {
-    c["batches_in_flight"].fail("expected " + std::to_string(o.batches_in_flight()) +
-                                " for offload " + to_string(o.offload) +
-                                " (the executor derives it), got " +
-                                c["batches_in_flight"].raw().dump());
-  }
+  // What the executor runs: the file's number, bounded by the lanes a backend has.
+  plan.batches_in_flight = static_cast<int>(c["batches_in_flight"].integer(1, kMaxBatchesInFlight));
   o.optimizer_staging = c["optimizer_offload_staging"].named(kOffloadStagingNames);
+}
+
+// Where the tensor's rows sit (shards.h): the rule the file states, checked against the tensor
+// and the layout so that every range the executor takes from it is inside the tensor and every
+// rank agrees with its shard group.
+ShardRule read_shard(const Node& n, const ParamTensor& t, const Plan& plan) {
+  const Layout& layout = plan.options.layout;
+  ShardRule r;
+  r.kind = n["kind"].named(kShardKindNames);
+  const bool stack = t.stack_dim == 0;
+  if ((r.kind == ShardRule::Kind::stack_sharded) != stack) {
+    n["kind"].fail(std::string("expected ") +
+                   (stack ? "stack_sharded" : "row_sharded or replicated") + " for '" + t.name +
+                   "'");
+  }
+  switch (r.kind) {
+    case ShardRule::Kind::row_sharded:
+      n.only({"kind", "group_size"});
+      r.group_size = static_cast<int>(n["group_size"].integer(1, kMaxWorldRanks));
+      if (r.group_size != layout.fsdp)
+        n["group_size"].fail("expected the layout's fsdp " + std::to_string(layout.fsdp));
+      break;
+    case ShardRule::Kind::stack_sharded:
+      n.only({"kind", "ep", "dp"});
+      r.ep = static_cast<int>(n["ep"].integer(1, kMaxWorldRanks));
+      r.dp = static_cast<int>(n["dp"].integer(1, kMaxWorldRanks));
+      if (r.ep != layout.ep) n["ep"].fail("expected the layout's ep " + std::to_string(layout.ep));
+      if (int64_t(r.ep) * r.dp != plan.world)
+        n["dp"].fail("expected world_size / ep = " + std::to_string(plan.world / layout.ep));
+      break;
+    case ShardRule::Kind::replicated:
+      n.only({"kind"});
+      if (layout.fsdp != 1)
+        n["kind"].fail("replicated needs fsdp=1, the layout has " + to_string(layout));
+      break;
+  }
+  return r;
 }
 
 void read_inventory(const Node& root, Plan& plan) {
@@ -181,7 +212,7 @@ void read_inventory(const Node& root, Plan& plan) {
   double params = 0;  // in doubles: element counts of unchecked shapes can overflow int64
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Node n = tensors[i];
-    n.only({"name", "shape", "rule", "partitions", "stack_dim"});
+    n.only({"name", "shape", "rule", "partitions", "stack_dim", "shard"});
     ParamTensor t;
     t.name = n["name"].string();
     if (t.name.empty()) n["name"].fail("must not be empty");
@@ -190,8 +221,7 @@ void read_inventory(const Node& root, Plan& plan) {
     if (shape.size() < 1 || shape.size() > 3) shape.fail("expected 1 to 3 dimensions");
     // Bounded as the model loaders bound every tensor (model_limits.h): the executor allocates
     // these shapes, and [1000, 10^9] would be a std::bad_alloc rather than a refusal.
-    for (size_t d = 0; d < shape.size(); ++d)
-      t.shape.push_back(shape[d].integer(1, detail::kMaxTensorDim));
+    for (size_t d = 0; d < shape.size(); ++d) t.shape.push_back(shape[d].integer(1, kMaxTensorDim));
     double numel = 1;
     for (int64_t d : t.shape) numel *= double(d);
     params += numel;
@@ -218,6 +248,7 @@ void read_inventory(const Node& root, Plan& plan) {
     }
     if (!t.partitions.empty() && rows != t.rows()) parts.fail(parts_rule);
     t.routed_expert = t.stack_dim == 0;
+    plan.shards.push_back(read_shard(n["shard"], t, plan));
     plan.inventory.tensors.push_back(std::move(t));
   }
 }
@@ -263,6 +294,7 @@ Chunk read_chunk(const Node& n, const Plan& plan, Coverage& covered) {
   c.rows = n["rows"].integer(0, INT64_MAX);
   c.cols = n["cols"].integer(0, INT64_MAX);
   c.params = n["params"].integer(0, INT64_MAX);
+  if (n.has("predicted_ns_ms")) c.predicted_ns_s = n["predicted_ns_ms"].number(0) / 1e3;
   const Node names = n["param_names"];
   for (size_t i = 0; i < names.size(); ++i) {
     tensor_index(names[i], plan);
@@ -278,23 +310,32 @@ Chunk read_chunk(const Node& n, const Plan& plan, Coverage& covered) {
     if (matrices.size() == 0) matrices.fail("a batch needs at least one matrix");
     for (size_t k = 0; k < matrices.size(); ++k) {
       c.matrices.push_back(read_matrix(matrices[k], plan, c, covered));
-      const ParamTensor& t = plan.inventory.tensors[c.matrices.back().tensor];
-      if (placement_kind(t, layout) != Placement::Kind::row_sharded)
-        matrices[k]["tensor"].fail("'" + t.name + "' is not row-sharded under this layout");
+      const int ti = c.matrices.back().tensor;
+      if (plan.shards[ti].kind != ShardRule::Kind::row_sharded) {
+        matrices[k]["tensor"].fail("'" + plan.inventory.tensors[ti].name +
+                                   "' is not row_sharded (tensors[].shard)");
+      }
     }
     c.padding = n["padding"].integer(0, c.group_size);
     const Node owners = n["owners"];
     if (owners.size() != c.matrices.size() + c.padding)
       owners.fail("expected one owner per matrix and padding matrix");
-    for (size_t k = 0; k < owners.size(); ++k)
-      c.owners.push_back(owners[k].integer(0, c.group_size - 1));
+    // The step gives each rank of the group at most one matrix of a batch to orthogonalize.
+    std::vector<char> taken(static_cast<size_t>(c.group_size), 0);
+    for (size_t k = 0; k < owners.size(); ++k) {
+      c.owners.push_back(static_cast<int>(owners[k].integer(0, c.group_size - 1)));
+      if (taken[c.owners.back()]++) {
+        owners[k].fail("group position " + std::to_string(c.owners.back()) +
+                       " owns two matrices of this batch (a rank orthogonalizes one per batch)");
+      }
+    }
   } else if (c.kind == Chunk::Kind::muon_local) {
     const Node matrices = n["matrices"];
     if (matrices.size() != 1) matrices.fail("a local chunk has exactly one matrix entry");
     c.matrices.push_back(read_matrix(matrices[0], plan, c, covered));
     const ParamTensor& t = plan.inventory.tensors[c.matrices[0].tensor];
-    if (placement_kind(t, layout) == Placement::Kind::row_sharded)
-      matrices[0]["tensor"].fail("'" + t.name + "' is row-sharded: it belongs in a muon_batch");
+    if (plan.shards[c.matrices[0].tensor].kind == ShardRule::Kind::row_sharded)
+      matrices[0]["tensor"].fail("'" + t.name + "' is row_sharded: it belongs in a muon_batch");
     // Which ranks hold how many of its matrices: the rule the file states (chunks.h,
     // LocalCounts), checked against the tensor and the layout it must describe.
     const Node local = n["local"];
@@ -356,8 +397,6 @@ void read_chunks(const Node& root, Plan& plan) {
                   std::to_string(covered[ti][p]) + " chunks, expected 1");
     }
   }
-  cp.loads =
-      compute_loads(plan.inventory, cp, static_cast<int>(plan.options.schedule.steps.size()));
 }
 
 // What the planner decided and why: not needed to run, read when present.
@@ -407,8 +446,12 @@ Plan plan_from_json(const json& j, const std::string& path) {
     const std::string got = !j.is_object() || schema == j.end() ? ""
                             : schema->is_string()               ? schema->get<std::string>()
                                                                 : schema->dump();
+    const std::string older = got == "muonplan.plan/1"
+                                  ? " (written by an older muonplan: plan again, or upgrade it "
+                                    "with scripts/upgrade-plan-v1.py)"
+                                  : "";
     throw InputError({path, 0, 0}, "schema",
-                     std::string("expected ") + kPlanSchema + ", got '" + got + "'");
+                     std::string("expected ") + kPlanSchema + ", got '" + got + "'" + older);
   }
   root.only({"schema", "model", "topology", "nodes", "gpus_per_node", "world_size", "layout",
              "offload", "optimizer", "owners", "include_mtp", "workload", "optimizer_config",

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "muonplan/error.h"
-#include "muonplan/plan.h"
+#include "muonplan/plan_file.h"
 
 namespace muonplan {
 namespace {

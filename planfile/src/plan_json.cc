@@ -1,7 +1,6 @@
 // The Plan as JSON (docs/cli-contract.md). Bytes are reported in GiB (2^30) or GB (kGB) as the key
 // says; every figure under predicted.breakdown is a named term with its formula.
-#include "muonplan/ns_model.h"
-#include "muonplan/plan.h"
+#include "muonplan/plan_file.h"
 #include "muonplan/units.h"
 
 namespace muonplan {
@@ -15,6 +14,16 @@ json terms(const std::vector<Term>& list, double scale, const char* unit) {
     out.push_back({{"name", t.name}, {unit, t.value / scale}, {"formula", t.formula}});
   }
   return out;
+}
+
+json shard_json(const ShardRule& r) {
+  json j = {{"kind", enum_name(kShardKindNames, r.kind)}};
+  if (r.kind == ShardRule::Kind::row_sharded) j["group_size"] = r.group_size;
+  if (r.kind == ShardRule::Kind::stack_sharded) {
+    j["ep"] = r.ep;
+    j["dp"] = r.dp;
+  }
+  return j;
 }
 
 json chunk_json(const Plan& plan, const Chunk& c) {
@@ -36,13 +45,11 @@ json chunk_json(const Plan& plan, const Chunk& c) {
     }
     j["matrices"] = mats;
     // Each owner orthogonalizes its one matrix of the batch.
-    j["predicted_ns_ms"] =
-        1e3 * ns_cost(plan.topology, 1, c.rows, c.cols, plan.options.schedule).total_s;
+    j["predicted_ns_ms"] = 1e3 * c.predicted_ns_s;
   } else if (c.kind == Chunk::Kind::muon_local) {
     const int64_t count = c.local.max();
     j["count"] = count;
-    j["predicted_ns_ms"] =
-        1e3 * ns_cost(plan.topology, count, c.rows, c.cols, plan.options.schedule).total_s;
+    j["predicted_ns_ms"] = 1e3 * c.predicted_ns_s;
     j["shard_group"] = {{"size", 1}, {"dim", "stack"}};
     // The rule giving each rank's matrices (chunks.h): a few numbers at any world size.
     if (c.local.stacked) {
@@ -112,7 +119,7 @@ json plan_to_json(const Plan& plan) {
                            {"ns_schedule", o.schedule.name},
                            {"newton_schulz_coefficients", coeffs},
                            {"ns_norm_scale", o.schedule.norm_scale},
-                           {"batches_in_flight", o.batches_in_flight()},
+                           {"batches_in_flight", plan.batches_in_flight},
                            {"optimizer_offload_staging", to_string(o.optimizer_staging)},
                            {"optimizer_offload_pinned", o.pinned_host_state}};
   j["fits"] = plan.fits;
@@ -144,7 +151,8 @@ json plan_to_json(const Plan& plan) {
   for (const Chunk& c : plan.chunks.chunks) chunks.push_back(chunk_json(plan, c));
   j["chunks"] = chunks;
   json tensors = json::array();
-  for (const ParamTensor& t : plan.inventory.tensors) {
+  for (size_t i = 0; i < plan.inventory.tensors.size(); ++i) {
+    const ParamTensor& t = plan.inventory.tensors[i];
     if (t.mtp && !o.include_mtp) continue;
     json parts = json::array();
     for (const Partition& part : t.partitions)
@@ -153,7 +161,8 @@ json plan_to_json(const Plan& plan) {
                        {"shape", t.shape},
                        {"rule", to_string(t.rule)},
                        {"partitions", parts},
-                       {"stack_dim", t.stack_dim}});
+                       {"stack_dim", t.stack_dim},
+                       {"shard", shard_json(plan.shards.at(i))}});
   }
   j["tensors"] = tensors;
   json cands = json::array();

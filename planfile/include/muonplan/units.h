@@ -20,5 +20,11 @@ inline constexpr int64_t kMaxWorldRanks = 131072;
 inline constexpr int64_t kMaxGpusPerNode = 1024;
 // Parameters in one model: a larger count is a typo, and element counts stay exact in doubles.
 inline constexpr double kMaxParams = 1e15;
+// The largest dimension of any tensor: a width (hidden, ffn, vocab) is at most this, and so is
+// a product of two fields (heads x head_dim). Plans are read back with the same bound.
+inline constexpr int64_t kMaxTensorDim = 100'000'000;
+// Muon batches between their exchanges at once: the lanes (buffer sets, streams) a backend
+// keeps, and the most a plan file may ask for.
+inline constexpr int kMaxBatchesInFlight = 4;
 
 }  // namespace muonplan

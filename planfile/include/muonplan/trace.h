@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "muonplan/cost_model.h"
+#include "muonplan/prediction.h"
 
 namespace muonplan {
 

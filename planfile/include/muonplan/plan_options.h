@@ -5,10 +5,10 @@
 #include <optional>
 #include <string>
 
-#include "muonplan/chunks.h"
+#include "muonplan/chunk_plan.h"
 #include "muonplan/enum_names.h"
-#include "muonplan/layout.h"
 #include "muonplan/ns_schedule.h"
+#include "muonplan/shards.h"
 
 namespace muonplan {
 
@@ -53,12 +53,6 @@ struct Workload {
   int64_t lm_head_chunk = 0;     // fused LM head: tokens per logits chunk; 0: unfused
   CpStyle cp_style = CpStyle::ulysses;
 };
-Workload load_workload(const std::string& path);  // YAML: the fields above, by name
-
-// Micro steps per optimizer step: sequences per data-parallel group (world / cp) over
-// micro_batch_seqs. InputError naming --tokens-per-step when they do not divide, --layout when
-// cp does not divide the sequence (workload_cost.cc).
-int64_t micro_steps(const Workload& w, int world, const Layout& layout);
 
 // Step hyperparameters: not needed to plan, carried in the Plan for the executor.
 struct OptimizerHyper {
@@ -79,13 +73,9 @@ struct OptimizerHyper {
   double adamw_lr_or_lr() const { return adamw_lr > 0 ? adamw_lr : lr; }
 };
 
-// Nesterov momentum forms the NS input from the momentum and the gradient together; under
-// full offload the host folds the momentum and only its bf16 copy reaches the GPU, so it is
-// refused there (docs/muon-step.md section 5). The one statement of that rule: the search, the
-// flags, the report's sweep, the plan loader and the step ask it.
-inline bool nesterov_supported(OffloadMode m) {
-  return m != OffloadMode::full;
-}
+// Whether Nesterov momentum is allowed under `m`: the offload policy's (offload_policy.h) answer,
+// which the search, the flags, the report's sweep, the plan loader and the step ask.
+bool nesterov_supported(OffloadMode m);
 inline constexpr const char* kNesterovRefused =
     "Nesterov momentum is not supported under full offload";
 
@@ -106,7 +96,7 @@ struct PlanOptions {
   double gpu_memory_gib = 0;  // limit per GPU; 0: the topology's memory less fixed overheads
   double host_ram_gib = 0;    // limit per node; 0: the topology's
   bool include_mtp = false;
-  int batches_in_flight() const { return offload == OffloadMode::full ? 2 : 3; }
+  int batches_in_flight() const;  // the offload policy's for offload and optimizer_staging
 };
 
 }  // namespace muonplan

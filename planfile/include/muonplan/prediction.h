@@ -1,0 +1,75 @@
+// What a plan predicts: every figure a sum of named terms (docs/planner.md), and the optimizer
+// step's simulated schedule. Plan-file data: the cost model (cost_model.h) computes it, the plan
+// file and the report print it, and the executor's stages use its resource names.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace muonplan {
+
+struct Term {
+  std::string name;
+  double value = 0;     // bytes or seconds, as the list it sits in says
+  std::string formula;  // how it was computed, in words a user can check
+};
+
+double sum(const std::vector<Term>& terms);
+
+// A chunk's timed stages; resources run one stage at a time, chunks in flight overlap.
+enum class Resource { gpu, network, pcie_h2d, pcie_d2h, cpu };
+const char* to_string(Resource r);
+// When a stage can run in a training step: in the optimizer step after backward, during
+// backward (full offload: gradients to the host, the host fold and host updates), or as the
+// weight upload of host-updated params after backward.
+enum class StagePhase { optimizer, backward, weight_upload };
+struct Stage {
+  Resource resource;
+  double seconds = 0;
+  std::string what;
+  StagePhase phase = StagePhase::optimizer;
+};
+
+// When the simulator ran one stage: the schedule a trace draws (trace.h).
+struct StageSpan {
+  int chunk = 0;  // index into the chunk list
+  int stage = 0;  // index into the chunk's stages
+  Resource resource = Resource::gpu;
+  std::string what;  // the stage's name (Stage::what)
+  double start_s = 0, end_s = 0;
+};
+
+struct Prediction {
+  // Per GPU, busiest rank.
+  std::vector<Term> gpu_persistent_bytes;
+  std::vector<Term> gpu_transient_bytes;
+  std::vector<Term> gpu_fixed_bytes;
+  std::vector<Term> gpu_workload_bytes;  // with a workload only
+  // Per node, busiest node.
+  std::vector<Term> host_bytes_per_node;
+  // Per GPU per step.
+  double alltoall_bytes_per_rank_max = 0;
+  double h2d_bytes_per_gpu = 0;
+  double d2h_bytes_per_gpu = 0;
+  std::vector<Term> comm_bytes;  // named traffic per GPU per step (all-to-all, H2D, D2H, FSDP)
+  // Optimizer step: per-resource busy time and the pipelined total.
+  std::vector<Term> step_phases_s;
+  double optimizer_step_s = 0;
+  // The optimizer step's schedule as simulated (after the whole-state H2D when staged whole).
+  std::vector<StageSpan> schedule;
+  std::optional<double> training_step_s;
+  std::vector<Term> training_terms_s;   // their sum is training_step_s
+  std::vector<Term> training_hidden_s;  // work that runs under compute (not in the sum)
+  // Limits in force.
+  double gpu_limit_bytes = 0;
+  double host_limit_bytes = 0;
+
+  double gpu_peak_bytes() const;
+  double gpu_transient_bytes_total() const { return sum(gpu_transient_bytes); }
+  double host_bytes() const { return sum(host_bytes_per_node); }
+  bool fits() const;
+  double step_s() const { return training_step_s.value_or(optimizer_step_s); }
+};
+
+}  // namespace muonplan

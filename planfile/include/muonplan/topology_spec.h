@@ -1,0 +1,76 @@
+// A topology's figures (docs/topology.md): the node, its links and the time model's constants.
+// Bandwidths are GB/s (1e9 bytes per second) per direction; latencies are microseconds. Plain
+// data that a Plan carries; reading topology files and the device graph are the planner's
+// (topology.h).
+#pragma once
+
+#include <string>
+
+namespace muonplan {
+
+struct GpuSpec {
+  std::string name;
+  double memory_gib = 0;   // as the device reports it (total, before the CUDA context)
+  double bf16_tflops = 0;  // dense bf16 tensor-core peak, TFLOP/s
+  double hbm_gbps = 0;     // HBM bandwidth
+  int sm_count = 0;        // streaming multiprocessors: the GEMM wave-quantization model uses it
+};
+
+struct NodeSpec {
+  int gpus = 0;
+  GpuSpec gpu;
+  double nvlink_gbps = 0;  // per GPU per direction into the NVSwitch fabric; 0: no NVLink
+  double nvlink_latency_us = 0;
+  double pcie_h2d_gbps = 0;       // host to one GPU, pinned host memory
+  double pcie_d2h_gbps = 0;       // one GPU to host, pinned host memory
+  double pcie_pageable_gbps = 0;  // either direction through pageable host memory
+  int gpus_per_pcie_switch = 1;
+  double pcie_latency_us = 0;
+  int nics = 0;
+  double nic_gbps = 0;  // per NIC per direction
+  double nic_latency_us = 0;
+  double host_ram_gib = 0;   // per node
+  double host_mem_gbps = 0;  // per node, STREAM-like achievable
+  int cpu_cores = 0;         // per node
+};
+
+// Fixed costs the cost model adds on top of what the tensors need.
+struct Overheads {
+  double cuda_context_gib = 0;          // per GPU, outside the allocator's view
+  double allocator_slack_fraction = 0;  // fragmentation reserve on top of allocated GPU bytes
+  double host_per_process_gib = 0;      // per rank: runtime, libraries, CUDA host allocations
+};
+
+// Calibratable constants of the time model (docs/planner.md). `muonplan calibrate` fits them.
+struct Calibration {
+  double gemm_efficiency_max = 0.75;  // sustained fraction of bf16 peak for large GEMMs
+  double gemm_k_overhead = 384;       // per-tile fixed cost in K elements: eff *= K/(K+this)
+  int gemm_tile_m = 128;              // output tile of the GEMM kernels (wave quantization)
+  int gemm_tile_n = 256;
+  double kernel_launch_us = 4;
+  double hbm_efficiency = 0.9;   // achievable fraction of hbm_gbps
+  double link_efficiency = 0.8;  // achievable fraction of link bandwidth in collectives
+  // Fixed cost of one all-to-all beyond the route's latency: launch, synchronization, progress
+  // (0: not modeled; `muonplan calibrate` fits it where runs show it, as on CPU ranks).
+  double collective_us = 0;
+  double pcie_efficiency = 1.0;          // pcie_* figures are already measured rates
+  double host_kernel_efficiency = 0.8;   // CPU optimizer kernels' fraction of host_mem_gbps
+  double model_flops_utilization = 0.4;  // training-step compute at this fraction of peak
+  // Fractions of the expert-parallel dispatch/combine and of the Ulysses context-parallel
+  // all-to-alls that run under compute (0: the trainer waits for each, as synchronous
+  // all-to-alls do; ring attention hides its hops behind attention compute by design).
+  double ep_comm_overlap = 0;
+  double cp_comm_overlap = 0;
+};
+
+struct Topology {
+  std::string name;
+  std::string source_path;
+  int max_nodes = 1;  // nodes available; --nodes auto searches 1..max_nodes
+  NodeSpec node;
+  double fabric_latency_us = 0;
+  Overheads overheads;
+  Calibration calibration;
+};
+
+}  // namespace muonplan

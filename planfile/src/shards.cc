@@ -1,0 +1,46 @@
+#include "muonplan/shards.h"
+
+#include <algorithm>
+
+namespace muonplan {
+
+std::string to_string(const Layout& layout) {
+  return "fsdp=" + std::to_string(layout.fsdp) + ",cp=" + std::to_string(layout.cp) +
+         ",ep=" + std::to_string(layout.ep);
+}
+
+Range chunk_range(int64_t n, int k, int i) {
+  const int64_t per = (n + k - 1) / k;
+  const int64_t begin = std::min<int64_t>(n, per * i);
+  return {begin, std::min<int64_t>(n, begin + per)};
+}
+
+Range ShardRule::range(int64_t n, int rank) const {
+  switch (kind) {
+    case Kind::row_sharded:
+      return chunk_range(n, group_size, rank % group_size);
+    case Kind::stack_sharded: {
+      // Whole entries: split over the ep ranks, then over the dp ranks sharing an ep slice.
+      const Range slice = chunk_range(n, ep, rank % ep);
+      const Range sub = chunk_range(slice.size(), dp, rank / ep);
+      return {slice.begin + sub.begin, slice.begin + sub.end};
+    }
+    case Kind::replicated:
+      break;
+  }
+  return {0, n};
+}
+
+bool ShardRule::primary(int rank) const {
+  switch (kind) {
+    case Kind::row_sharded:
+      return rank < group_size;
+    case Kind::stack_sharded:
+      return true;
+    case Kind::replicated:
+      break;
+  }
+  return rank == 0;
+}
+
+}  // namespace muonplan
