@@ -108,8 +108,8 @@ class Communicator {
                                                  const std::vector<size_t>& send_displs, void* recv,
                                                  const std::vector<size_t>& recv_bytes,
                                                  const std::vector<size_t>& recv_displs) = 0;
-  // The detector the failure calls reach (not owned; it must outlive this communicator), and
-  // another communicator's, to share it.
+  // The detector the failure calls reach (the base class does not own it: the implementation
+  // keeps it valid while it is set), and another communicator's, to share it.
   void set_failure_detector(FailureDetector* detector) { detector_ = detector; }
   static FailureDetector* failure_detector_of(const Communicator& other) { return other.detector_; }
   // The first half of poll(): the detector's poll; when it throws, on_peer_failure() runs
