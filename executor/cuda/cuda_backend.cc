@@ -286,19 +286,7 @@ class CudaBackendImpl final : public CudaBackend {
   }
   void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd, int64_t step,
              const float* g, float* w, float* m, float* v) override {
-    if (step < 1) throw std::invalid_argument("adamw: step must be >= 1 (bias correction)");
-    // The scalars exactly as the CPU backend computes them.
-    const double bc1 = 1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(step));
-    const double bc2 = 1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(step));
-    cuda::AdamwScalars k{};
-    k.beta1 = beta1;
-    k.beta2 = beta2;
-    k.c1 = 1.0f - beta1;
-    k.c2 = 1.0f - beta2;
-    k.eps = eps;
-    k.decay = 1.0f - lr * wd;
-    k.step_size = static_cast<float>(lr / bc1);
-    k.sqrt_bc2 = static_cast<float>(std::sqrt(bc2));
+    const formula::AdamwConstants k = formula::adamw_constants(lr, beta1, beta2, eps, wd, step);
     check(cuda::adamw(n, k, g, w, m, v, stream()), "adamw");
   }
 

@@ -1,7 +1,8 @@
-// The CUDA backend's kernels (cuda_kernels.h). Built with -fmad=false: every a * b + c rounds
-// twice, as on the CPU backend (-ffp-contract=off), so the elementwise kernels give its bits.
-// sqrtf and '/' are IEEE (nvcc's defaults -prec-sqrt=true -prec-div=true, no -ftz), double
-// arithmetic always is.
+// The CUDA backend's kernels (cuda_kernels.h). The elementwise kernels call the CPU backend's
+// per-element formulas (optimizer_formulas.h, bf16.h). Built with -fmad=false: every a * b + c
+// rounds twice, as on the CPU backend (-ffp-contract=off), so they give its bits. sqrtf and '/'
+// are IEEE (nvcc's defaults -prec-sqrt=true -prec-div=true, no -ftz), double arithmetic always
+// is.
 #include <algorithm>
 #include <cstdint>
 
@@ -20,18 +21,6 @@ constexpr int64_t kSumChunk = 16384;
 
 int grid_for(int64_t n) {
   return static_cast<int>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, kMaxBlocks));
-}
-
-__device__ __forceinline__ float to_f32(uint16_t b) {
-  return __uint_as_float(static_cast<uint32_t>(b) << 16);
-}
-
-// bf16.h's to_bf16: round to nearest even on the bit pattern; a NaN stays a quiet NaN with its
-// sign and top payload bits.
-__device__ __forceinline__ uint16_t to_bf16_bits(float f) {
-  const uint32_t u = __float_as_uint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
 __device__ __forceinline__ int64_t global_id() {
@@ -62,16 +51,16 @@ __device__ double block_sum(double v, double* shared) {
   return total;
 }
 
-__global__ void sum_squares_chunks(int64_t batch, int64_t elems, int64_t chunks, const uint16_t* x,
+__global__ void sum_squares_chunks(int64_t batch, int64_t elems, int64_t chunks, const bf16* x,
                                    double* partial) {
   __shared__ double shared[kThreads];
   for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
     const int64_t first = static_cast<int64_t>(blockIdx.x) * kSumChunk;
     const int64_t last = min(first + kSumChunk, elems);
-    const uint16_t* xb = x + b * elems;
+    const bf16* xb = x + b * elems;
     double s = 0;
     for (int64_t i = first + threadIdx.x; i < last; i += kThreads) {
-      const double v = to_f32(xb[i]);
+      const double v = to_float(xb[i]);
       s += v * v;  // exact: a bf16 squared has 16 significant bits
     }
     const double total = block_sum(s, shared);
@@ -91,12 +80,12 @@ __global__ void sum_squares_total(int64_t batch, int64_t chunks, const double* p
   }
 }
 
-__global__ void scale_kernel(int64_t batch, int64_t elems, const uint16_t* x, const float* scale,
-                             uint16_t* y) {
+__global__ void scale_kernel(int64_t batch, int64_t elems, const bf16* x, const float* scale,
+                             bf16* y) {
   for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
     const float s = scale[b];
     for (int64_t i = global_id(); i < elems; i += global_stride()) {
-      y[b * elems + i] = to_bf16_bits(to_f32(x[b * elems + i]) * s);
+      y[b * elems + i] = formula::scale_bf16(x[b * elems + i], s);
     }
   }
 }
@@ -104,7 +93,7 @@ __global__ void scale_kernel(int64_t batch, int64_t elems, const uint16_t* x, co
 __global__ void ns_scale_kernel(int64_t batch, const float* sum_sq, double norm_scale, double eps,
                                 float* scale) {
   for (int64_t b = global_id(); b < batch; b += global_stride()) {
-    scale[b] = static_cast<float>(1.0 / (norm_scale * sqrt(static_cast<double>(sum_sq[b])) + eps));
+    scale[b] = formula::ns_scale(norm_scale, eps, sum_sq[b]);
   }
 }
 
@@ -135,57 +124,48 @@ __global__ void transpose_kernel(int64_t batch, int64_t rows, int64_t cols, cons
   }
 }
 
-__global__ void cast_to_bf16_kernel(int64_t n, const float* x, uint16_t* y) {
-  for (int64_t i = global_id(); i < n; i += global_stride()) y[i] = to_bf16_bits(x[i]);
+__global__ void cast_to_bf16_kernel(int64_t n, const float* x, bf16* y) {
+  for (int64_t i = global_id(); i < n; i += global_stride()) y[i] = to_bf16(x[i]);
 }
 
-__global__ void cast_to_f32_kernel(int64_t n, const uint16_t* x, float* y) {
-  for (int64_t i = global_id(); i < n; i += global_stride()) y[i] = to_f32(x[i]);
+__global__ void cast_to_f32_kernel(int64_t n, const bf16* x, float* y) {
+  for (int64_t i = global_id(); i < n; i += global_stride()) y[i] = to_float(x[i]);
 }
 
 __global__ void momentum_f32_kernel(int64_t n, float mu, bool nesterov, const float* g, float* m,
-                                    uint16_t* u) {
+                                    bf16* u) {
   for (int64_t i = global_id(); i < n; i += global_stride()) {
-    const float mi = mu * m[i] + g[i];
-    m[i] = mi;
-    u[i] = to_bf16_bits(nesterov ? mu * mi + g[i] : mi);
+    u[i] = formula::momentum_f32(mu, nesterov, g[i], m[i]);
   }
 }
 
-__global__ void momentum_bf16_kernel(int64_t n, float mu, bool nesterov, const float* g,
-                                     uint16_t* m, uint16_t* u) {
+__global__ void momentum_bf16_kernel(int64_t n, float mu, bool nesterov, const float* g, bf16* m,
+                                     bf16* u) {
   for (int64_t i = global_id(); i < n; i += global_stride()) {
-    const float gi = to_f32(to_bf16_bits(g[i]));
-    const uint16_t mi = to_bf16_bits(mu * to_f32(m[i]) + gi);
-    m[i] = mi;
-    u[i] = nesterov ? to_bf16_bits(mu * to_f32(mi) + gi) : mi;
+    u[i] = formula::momentum_bf16(mu, nesterov, g[i], m[i]);
   }
 }
 
-__global__ void apply_update_kernel(int64_t n, float decay, float s, const uint16_t* o, float* w) {
+__global__ void apply_update_kernel(int64_t n, float decay, float s, const bf16* o, float* w) {
   for (int64_t i = global_id(); i < n; i += global_stride()) {
-    w[i] = w[i] * decay - s * to_f32(o[i]);
+    w[i] = formula::apply_update(decay, s, o[i], w[i]);
   }
 }
 
-__global__ void adamw_kernel(int64_t n, AdamwScalars k, const float* g, float* w, float* m,
-                             float* v) {
+__global__ void adamw_kernel(int64_t n, formula::AdamwConstants k, const float* g, float* w,
+                             float* m, float* v) {
   for (int64_t i = global_id(); i < n; i += global_stride()) {
-    const float mi = k.beta1 * m[i] + k.c1 * g[i];
-    const float vi = k.beta2 * v[i] + k.c2 * g[i] * g[i];
-    m[i] = mi;
-    v[i] = vi;
-    w[i] = w[i] * k.decay - k.step_size * (mi / (sqrtf(vi) / k.sqrt_bc2 + k.eps));
+    formula::adamw(k, g[i], w[i], m[i], v[i]);
   }
 }
 
 __global__ void scale_matrix_kernel(int64_t batch, int64_t rows, int64_t cols, int64_t ld,
-                                    int64_t stride, float beta, uint16_t* c) {
+                                    int64_t stride, float beta, bf16* c) {
   const int64_t n = batch * rows * cols;
   for (int64_t i = global_id(); i < n; i += global_stride()) {
     const int64_t b = i / (rows * cols), r = (i / cols) % rows, col = i % cols;
-    uint16_t& e = c[b * stride + r * ld + col];
-    e = beta == 0.0f ? to_bf16_bits(0.0f) : to_bf16_bits(beta * to_f32(e));
+    bf16& e = c[b * stride + r * ld + col];
+    e = beta == 0.0f ? to_bf16(0.0f) : to_bf16(beta * to_float(e));
   }
 }
 
@@ -257,7 +237,7 @@ cudaError_t sum_squares_bf16(int64_t batch, int64_t elems, const bf16* x, float*
   const int64_t chunks = std::max<int64_t>(1, (elems + kSumChunk - 1) / kSumChunk);
   const dim3 grid1(static_cast<unsigned>(chunks),
                    static_cast<unsigned>(std::min<int64_t>(batch, kMaxGridYZ)));
-  sum_squares_chunks<<<grid1, kThreads, 0, stream>>>(batch, elems, chunks, bits(x), partial);
+  sum_squares_chunks<<<grid1, kThreads, 0, stream>>>(batch, elems, chunks, x, partial);
   const auto grid2 = static_cast<unsigned>(std::min<int64_t>(batch, kMaxBlocks));
   sum_squares_total<<<grid2, kThreads, 0, stream>>>(batch, chunks, partial, out);
   return cudaGetLastError();
@@ -268,7 +248,7 @@ cudaError_t scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float*
   if (batch <= 0 || elems <= 0) return cudaSuccess;
   const dim3 grid(static_cast<unsigned>(std::min(grid_for(elems), 4096)),
                   static_cast<unsigned>(std::min<int64_t>(batch, kMaxGridYZ)));
-  scale_kernel<<<grid, kThreads, 0, stream>>>(batch, elems, bits(x), scale, bits(y));
+  scale_kernel<<<grid, kThreads, 0, stream>>>(batch, elems, x, scale, y);
   return cudaGetLastError();
 }
 
@@ -294,39 +274,39 @@ cudaError_t transpose_bf16(int64_t batch, int64_t rows, int64_t cols, const bf16
 
 cudaError_t cast_to_bf16(int64_t n, const float* x, bf16* y, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  cast_to_bf16_kernel<<<grid_for(n), kThreads, 0, stream>>>(n, x, bits(y));
+  cast_to_bf16_kernel<<<grid_for(n), kThreads, 0, stream>>>(n, x, y);
   return cudaGetLastError();
 }
 
 cudaError_t cast_to_f32(int64_t n, const bf16* x, float* y, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  cast_to_f32_kernel<<<grid_for(n), kThreads, 0, stream>>>(n, bits(x), y);
+  cast_to_f32_kernel<<<grid_for(n), kThreads, 0, stream>>>(n, x, y);
   return cudaGetLastError();
 }
 
 cudaError_t momentum_f32(int64_t n, float mu, bool nesterov, const float* g, float* m, bf16* u,
                          cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  momentum_f32_kernel<<<grid_for(n), kThreads, 0, stream>>>(n, mu, nesterov, g, m, bits(u));
+  momentum_f32_kernel<<<grid_for(n), kThreads, 0, stream>>>(n, mu, nesterov, g, m, u);
   return cudaGetLastError();
 }
 
 cudaError_t momentum_bf16(int64_t n, float mu, bool nesterov, const float* g, bf16* m, bf16* u,
                           cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  momentum_bf16_kernel<<<grid_for(n), kThreads, 0, stream>>>(n, mu, nesterov, g, bits(m), bits(u));
+  momentum_bf16_kernel<<<grid_for(n), kThreads, 0, stream>>>(n, mu, nesterov, g, m, u);
   return cudaGetLastError();
 }
 
 cudaError_t apply_update(int64_t n, float decay, float s, const bf16* o, float* w,
                          cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  apply_update_kernel<<<grid_for(n), kThreads, 0, stream>>>(n, decay, s, bits(o), w);
+  apply_update_kernel<<<grid_for(n), kThreads, 0, stream>>>(n, decay, s, o, w);
   return cudaGetLastError();
 }
 
-cudaError_t adamw(int64_t n, const AdamwScalars& k, const float* g, float* w, float* m, float* v,
-                  cudaStream_t stream) {
+cudaError_t adamw(int64_t n, const formula::AdamwConstants& k, const float* g, float* w, float* m,
+                  float* v, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   adamw_kernel<<<grid_for(n), kThreads, 0, stream>>>(n, k, g, w, m, v);
   return cudaGetLastError();
@@ -335,8 +315,8 @@ cudaError_t adamw(int64_t n, const AdamwScalars& k, const float* g, float* w, fl
 cudaError_t scale_matrix_bf16(int64_t batch, int64_t rows, int64_t cols, int64_t ld, int64_t stride,
                               float beta, bf16* c, cudaStream_t stream) {
   if (batch <= 0 || rows <= 0 || cols <= 0) return cudaSuccess;
-  scale_matrix_kernel<<<grid_for(batch * rows * cols), kThreads, 0, stream>>>(
-      batch, rows, cols, ld, stride, beta, bits(c));
+  scale_matrix_kernel<<<grid_for(batch * rows * cols), kThreads, 0, stream>>>(batch, rows, cols, ld,
+                                                                              stride, beta, c);
   return cudaGetLastError();
 }
 

@@ -1,6 +1,7 @@
 // The CUDA backend's kernels (cuda_kernels.cu, C++17, -fmad=false). Each launcher enqueues on
-// `stream` and returns the launch error (cudaSuccess for empty work). The formulas are the CPU
-// backend's, operation for operation (docs/executor-numerics.md, "bf16 emulation rules").
+// `stream` and returns the launch error (cudaSuccess for empty work). The elementwise kernels
+// call the CPU backend's formulas (optimizer_formulas.h; docs/executor-numerics.md, "bf16
+// emulation rules").
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,6 +9,7 @@
 #include <cstdint>
 
 #include "muonplan/exec/bf16.h"
+#include "muonplan/exec/optimizer_formulas.h"
 
 namespace muonplan::exec::cuda {
 
@@ -34,13 +36,9 @@ cudaError_t momentum_bf16(int64_t n, float mu, bool nesterov, const float* g, bf
                           cudaStream_t stream);
 cudaError_t apply_update(int64_t n, float decay, float s, const bf16* o, float* w,
                          cudaStream_t stream);
-// AdamW with the scalars the host computed as the CPU backend does: c1 = 1 - beta1,
-// c2 = 1 - beta2, decay = 1 - lr * wd, step_size and sqrt_bc2 from double.
-struct AdamwScalars {
-  float beta1, beta2, c1, c2, eps, decay, step_size, sqrt_bc2;
-};
-cudaError_t adamw(int64_t n, const AdamwScalars& k, const float* g, float* w, float* m, float* v,
-                  cudaStream_t stream);
+// AdamW with the constants of formula::adamw_constants, computed on the host.
+cudaError_t adamw(int64_t n, const formula::AdamwConstants& k, const float* g, float* w, float* m,
+                  float* v, cudaStream_t stream);
 
 // C[b] = bf16(beta * float(C[b])), or 0 where beta == 0: a GEMM with k = 0. rows x cols, ld.
 cudaError_t scale_matrix_bf16(int64_t batch, int64_t rows, int64_t cols, int64_t ld, int64_t stride,

@@ -73,6 +73,8 @@ class NcclCommunicator : public Communicator {
   NcclCommunicator(CudaBackend& backend, std::unique_ptr<Communicator> control, double timeout_s)
       : backend_(backend), control_(std::move(control)), timeout_s_(timeout_s) {
     if (!control_) throw std::invalid_argument("make_nccl_communicator: no control communicator");
+    // Failures are detected on the control channel: its watchdog serves both.
+    set_failure_detector(failure_detector_of(*control_));
     try {
       setup();
     } catch (...) {
@@ -91,23 +93,64 @@ class NcclCommunicator : public Communicator {
   int size() const override { return control_->size(); }
   int local_size() const override { return control_->local_size(); }
 
-  std::unique_ptr<Request> ialltoallv(const void* send, const std::vector<size_t>& send_bytes,
-                                      const std::vector<size_t>& send_displs, void* recv,
-                                      const std::vector<size_t>& recv_bytes,
-                                      const std::vector<size_t>& recv_displs) override {
+  void barrier() override { control_->barrier(); }
+
+  void broadcast(void* data, size_t bytes, int root) override {
+    cudaPointerAttributes attr{};
+    const bool on_device =
+        cudaPointerGetAttributes(&attr, data) == cudaSuccess && attr.type == cudaMemoryTypeDevice;
+    cudaGetLastError();
+    if (!on_device) {
+      control_->broadcast(data, bytes, root);
+      return;
+    }
+    std::vector<char> host(bytes);
+    backend_.copy_to_host(host.data(), data, bytes);
+    control_->broadcast(host.data(), bytes, root);
+    backend_.copy_to_device(data, host.data(), bytes);
+  }
+
+  void allreduce_max(double* values, size_t n) override { control_->allreduce_max(values, n); }
+  void allreduce_sum_u64(uint64_t* values, size_t n) override {
+    control_->allreduce_sum_u64(values, n);
+  }
+
+  // Request::wait(): polls `done` until it completes, an error shows or the deadline passes;
+  // then the current lane waits for it.
+  void wait_event(cudaEvent_t done) {
+    require_live();
+    const Clock::time_point deadline = deadline_after(timeout_s_);
+    Clock::time_point next_poll = Clock::now();
+    Backoff backoff;
+    for (;;) {
+      const cudaError_t q = cudaEventQuery(done);
+      if (q == cudaSuccess) break;
+      if (q != cudaErrorNotReady) {
+        cudaGetLastError();
+        fail("all-to-all", std::string("cudaEventQuery: ") + cudaGetErrorString(q));
+      }
+      check_async("all-to-all");
+      const Clock::time_point now = Clock::now();
+      if (now >= next_poll) {
+        poll_failures();
+        next_poll = now + kControlPollPeriod;
+      }
+      if (now > deadline) {
+        fail("all-to-all", "not complete after " + seconds_text() + " s");
+      }
+      backoff.pause();
+    }
+    check(cudaStreamWaitEvent(backend_.lane_stream(), done, 0),
+          "NCCL all-to-all: cudaStreamWaitEvent");
+  }
+
+ protected:
+  std::unique_ptr<Request> do_ialltoallv(const void* send, const std::vector<size_t>& send_bytes,
+                                         const std::vector<size_t>& send_displs, void* recv,
+                                         const std::vector<size_t>& recv_bytes,
+                                         const std::vector<size_t>& recv_displs) override {
     const size_t n = static_cast<size_t>(size());
     const int me = rank();
-    if (send_bytes.size() != n || send_displs.size() != n || recv_bytes.size() != n ||
-        recv_displs.size() != n) {
-      throw std::invalid_argument(
-          "NCCL all-to-all: counts and displacements need one entry per rank (" +
-          std::to_string(n) + ")");
-    }
-    if (send_bytes[me] != recv_bytes[me]) {
-      throw std::invalid_argument("NCCL all-to-all: this rank sends itself " +
-                                  std::to_string(send_bytes[me]) + " bytes but receives " +
-                                  std::to_string(recv_bytes[me]));
-    }
     require_live();
     const auto* s = static_cast<const char*>(send);
     auto* r = static_cast<char*>(recv);
@@ -123,7 +166,6 @@ class NcclCommunicator : public Communicator {
     for (size_t p = 0; p < n; ++p) {
       if (int(p) == me) continue;
       any = any || send_bytes[p] > 0 || recv_bytes[p] > 0;
-      sent_bytes_ += send_bytes[p];
     }
     if (any) {
       ncclResult_t first = ncclGroupStart();
@@ -156,70 +198,12 @@ class NcclCommunicator : public Communicator {
     return std::make_unique<NcclRequest>(*this, done);
   }
 
-  void barrier() override { control_->barrier(); }
-
-  void broadcast(void* data, size_t bytes, int root) override {
-    cudaPointerAttributes attr{};
-    const bool on_device =
-        cudaPointerGetAttributes(&attr, data) == cudaSuccess && attr.type == cudaMemoryTypeDevice;
-    cudaGetLastError();
-    if (!on_device) {
-      control_->broadcast(data, bytes, root);
-      return;
-    }
-    std::vector<char> host(bytes);
-    backend_.copy_to_host(host.data(), data, bytes);
-    control_->broadcast(host.data(), bytes, root);
-    backend_.copy_to_device(data, host.data(), bytes);
-  }
-
-  void allreduce_max(double* values, size_t n) override { control_->allreduce_max(values, n); }
-  void allreduce_sum_u64(uint64_t* values, size_t n) override {
-    control_->allreduce_sum_u64(values, n);
-  }
-
-  uint64_t alltoall_bytes_sent() const override { return sent_bytes_; }
-  void reset_counters() override { sent_bytes_ = 0; }
-
-  void set_step(int64_t step) override {
-    Communicator::set_step(step);
-    control_->set_step(step);
-  }
-  void announce_failure(const std::string& what) override { control_->announce_failure(what); }
-  void poll() override {
-    poll_control();
+  // poll(): after the control communicator's failure detection, NCCL's asynchronous error.
+  void poll_transport() override {
     if (comm_) check_async("poll");
   }
-  void check_peers() override { control_->check_peers(); }
-
-  // Request::wait(): polls `done` until it completes, an error shows or the deadline passes;
-  // then the current lane waits for it.
-  void wait_event(cudaEvent_t done) {
-    require_live();
-    const Clock::time_point deadline = deadline_after(timeout_s_);
-    Clock::time_point next_poll = Clock::now();
-    Backoff backoff;
-    for (;;) {
-      const cudaError_t q = cudaEventQuery(done);
-      if (q == cudaSuccess) break;
-      if (q != cudaErrorNotReady) {
-        cudaGetLastError();
-        fail("all-to-all", std::string("cudaEventQuery: ") + cudaGetErrorString(q));
-      }
-      check_async("all-to-all");
-      const Clock::time_point now = Clock::now();
-      if (now >= next_poll) {
-        poll_control();
-        next_poll = now + kControlPollPeriod;
-      }
-      if (now > deadline) {
-        fail("all-to-all", "not complete after " + seconds_text() + " s");
-      }
-      backoff.pause();
-    }
-    check(cudaStreamWaitEvent(backend_.lane_stream(), done, 0),
-          "NCCL all-to-all: cudaStreamWaitEvent");
-  }
+  // A peer is gone (the control communicator's RankFailure): nothing in flight will complete.
+  void on_peer_failure() noexcept override { abort(); }
 
  private:
   void setup() {
@@ -318,17 +302,6 @@ class NcclCommunicator : public Communicator {
     comm_ = nullptr;
   }
 
-  // The control communicator's liveness and failure notices; a RankFailure from it aborts
-  // NCCL first (a peer is gone: nothing in flight will complete).
-  void poll_control() {
-    try {
-      control_->poll();
-    } catch (...) {
-      abort();
-      throw;
-    }
-  }
-
   void check_async(const char* what) {
     ncclResult_t st = ncclSuccess;
     const ncclResult_t r = ncclCommGetAsyncError(comm_, &st);
@@ -348,7 +321,7 @@ class NcclCommunicator : public Communicator {
       if (st != ncclInProgress) fail(what, nccl_text(st));
       const Clock::time_point now = Clock::now();
       if (now >= next_poll) {
-        poll_control();
+        poll_failures();
         next_poll = now + kControlPollPeriod;
       }
       if (now > deadline) fail(what, "not done after " + seconds_text() + " s");
@@ -362,7 +335,7 @@ class NcclCommunicator : public Communicator {
     const std::string text =
         "NCCL " + what + " failed at step " + std::to_string(step()) + ": " + why;
     abort();
-    control_->check_peers();
+    check_peers();
     throw std::runtime_error(text);
   }
 
@@ -372,7 +345,6 @@ class NcclCommunicator : public Communicator {
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;  // every NCCL operation and own-part copy, in issue order
   cudaEvent_t ready_ = nullptr;    // the current lane's work before an exchange
-  uint64_t sent_bytes_ = 0;
 };
 
 void NcclRequest::wait() {

@@ -9,7 +9,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -22,6 +21,7 @@
 
 #include "cpu_kernels.h"
 #include "muonplan/exec/backend.h"
+#include "muonplan/exec/optimizer_formulas.h"
 
 namespace muonplan::exec {
 namespace {
@@ -145,15 +145,14 @@ class CpuBackend final : public Backend {
       const bf16* xm = x + mat * elems;
       bf16* ym = y + mat * elems;
 #pragma omp for simd schedule(static) nowait
-      for (int64_t i = 0; i < elems; ++i) ym[i] = cpu::to_bf16_fast(to_float(xm[i]) * s);
+      for (int64_t i = 0; i < elems; ++i) ym[i] = formula::scale_bf16(xm[i], s);
     }
   }
 
   void ns_scale(int64_t batch, const float* sum_sq, double norm_scale, double eps,
                 float* scale) override {
     for (int64_t mat = 0; mat < batch; ++mat) {
-      scale[mat] = static_cast<float>(
-          1.0 / (norm_scale * std::sqrt(static_cast<double>(sum_sq[mat])) + eps));
+      scale[mat] = formula::ns_scale(norm_scale, eps, sum_sq[mat]);
     }
   }
 
@@ -187,45 +186,25 @@ class CpuBackend final : public Backend {
   void momentum_f32(int64_t n, float mu, bool nesterov, const float* g, float* m,
                     bf16* u) override {
 #pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      const float mi = mu * m[i] + g[i];
-      m[i] = mi;
-      u[i] = cpu::to_bf16_fast(nesterov ? mu * mi + g[i] : mi);
-    }
+    for (int64_t i = 0; i < n; ++i) u[i] = formula::momentum_f32(mu, nesterov, g[i], m[i]);
   }
 
   void momentum_bf16(int64_t n, float mu, bool nesterov, const float* g, bf16* m,
                      bf16* u) override {
 #pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      const float gi = to_float(cpu::to_bf16_fast(g[i]));
-      const bf16 mi = cpu::to_bf16_fast(mu * to_float(m[i]) + gi);
-      m[i] = mi;
-      u[i] = nesterov ? cpu::to_bf16_fast(mu * to_float(mi) + gi) : mi;
-    }
+    for (int64_t i = 0; i < n; ++i) u[i] = formula::momentum_bf16(mu, nesterov, g[i], m[i]);
   }
 
   void apply_update(int64_t n, float decay, float s, const bf16* o, float* w) override {
 #pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; ++i) w[i] = w[i] * decay - s * to_float(o[i]);
+    for (int64_t i = 0; i < n; ++i) w[i] = formula::apply_update(decay, s, o[i], w[i]);
   }
 
   void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd, int64_t step,
              const float* g, float* w, float* m, float* v) override {
-    if (step < 1) throw std::invalid_argument("adamw: step must be >= 1 (bias correction)");
-    const double bc1 = 1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(step));
-    const double bc2 = 1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(step));
-    const float step_size = static_cast<float>(lr / bc1);
-    const float sqrt_bc2 = static_cast<float>(std::sqrt(bc2));
-    const float c1 = 1.0f - beta1, c2 = 1.0f - beta2, decay = 1.0f - lr * wd;
+    const formula::AdamwConstants k = formula::adamw_constants(lr, beta1, beta2, eps, wd, step);
 #pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      const float mi = beta1 * m[i] + c1 * g[i];
-      const float vi = beta2 * v[i] + c2 * g[i] * g[i];
-      m[i] = mi;
-      v[i] = vi;
-      w[i] = w[i] * decay - step_size * (mi / (std::sqrt(vi) / sqrt_bc2 + eps));
-    }
+    for (int64_t i = 0; i < n; ++i) formula::adamw(k, g[i], w[i], m[i], v[i]);
   }
 
  private:

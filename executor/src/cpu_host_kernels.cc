@@ -3,7 +3,7 @@
 //
 // Each kernel runs fixed blocks of kBlock elements, split statically over the threads; a block
 // runs 8 or 16 elements per vector step and its last few elements through the scalar formula
-// (host_kernel_formulas.h). Every lane computes the scalar formula's operations in the scalar
+// (optimizer_formulas.h). Every lane computes the scalar formula's operations in the scalar
 // order, so the results equal the scalar loops bit for bit, whatever the thread count.
 //
 // Outputs that are only written (the bf16 of cast_to_bf16, the triad's a) use non-temporal
@@ -16,8 +16,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "host_kernel_formulas.h"
 #include "muonplan/exec/host_kernels.h"
+#include "muonplan/exec/optimizer_formulas.h"
 
 namespace muonplan::exec::host {
 namespace {
@@ -75,7 +75,7 @@ __m256 load_bf16(const bf16* p) {
   return widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-// cpu::to_bf16_fast on 8 lanes (as cpu::f32_to_bf16): each 32-bit lane holds the bf16 bits in
+// to_bf16 (bf16.h) on 8 lanes (as cpu::f32_to_bf16): each 32-bit lane holds the bf16 bits in
 // its low half.
 __m256i round_bf16(__m256 x) {
   const __m256i u = _mm256_castps_si256(x);
@@ -89,7 +89,7 @@ __m256i round_bf16(__m256 x) {
   return _mm256_blendv_epi8(rounded, _mm256_or_si256(hi, _mm256_set1_epi32(0x0040)), is_nan);
 }
 
-// The fp32 value of round_bf16's lanes: to_float(to_bf16_fast(x)).
+// The fp32 value of round_bf16's lanes: to_float(to_bf16(x)).
 __m256 bf16_value(__m256i r) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(r, 16));
 }
@@ -113,7 +113,7 @@ void fold_f32_block(int64_t first, int64_t last, float mu, float scale, const fl
                                     _mm256_mul_ps(vscale, _mm256_loadu_ps(g + i)));
     _mm256_storeu_ps(m + i, mi);
   }
-  for (; i < last; ++i) m[i] = formula::fold_f32(mu, scale, g[i], m[i]);
+  for (; i < last; ++i) m[i] = formula::fold_f32(mu, m[i], scale * g[i]);
 }
 
 void fold_bf16_block(int64_t first, int64_t last, float mu, float scale, const float* g, bf16* m) {
@@ -131,7 +131,7 @@ void fold_bf16_block(int64_t first, int64_t last, float mu, float scale, const f
     const __m256i hi = fold8(_mm256_loadu_ps(g + i + 8), widen(_mm256_extracti128_si256(mh, 1)));
     store<false>(m + i, pack_bf16(lo, hi));
   }
-  for (; i < last; ++i) m[i] = formula::fold_bf16(mu, scale, g[i], m[i]);
+  for (; i < last; ++i) m[i] = formula::fold_bf16(mu, m[i], scale * g[i]);
 }
 
 void add_update_block(int64_t first, int64_t last, float decay, const bf16* u, float* w) {
@@ -178,7 +178,7 @@ void cast_block(int64_t first, int64_t last, const float* x, bf16* y) {
     const __m256i hi = round_bf16(_mm256_loadu_ps(x + i + 8));
     store<kStream>(y + i, pack_bf16(lo, hi));
   }
-  for (; i < last; ++i) y[i] = cpu::to_bf16_fast(x[i]);
+  for (; i < last; ++i) y[i] = to_bf16(x[i]);
 }
 
 template <bool kStream>

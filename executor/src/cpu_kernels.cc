@@ -35,7 +35,7 @@ void f32_to_bf16(const float* x, bf16* y, int64_t n) {
         _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), packed);
   }
-  for (; i < n; ++i) y[i] = to_bf16_fast(x[i]);
+  for (; i < n; ++i) y[i] = to_bf16(x[i]);
 }
 
 double sum_squares(const bf16* x, int64_t n) {

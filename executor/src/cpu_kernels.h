@@ -4,21 +4,10 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 #include "muonplan/exec/bf16.h"
 
 namespace muonplan::exec::cpu {
-
-// Same bits as to_bf16() (round to nearest even, NaN stays a quiet NaN), written without a
-// branch so that loops over it vectorize.
-inline bf16 to_bf16_fast(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  const uint32_t quiet_nan = (u >> 16) | 0x0040u;
-  return bf16{static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded)};
-}
 
 // y[i] = float(x[i]), n elements.
 void bf16_to_f32(const bf16* x, float* y, int64_t n);

@@ -2,17 +2,17 @@
 // baseline of `muonplan bench cpu-kernels`. One thread, one element per iteration; this file is
 // compiled without AVX2 and with -fno-tree-vectorize (executor/CMakeLists.txt), so the loops
 // stay scalar as written.
-#include "host_kernel_formulas.h"
 #include "muonplan/exec/host_kernels.h"
+#include "muonplan/exec/optimizer_formulas.h"
 
 namespace muonplan::exec::host::scalar {
 
 void fold_momentum_f32(int64_t n, float mu, float scale, const float* g, float* m) {
-  for (int64_t i = 0; i < n; ++i) m[i] = formula::fold_f32(mu, scale, g[i], m[i]);
+  for (int64_t i = 0; i < n; ++i) m[i] = formula::fold_f32(mu, m[i], scale * g[i]);
 }
 
 void fold_momentum_bf16(int64_t n, float mu, float scale, const float* g, bf16* m) {
-  for (int64_t i = 0; i < n; ++i) m[i] = formula::fold_bf16(mu, scale, g[i], m[i]);
+  for (int64_t i = 0; i < n; ++i) m[i] = formula::fold_bf16(mu, m[i], scale * g[i]);
 }
 
 void add_update_bf16(int64_t n, float decay, const bf16* u, float* w) {
@@ -26,7 +26,7 @@ void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd, i
 }
 
 void cast_to_bf16(int64_t n, const float* x, bf16* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] = cpu::to_bf16_fast(x[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = to_bf16(x[i]);
 }
 
 void triad(int64_t n, float q, const float* b, const float* c, float* a) {

@@ -80,9 +80,11 @@ class MpiCommunicator : public Communicator {
     check_mpi(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
     watchdog_ = std::make_unique<Watchdog>(comm_, timeout_s);
+    set_failure_detector(watchdog_.get());
   }
   ~MpiCommunicator() override {
     const bool failed = watchdog_->failed();
+    set_failure_detector(nullptr);
     watchdog_.reset();
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -102,60 +104,6 @@ class MpiCommunicator : public Communicator {
       MPI_Comm_free(&node);
     }
     return n;
-  }
-
-  std::unique_ptr<Request> ialltoallv(const void* send, const std::vector<size_t>& send_bytes,
-                                      const std::vector<size_t>& send_displs, void* recv,
-                                      const std::vector<size_t>& recv_bytes,
-                                      const std::vector<size_t>& recv_displs) override {
-    const size_t n = static_cast<size_t>(size_);
-    if (send_bytes.size() != n || send_displs.size() != n || recv_bytes.size() != n ||
-        recv_displs.size() != n) {
-      throw std::invalid_argument(
-          "MPI all-to-all: counts and displacements need one entry per "
-          "rank (" +
-          std::to_string(n) + ")");
-    }
-    // Point to point, one message per peer with a non-zero count, like the linear
-    // MPI_Ialltoallv: after a rank failure the receives not yet matched can be cancelled, so
-    // no late message lands in buffers the caller has freed by then.
-    for (size_t p = 0; p < n; ++p) {
-      check_int({send_bytes[p], send_displs[p]}, "send count or displacement", p);
-      check_int({recv_bytes[p], recv_displs[p]}, "receive count or displacement", p);
-    }
-    if (send_bytes[rank_] != recv_bytes[rank_]) {
-      throw std::invalid_argument("MPI all-to-all: " + std::to_string(send_bytes[rank_]) +
-                                  " bytes to itself, " + std::to_string(recv_bytes[rank_]) +
-                                  " expected");
-    }
-    const int tag = static_cast<int>(exchanges_++ % kExchangeTags);
-    auto op = std::make_unique<Pending>();
-    auto* out = static_cast<const char*>(send);
-    auto* in = static_cast<char*>(recv);
-    for (size_t p = 0; p < n; ++p) {
-      if (recv_bytes[p] == 0 || int(p) == rank_) continue;
-      op->reqs.push_back(MPI_REQUEST_NULL);
-      op->source.push_back(int(p));
-      check_mpi(MPI_Irecv(in + recv_displs[p], int(recv_bytes[p]), MPI_BYTE, int(p), tag, comm_,
-                          &op->reqs.back()),
-                "MPI_Irecv");
-    }
-    op->receives = op->reqs.size();
-    for (size_t p = 0; p < n; ++p) {
-      if (send_bytes[p] == 0) continue;
-      if (int(p) == rank_) {
-        std::memcpy(in + recv_displs[p], out + send_displs[p], send_bytes[p]);
-        continue;
-      }
-      op->reqs.push_back(MPI_REQUEST_NULL);
-      check_mpi(MPI_Isend(out + send_displs[p], int(send_bytes[p]), MPI_BYTE, int(p), tag, comm_,
-                          &op->reqs.back()),
-                "MPI_Isend");
-    }
-    for (size_t p = 0; p < n; ++p) {
-      if (int(p) != rank_) sent_bytes_ += send_bytes[p];
-    }
-    return std::make_unique<MpiRequest>(*this, std::move(op));
   }
 
   void barrier() override {
@@ -192,17 +140,6 @@ class MpiCommunicator : public Communicator {
   void allreduce_sum_u64(uint64_t* values, size_t n) override {
     allreduce(values, n, sizeof(uint64_t), MPI_UINT64_T, MPI_SUM, "MPI_Allreduce(sum)");
   }
-
-  uint64_t alltoall_bytes_sent() const override { return sent_bytes_; }
-  void reset_counters() override { sent_bytes_ = 0; }
-
-  void set_step(int64_t step) override {
-    Communicator::set_step(step);
-    watchdog_->set_step(step);
-  }
-  void announce_failure(const std::string& what) override { watchdog_->announce_failure(what); }
-  void poll() override { watchdog_->poll(); }
-  void check_peers() override { watchdog_->check_peers(); }
 
   // Polls `op` to completion (mpi_watchdog.h); on a failure the operation is abandoned, kept
   // with its buffers, and the failure thrown. An MPI error that a dead peer explains becomes
@@ -242,6 +179,51 @@ class MpiCommunicator : public Communicator {
   }
   bool failed() const { return watchdog_->failed(); }
 
+ protected:
+  void check_limits(const std::vector<size_t>& send_bytes, const std::vector<size_t>& send_displs,
+                    const std::vector<size_t>& recv_bytes,
+                    const std::vector<size_t>& recv_displs) const override {
+    for (size_t p = 0; p < send_bytes.size(); ++p) {
+      check_int({send_bytes[p], send_displs[p]}, "send count or displacement", p);
+      check_int({recv_bytes[p], recv_displs[p]}, "receive count or displacement", p);
+    }
+  }
+
+  // Point to point, one message per peer with a non-zero count, like the linear
+  // MPI_Ialltoallv: after a rank failure the receives not yet matched can be cancelled, so
+  // no late message lands in buffers the caller has freed by then.
+  std::unique_ptr<Request> do_ialltoallv(const void* send, const std::vector<size_t>& send_bytes,
+                                         const std::vector<size_t>& send_displs, void* recv,
+                                         const std::vector<size_t>& recv_bytes,
+                                         const std::vector<size_t>& recv_displs) override {
+    const size_t n = static_cast<size_t>(size_);
+    const int tag = static_cast<int>(exchanges_++ % kExchangeTags);
+    auto op = std::make_unique<Pending>();
+    auto* out = static_cast<const char*>(send);
+    auto* in = static_cast<char*>(recv);
+    for (size_t p = 0; p < n; ++p) {
+      if (recv_bytes[p] == 0 || int(p) == rank_) continue;
+      op->reqs.push_back(MPI_REQUEST_NULL);
+      op->source.push_back(int(p));
+      check_mpi(MPI_Irecv(in + recv_displs[p], int(recv_bytes[p]), MPI_BYTE, int(p), tag, comm_,
+                          &op->reqs.back()),
+                "MPI_Irecv");
+    }
+    op->receives = op->reqs.size();
+    for (size_t p = 0; p < n; ++p) {
+      if (send_bytes[p] == 0) continue;
+      if (int(p) == rank_) {
+        std::memcpy(in + recv_displs[p], out + send_displs[p], send_bytes[p]);
+        continue;
+      }
+      op->reqs.push_back(MPI_REQUEST_NULL);
+      check_mpi(MPI_Isend(out + send_displs[p], int(send_bytes[p]), MPI_BYTE, int(p), tag, comm_,
+                          &op->reqs.back()),
+                "MPI_Isend");
+    }
+    return std::make_unique<MpiRequest>(*this, std::move(op));
+  }
+
  private:
   static int int_count(size_t n) {
     if (n > size_t(INT_MAX)) throw std::runtime_error("MPI all-reduce: too many values");
@@ -274,7 +256,6 @@ class MpiCommunicator : public Communicator {
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
-  uint64_t sent_bytes_ = 0;
   std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<Pending> done_;  // the last completed blocking call
   uint64_t exchanges_ = 0;         // all-to-alls started: the next one's tag

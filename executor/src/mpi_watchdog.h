@@ -30,16 +30,18 @@ std::string mpi_error_text(int rc, const char* call);
 // Throws std::runtime_error with mpi_error_text unless rc is MPI_SUCCESS.
 void check_mpi(int rc, const char* call);
 
-class Watchdog {
+// The MPI communicator's FailureDetector (communicator.h), and the NCCL communicator's through
+// it.
+class Watchdog final : public FailureDetector {
  public:
   // Duplicates `comm` for control traffic. timeout_s: a wait without completion for this long
   // probes every rank (check_peers).
   Watchdog(MPI_Comm comm, double timeout_s);
-  ~Watchdog();
+  ~Watchdog() override;
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  void set_step(int64_t step);
+  void set_step(int64_t step) override;
   int64_t step() const { return step_; }
   double timeout_s() const { return timeout_s_; }
   // How long check_peers waits for replies to its probes.
@@ -52,9 +54,9 @@ class Watchdog {
   void wait(const std::function<bool()>& done, const char* call);
 
   // Communicator::poll, check_peers and announce_failure (communicator.h).
-  void poll();
-  void check_peers();
-  void announce_failure(const std::string& what) noexcept;
+  void poll() override;
+  void check_peers() override;
+  void announce_failure(const std::string& what) noexcept override;
 
   // After a RankFailure (thrown here, or announced), waits must not block: a pending request
   // would never complete. Requests are then abandoned instead of waited for.

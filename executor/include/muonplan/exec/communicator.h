@@ -30,6 +30,22 @@ class RankFailure : public std::runtime_error {
   int64_t step;
 };
 
+// The failure detection behind a communicator (docs/reliability.md): the MPI communicator's
+// watchdog (mpi_watchdog.h). A communicator layered on another one (NCCL over MPI) shares that
+// one's detector. Communicator's failure calls below reach it; see there for what each does.
+class FailureDetector {
+ public:
+  virtual ~FailureDetector() = default;
+  virtual void set_step(int64_t step) = 0;
+  virtual void announce_failure(const std::string& what) noexcept = 0;
+  virtual void poll() = 0;
+  virtual void check_peers() = 0;
+};
+
+// What every communicator shares lives here: the argument checks and the byte counter of the
+// all-to-all, the step in progress, and the failure calls, forwarded to the FailureDetector.
+// An implementation supplies the transport (do_ialltoallv, the collectives) and, if it can lose
+// peers, a detector.
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -40,25 +56,28 @@ class Communicator {
 
   // All-to-all with per-peer byte counts and displacements (bytes), started now. A peer with
   // zero counts is not contacted; the byte counter below counts what goes to other ranks.
-  virtual std::unique_ptr<Request> ialltoallv(const void* send,
-                                              const std::vector<size_t>& send_bytes,
-                                              const std::vector<size_t>& send_displs, void* recv,
-                                              const std::vector<size_t>& recv_bytes,
-                                              const std::vector<size_t>& recv_displs) = 0;
+  // Throws std::invalid_argument unless there is one count and one displacement per rank and
+  // this rank's part to itself has the same length both ways (after check_limits).
+  std::unique_ptr<Request> ialltoallv(const void* send, const std::vector<size_t>& send_bytes,
+                                      const std::vector<size_t>& send_displs, void* recv,
+                                      const std::vector<size_t>& recv_bytes,
+                                      const std::vector<size_t>& recv_displs);
   virtual void barrier() = 0;
   virtual void broadcast(void* data, size_t bytes, int root) = 0;
   // Element-wise reductions over all ranks, in place.
   virtual void allreduce_max(double* values, size_t n) = 0;
   virtual void allreduce_sum_u64(uint64_t* values, size_t n) = 0;
 
-  // Bytes this rank has sent to other ranks through ialltoallv since the last reset.
-  virtual uint64_t alltoall_bytes_sent() const = 0;
-  virtual void reset_counters() = 0;
+  // Bytes this rank has sent to other ranks through ialltoallv since the last reset (an
+  // exchange that failed to start is not counted).
+  uint64_t alltoall_bytes_sent() const { return sent_bytes_; }
+  void reset_counters() { sent_bytes_ = 0; }
 
   // --- failures (docs/reliability.md). Every wait has a deadline; a rank that dies or exits
-  // with an error makes every other rank throw RankFailure instead of hanging.
+  // with an error makes every other rank throw RankFailure instead of hanging. Without a
+  // detector (a world of one) these record the step and do nothing else.
   // The step in progress (0 before the first), named in failure messages.
-  virtual void set_step(int64_t step) { step_ = step; }
+  void set_step(int64_t step);
   int64_t step() const { return step_; }
   // Tells the other ranks that this one is exiting with `what` (or, after a RankFailure, relays
   // that failure, so ranks that were computing learn the rank that failed first), so they stop
@@ -66,17 +85,101 @@ class Communicator {
   // not known to be dead has announced as well (all have printed their lines) or the timeout
   // passes: a rank that left early could make mpirun kill the others before they read the
   // notice. Bounded in time, never throws. Call it once, after printing this rank's message.
-  virtual void announce_failure(const std::string& what) { (void)what; }
+  void announce_failure(const std::string& what) noexcept;
   // Services control traffic (liveness probes, failure notices) without blocking; throws
-  // RankFailure when a peer has announced a failure. Long waits call it while they poll.
-  virtual void poll() {}
+  // RankFailure when a peer has announced a failure (after on_peer_failure), then checks the
+  // transport (poll_transport). Long waits call it while they poll.
+  void poll();
   // For a wait past its deadline: finds ranks that do not answer a liveness probe within a
   // few seconds and throws RankFailure naming the lowest; returns when all answer.
-  virtual void check_peers() {}
+  void check_peers();
 
  protected:
+  // A transport's own limits on the counts and displacements (MPI's are ints), checked by
+  // ialltoallv once it knows there is one entry per rank, before anything else.
+  virtual void check_limits(const std::vector<size_t>& /*send_bytes*/,
+                            const std::vector<size_t>& /*send_displs*/,
+                            const std::vector<size_t>& /*recv_bytes*/,
+                            const std::vector<size_t>& /*recv_displs*/) const {}
+  // The all-to-all proper, called by ialltoallv with checked arguments (one entry per rank,
+  // this rank's own part as long both ways).
+  virtual std::unique_ptr<Request> do_ialltoallv(const void* send,
+                                                 const std::vector<size_t>& send_bytes,
+                                                 const std::vector<size_t>& send_displs, void* recv,
+                                                 const std::vector<size_t>& recv_bytes,
+                                                 const std::vector<size_t>& recv_displs) = 0;
+  // The detector the failure calls reach (the base class does not own it: the implementation
+  // keeps it valid while it is set), and another communicator's, to share it.
+  void set_failure_detector(FailureDetector* detector) { detector_ = detector; }
+  static FailureDetector* failure_detector_of(const Communicator& other) { return other.detector_; }
+  // The first half of poll(): the detector's poll; when it throws, on_peer_failure() runs
+  // before the exception goes on. The transport's own waits call it.
+  void poll_failures();
+  // The second half of poll(): the transport's own error state (NCCL's asynchronous error).
+  virtual void poll_transport() {}
+  // The detector reported a failure while polling: stop the transport (NCCL aborts), since
+  // nothing in flight will complete.
+  virtual void on_peer_failure() noexcept {}
+
+ private:
   int64_t step_ = 0;
+  uint64_t sent_bytes_ = 0;
+  FailureDetector* detector_ = nullptr;
 };
+
+// Inline, so that muonplan_checkpoint (which calls poll() but links neither MPI nor
+// muonplan_exec) needs no library for them.
+inline std::unique_ptr<Request> Communicator::ialltoallv(
+    const void* send, const std::vector<size_t>& send_bytes, const std::vector<size_t>& send_displs,
+    void* recv, const std::vector<size_t>& recv_bytes, const std::vector<size_t>& recv_displs) {
+  const size_t n = static_cast<size_t>(size());
+  const int me = rank();
+  if (send_bytes.size() != n || send_displs.size() != n || recv_bytes.size() != n ||
+      recv_displs.size() != n) {
+    throw std::invalid_argument("all-to-all: counts and displacements need one entry per rank (" +
+                                std::to_string(n) + ")");
+  }
+  check_limits(send_bytes, send_displs, recv_bytes, recv_displs);
+  if (send_bytes[me] != recv_bytes[me]) {
+    throw std::invalid_argument("all-to-all: this rank sends itself " +
+                                std::to_string(send_bytes[me]) + " bytes but receives " +
+                                std::to_string(recv_bytes[me]));
+  }
+  std::unique_ptr<Request> request =
+      do_ialltoallv(send, send_bytes, send_displs, recv, recv_bytes, recv_displs);
+  for (size_t p = 0; p < n; ++p) {
+    if (static_cast<int>(p) != me) sent_bytes_ += send_bytes[p];
+  }
+  return request;
+}
+
+inline void Communicator::set_step(int64_t step) {
+  step_ = step;
+  if (detector_) detector_->set_step(step);
+}
+
+inline void Communicator::announce_failure(const std::string& what) noexcept {
+  if (detector_) detector_->announce_failure(what);
+}
+
+inline void Communicator::poll_failures() {
+  if (!detector_) return;
+  try {
+    detector_->poll();
+  } catch (...) {
+    on_peer_failure();
+    throw;
+  }
+}
+
+inline void Communicator::poll() {
+  poll_failures();
+  poll_transport();
+}
+
+inline void Communicator::check_peers() {
+  if (detector_) detector_->check_peers();
+}
 
 // A world of one rank in this process: the all-to-all is a local copy. For single-process
 // runs and for the unsharded reference the executor checks against.

@@ -15,9 +15,10 @@
 //               (ncclCommAbort), then asks control->check_peers(), which throws RankFailure
 //               naming a rank that stopped answering; otherwise a std::runtime_error with NCCL's
 //               text and the step. poll, check_peers, announce_failure, set_step reach
-//               `control` too. After an abort every further all-to-all throws.
-//   bytes       alltoall_bytes_sent() counts what ialltoallv sends to other ranks, as the MPI
-//               communicator does.
+//               `control`'s failure detector (its watchdog; communicator.h). After an abort
+//               every further all-to-all throws.
+//   bytes       alltoall_bytes_sent() counts what ialltoallv sends to other ranks, as for every
+//               communicator (Communicator::ialltoallv).
 #pragma once
 
 #include <memory>
