@@ -132,6 +132,11 @@ btl_base_warn_component_unused = 0
 pml = ob1
 btl = self,vader,tcp
 osc = ^ucx,pt2pt
+# No cross-memory attach between ranks: sandboxed runtimes (gVisor) may lack process_vm_readv;
+# the bulk data moves over NCCL anyway.
+btl_vader_single_copy_mechanism = none
+# No binding: a container's view of the cores may not let hwloc bind; one rank per GPU here.
+hwloc_base_binding_policy = none
 EOF
 : >"$dest/etc/openmpi-default-hostfile"
 

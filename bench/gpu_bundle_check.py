@@ -12,7 +12,7 @@ Prints one line per problem and exits 1 on any; --json prints the findings as JS
 import argparse
 import json
 import os
-import re
+import struct
 import subprocess
 import sys
 
@@ -46,12 +46,36 @@ def is_elf(path):
 
 
 def dynamic(path):
-    """(NEEDED list, RPATH, RUNPATH) from readelf -d."""
-    out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True, check=True).stdout
-    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
-    rpath = re.search(r"\(RPATH\)\s+Library rpath: \[([^\]]*)\]", out)
-    runpath = re.search(r"\(RUNPATH\)\s+Library runpath: \[([^\]]*)\]", out)
-    return needed, rpath[1] if rpath else None, runpath[1] if runpath else None
+    """(NEEDED list, RPATH, RUNPATH) of a 64-bit little-endian ELF file, as `readelf -d` shows
+    them, read here (a device image need not have binutils): the SHT_DYNAMIC section's entries,
+    their strings from the section it links to."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[4] != 2 or data[5] != 1:
+        raise ValueError(f"{path}: not a 64-bit little-endian ELF file")
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
+                for i in range(shnum)]
+    needed, rpath, runpath = [], None, None
+    for sh_name, sh_type, _, _, off, size, link, _, _, entsize in sections:
+        if sh_type != 6:  # SHT_DYNAMIC
+            continue
+        stroff = sections[link][4]
+        def string(at):
+            end = data.index(b"\0", stroff + at)
+            return data[stroff + at:end].decode()
+        for i in range(size // (entsize or 16)):
+            tag, val = struct.unpack_from("<qQ", data, off + i * (entsize or 16))
+            if tag == 0:  # DT_NULL
+                break
+            if tag == 1:
+                needed.append(string(val))
+            elif tag == 15:
+                rpath = string(val)
+            elif tag == 29:
+                runpath = string(val)
+    return needed, rpath, runpath
 
 
 def elf_files(bundle):

@@ -6,7 +6,7 @@
 #
 # In a private mount namespace (unshare -m; root), /dev/null is bind-mounted over every file the
 # bundle's manifest.json says it copied from this machine (the real files, so every symbolic
-# link to them reads an empty file too), and an empty folder over OpenMPI's, PMIx's, hwloc's
+# link to them reads an empty file too), and an empty file system over OpenMPI's, PMIx's, hwloc's
 # and OpenBLAS's folders and /etc/openmpi. A library the bundle lacks then fails to load,
 # loudly. Only CMD and what it starts see this: wrap the bundle's binaries, not python or
 # the tools around them (they may need the hidden libz or libudev themselves).
@@ -44,14 +44,14 @@ for f in sorted(f for f in files if os.path.isfile(f)):
 EOF
 )"
 [ -n "${GPU_HIDE_LIST:-}" ] && echo "$list" >"$GPU_HIDE_LIST"
-empty="$(mktemp -d)"
-# The namespace's mounts go with it; the empty folder is removed when the command ends.
-trap 'rmdir "$empty" 2>/dev/null || true' EXIT
-unshare -m --propagation private bash -c '
+# exec: a signal for this script (timeout's) reaches the command itself.
+exec unshare -m --propagation private bash -c '
   set -e
-  empty="$1"; list="$2"; shift 2
+  list="$1"; shift
   while read -r kind path; do
     [ -n "$path" ] || continue
-    if [ "$kind" = d ]; then mount --bind "$empty" "$path"; else mount --bind /dev/null "$path"; fi
+    if [ "$kind" = d ]; then mount -t tmpfs -o ro,size=4k gpu_hide "$path"
+    else mount --bind /dev/null "$path"; fi
   done <<<"$list"
-  exec "$@"' gpu_hide "$empty" "$list" "$@"
+  export MUONPLAN_HIDDEN=1
+  exec "$@"' gpu_hide "$list" "$@"
