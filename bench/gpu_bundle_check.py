@@ -12,6 +12,7 @@ Prints one line per problem and exits 1 on any; --json prints the findings as JS
 import argparse
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -137,6 +138,18 @@ def packages_of(paths):
     return {p: f"{pkg} {versions[pkg]}" for p, pkg in owner.items()}
 
 
+def newest_versions(bundle):
+    """The newest GLIBC_ and GLIBCXX_ symbol versions any bundled file asks for (objdump -T,
+    here): what the device's C runtime must at least be."""
+    found = {"GLIBC": [], "GLIBCXX": []}
+    for rel in elf_files(bundle):
+        out = subprocess.run(["objdump", "-T", os.path.join(bundle, rel)], capture_output=True,
+                             text=True).stdout
+        for kind, ver in re.findall(r"\b(GLIBC|GLIBCXX)_(\d+(?:\.\d+)+)\b", out):
+            found[kind].append(tuple(int(x) for x in ver.split(".")))
+    return {k.lower(): ".".join(map(str, max(v))) for k, v in found.items() if v}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("bundle")
@@ -169,6 +182,7 @@ def main():
             "bytes": total,
             "files": entries,
             "device_libraries": {n: DEVICE_LIBS[n] for n in device_needed},
+            "needs_at_least": newest_versions(a.bundle),
             "openblas_cores": {"kept": ["Prescott", "Haswell", "SkylakeX"],
                                "bound": {"Zen": "Haswell", "Cooperlake": "SkylakeX",
                                          "others": "Prescott"}},

@@ -198,7 +198,9 @@ except OSError:
 for d in ("/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/usr/lib/x86_64-linux-gnu"):
     if cuda is None and os.path.exists(os.path.join(d, "libcuda.so.1")):
         cuda = os.path.join(d, "libcuda.so.1")
+glibc = os.confstr("CS_GNU_LIBC_VERSION") if "CS_GNU_LIBC_VERSION" in os.confstr_names else None
 json.dump({"cuda_home": cuda_home, "torch_python": torch_py or None, "torch_site": site or None,
+           "glibc": glibc,
            "searched": {"toolkit": toolkit, "wheels": wheels}, "found": found,
            "libcuda": os.path.realpath(cuda) if cuda else None, "ld_library_path": dirs},
           open(out, "w"), indent=1)
@@ -230,24 +232,29 @@ B="$work/bin"
 mpiflags=(--oversubscribe)
 [ "$(id -u)" = 0 ] && mpiflags=(--allow-run-as-root --oversubscribe)
 [ "$rehearsal" = 1 ] && GPU_HIDE_LIST="$work/hidden.txt" "$B/muonplan_gpu_device_test" >/dev/null 2>&1
-# ldd of every binary, as its wrapper would load it.
+# ldd -r of every binary, as its wrapper would load it: a library not found, or a symbol that
+# the library found lacks (an older NCCL wheel than the headers built against, say).
 libs_log="$(stage_log libs)"
 missing=0
 for b in "$bundle"/bin/*; do
   [ -L "$b" ] && continue
   if [ "$rehearsal" = 1 ]; then
-    LD_LIBRARY_PATH="$cuda_dirs" bash "$root/bench/gpu_hide.sh" "$bundle" ldd "$b" >"$work/ldd.txt" 2>&1
+    LD_LIBRARY_PATH="$cuda_dirs" bash "$root/bench/gpu_hide.sh" "$bundle" ldd -r "$b" >"$work/ldd.txt" 2>&1
   else
-    LD_LIBRARY_PATH="$cuda_dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd "$b" >"$work/ldd.txt" 2>&1
+    LD_LIBRARY_PATH="$cuda_dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd -r "$b" >"$work/ldd.txt" 2>&1
   fi
   { echo "--- $(basename "$b")"; cat "$work/ldd.txt"; } >>"$libs_log"
-  n="$(grep -c 'not found' "$work/ldd.txt")"
+  n="$(grep -c -e 'not found' -e 'undefined symbol' "$work/ldd.txt")"
   missing=$((missing + n))
 done
-"$py" - "$work/libs.json" "$libs_log" "$missing" "$work/hidden.txt" <<'EOF'
+"$py" - "$work/libs.json" "$libs_log" "$missing" "$work/hidden.txt" "$bundle/manifest.json" <<'EOF'
 import json, os, re, sys
-path, log, missing, hidden = sys.argv[1:5]
+path, log, missing, hidden, manifest = sys.argv[1:6]
 d = json.load(open(path))
+try:
+    d["bundle_needs_at_least"] = json.load(open(manifest)).get("needs_at_least")
+except (OSError, ValueError):
+    pass
 resolved, current = {}, None
 for line in open(log):
     if line.startswith("--- "):
@@ -256,7 +263,7 @@ for line in open(log):
     m = re.match(r"\s*(\S+) => (\S+)", line)
     if m and current == "muonplan":
         resolved[m[1]] = m[2]
-    if "not found" in line:
+    if "not found" in line or "undefined symbol" in line:
         d.setdefault("not_found", []).append(f"{current}: {line.strip()}")
 d["muonplan_resolves"] = resolved
 if os.path.exists(hidden):
@@ -356,16 +363,16 @@ if [ ! -f "${metrics[0]}" ]; then
 elif need calibrate 15; then
   t0=$(date +%s)
   l="$(stage_log calibrate)"
-  timeout "$(cap 60)" "$B/muonplan" calibrate --topology topologies/h200-ib.yaml \
-    --metrics "${metrics[@]}" --out "$OUT/h200-ib.calibrated.yaml" >"$OUT/calibration.txt" 2>>"$l"
+  timeout "$(cap 90)" "$B/muonplan" calibrate --topology topologies/h200-ib.yaml \
+    --metrics "${metrics[@]}" --out "$OUT/h200-ib.calibrated.yaml" --json >"$work/calibrate.json" \
+    2>>"$l"
   rc=$?
+  note=""
   if [ "$rc" = 0 ]; then
-    "$B/muonplan" calibrate --topology topologies/h200-ib.yaml --metrics "${metrics[@]}" --json \
-      >"$work/calibrate.json" 2>>"$l"
-    rc=$?
+    note="$("$py" "$root/bench/gpu_check_report.py" --calibration-table "$work/calibrate.json" \
+      "$OUT/calibration.txt" 2>>"$l")" || rc=1
   fi
-  stage calibrate "$(done_status "$rc")" "$(($(date +%s) - t0))" \
-    "$(grep -m1 '^max error' "$OUT/calibration.txt" 2>/dev/null)"
+  stage calibrate "$(done_status "$rc")" "$(($(date +%s) - t0))" "$note"
 fi
 
 # --- tests: ctest's gpu.* commands with the bundle's binaries; 77 = skipped (no device).

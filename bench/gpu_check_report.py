@@ -3,6 +3,7 @@
 
     gpu_check_report.py --work DIR --root REPO --out FILE --status S [--reason R] --shapes ...
     gpu_check_report.py --add-test TESTS.json NAME RESULT RC SECONDS   (one test's result)
+    gpu_check_report.py --calibration-table CALIBRATE.json OUT.txt     (calibrate's tables)
 """
 import argparse
 import json
@@ -24,6 +25,30 @@ def add_test(path, name, result, rc, seconds):
     tests[name] = {"result": result, "rc": int(rc), "seconds": float(seconds)}
     with open(path, "w") as f:
         json.dump(tests, f, indent=1)
+
+
+def calibration_table(path, out):
+    """`muonplan calibrate`'s own two tables, from its --json: the constants before and after,
+    then each run's measured step time beside the prediction before and after the fit."""
+    c = load(path)
+    lines = ["%-24s %12s %12s  %s" % ("constant", "before", "after", "")]
+    for name, k in c.get("constants", {}).items():
+        lines.append("%-24s %12.6g %12.6g  %s" % (name, k["before"], k["after"], k["note"]))
+    lines += ["", "%-9s %10s %10s %8s %10s %8s  %s" % ("run", "measured", "before", "error",
+                                                        "after", "error", "metrics")]
+    for r in c.get("runs", []):
+        lines.append("%-9s %9.4fs %9.4fs %+7.1f%% %9.4fs %+7.1f%%  %s" % (
+            "held-out" if r["held_out"] else "fit", r["measured_s"], r["predicted_before_s"],
+            100 * r["rel_error_before"], r["predicted_after_s"], 100 * r["rel_error_after"],
+            os.path.basename(r["metrics"])))
+        for comp, v in r.get("components_s", {}).items():
+            lines.append("%-9s %9.4fs %10s %8s %9.4fs %8s  %s" % (
+                "", v["measured"], "", "", v["predicted_after"], "", "  component " + comp))
+    lines += ["", "max error after: %.1f%% on fitted runs, %.1f%% held out" % (
+        100 * c["max_fit_error"], 100 * c["max_held_out_error"])]
+    with open(out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(lines[-1])
 
 
 def published_ns(root):
@@ -92,6 +117,9 @@ def ns_rows(a, work, published):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--add-test":
         add_test(*sys.argv[2:7])
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "--calibration-table":
+        calibration_table(*sys.argv[2:4])
         return
     ap = argparse.ArgumentParser()
     for k in ("work", "root", "out", "status", "reason", "shapes", "tiles", "schedule", "elapsed",
