@@ -94,7 +94,8 @@ def ns_rows(a, work, published):
             row["symmetric_speedup_vs_plain"] = row["plain_ms"] / row["symmetric_ms"]
         t = torch_rows.get(key)
         if t:
-            for k in ("torch_ms", "ratio_plain", "ratio_symmetric", "ours_plain_rel_err",
+            for k in ("torch_ms", "torch_wall_ms", "ratio_plain", "ratio_symmetric",
+                      "ratio_plain_wall", "ratio_symmetric_wall", "ours_plain_rel_err",
                       "ours_symmetric_rel_err", "torch_bf16_rel_err",
                       "ours_plain_rel_err_max_matrix", "ours_symmetric_rel_err_max_matrix",
                       "torch_bf16_rel_err_max_matrix"):

@@ -14,7 +14,8 @@ truth that ours and torch's bf16 result are measured against:
     rel_err = ||X - X_fp64||_F / ||X_fp64||_F   over the whole batch (and the worst matrix)
 
 Writes one JSON (stdout, or --out): per shape torch_ms, ours_plain_ms / ours_symmetric_ms,
-ratio_plain / ratio_symmetric (ours / torch: below 1 means ours is faster), and the errors.
+ratio_plain / ratio_symmetric (ours / torch: below 1 means ours is faster), the same against
+torch_wall_ms (the host clock around a synchronized call, as ours is timed), and the errors.
 """
 import argparse
 import json
@@ -60,25 +61,27 @@ def rel_err(x, ref):
 
 
 def time_calls(fn, device, warmup, reps):
+    """Median seconds of reps calls after warmup: (CUDA events, host clock around the call and
+    its synchronization); on the CPU both are the host clock."""
     for _ in range(warmup):
         fn()
-    seconds = []
+    events, wall = [], []
     if device.type == "cuda":
         torch.cuda.synchronize()
-        for _ in range(reps):
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        if device.type == "cuda":
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             start.record()
             fn()
             end.record()
             end.synchronize()
-            seconds.append(start.elapsed_time(end) / 1e3)
-    else:
-        for _ in range(reps):
-            t0 = time.perf_counter()
+            events.append(start.elapsed_time(end) / 1e3)
+        else:
             fn()
-            seconds.append(time.perf_counter() - t0)
-    return statistics.median(seconds)
+        wall.append(time.perf_counter() - t0)
+    return statistics.median(events or wall), statistics.median(wall)
 
 
 def main():
@@ -124,8 +127,9 @@ def main():
         u = load_bf16(os.path.join(a.dump, first["input_file"]), key).to(device)
         out = {"batch": key[0], "rows": key[1], "cols": key[2]}
         with torch.no_grad():
-            out["torch_ms"] = 1e3 * time_calls(lambda: newton_schulz(u, steps, norm_scale, eps),
-                                               device, a.warmup, a.reps)
+            ev, wall = time_calls(lambda: newton_schulz(u, steps, norm_scale, eps), device,
+                                  a.warmup, a.reps)
+            out["torch_ms"], out["torch_wall_ms"] = 1e3 * ev, 1e3 * wall
             torch_bf16 = newton_schulz(u, steps, norm_scale, eps)
             ref = newton_schulz(u.double(), steps, norm_scale, eps)
             out["torch_bf16_rel_err"], out["torch_bf16_rel_err_max_matrix"] = \
@@ -135,6 +139,8 @@ def main():
                 mine = load_bf16(os.path.join(a.dump, row["output_file"]), key).to(device)
                 out[f"ours_{variant}_ms"] = row["ms"]
                 out[f"ratio_{variant}"] = row["ms"] / out["torch_ms"]
+                # Ours is timed as torch_wall_ms is: the host clock around a synchronized call.
+                out[f"ratio_{variant}_wall"] = row["ms"] / out["torch_wall_ms"]
                 out[f"ours_{variant}_rel_err"], out[f"ours_{variant}_rel_err_max_matrix"] = \
                     rel_err(mine, ref)
                 del mine
