@@ -133,7 +133,6 @@ fi
 source "$bundle/env.sh"
 
 # --- device.
-device_ok=0
 t0=$(date +%s)
 if [ "$rehearsal" = 1 ]; then
   echo '{"count": 0, "rehearsal": true}' >"$work/device.json"
@@ -144,7 +143,6 @@ if [ "$rehearsal" = 1 ]; then
   fi
   stage device rehearsed 0 "no device: CPU backend, small shapes"
 elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  device_ok=1
   nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader \
     >"$work/smi.txt" 2>/dev/null
   "$py" -c "import json,sys; f=[x.strip() for x in open(sys.argv[1]).read().split(',')]
