@@ -1,353 +1,429 @@
 #!/usr/bin/env bash
-# The GPU check, for a session lent one H200 (docs/executor.md, "CUDA backend"): in one run,
-#   1. configures build-gpu (Release, CMAKE_CUDA_ARCHITECTURES=90) and builds only the CUDA
-#      targets' binaries (-j16);
-#   2. runs ctest -R '^gpu\.' (CUDA vs CPU primitive by primitive, NS, a one-rank step, NCCL,
-#      `execute --backend cuda`);
-#   3. times NS for the shapes below, plain and symmetric (tiles 128, 256, 512), with the
-#      published figures' 5-step schedule (quintic), beside published.yaml's H200 times and the
-#      planner's predictions;
-#   4. runs `muonplan execute --backend cuda` for 3 steps of a 2-layer Qwen3-30B-A3B slice
-#      (bench/qwen3-30b-a3b-2layers.yaml) on one GPU;
-# and writes ONE JSON, $OUT/gpu_check.json, with every figure, the published one beside it and
-# pass/fail against the targets: plain NS no slower than published, symmetric NS at least 1.3x
-# faster than published (shapes without a published figure are reported, not judged). Logs go
-# beside it. Without a device it says so and writes a JSON recording "no device" (exit 0).
+# The GPU check, for a session lent one H200 (docs/executor.md, "GPU check"). It builds nothing
+# there: bench/gpu_bundle.sh built everything here, into a folder carried along (build-bundle).
 #
-#   device tool: run(command="bash bench/gpu_check.sh", timeout_s=600)
-#                (add carry=["build-deps"] after bench/gpu_deps.sh if the image lacks the
-#                libraries: yaml-cpp, Boost.Graph, OpenMPI, OpenBLAS, Catch2, CLI11, nlohmann-json)
-#   elsewhere:   OUT=/tmp/gpu bash bench/gpu_check.sh
-# Budget: under 8 minutes on an H200 (each stage has a timeout; later stages are skipped, and
-# say so, when the budget runs out).
+#   device tool:  run(command="bash bench/gpu_check.sh", carry=["build-bundle"], timeout_s=500)
+#   rehearsal:    GPU_CHECK_REHEARSAL=1 GPU_BUNDLE=build-bundle OUT=/tmp/rh bash bench/gpu_check.sh
+#
+# Stages, each with a time limit, in this order (a stage that no longer fits the budget is
+# skipped and says so; the whole check stays under GPU_CHECK_BUDGET_S, 450 s):
+#   bundle     gpu_bundle_check.py: every binary's libraries are in the bundle or the device's
+#   device     nvidia-smi (none: writes {"status": "no device"} and exits 0)
+#   libs       libcudart, libcublas(Lt), libnccl: the toolkit's lib64 first, then the pip
+#              wheels under torch's site-packages; libcuda from the driver; ldd of every binary
+#   ns         `muonplan bench ns --backend cuda --variant both --dump`: ours, plain and
+#              symmetric, on the five shapes; then symmetric at syrk tiles 128, 256, 512
+#   torch      bench/ns_torch.py: PyTorch's bf16 NS (baddbmm, as the reference) on the same
+#              inputs, CUDA events, median; ours / torch time ratios; ours and torch's bf16
+#              result against torch's fp64 NS of the same input
+#   step       `muonplan execute --backend cuda`, 3 steps of a 2-layer Qwen3-30B-A3B slice on
+#              one GPU (one rank, no mpirun): offload none and optimizer (Nesterov, wd 0.1),
+#              full (wd 0.1)
+#   calibrate  `muonplan calibrate` fits topologies/h200-ib.yaml to the step metrics
+#   tests      the gpu.* tests' binaries (ctest's commands, run from the bundle)
+# Writes under $OUT (default build-gpu-check), four files, no folders:
+#   gpu_check.json            everything: libraries, per-stage status and seconds, NS times
+#                             beside published/predicted/torch, ratios, errors, step metrics,
+#                             the calibration, the tests' results
+#   gpu_check.log             progress lines, then each stage's output
+#   h200-ib.calibrated.yaml   the fitted topology
+#   calibration.txt           calibrate's predicted-vs-measured table
+#
+# GPU_CHECK_REHEARSAL=1: the CPU rehearsal on a machine without a GPU (root; unshare -m).
+# Every one of the bundle's binaries runs through bench/gpu_hide.sh, which hides this
+# machine's copies of the libraries the bundle holds, so the run proves the bundle alone
+# suffices. Device stages run the CPU backend on small shapes (a tiny model for the step),
+# torch is Debian's python3-torch on the CPU when installed, the test binaries must reach
+# their device probe and skip (77); such stages report `rehearsed`.
 set -u
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root" || exit 1
 OUT="${OUT:-$root/build-gpu-check}"
 mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+rehearsal="${GPU_CHECK_REHEARSAL:-0}"
+bundle="$(realpath -m "${GPU_BUNDLE:-$root/build-bundle}")"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-# Testing the script itself on a machine without a GPU: GPU_CHECK_ASSUME_DEVICE=1 runs every
-# stage anyway (the CUDA ones then fail or skip), GPU_CHECK_BUILD_DIR reuses a build directory,
-# GPU_CHECK_JOBS sets the build's parallelism (16).
-build="${GPU_CHECK_BUILD_DIR:-$root/build-gpu}"
-jobs="${GPU_CHECK_JOBS:-16}"
 started=$(date +%s)
-budget_s=470
+budget_s="${GPU_CHECK_BUDGET_S:-450}"
 elapsed() { echo $(($(date +%s) - started)); }
 left() { echo $((budget_s - $(elapsed))); }
-log() { echo "gpu_check [$(elapsed) s]: $*" | tee -a "$OUT/gpu_check.log"; }
-: >"$OUT/gpu_check.log"
-
-shapes="32,768,2048;16,2048,768;16,1408,4096;8,2048,6144;1,6144,16384"
-tiles="128 256 512"
-schedule=quintic
+log="$OUT/gpu_check.log"
+stage_logs="$work/stage_logs"
+mkdir -p "$stage_logs"
+: >"$log"
+say() { echo "gpu_check [$(elapsed) s]: $*" | tee -a "$log" >&2; }
 py="$(command -v python3 || true)"
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 
-# Stage results, read by the JSON writer at the end.
+if [ "$rehearsal" = 1 ]; then
+  shapes="2,64,128;2,128,64;2,96,256;1,128,384;1,192,512"
+  reps=2
+  # Cores shared with other work: OpenMP's spinning waits would slow the CPU backend 10x.
+  export OMP_WAIT_POLICY=passive
+else
+  shapes="32,768,2048;16,2048,768;16,1408,4096;8,2048,6144;1,6144,16384"
+  reps=10
+fi
+tiles="128 256 512"
+schedule=quintic
+
 echo '{}' >"$work/stages.json"
-stage() {  # stage NAME STATUS [SECONDS] [NOTE]
+stage() {  # stage NAME STATUS SECONDS [NOTE]
   "$py" - "$work/stages.json" "$@" <<'EOF'
 import json, sys
-path, name, status = sys.argv[1:4]
+path, name, status, seconds = sys.argv[1:5]
 d = json.load(open(path))
 d[name] = {"status": status}
-if len(sys.argv) > 4 and sys.argv[4] != "": d[name]["seconds"] = float(sys.argv[4])
-if len(sys.argv) > 5: d[name]["note"] = sys.argv[5]
+if seconds != "": d[name]["seconds"] = float(seconds)
+if len(sys.argv) > 5 and sys.argv[5]: d[name]["note"] = sys.argv[5]
 json.dump(d, open(path, "w"))
 EOF
+  say "stage $1: $2${3:+ in $3 s}${4:+ ($4)}"
+}
+# need NAME SECONDS: true when SECONDS still fit the budget, else records NAME as skipped.
+need() {
+  if [ "$(left)" -lt "$2" ]; then
+    stage "$1" skipped "" "time budget: $(left) s left, the stage needs about $2 s"
+    return 1
+  fi
+}
+# cap SECONDS: the stage's time limit, SECONDS or what the budget has left (minus 10 s).
+cap() { local l=$(($(left) - 10)); [ "$l" -lt "$1" ] && echo "$l" || echo "$1"; }
+stage_log() { echo "$stage_logs/$(printf '%02d' "$(ls "$stage_logs" | wc -l)")_$1.log"; }
+# done_status RC: ok on 0, rehearsed on 0 in a rehearsal, failed otherwise.
+done_status() {
+  if [ "$1" != 0 ]; then echo failed; elif [ "$rehearsal" = 1 ]; then echo rehearsed; else echo ok; fi
 }
 
 write_json() {  # write_json STATUS [REASON]
-  "$py" - "$OUT/gpu_check.json" "$work" "$root" "$1" "${2:-}" "$shapes" "$tiles" "$schedule" \
-    "$(elapsed)" <<'EOF'
-import glob, json, os, re, sys
-out, work, root, status, reason, shapes, tiles, schedule, elapsed = sys.argv[1:10]
-def load(path, default=None):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except Exception:
-        return default
-# Published H200 NS times (published.yaml: "5-step schedule, bf16 GEMMs with folded adds").
-published = {}
-text = open(os.path.join(root, "tests/data/calibration/published.yaml")).read()
-for m in re.finditer(r"\{batch: *(\d+), *rows: *(\d+), *cols: *(\d+), *ms: *([\d.]+)\}", text):
-    published[(int(m[1]), int(m[2]), int(m[3]))] = float(m[4])
-result = {
-    "schema": "muonplan.gpu_check/1",
-    "status": status,
-    "elapsed_s": float(elapsed),
-    "device": load(os.path.join(work, "device.json"), {}),
-    "stages": load(os.path.join(work, "stages.json"), {}),
-    "targets": {"plain_ns": "plain ms <= published ms",
-                "symmetric_ns": "published ms / symmetric ms >= 1.3",
-                "schedule": schedule + " (the published figures' 5-step schedule; all 5-step "
-                            "presets cost the same)"},
-}
-if reason:
-    result["reason"] = reason
-ns = []
-plain = load(os.path.join(work, "ns_plain.json"), {}) or {}
-sym = {t: load(os.path.join(work, f"ns_sym_{t}.json"), {}) or {} for t in tiles.split()}
-def ms_of(run, key):
-    for row in run.get("shapes", []):
-        if (row["batch"], row["rows"], row["cols"]) == key:
-            return row["ms"]
-    return None
-checks = []
-for item in shapes.split(";"):
-    b, r, c = (int(x) for x in item.split(","))
-    key = (b, r, c)
-    row = {"batch": b, "rows": r, "cols": c, "published_ms": published.get(key)}
-    pred = load(os.path.join(work, f"cost_{b}_{r}_{c}.json"), {}) or {}
-    pred_sym = load(os.path.join(work, f"cost_{b}_{r}_{c}_sym.json"), {}) or {}
-    row["predicted_plain_ms"] = pred.get("ms")
-    row["predicted_symmetric_ms"] = pred_sym.get("ms")
-    row["plain_ms"] = ms_of(plain, key)
-    by_tile = {t: ms_of(run, key) for t, run in sym.items()}
-    row["symmetric_ms_by_tile"] = by_tile
-    # The backend's own tile choice (cuda_backend.h: 128 up to m = 1024, 256 up to 4096, 512).
-    m = min(r, c)
-    default_tile = "128" if m <= 1024 else "256" if m <= 4096 else "512"
-    row["symmetric_default_tile"] = int(default_tile)
-    row["symmetric_ms"] = by_tile.get(default_tile)
-    timed = {t: v for t, v in by_tile.items() if v is not None}
-    if timed:
-        best = min(timed, key=timed.get)
-        row["symmetric_best_tile"], row["symmetric_best_ms"] = int(best), timed[best]
-    if row["plain_ms"] and row["symmetric_ms"]:
-        row["symmetric_speedup_vs_plain"] = row["plain_ms"] / row["symmetric_ms"]
-    p = row["published_ms"]
-    if p is not None:
-        if row["plain_ms"] is not None:
-            row["plain_speedup_vs_published"] = p / row["plain_ms"]
-            row["plain_pass"] = row["plain_ms"] <= p
-            checks.append(row["plain_pass"])
-        else:
-            checks.append(False)
-        if row["symmetric_ms"] is not None:
-            row["symmetric_speedup_vs_published"] = p / row["symmetric_ms"]
-            row["symmetric_pass"] = p / row["symmetric_ms"] >= 1.3
-            checks.append(row["symmetric_pass"])
-        else:
-            checks.append(False)
-    ns.append(row)
-result["ns"] = ns
-tests = load(os.path.join(work, "ctest.json"))
-if tests is not None:
-    result["tests"] = tests
-    checks.append(tests.get("failed", 1) == 0 and tests.get("passed", 0) > 0)
-execute = load(os.path.join(work, "execute.json"))
-if execute is not None:
-    result["execute"] = execute
-    checks.append(execute.get("rc") == 0)
-result["pass"] = bool(checks) and all(checks) and status == "ran"
-with open(out, "w") as f:
-    json.dump(result, f, indent=2)
-    f.write("\n")
-print(json.dumps({k: result[k] for k in ("status", "pass", "elapsed_s")}))
-EOF
+  for f in "$stage_logs"/*.log; do
+    [ -f "$f" ] || continue
+    { echo; echo "===== $(basename "$f" .log)"; cat "$f"; } >>"$log"
+    rm -f "$f"
+  done
+  "$py" "$root/bench/gpu_check_report.py" --work "$work" --root "$root" --out "$OUT/gpu_check.json" \
+    --status "$1" --reason "${2:-}" --shapes "$shapes" --tiles "$tiles" --schedule "$schedule" \
+    --elapsed "$(elapsed)" --budget "$budget_s" --rehearsal "$rehearsal" --bundle "$bundle"
 }
 
 if [ -z "$py" ]; then
-  # No python: the JSON by hand, status only.
-  printf '{"schema": "muonplan.gpu_check/1", "status": "error", "reason": "no python3 on this machine"}\n' \
+  printf '{"schema": "muonplan.gpu_check/2", "status": "error", "reason": "no python3"}\n' \
     >"$OUT/gpu_check.json"
   echo "gpu_check: no python3" >&2
   exit 1
 fi
+say "$([ "$rehearsal" = 1 ] && echo "CPU rehearsal" || echo "GPU check") with the bundle $bundle, budget $budget_s s"
 
-# --- 0. Is there a device? nvidia-smi where it exists, else the CUDA runtime itself.
-log "looking for a CUDA device"
-device_ok=0
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  device_ok=1
+# --- bundle: present, complete, and its own libraries only.
+t0=$(date +%s)
+if [ ! -x "$bundle/bin/muonplan" ] || [ ! -f "$bundle/env.sh" ]; then
+  stage bundle failed 0 "no bundle at $bundle: run bench/gpu_bundle.sh here and carry it"
+  write_json "no bundle" "no bundle at $bundle (bench/gpu_bundle.sh)"
+  exit 1
+fi
+"$py" "$root/bench/gpu_bundle_check.py" "$bundle" --json >"$work/bundle_check.json" \
+  2>"$(stage_log bundle)"
+rc=$?
+if [ "$rc" = 0 ]; then stage bundle ok "$(($(date +%s) - t0))"; else
+  stage bundle failed "$(($(date +%s) - t0))" "$(head -3 "$(ls "$stage_logs"/*_bundle.log)" | tr '\n' ' ')"
+fi
+# shellcheck source=/dev/null
+source "$bundle/env.sh"
+
+# --- device.
+t0=$(date +%s)
+if [ "$rehearsal" = 1 ]; then
+  echo '{"count": 0, "rehearsal": true}' >"$work/device.json"
+  if [ "$(id -u)" != 0 ] || ! unshare -m true 2>/dev/null; then
+    stage device failed 0 "the rehearsal needs root and unshare -m"
+    write_json "rehearsal impossible" "needs root and unshare -m (bench/gpu_hide.sh)"
+    exit 1
+  fi
+  stage device rehearsed 0 "no device: CPU backend, small shapes"
+elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
   nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader \
     >"$work/smi.txt" 2>/dev/null
   "$py" -c "import json,sys; f=[x.strip() for x in open(sys.argv[1]).read().split(',')]
 json.dump({'name': f[0], 'memory': f[1], 'driver': f[2], 'max_sm_clock': f[3] if len(f) > 3 else None,
            'count': int(sys.argv[2])}, open(sys.argv[3], 'w'))" "$work/smi.txt" \
     "$(nvidia-smi -L | grep -c '^GPU')" "$work/device.json"
+  stage device ok "$(($(date +%s) - t0))" "$(head -1 "$work/smi.txt")"
 else
-  nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
-  cat >"$work/probe.cu" <<'EOF'
-#include <cstdio>
-#include <cuda_runtime.h>
-int main() {
-  int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) { std::printf("{\"count\": 0, \"error\": %d, \"message\": \"%s\"}\n", int(e), cudaGetErrorString(e)); return 1; }
-  cudaDeviceProp p;
-  if (n > 0 && cudaGetDeviceProperties(&p, 0) == cudaSuccess)
-    std::printf("{\"count\": %d, \"name\": \"%s\", \"memory_bytes\": %zu, \"sm_count\": %d}\n", n, p.name, p.totalGlobalMem, p.multiProcessorCount);
-  else std::printf("{\"count\": %d}\n", n);
-  return n > 0 ? 0 : 1;
-}
-EOF
-  if "$nvcc" -o "$work/probe" "$work/probe.cu" >"$work/probe.log" 2>&1; then
-    "$work/probe" >"$work/device.json" && device_ok=1
-  else
-    echo "{\"count\": 0, \"message\": \"nvcc could not build the probe\"}" >"$work/device.json"
-  fi
-fi
-[ "${GPU_CHECK_ASSUME_DEVICE:-0}" = 1 ] && device_ok=1
-if [ "$device_ok" != 1 ]; then
-  reason="$("$py" -c "import json,sys; d=json.load(open(sys.argv[1])); print(d.get('message', 'no device'))" "$work/device.json" 2>/dev/null || echo "no device")"
-  log "no CUDA device here ($reason): nothing to check; writing $OUT/gpu_check.json"
-  stage build skipped "" "no device"
-  write_json "no device" "$reason"
+  echo '{"count": 0}' >"$work/device.json"
+  stage device skipped 0 "no CUDA device (nvidia-smi finds none)"
+  write_json "no device" "nvidia-smi finds no GPU"
   exit 0
 fi
-log "device: $(cat "$work/device.json")"
+gpus="$("$py" -c "import json,sys; print(json.load(open(sys.argv[1])).get('count', 0))" "$work/device.json")"
 
-# --- 1. Configure and build the binaries the checks run.
-configure() {  # configure [extra cmake args...]
-  local fresh=()
-  # A new build directory: Ninja where there is one, warnings not fatal (another compiler than
-  # CI's may warn). An existing one keeps its generator and settings.
-  if [ ! -f "$build/CMakeCache.txt" ]; then
-    fresh=(-DMUONPLAN_WERROR=OFF)
-    command -v ninja >/dev/null 2>&1 && fresh+=(-G Ninja)
-  fi
-  cmake -S "$root" -B "$build" "${fresh[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CUDA_ARCHITECTURES=90 "$@"
-}
-# Libraries carried as .deb files (bench/gpu_deps.sh), unpacked into a private prefix.
-use_carried_deps() {
-  local prefix=/tmp/muonplan-deps arch=x86_64-linux-gnu f
-  ls "$root"/build-deps/*.deb >/dev/null 2>&1 || return 1
-  mkdir -p "$prefix"
-  for f in "$root"/build-deps/*.deb; do dpkg-deb -x "$f" "$prefix" || return 1; done
-  local lib="$prefix/usr/lib/$arch"
-  export CMAKE_PREFIX_PATH="$prefix/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
-  export CMAKE_INCLUDE_PATH="$prefix/usr/include:$prefix/usr/include/$arch"
-  export CMAKE_LIBRARY_PATH="$lib:$lib/openblas-pthread"
-  export LD_LIBRARY_PATH="$lib:$lib/openblas-pthread:$lib/openmpi/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  export OPAL_PREFIX="$prefix/usr" PATH="$prefix/usr/bin:$PATH"
-  # Debian names these through update-alternatives, which dpkg-deb -x does not run.
-  deps_args=(-DMPI_CXX_COMPILER="$prefix/usr/bin/mpicxx.openmpi"
-             -DMPIEXEC_EXECUTABLE="$prefix/usr/bin/mpirun.openmpi"
-             -DMUONPLAN_OPENBLAS_INCLUDE_DIR="$prefix/usr/include/$arch/openblas-pthread")
-  return 0
-}
-deps_args=()
-log "configuring $build"
+# --- libs: CUDA's libraries for the bundle's binaries, and whether every binary resolves.
 t0=$(date +%s)
-if ! configure >"$OUT/build.log" 2>&1; then
-  if use_carried_deps; then
-    log "configure failed with the system's libraries; retrying with build-deps/"
-    rm -rf "$build"
-    configure "${deps_args[@]}" >>"$OUT/build.log" 2>&1
-  fi
-fi
-if [ ! -f "$build/build.ninja" ] && [ ! -f "$build/Makefile" ]; then
-  missing="$(grep -E "Could NOT find|Could not find|not found" "$OUT/build.log" | head -5 | tr '\n' ' ')"
-  stage build failed "$(($(date +%s) - t0))" "configure failed: $missing (bench/gpu_deps.sh, then carry build-deps)"
-  log "configure failed: $missing"
-  write_json "build failed" "configure failed: $missing"
-  exit 1
-fi
-log "building (-j$jobs)"
-if ! timeout "$(left)" cmake --build "$build" -j"$jobs" --target muonplan muonplan_gpu_tests \
-  muonplan_gpu_nccl_test muonplan_gpu_device_test >>"$OUT/build.log" 2>&1; then
-  stage build failed "$(($(date +%s) - t0))" "$(grep -m3 -E "error|Error" "$OUT/build.log" | tr '\n' ' ')"
-  log "build failed (see build.log)"
-  write_json "build failed" "build failed: see build.log"
-  exit 1
-fi
-stage build ok "$(($(date +%s) - t0))"
-log "built in $(($(date +%s) - t0)) s"
-bin="$build/cli/muonplan"
-
-# --- 2. The GPU tests.
-if [ "$(left)" -gt 60 ]; then
-  log "ctest -R '^gpu\\.'"
-  t0=$(date +%s)
-  (cd "$build" && timeout "$(($(left) - 40))" ctest -R '^gpu\.' --output-on-failure \
-    --timeout 240) >"$OUT/ctest.log" 2>&1
-  rc=$?
-  "$py" - "$OUT/ctest.log" "$work/ctest.json" "$rc" <<'EOF'
-import json, re, sys
-text = open(sys.argv[1]).read()
-tests = {}
-for m in re.finditer(r"Test +#\d+: (\S+) \.+\**\s*(Passed|Failed|\*\*\*Skipped|Not Run|\*\*\*Timeout|Skipped|\*\*\*Failed|Exception\S*)[^\n]*?([\d.]+) sec", text):
-    tests[m[1]] = {"result": m[2].strip("*"), "seconds": float(m[3])}
-# The figures the tests print (NS differences, step comparisons).
-figures = [l for l in text.splitlines() if re.match(r"^(NS cuda|step cuda|world \d|rank \d|device 0)", l)]
-passed = sum(1 for t in tests.values() if t["result"] == "Passed")
-skipped = sum(1 for t in tests.values() if t["result"] == "Skipped")
-json.dump({"rc": int(sys.argv[3]), "passed": passed, "skipped": skipped,
-           "failed": len(tests) - passed - skipped, "tests": tests, "figures": figures},
-          open(sys.argv[2], "w"), indent=1)
+torch_py=""
+for cand in python3 /opt/torch/.venv/bin/python3 /usr/bin/python3; do
+  c="$(command -v "$cand" 2>/dev/null)" || continue
+  if "$c" -c "import torch" >/dev/null 2>&1; then torch_py="$c"; break; fi
+done
+site=""
+[ -n "$torch_py" ] && site="$("$torch_py" -c "import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))" 2>/dev/null)"
+cuda_home="${CUDA_HOME:-/usr/local/cuda}"
+"$py" - "$work/libs.json" "$cuda_home" "$site" "$torch_py" <<'EOF'
+import glob, json, os, subprocess, sys
+out, cuda_home, site, torch_py = sys.argv[1:5]
+wanted = ["libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libnccl.so.2"]
+# The toolkit first, then the pip wheels torch uses (nvidia/<name>/lib, nvidia/cu13/lib).
+toolkit = [os.path.join(cuda_home, d) for d in ("lib64", "lib", "targets/x86_64-linux/lib")]
+wheels = sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib"))) if site else []
+found, dirs = {}, []
+for name in wanted:
+    for kind, cands in (("toolkit", toolkit), ("wheel", wheels)):
+        hit = next((d for d in cands if os.path.exists(os.path.join(d, name))), None)
+        if hit:
+            real = os.path.realpath(os.path.join(hit, name))
+            found[name] = {"dir": hit, "from": kind, "file": real}
+            if hit not in dirs:
+                dirs.append(hit)
+            break
+    else:
+        found[name] = None
+cuda = None
+try:
+    cache = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    for line in cache.splitlines():
+        if line.strip().startswith("libcuda.so.1 ") and "=>" in line:
+            cuda = line.split("=>")[1].strip()
+            break
+except OSError:
+    pass
+for d in ("/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/usr/lib/x86_64-linux-gnu"):
+    if cuda is None and os.path.exists(os.path.join(d, "libcuda.so.1")):
+        cuda = os.path.join(d, "libcuda.so.1")
+glibc = os.confstr("CS_GNU_LIBC_VERSION") if "CS_GNU_LIBC_VERSION" in os.confstr_names else None
+json.dump({"cuda_home": cuda_home, "torch_python": torch_py or None, "torch_site": site or None,
+           "glibc": glibc,
+           "searched": {"toolkit": toolkit, "wheels": wheels}, "found": found,
+           "libcuda": os.path.realpath(cuda) if cuda else None, "ld_library_path": dirs},
+          open(out, "w"), indent=1)
 EOF
-  summary="$("$py" -c "import json,sys; d=json.load(open(sys.argv[1]))
-print('failed' if d['rc'] or d['failed'] else 'ok' if d['passed'] else 'skipped')" "$work/ctest.json")"
-  stage tests "$summary" "$(($(date +%s) - t0))"
-  log "tests: rc $rc"
+cuda_dirs="$("$py" -c "import json,sys; print(':'.join(json.load(open(sys.argv[1]))['ld_library_path']))" "$work/libs.json")"
+# Wrappers for the bundle's binaries, in $work/bin: CUDA's folders on LD_LIBRARY_PATH for them
+# alone (python keeps its own: torch brings its libraries), and in a rehearsal gpu_hide.sh
+# around each (once: what they start inherits the namespace).
+mkdir -p "$work/bin" "$work/share/muonplan/calibration"
+for d in models topologies reports; do ln -s "$root/$d" "$work/share/muonplan/$d"; done
+ln -s "$root/tests/data/calibration/published.yaml" "$work/share/muonplan/calibration/"
+for b in "$bundle"/bin/*; do
+  name="$(basename "$b")"
+  {
+    echo '#!/usr/bin/env bash'
+    [ -n "$cuda_dirs" ] &&
+      echo "export LD_LIBRARY_PATH=\"$cuda_dirs\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}\""
+    echo "export MUONPLAN_DATA_DIR=\"$work/share/muonplan\" MUONPLAN_SOURCE_DIR=\"$root\""
+    if [ "$rehearsal" = 1 ]; then
+      echo "[ -n \"\${MUONPLAN_HIDDEN:-}\" ] && exec \"$b\" \"\$@\""
+      echo "exec bash \"$root/bench/gpu_hide.sh\" \"$bundle\" \"$b\" \"\$@\""
+    else
+      echo "exec \"$b\" \"\$@\""
+    fi
+  } >"$work/bin/$name"
+  chmod +x "$work/bin/$name"
+done
+B="$work/bin"
+mpiflags=(--oversubscribe)
+[ "$(id -u)" = 0 ] && mpiflags=(--allow-run-as-root --oversubscribe)
+[ "$rehearsal" = 1 ] && GPU_HIDE_LIST="$work/hidden.txt" "$B/muonplan_gpu_device_test" >/dev/null 2>&1
+# ldd -r of every binary, as its wrapper would load it: a library not found, or a symbol that
+# the library found lacks (an older NCCL wheel than the headers built against, say).
+libs_log="$(stage_log libs)"
+missing=0
+for b in "$bundle"/bin/*; do
+  [ -L "$b" ] && continue
+  if [ "$rehearsal" = 1 ]; then
+    LD_LIBRARY_PATH="$cuda_dirs" bash "$root/bench/gpu_hide.sh" "$bundle" ldd -r "$b" >"$work/ldd.txt" 2>&1
+  else
+    LD_LIBRARY_PATH="$cuda_dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ldd -r "$b" >"$work/ldd.txt" 2>&1
+  fi
+  { echo "--- $(basename "$b")"; cat "$work/ldd.txt"; } >>"$libs_log"
+  n="$(grep -c -e 'not found' -e 'undefined symbol' "$work/ldd.txt")"
+  missing=$((missing + n))
+done
+"$py" - "$work/libs.json" "$libs_log" "$missing" "$work/hidden.txt" "$bundle/manifest.json" <<'EOF'
+import json, os, re, sys
+path, log, missing, hidden, manifest = sys.argv[1:6]
+d = json.load(open(path))
+try:
+    d["bundle_needs_at_least"] = json.load(open(manifest)).get("needs_at_least")
+except (OSError, ValueError):
+    pass
+resolved, current = {}, None
+for line in open(log):
+    if line.startswith("--- "):
+        current = line[4:].strip()
+        continue
+    m = re.match(r"\s*(\S+) => (\S+)", line)
+    if m and current == "muonplan":
+        resolved[m[1]] = m[2]
+    if "not found" in line or "undefined symbol" in line:
+        d.setdefault("not_found", []).append(f"{current}: {line.strip()}")
+d["muonplan_resolves"] = resolved
+if os.path.exists(hidden):
+    d["hidden_in_rehearsal"] = [l.split(" ", 1)[1].strip() for l in open(hidden) if " " in l]
+json.dump(d, open(path, "w"), indent=1)
+EOF
+note="$(grep -o '"libcu[a-zA-Z]*.so.[0-9]*": null\|"libnccl.so.2": null' "$work/libs.json" | tr '\n' ' ')"
+if [ "$missing" = 0 ] && [ -z "$note" ]; then
+  stage libs "$(done_status 0)" "$(($(date +%s) - t0))" "LD_LIBRARY_PATH for the bundle: $cuda_dirs"
 else
-  stage tests skipped "" "time budget"
+  stage libs failed "$(($(date +%s) - t0))" "$missing unresolved (see libs.not_found) $note"
 fi
 
-# --- 3. NS timings, plain and symmetric per tile, with the planner's predictions.
-if [ "$(left)" -gt 40 ]; then
-  log "NS timings"
+# --- ns: ours, plain and symmetric, inputs and outputs kept for the torch stage.
+backend=cuda
+[ "$rehearsal" = 1 ] && backend=cpu
+if need ns 30; then
   t0=$(date +%s)
+  l="$(stage_log ns)"
   for s in ${shapes//;/ }; do
     IFS=, read -r b r c <<<"$s"
-    "$bin" cost ns --batch "$b" --rows "$r" --cols "$c" --ns-schedule "$schedule" --json \
-      >"$work/cost_${b}_${r}_${c}.json" 2>>"$OUT/bench.log"
-    "$bin" cost ns --batch "$b" --rows "$r" --cols "$c" --ns-schedule "$schedule" --symmetric \
-      --json >"$work/cost_${b}_${r}_${c}_sym.json" 2>>"$OUT/bench.log"
+    "$B/muonplan" cost ns --batch "$b" --rows "$r" --cols "$c" --ns-schedule "$schedule" --json \
+      >"$work/cost_${b}_${r}_${c}.json" 2>>"$l"
+    "$B/muonplan" cost ns --batch "$b" --rows "$r" --cols "$c" --ns-schedule "$schedule" \
+      --symmetric --json >"$work/cost_${b}_${r}_${c}_sym.json" 2>>"$l"
   done
-  failures=0
-  timeout "$(($(left) - 30))" "$bin" bench ns --backend cuda --shapes "$shapes" \
-    --ns-schedule "$schedule" --variant plain --reps 10 --json >"$work/ns_plain.json" \
-    2>>"$OUT/bench.log" || failures=$((failures + 1))
-  for t in $tiles; do
-    [ "$(left)" -gt 35 ] || break
-    MUONPLAN_SYRK_TILE=$t timeout "$(($(left) - 30))" "$bin" bench ns --backend cuda \
-      --shapes "$shapes" --ns-schedule "$schedule" --variant symmetric --reps 10 --json \
-      >"$work/ns_sym_$t.json" 2>>"$OUT/bench.log" || failures=$((failures + 1))
-  done
-  cat "$work"/ns_*.json >>"$OUT/bench.log" 2>/dev/null
-  stage ns "$([ "$failures" = 0 ] && echo ok || echo failed)" "$(($(date +%s) - t0))" \
-    "$failures bench run(s) failed (bench.log)"
-  log "NS timings: $failures failed run(s)"
-else
-  stage ns skipped "" "time budget"
+  OMP_WAIT_POLICY=passive timeout "$(cap 150)" "$B/muonplan" bench ns --backend "$backend" --shapes "$shapes" \
+    --ns-schedule "$schedule" --variant both --reps "$reps" --dump "$work/ns" --json \
+    >"$work/ns_both.json" 2>>"$l"
+  rc=$?
+  tile_note=""
+  if [ "$rc" = 0 ] && [ "$rehearsal" != 1 ]; then
+    for t in $tiles; do
+      [ "$(left)" -gt 60 ] || { tile_note="tiles skipped from $t on: time budget"; break; }
+      MUONPLAN_SYRK_TILE=$t timeout "$(cap 40)" "$B/muonplan" bench ns --backend cuda \
+        --shapes "$shapes" --ns-schedule "$schedule" --variant symmetric --reps "$reps" --json \
+        >"$work/ns_sym_$t.json" 2>>"$l" || tile_note="tile $t failed"
+    done
+  elif [ "$rehearsal" = 1 ]; then
+    tile_note="syrk tiles: CUDA only"
+  fi
+  stage ns "$(done_status "$rc")" "$(($(date +%s) - t0))" \
+    "$([ "$rc" = 0 ] || echo "bench ns exit $rc; ")$tile_note"
 fi
 
-# --- 4. One GPU, a 2-layer Qwen3-30B-A3B slice, Nesterov and wd 0.1 as the published step.
-if [ "$(left)" -gt 20 ]; then
-  log "execute --backend cuda on bench/qwen3-30b-a3b-2layers.yaml"
+# --- torch: PyTorch's NS on the same inputs, on the same GPU.
+if [ ! -f "$work/ns/ns.json" ]; then
+  stage torch skipped "" "no inputs: the ns stage did not run or failed"
+elif [ -z "$torch_py" ]; then
+  stage torch skipped "" "no python3 with torch here$([ "$rehearsal" = 1 ] && echo " (apt-get install python3-torch)")"
+elif need torch 30; then
   t0=$(date +%s)
-  "$bin" plan --model bench/qwen3-30b-a3b-2layers.yaml --nodes 1 --gpus-per-node 1 \
-    --offload none --nesterov --weight-decay 0.1 --out "$work/plan.json" >"$OUT/execute.log" 2>&1
-  mpiexec="$(grep -m1 '^MPIEXEC_EXECUTABLE' "$build/CMakeCache.txt" | cut -d= -f2)"
-  launcher=()
-  [ -x "$mpiexec" ] && launcher=("$mpiexec" --allow-run-as-root --oversubscribe -n 1)
-  timeout "$(($(left) - 5))" "${launcher[@]}" "$bin" execute --plan "$work/plan.json" \
-    --backend cuda --steps 3 --metrics "$work/metrics.json" >>"$OUT/execute.log" 2>&1
+  device=cuda
+  targs=()
+  [ "$rehearsal" = 1 ] && { device=cpu; targs=(--warmup 1 --reps 3); }
+  PYTHONUNBUFFERED=1 timeout "$(cap 120)" "$torch_py" "$root/bench/ns_torch.py" --dump "$work/ns" \
+    --device "$device" "${targs[@]}" --out "$work/torch.json" >"$(stage_log torch)" 2>&1
   rc=$?
-  "$py" - "$work/metrics.json" "$work/execute.json" "$rc" <<'EOF'
+  stage torch "$(done_status "$rc")" "$(($(date +%s) - t0))" \
+    "$("$torch_py" -c "import torch; print('torch', torch.__version__)" 2>/dev/null) on $device"
+fi
+rm -rf "$work/ns"  # up to 2 GB of matrices
+
+# --- step: the executor on the published step's model slice (a tiny model in a rehearsal).
+if need step 40; then
+  t0=$(date +%s)
+  l="$(stage_log step)"
+  model=bench/qwen3-30b-a3b-2layers.yaml
+  [ "$rehearsal" = 1 ] && model=models/tiny-moe.yaml
+  runs=0
+  failed=0
+  for mode in none optimizer full; do
+    [ "$(left)" -gt 40 ] || { echo "offload $mode: skipped, time budget" >>"$l"; break; }
+    flags=(--weight-decay 0.1)
+    [ "$mode" = full ] || flags+=(--nesterov)
+    "$B/muonplan" plan --model "$model" --topology topologies/h200-ib.yaml --nodes 1 \
+      --gpus-per-node 1 --offload "$mode" "${flags[@]}" --out "$work/step_$mode.plan.json" \
+      >>"$l" 2>&1 || { failed=$((failed + 1)); continue; }
+    echo "--- offload $mode" >>"$l"
+    # One rank, no launcher (an MPI singleton that starts no daemon): the measurement does
+    # not depend on mpirun working in the device's sandbox; gpu.nccl_1 and gpu.execute use it.
+    OMPI_MCA_ess_singleton_isolated=1 timeout "$(cap 90)" "$B/muonplan" execute \
+      --plan "$work/step_$mode.plan.json" --backend "$backend" --steps 3 \
+      --metrics "$work/step_$mode.metrics.json" >>"$l" 2>&1
+    rc=$?
+    echo "exit $rc" >>"$l"
+    runs=$((runs + 1))
+    [ "$rc" = 0 ] || failed=$((failed + 1))
+  done
+  st="$(done_status "$failed")"
+  [ "$runs" = 0 ] && st=failed
+  stage step "$st" "$(($(date +%s) - t0))" "$runs run(s), $failed failed; $(basename "$model") on $backend"
+fi
+
+# --- calibrate: topologies/h200-ib.yaml fitted to the step's metrics.
+metrics=("$work"/step_*.metrics.json)
+if [ ! -f "${metrics[0]}" ]; then
+  stage calibrate skipped "" "no step metrics"
+elif need calibrate 15; then
+  t0=$(date +%s)
+  l="$(stage_log calibrate)"
+  timeout "$(cap 90)" "$B/muonplan" calibrate --topology topologies/h200-ib.yaml \
+    --metrics "${metrics[@]}" --out "$OUT/h200-ib.calibrated.yaml" --json >"$work/calibrate.json" \
+    2>>"$l"
+  rc=$?
+  note=""
+  if [ "$rc" = 0 ]; then
+    note="$("$py" "$root/bench/gpu_check_report.py" --calibration-table "$work/calibrate.json" \
+      "$OUT/calibration.txt" 2>>"$l")" || rc=1
+  fi
+  stage calibrate "$(done_status "$rc")" "$(($(date +%s) - t0))" "$note"
+fi
+
+# --- tests: ctest's gpu.* commands with the bundle's binaries; 77 = skipped (no device).
+if need tests 30; then
+  t0=$(date +%s)
+  l="$(stage_log tests)"
+  echo '{}' >"$work/tests.json"
+  run_test() {  # run_test NAME LIMIT CMD...
+    local name="$1" limit="$2" s rc
+    shift 2
+    if [ "$(left)" -lt 20 ]; then
+      "$py" "$root/bench/gpu_check_report.py" --add-test "$work/tests.json" "$name" skipped 0 0
+      return
+    fi
+    s=$(date +%s)
+    echo "--- $name: $*" >>"$l"
+    OMP_WAIT_POLICY=passive timeout "$(cap "$limit")" "$@" >>"$l" 2>&1
+    rc=$?
+    local result=failed
+    if [ "$rc" = 0 ]; then result=passed; elif [ "$rc" = 77 ]; then result=skipped; fi
+    [ "$rc" = 124 ] && result=timeout
+    "$py" "$root/bench/gpu_check_report.py" --add-test "$work/tests.json" "$name" "$result" \
+      "$rc" "$(($(date +%s) - s))"
+  }
+  run_test gpu.device 30 "$B/muonplan_gpu_device_test"
+  for tag in backend ns step; do
+    run_test "gpu.$tag" 150 "$B/muonplan_gpu_tests" "[$tag]"
+  done
+  run_test gpu.nccl_1 60 "$B/mpirun" "${mpiflags[@]}" -n 1 "$B/muonplan_gpu_nccl_test"
+  if [ "$gpus" -ge 2 ]; then
+    run_test gpu.nccl_2 60 "$B/mpirun" "${mpiflags[@]}" -n 2 "$B/muonplan_gpu_nccl_test"
+  fi
+  run_test gpu.execute 120 bash tests/gpu/execute_cuda.sh "$B/muonplan" "$root" "$B/mpirun" \
+    "${mpiflags[*]}" "$B/muonplan_gpu_device_test"
+  st="$("$py" - "$work/tests.json" "$rehearsal" <<'EOF'
 import json, sys
-try:
-    m = json.load(open(sys.argv[1]))
-except Exception:
-    m = {}
-json.dump({"rc": int(sys.argv[3]), "model": "qwen3-30b-a3b, 2 of 48 layers",
-           "steps": 3, "measured": m.get("measured"), "predicted": m.get("predicted"),
-           "published_note": "published.yaml's Qwen3-30B-A3B step (0.215 s) is the whole model "
-                             "on 8 GPUs: not comparable; compare with `predicted`"},
-          open(sys.argv[2], "w"), indent=1)
+t = json.load(open(sys.argv[1]))
+res = [v["result"] for v in t.values()]
+if sys.argv[2] == "1":  # every binary must load and reach its device probe
+    print("rehearsed" if res and all(r == "skipped" for r in res) else "failed")
+else:
+    print("failed" if any(r in ("failed", "timeout") for r in res)
+          else "ok" if any(r == "passed" for r in res) else "skipped")
 EOF
-  stage execute "$([ "$rc" = 0 ] && echo ok || echo failed)" "$(($(date +%s) - t0))"
-  log "execute: rc $rc"
-else
-  stage execute skipped "" "time budget"
+)"
+  stage tests "$st" "$(($(date +%s) - t0))" "$("$py" -c "import json,sys; t=json.load(open(sys.argv[1]))
+print(', '.join(f'{k} {v[\"result\"]}' for k, v in t.items()))" "$work/tests.json")"
 fi
 
 write_json ran
-log "done: $OUT/gpu_check.json"
+say "done: $OUT/gpu_check.json"

@@ -1,15 +1,23 @@
 // muonplan bench ns: measured time of one batched Newton-Schulz call on a backend, next to the
 // rate of a plain sgemm measured in the same run (docs/executor-numerics.md, "Speed").
-// `bench cpu-kernels` is in cmd_bench_cpu.cc.
+// `bench cpu-kernels` is in cmd_bench_cpu.cc. With --dump DIR it also writes each shape's input
+// and each variant's output, so another implementation can be run and judged on the same
+// matrices (bench/ns_torch.py, bench/gpu_check.sh).
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "backend_select.h"
 #include "commands.h"
@@ -31,6 +39,7 @@ struct BenchFlags {
   std::string variant = "plain";  // plain | symmetric | both (newton_schulz.h, NsVariant)
   int reps = 3;
   int64_t sgemm_n = 1024;
+  std::string dump;  // folder for the inputs, outputs and ns.json; empty: none
   bool json = false;
 };
 
@@ -60,14 +69,45 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Median seconds of `reps` NS calls on random input, after one warm-up call.
+// The input of every timed call for shape s: the same for every variant and thread count
+// (matrix k draws from its own generator, seed k + 1), made on every core (the GPU check's
+// shapes hold 25M to 100M elements each).
+std::vector<exec::bf16> bench_input(const Shape& s) {
+  const int64_t per = s.rows * s.cols;
+  std::vector<exec::bf16> host(s.batch * per);
+  auto fill = [&](int64_t first, int64_t step) {
+    for (int64_t k = first; k < s.batch; k += step) {
+      std::mt19937 rng(static_cast<std::mt19937::result_type>(k + 1));
+      std::normal_distribution<float> normal(0.0f, 0.02f);
+      for (int64_t i = 0; i < per; ++i) host[k * per + i] = exec::to_bf16(normal(rng));
+    }
+  };
+  const int64_t threads =
+      std::min<int64_t>(s.batch, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int64_t t = 1; t < threads; ++t) pool.emplace_back(fill, t, threads);
+  fill(0, threads);
+  for (std::thread& t : pool) t.join();
+  return host;
+}
+
+// Writes `values` as raw bf16 (row-major, batch-major) to dir/name; the name on success.
+std::string write_bf16(const std::string& dir, const std::string& name,
+                       const std::vector<exec::bf16>& values) {
+  const std::string path = dir + "/" + name;
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(values.data()),
+          static_cast<std::streamsize>(values.size() * sizeof(exec::bf16)));
+  if (!f) throw std::runtime_error("--dump: cannot write " + path);
+  return name;
+}
+
+// Median seconds of `reps` NS calls on `host`, after one warm-up call; `out`, when given,
+// receives the last call's result.
 double time_ns(exec::Backend& backend, const NsSchedule& schedule, const Shape& s, int reps,
-               exec::NsVariant variant) {
+               exec::NsVariant variant, const std::vector<exec::bf16>& host,
+               std::vector<exec::bf16>* out) {
   const int64_t elems = s.batch * s.rows * s.cols;
-  std::vector<exec::bf16> host(elems);
-  std::mt19937 rng(1);
-  std::normal_distribution<float> normal(0.0f, 0.02f);
-  for (exec::bf16& v : host) v = exec::to_bf16(normal(rng));
   auto* x = static_cast<exec::bf16*>(backend.alloc(elems * sizeof(exec::bf16)));
   exec::NsWorkspace ws(backend, s.batch, s.rows, s.cols);
   std::vector<double> seconds;
@@ -79,6 +119,11 @@ double time_ns(exec::Backend& backend, const NsSchedule& schedule, const Shape& 
     backend.synchronize();
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     if (r >= 0) seconds.push_back(took.count());
+  }
+  if (out != nullptr) {
+    out->resize(elems);
+    backend.copy_to_host(out->data(), x, elems * sizeof(exec::bf16));
+    backend.synchronize();
   }
   backend.free(x);
   return median(seconds);
@@ -102,6 +147,9 @@ Runner add_bench(CLI::App& app) {
   ns->add_option("--reps", f->reps, "Timed calls per shape (median reported)")
       ->capture_default_str();
   ns->add_option("--sgemm-size", f->sgemm_n, "N of the N^3 reference sgemm")->capture_default_str();
+  ns->add_option("--dump", f->dump,
+                 "Write each shape's input and each variant's output (raw bf16) and ns.json "
+                 "(the JSON output, with file names) to this folder");
   ns->add_flag("--json", f->json, "Machine-readable output");
   Runner cpu_kernels = add_bench_cpu_kernels(*bench);
   return [f, ns, cpu_kernels]() {
@@ -126,8 +174,20 @@ Runner add_bench(CLI::App& app) {
     const bool cpu = backend->name() == "cpu";
     const int threads = omp_get_max_threads();
 
+    if (!f->dump.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(f->dump, ec);
+      if (ec || !std::filesystem::is_directory(f->dump)) {
+        throw InputError({}, "--dump", "cannot create the folder '" + f->dump + "'");
+      }
+    }
+    nlohmann::json steps = nlohmann::json::array();
+    for (const NsCoefficients& c : schedule.steps) steps.push_back({c.a, c.b, c.c});
     nlohmann::json out = {{"backend", backend->name()},
                           {"schedule", schedule.name},
+                          {"schedule_steps", steps},
+                          {"norm_scale", schedule.norm_scale},
+                          {"eps", exec::kNsEps},
                           {"iterations", schedule.steps.size()},
                           {"threads", threads},
                           {"sgemm_size", f->sgemm_n},
@@ -150,8 +210,15 @@ Runner add_bench(CLI::App& app) {
       // both alike.
       const double sgemm =
           cpu ? exec::openblas_sgemm_gflops(f->sgemm_n, std::max(f->reps, 10), threads) : 0.0;
+      const std::vector<exec::bf16> input = bench_input(s);
+      const std::string stem = "ns_" + std::to_string(s.batch) + "x" + std::to_string(s.rows) +
+                               "x" + std::to_string(s.cols);
+      const std::string input_file =
+          f->dump.empty() ? "" : write_bf16(f->dump, stem + ".in.bf16", input);
       for (const auto& [variant_name, variant] : variants) {
-        const double sec = time_ns(*backend, schedule, s, f->reps, variant);
+        std::vector<exec::bf16> result;
+        const double sec = time_ns(*backend, schedule, s, f->reps, variant, input,
+                                   f->dump.empty() ? nullptr : &result);
         // The plain algorithm's FLOPs for every variant: a faster variant shows a higher rate.
         const double gflops =
             s.batch * ns_flops(s.rows, s.cols, static_cast<int>(schedule.steps.size())) / sec / 1e9;
@@ -160,6 +227,10 @@ Runner add_bench(CLI::App& app) {
         if (cpu) {
           row["sgemm_gflops"] = sgemm;
           row["ratio"] = gflops / sgemm;
+        }
+        if (!f->dump.empty()) {
+          row["input_file"] = input_file;
+          row["output_file"] = write_bf16(f->dump, stem + "." + variant_name + ".bf16", result);
         }
         out["shapes"].push_back(row);
         if (!f->json) {
@@ -173,6 +244,12 @@ Runner add_bench(CLI::App& app) {
           std::fflush(stdout);
         }
       }
+    }
+    if (!f->dump.empty()) {
+      const std::string path = f->dump + "/ns.json";
+      std::ofstream j(path);
+      j << out.dump(2) << "\n";
+      if (!j) throw std::runtime_error("--dump: cannot write " + path);
     }
     if (f->json) std::cout << out.dump(2) << "\n";
     return 0;

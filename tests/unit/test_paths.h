@@ -1,14 +1,18 @@
 // Paths of the repository's bundled inputs, and small helpers shared by the unit tests.
 #pragma once
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <string>
 
 #include "muonplan/error.h"
 
+// MUONPLAN_SOURCE_DIR in the environment overrides the compiled-in checkout: the GPU check runs
+// test binaries built in another folder (bench/gpu_bundle.sh) on another machine's copy.
 inline std::string repo_path(const std::string& relative) {
-  return std::string(MUONPLAN_SOURCE_DIR) + "/" + relative;
+  const char* env = std::getenv("MUONPLAN_SOURCE_DIR");
+  return std::string(env != nullptr && *env != 0 ? env : MUONPLAN_SOURCE_DIR) + "/" + relative;
 }
 
 namespace muonplan::test {
