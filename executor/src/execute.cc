@@ -335,6 +335,12 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
   double stats[13] = {median(steady), peak, transient, sent, host_peak, h2d, d2h};
   for (int k = 0; k < 6; ++k) stats[7 + k] = steady_median(busy[k]);
   comm.allreduce_max(stats, 13);
+  // The transient of the rank whose peak is highest (the prediction's peak rank; ties: the
+  // larger transient), not the largest transient of any rank: peak = persistent + transient
+  // holds for one rank on both sides.
+  double transient_at_peak = peak == stats[1] ? transient : 0;
+  comm.allreduce_max(&transient_at_peak, 1);
+  stats[2] = transient_at_peak;
   uint64_t digest = state.partial_digest();
   comm.allreduce_sum_u64(&digest, 1);
 

@@ -147,37 +147,63 @@ BatchTraffic batch_traffic(const ParamInventory& inv, const Chunk& c, const Rate
   return bt;
 }
 
-// The most elements of one tensor on any rank (torch.chunk puts the most on the first).
-double max_local_elems(const ParamTensor& t, const Layout& layout, int world) {
-  const ShardRule r = shard_rule(t, layout, world);
-  const int64_t entries = r.kind == ShardRule::Kind::stack_sharded
-                              ? LocalCounts{true, t.shape[0], r.ep, r.dp}.max()
-                              : r.range(t.shape[0], 0).size();
-  return double(entries) * double(t.numel() / t.shape[0]);
-}
-
-// `chunked` staging brings a chunk's optimizer state to the device one piece at a time, each
-// written back before the next (executor/src/step.cc, state_in/state_out): a rank's slice of
-// one batch matrix, one entry of a local chunk, one AdamW tensor. The largest piece, in
-// elements, on any rank.
-double largest_staged_piece(const ParamInventory& inv, const Chunk& c, const Layout& layout,
-                            int world) {
-  double most = 0;
-  if (c.kind == Chunk::Kind::muon_batch) {
-    for (const MatrixRef& m : c.matrices) {
-      const Range h = detail::holders(inv, m, c.group_size);
-      for (int64_t r = h.begin; r < h.end; ++r)
-        most = std::max(most, detail::slice_bytes(inv, m, c.group_size, int(r)) / 2);
-    }
-  } else if (c.kind == Chunk::Kind::muon_local) {
-    most = double(c.rows) * double(c.cols);
-  } else {
-    for (const ParamTensor& t : inv.tensors) {
-      if (t.rule == UpdateRule::adamw) most = std::max(most, max_local_elems(t, layout, world));
+// One batch's buffers per group position, as the step allocates them (executor/src/step.cc,
+// start_batch): `held` elements of its slices (padding matrices' zero slices too: they travel),
+// whether it owns a matrix (a gathered copy and an NS workspace; padding owners too), and its
+// largest slice of a real matrix (a `chunked` staging piece).
+struct BatchBuffers {
+  std::vector<double> held, largest_slice;
+  std::vector<char> owns;
+};
+BatchBuffers batch_buffers(const ParamInventory& inv, const Chunk& c) {
+  const int g = c.group_size;
+  BatchBuffers b{std::vector<double>(g, 0), std::vector<double>(g, 0), std::vector<char>(g, 0)};
+  for (size_t k = 0; k < c.owners.size(); ++k) {
+    const MatrixRef& m = c.matrices[std::min(k, c.matrices.size() - 1)];
+    b.owns[c.owners[k]] = 1;
+    const Range h = detail::holders(inv, m, g);
+    for (int64_t r = h.begin; r < h.end; ++r) {
+      const double elems = detail::slice_bytes(inv, m, g, int(r)) / 2;
+      b.held[r] += elems;
+      if (k < c.matrices.size()) b.largest_slice[r] = std::max(b.largest_slice[r], elems);
     }
   }
-  return most;
+  return b;
 }
+
+// Per rank, the heaviest window of `depth` consecutive chunks in flight: the bytes they hold
+// summed, plus the largest scratch among them (compute runs one chunk at a time). Each rank's
+// own sum: the busiest ranks of different chunks are different ranks.
+class RankWindows {
+ public:
+  RankWindows(int world, int depth)
+      : world_(world),
+        depth_(depth),
+        held_(size_t(world) * depth, 0),
+        scratch_(size_t(world) * depth, 0),
+        sum_(world, 0),
+        best_(world, 0) {}
+  // held_scratch(r) -> {held, scratch} of the next chunk on rank r.
+  template <class F>
+  void add(F held_scratch) {
+    const size_t slot = n_++ % size_t(depth_);
+    for (int r = 0; r < world_; ++r) {
+      const auto [h, sc] = held_scratch(r);
+      double* held = &held_[size_t(r) * depth_];
+      double* scratch = &scratch_[size_t(r) * depth_];
+      sum_[r] += h - held[slot];
+      held[slot] = h;
+      scratch[slot] = sc;
+      best_[r] = std::max(best_[r], sum_[r] + *std::max_element(scratch, scratch + depth_));
+    }
+  }
+  double at(int r) const { return best_[r]; }
+
+ private:
+  int world_, depth_;
+  size_t n_ = 0;
+  std::vector<double> held_, scratch_, sum_, best_;
+};
 
 // NS scratch of `count` matrices in one call: the executor's workspace (ns_workspace.h).
 double ns_scratch_bytes(int64_t count, int64_t rows, int64_t cols) {
@@ -206,40 +232,58 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   const double all = local.all(rank), mu = local.muon[rank], aw = local.adamw[rank];
   const double state = state_bytes(o, mu, aw);
 
-  // --- GPU persistent bytes
-  if (pol.bf16_compute_copy) {
-    p.gpu_persistent_bytes.push_back({"params_bf16", 2 * all, "2 B x local params (compute copy)"});
-    // In a training step each unit's gradients leave during backward (workload_cost.cc counts
-    // the units in flight); the optimizer step alone holds them until its chunks copy them.
-    if (!o.workload) {
-      p.gpu_persistent_bytes.push_back(
-          {"grads_bf16", 2 * all, "2 B x local params, until copied to host"});
+  // --- GPU persistent bytes of a rank holding `all` elements, `mu` of them Muon's.
+  auto persistent_terms = [&](double all, double mu, double aw) {
+    std::vector<Term> t;
+    if (pol.bf16_compute_copy) {
+      t.push_back({"params_bf16", 2 * all, "2 B x local params (compute copy)"});
+      // In a training step each unit's gradients leave during backward (workload_cost.cc
+      // counts the units in flight); the optimizer step alone holds them until its chunks copy
+      // them.
+      if (!o.workload)
+        t.push_back({"grads_bf16", 2 * all, "2 B x local params, until copied to host"});
     }
-  }
-  if (pol.master == Residence::gpu) {
-    p.gpu_persistent_bytes.push_back({"params_fp32", 4 * all, "4 B x local params (FSDP master)"});
-    p.gpu_persistent_bytes.push_back({"grads_fp32", 4 * all, "4 B x local params"});
-  }
-  if (o.optimizer == OptimizerKind::muon) {
-    if (pol.muon_momentum == Residence::gpu) {
-      p.gpu_persistent_bytes.push_back(
-          {"muon_momentum", mu * muon_state_bytes(o),
-           std::to_string(int(muon_state_bytes(o))) + " B x local Muon params"});
+    if (pol.master == Residence::gpu) {
+      t.push_back({"params_fp32", 4 * all, "4 B x local params (FSDP master)"});
+      t.push_back({"grads_fp32", 4 * all, "4 B x local params"});
     }
-    if (pol.adamw_moments == Residence::gpu) {
-      p.gpu_persistent_bytes.push_back(
-          {"adamw_moments", aw * adamw_state_bytes(), "8 B x local AdamW params"});
+    if (o.optimizer == OptimizerKind::muon) {
+      if (pol.muon_momentum == Residence::gpu) {
+        t.push_back({"muon_momentum", mu * muon_state_bytes(o),
+                     std::to_string(int(muon_state_bytes(o))) + " B x local Muon params"});
+      }
+      if (pol.adamw_moments == Residence::gpu)
+        t.push_back({"adamw_moments", aw * adamw_state_bytes(), "8 B x local AdamW params"});
+    } else if (o.optimizer == OptimizerKind::adamw && pol.adamw_moments == Residence::gpu) {
+      t.push_back({"adamw_moments", state_bytes(o, mu, aw), "8 B x local params"});
     }
-  } else if (o.optimizer == OptimizerKind::adamw && pol.adamw_moments == Residence::gpu) {
-    p.gpu_persistent_bytes.push_back({"adamw_moments", state, "8 B x local params"});
-  }
+    return t;
+  };
+  // The terms are linear in the element counts: per-element bytes, to sum a rank's quickly.
+  const double per_all = sum(persistent_terms(1, 0, 0)), per_mu = sum(persistent_terms(0, 1, 0)),
+               per_aw = sum(persistent_terms(0, 0, 1));
 
   // --- Per-chunk stages, transient bytes and traffic
   std::vector<std::vector<Stage>> stages;
-  // Per chunk, max over ranks: bytes held while the chunk is in flight (exchange buffers,
-  // staged state) and scratch that lives only during its GPU compute. Compute runs one chunk
-  // at a time on the GPU stream, so only the largest scratch in a window counts.
-  std::vector<double> transient, scratch;
+  // Per rank: bytes each chunk holds while in flight and scratch that lives only during its GPU
+  // compute (RankWindows).
+  const int depth = o.batches_in_flight();
+  RankWindows windows(world, depth);
+  const double mom_bytes = muon_state_bytes(o);
+  const double adamw_piece_bytes = muon ? adamw_state_bytes() : state_bytes(o, 0, 1);
+  std::vector<double> adamw_piece;  // `chunked`: per rank, its largest AdamW tensor's elements
+  if (pol.staging == StateStaging::per_chunk) {
+    adamw_piece.assign(world, 0);
+    for (const ParamTensor& t : inv.tensors) {
+      if (t.rule != UpdateRule::adamw || (t.mtp && !o.include_mtp)) continue;
+      const ShardRule sr = shard_rule(t, o.layout, world);
+      const double per_entry = double(t.numel() / t.shape[0]);
+      for (int r = 0; r < world; ++r)
+        adamw_piece[r] =
+            std::max(adamw_piece[r], double(sr.range(t.shape[0], r).size()) * per_entry);
+    }
+  }
+  const bool chunked = pol.staging == StateStaging::per_chunk;
   double alltoall_s_total = 0;
   const double mom_b = o.bf16_momentum ? 2 : 4;
   // GPU momentum fold: read G (4), read+write M, with Nesterov write+read U (fp32), write the
@@ -252,7 +296,6 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   const double cpu_adamw_bpe = 30;
   for (const Chunk& c : plan.chunks) {
     std::vector<Stage> st;
-    double tr = 0, sc = 0;
     double elems = 0;        // this chunk's elements on the busiest rank
     double state_elems = 0;  // bytes of optimizer state for the chunk on that rank
     if (c.kind == Chunk::Kind::adamw_group) {
@@ -276,19 +319,10 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
         elems = *std::max_element(bt.held_elems.begin(), bt.held_elems.end());
         ns_s = ns_cost(topo, 1, c.rows, c.cols, o.schedule).total_s;
         exch_s = bt.exchange_s;
-        // Send and receive buffers of both exchanges (bf16) and the gathered matrix are held
-        // while in flight; the NS scratch on its owner only during NS.
-        tr = 2 * 2 * elems + 2.0 * c.rows * c.cols;
-        sc = ns_scratch_bytes(1, c.rows, c.cols);
-        if (o.nesterov) tr += 4 * elems;
       } else {
         const int64_t count = c.local.max();
         elems = double(count) * c.rows * c.cols;
         ns_s = count > 0 ? ns_cost(topo, count, c.rows, c.cols, o.schedule).total_s : 0;
-        // Local work needs no exchange: its bf16 copies, scratch and look-ahead live only
-        // while it computes.
-        sc = 2.0 * double(count) * c.rows * c.cols + ns_scratch_bytes(count, c.rows, c.cols);
-        if (o.nesterov) sc += 4 * elems;
       }
       state_elems = elems * muon_state_bytes(o);
       alltoall_s_total += 2 * exch_s;
@@ -315,41 +349,75 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
     if (pol.staging == StateStaging::per_chunk) {
       st.insert(st.begin(), {Resource::pcie_h2d, state_elems / rt.h2d_bps, "state H2D"});
       st.push_back({Resource::pcie_d2h, state_elems / rt.d2h_bps, "state D2H"});
-      // One piece at a time, on the device stream like the NS scratch: counted as scratch.
-      const double piece = largest_staged_piece(inv, c, o.layout, world);
-      sc = std::max(sc, piece * (c.kind == Chunk::Kind::adamw_group
-                                     ? (muon ? adamw_state_bytes() : state_bytes(o, 0, 1))
-                                     : muon_state_bytes(o)));
     }
     stages.push_back(std::move(st));
-    transient.push_back(tr);
-    scratch.push_back(sc);
+    // The chunk's buffers on each rank, into that rank's windows. A batch: send and receive
+    // buffers of both exchanges (bf16) and, on owners, the gathered matrix, held while in
+    // flight; the NS workspace on owners only during NS. Local work needs no exchange: its bf16
+    // copies, workspace and look-ahead live only while it computes. `chunked` staging brings
+    // state one piece at a time (a rank's slice of a batch matrix, a local entry, an AdamW
+    // tensor), written back before the next: scratch too.
+    const double mat = double(c.rows) * double(c.cols);
+    if (c.kind == Chunk::Kind::muon_batch) {
+      const BatchBuffers bb = batch_buffers(inv, c);
+      const double ws = ns_scratch_bytes(1, c.rows, c.cols);
+      const int g = c.group_size;
+      windows.add([&](int r) {
+        const int pos = r % g;
+        const double held = bb.held[pos];
+        double h = 2 * 2 * held + (bb.owns[pos] ? 2 * mat : 0) + (o.nesterov ? 4 * held : 0);
+        double sc = bb.owns[pos] ? ws : 0;
+        if (chunked) sc = std::max(sc, bb.largest_slice[pos] * mom_bytes);
+        return std::make_pair(h, sc);
+      });
+    } else if (c.kind == Chunk::Kind::muon_local) {
+      windows.add([&](int r) {
+        const int64_t n = c.local.at(r);
+        double sc = 2.0 * double(n) * mat + ns_scratch_bytes(n, c.rows, c.cols) +
+                    (o.nesterov ? 4.0 * double(n) * mat : 0);
+        if (chunked && n > 0) sc = std::max(sc, mat * mom_bytes);
+        return std::make_pair(0.0, sc);
+      });
+    } else {
+      windows.add([&](int r) {
+        return std::make_pair(0.0, chunked ? adamw_piece[r] * adamw_piece_bytes : 0.0);
+      });
+    }
   }
 
-  // --- Transient: the heaviest window of chunks in flight.
-  const int depth = o.batches_in_flight();
-  double window_max = 0;
-  for (size_t i = 0; i < transient.size(); ++i) {
-    double held = 0, compute = 0;
-    for (size_t j = i; j < std::min(transient.size(), i + depth); ++j) {
-      held += transient[j];
-      compute = std::max(compute, scratch[j]);
+  // --- The rank whose allocations peak highest: persistent plus transient, its own (ties: the
+  // larger transient, then the lower rank). Its terms are the prediction's.
+  const double check_bytes = 4.0 * double(plan.chunks.size());
+  auto staged = [&](int r) {
+    return pol.staging == StateStaging::whole ? state_bytes(o, local.muon[r], local.adamw[r]) : 0;
+  };
+  int peak_rank = 0;
+  double best_peak = -1, best_transient = -1;
+  for (int r = 0; r < world; ++r) {
+    const double tr = windows.at(r) + check_bytes + staged(r);
+    const double pk =
+        per_all * local.all(r) + per_mu * local.muon[r] + per_aw * local.adamw[r] + tr;
+    if (pk > best_peak || (pk == best_peak && tr > best_transient)) {
+      peak_rank = r;
+      best_peak = pk;
+      best_transient = tr;
     }
-    window_max = std::max(window_max, held + compute);
   }
+  p.gpu_persistent_bytes =
+      persistent_terms(local.all(peak_rank), local.muon[peak_rank], local.adamw[peak_rank]);
   p.gpu_transient_bytes.push_back(
-      {"step_buffers", window_max,
-       "max over " + std::to_string(depth) +
+      {"step_buffers", windows.at(peak_rank),
+       "on the peak rank (" + std::to_string(peak_rank) + "): max over " + std::to_string(depth) +
            " consecutive chunks in flight of their exchange buffers and gathered matrices, "
            "plus the largest NS scratch" +
-           std::string(pol.staging == StateStaging::per_chunk ? " or staged state piece" : "") +
-           " among them" + (o.nesterov ? ", Nesterov look-ahead" : "")});
+           std::string(chunked ? " or staged state piece" : "") + " among them" +
+           (o.nesterov ? ", Nesterov look-ahead" : "")});
   // The step's non-finite check (docs/muon-step.md section 6) sums each chunk's update into
   // one fp32 on the device and reads them all back at the end.
-  p.gpu_transient_bytes.push_back({"nonfinite_check", 4.0 * double(plan.chunks.size()),
-                                   "one fp32 sum per chunk, read back after the step"});
+  p.gpu_transient_bytes.push_back(
+      {"nonfinite_check", check_bytes, "one fp32 sum per chunk, read back after the step"});
   if (pol.staging == StateStaging::whole) {
-    p.gpu_transient_bytes.push_back({"staged_optimizer_state", state,
+    p.gpu_transient_bytes.push_back({"staged_optimizer_state", staged(peak_rank),
                                      "whole optimizer state of the rank, on GPU for the step"});
   }
 

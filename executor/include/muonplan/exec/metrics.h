@@ -15,7 +15,7 @@ struct Measured {
   // Backend memory, max over ranks and steps. The backend's own allocations only: on a GPU the
   // prediction's fixed terms (CUDA context, allocator slack) are not in it.
   double gpu_peak_bytes = 0;
-  double gpu_transient_bytes = 0;  // above what the step started with
+  double gpu_transient_bytes = 0;  // above what the step started with, on the peak's rank
   double alltoall_bytes_per_rank_max = 0;
   double h2d_bytes_per_gpu = 0, d2h_bytes_per_gpu = 0;  // per rank (one GPU each), max
   double host_peak_bytes_per_rank_max = 0;              // offloaded state and staging buffers
