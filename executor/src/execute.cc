@@ -188,10 +188,7 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     throw InputError({}, "--plan", "the executor runs muon and adamw plans, not signsgd");
   }
   if (plan.options.nesterov && !nesterov_supported(plan.options.offload)) {
-    throw InputError({}, "--plan",
-                     std::string(kNesterovRefused) +
-                         " (the host folds the momentum before the device sees it); plan with "
-                         "--offload optimizer or none");
+    throw InputError({}, "--plan", kNesterovRefusedExecuting);
   }
   if (opt.steps <= 0) throw InputError({}, "--steps", "must be positive");
   // Before anything runs: the checkpoint path must be ours to replace, and no other run may be

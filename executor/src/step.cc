@@ -136,9 +136,7 @@ MuonStep::MuonStep(RankState& state, Communicator& comm)
     : state_(state), comm_(comm), backend_(state.backend()), policy_(state.policy()) {
   const PlanOptions& o = state.plan().options;
   if (o.nesterov && !policy_.nesterov_allowed) {
-    throw std::invalid_argument(std::string(kNesterovRefused) +
-                                " (the host folds the momentum before the device sees it); plan "
-                                "with --offload optimizer or none");
+    throw std::invalid_argument(kNesterovRefusedExecuting);
   }
   for (int i = 0; i < Backend::kMaxLanes; ++i) staging_.push_back(std::make_unique<HostStaging>());
   for (auto& s : staging_) s->backend = &backend_;

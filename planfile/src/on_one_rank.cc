@@ -10,16 +10,18 @@ Plan on_one_rank(const Plan& plan) {
   ref.options.nodes = 1;
   ref.options.gpus_per_node = ref.gpus_per_node = 1;
   ref.options.layout = Layout{1, 1, 1};
+  // Every tensor whole on the one rank, as the planner states it for fsdp=1: replicated, or a
+  // stack over ep = dp = 1.
   for (ShardRule& r : ref.shards) {
-    r.group_size = 1;
+    if (r.kind == ShardRule::Kind::row_sharded) r = ShardRule{ShardRule::Kind::replicated};
     r.ep = r.dp = 1;
   }
   ChunkPlan& cp = ref.chunks;
   cp.world = 1;
   cp.layout = ref.options.layout;
   cp.loads = {};
-  // A rank orthogonalizes one matrix per batch: a batch of k matrices becomes k batches of one,
-  // in the batch's order.
+  // A batch's matrices become local work, one chunk each in the batch's order, as fsdp=1 plans
+  // them: no exchange with itself, and NS on each whole matrix.
   std::vector<Chunk> chunks;
   for (const Chunk& c : cp.chunks) {
     if (c.kind != Chunk::Kind::muon_batch) {
@@ -28,13 +30,14 @@ Plan on_one_rank(const Plan& plan) {
       continue;
     }
     for (const MatrixRef& m : c.matrices) {
-      Chunk one = c;
+      Chunk one;
+      one.kind = Chunk::Kind::muon_local;
+      one.rows = m.rows;
+      one.cols = m.cols;
       one.matrices = {m};
-      one.owners = {0};
-      one.group_size = 1;
-      one.padding = 0;
       one.params = m.rows * m.cols;
       one.param_names = {ref.inventory.tensors[m.tensor].name};
+      one.predicted_ns_s = c.predicted_ns_s;
       chunks.push_back(std::move(one));
     }
   }

@@ -67,9 +67,9 @@ Plan plan_from_json(const nlohmann::json& j, const std::string& path_for_errors)
 Plan load_plan(const std::string& path);  // reads and parses FILE, then plan_from_json
 
 // The same run on one rank with whole matrices, derived from the plan alone (the executor's
-// --check-reference): the plan's chunks in its order, each batch split into batches of one
-// matrix owned by rank 0 (padding dropped), every tensor whole on rank 0, the same optimizer and
-// offload settings.
+// --check-reference): the plan's chunks in its order, each batch's matrices as local work of
+// one matrix each (padding dropped), every tensor whole on rank 0 (replicated, stacks over
+// ep = dp = 1), the same optimizer and offload settings.
 Plan on_one_rank(const Plan& plan);
 
 }  // namespace muonplan

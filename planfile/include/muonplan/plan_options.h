@@ -78,6 +78,10 @@ struct OptimizerHyper {
 bool nesterov_supported(OffloadMode m);
 inline constexpr const char* kNesterovRefused =
     "Nesterov momentum is not supported under full offload";
+// The executor's refusal of such a plan: why, and what to plan instead.
+inline constexpr const char* kNesterovRefusedExecuting =
+    "Nesterov momentum is not supported under full offload (the host folds the momentum before "
+    "the device sees it); plan with --offload optimizer or none";
 
 struct PlanOptions {
   int nodes = 1;

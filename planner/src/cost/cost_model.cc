@@ -1,8 +1,6 @@
 // Memory, host RAM, traffic and optimizer-step time of one candidate (docs/planner.md).
 #include "muonplan/cost_model.h"
 
-#include "muonplan/offload_policy.h"
-
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -12,6 +10,7 @@
 #include "muonplan/layout.h"
 #include "muonplan/ns_model.h"
 #include "muonplan/ns_workspace.h"
+#include "muonplan/offload_policy.h"
 #include "muonplan/owners.h"
 #include "muonplan/units.h"
 
@@ -107,10 +106,16 @@ Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node) {
   return r;
 }
 
-// Per group position: elements of the batch it holds, and the seconds of each exchange.
+// Per group position: elements of the batch it holds, and the seconds of each exchange; and
+// its buffers as the step allocates them (executor/src/step.cc, start_batch): `buffer_elems`
+// of its slices (padding matrices' zero slices too: they travel), whether it owns a matrix (a
+// gathered copy and an NS workspace; padding owners too), and its largest slice of a real
+// matrix (a `chunked` staging piece).
 struct BatchTraffic {
   std::vector<double> held_elems;
   double exchange_s = 0;  // one exchange (the return exchange moves the same bytes back)
+  std::vector<double> buffer_elems, largest_slice;
+  std::vector<char> owns;
 };
 
 BatchTraffic batch_traffic(const ParamInventory& inv, const Chunk& c, const Rates& rt,
@@ -118,17 +123,25 @@ BatchTraffic batch_traffic(const ParamInventory& inv, const Chunk& c, const Rate
   BatchTraffic bt;
   const int g = c.group_size;
   bt.held_elems.assign(g, 0);
+  bt.buffer_elems.assign(g, 0);
+  bt.largest_slice.assign(g, 0);
+  bt.owns.assign(g, 0);
   // Exchange 1 bytes per rank, split by link; exchange 2 is its mirror image (send <-> recv).
   // Only the ranks holding a slice of a matrix are visited (detail::holders).
   std::vector<double> send_in(g, 0), send_out(g, 0), recv_in(g, 0), recv_out(g, 0);
   for (size_t k = 0; k < c.owners.size(); ++k) {
     const MatrixRef& m = c.matrices[std::min(k, c.matrices.size() - 1)];
     const int owner = c.owners[k];
+    bt.owns[owner] = 1;
     const Range h = detail::holders(inv, m, g);
     for (int64_t rr = h.begin; rr < h.end; ++rr) {
       const int r = int(rr);
       const double b = detail::slice_bytes(inv, m, g, r);
-      if (k < c.matrices.size()) bt.held_elems[r] += b / 2;
+      bt.buffer_elems[r] += b / 2;
+      if (k < c.matrices.size()) {
+        bt.held_elems[r] += b / 2;
+        bt.largest_slice[r] = std::max(bt.largest_slice[r], b / 2);
+      }
       if (r == owner) continue;
       const bool same_node = r / gpus_per_node == owner / gpus_per_node;
       (same_node ? send_in : send_out)[r] += b;
@@ -145,30 +158,6 @@ BatchTraffic batch_traffic(const ParamInventory& inv, const Chunk& c, const Rate
   }
   bt.exchange_s += (any_inter ? rt.inter_latency_s : rt.intra_latency_s) + rt.collective_s;
   return bt;
-}
-
-// One batch's buffers per group position, as the step allocates them (executor/src/step.cc,
-// start_batch): `held` elements of its slices (padding matrices' zero slices too: they travel),
-// whether it owns a matrix (a gathered copy and an NS workspace; padding owners too), and its
-// largest slice of a real matrix (a `chunked` staging piece).
-struct BatchBuffers {
-  std::vector<double> held, largest_slice;
-  std::vector<char> owns;
-};
-BatchBuffers batch_buffers(const ParamInventory& inv, const Chunk& c) {
-  const int g = c.group_size;
-  BatchBuffers b{std::vector<double>(g, 0), std::vector<double>(g, 0), std::vector<char>(g, 0)};
-  for (size_t k = 0; k < c.owners.size(); ++k) {
-    const MatrixRef& m = c.matrices[std::min(k, c.matrices.size() - 1)];
-    b.owns[c.owners[k]] = 1;
-    const Range h = detail::holders(inv, m, g);
-    for (int64_t r = h.begin; r < h.end; ++r) {
-      const double elems = detail::slice_bytes(inv, m, g, int(r)) / 2;
-      b.held[r] += elems;
-      if (k < c.matrices.size()) b.largest_slice[r] = std::max(b.largest_slice[r], elems);
-    }
-  }
-  return b;
 }
 
 // Per rank, the heaviest window of `depth` consecutive chunks in flight: the bytes they hold
@@ -271,8 +260,9 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   RankWindows windows(world, depth);
   const double mom_bytes = muon_state_bytes(o);
   const double adamw_piece_bytes = muon ? adamw_state_bytes() : state_bytes(o, 0, 1);
+  const bool chunked = pol.staging == StateStaging::per_chunk;
   std::vector<double> adamw_piece;  // `chunked`: per rank, its largest AdamW tensor's elements
-  if (pol.staging == StateStaging::per_chunk) {
+  if (chunked) {
     adamw_piece.assign(world, 0);
     for (const ParamTensor& t : inv.tensors) {
       if (t.rule != UpdateRule::adamw || (t.mtp && !o.include_mtp)) continue;
@@ -283,7 +273,6 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
             std::max(adamw_piece[r], double(sr.range(t.shape[0], r).size()) * per_entry);
     }
   }
-  const bool chunked = pol.staging == StateStaging::per_chunk;
   double alltoall_s_total = 0;
   const double mom_b = o.bf16_momentum ? 2 : 4;
   // GPU momentum fold: read G (4), read+write M, with Nesterov write+read U (fp32), write the
@@ -296,6 +285,8 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   const double cpu_adamw_bpe = 30;
   for (const Chunk& c : plan.chunks) {
     std::vector<Stage> st;
+    const BatchTraffic bt =
+        c.kind == Chunk::Kind::muon_batch ? batch_traffic(inv, c, rt, gpn) : BatchTraffic{};
     double elems = 0;        // this chunk's elements on the busiest rank
     double state_elems = 0;  // bytes of optimizer state for the chunk on that rank
     if (c.kind == Chunk::Kind::adamw_group) {
@@ -315,7 +306,6 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
     } else {
       double ns_s = 0, exch_s = 0;
       if (c.kind == Chunk::Kind::muon_batch) {
-        const BatchTraffic bt = batch_traffic(inv, c, rt, gpn);
         elems = *std::max_element(bt.held_elems.begin(), bt.held_elems.end());
         ns_s = ns_cost(topo, 1, c.rows, c.cols, o.schedule).total_s;
         exch_s = bt.exchange_s;
@@ -346,7 +336,7 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
         st.push_back({Resource::gpu, elems * update_bpe / rt.hbm_bps, "update + decay"});
       }
     }
-    if (pol.staging == StateStaging::per_chunk) {
+    if (chunked) {
       st.insert(st.begin(), {Resource::pcie_h2d, state_elems / rt.h2d_bps, "state H2D"});
       st.push_back({Resource::pcie_d2h, state_elems / rt.d2h_bps, "state D2H"});
     }
@@ -359,15 +349,14 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
     // tensor), written back before the next: scratch too.
     const double mat = double(c.rows) * double(c.cols);
     if (c.kind == Chunk::Kind::muon_batch) {
-      const BatchBuffers bb = batch_buffers(inv, c);
       const double ws = ns_scratch_bytes(1, c.rows, c.cols);
       const int g = c.group_size;
       windows.add([&](int r) {
         const int pos = r % g;
-        const double held = bb.held[pos];
-        double h = 2 * 2 * held + (bb.owns[pos] ? 2 * mat : 0) + (o.nesterov ? 4 * held : 0);
-        double sc = bb.owns[pos] ? ws : 0;
-        if (chunked) sc = std::max(sc, bb.largest_slice[pos] * mom_bytes);
+        const double held = bt.buffer_elems[pos];
+        double h = 2 * 2 * held + (bt.owns[pos] ? 2 * mat : 0) + (o.nesterov ? 4 * held : 0);
+        double sc = bt.owns[pos] ? ws : 0;
+        if (chunked) sc = std::max(sc, bt.largest_slice[pos] * mom_bytes);
         return std::make_pair(h, sc);
       });
     } else if (c.kind == Chunk::Kind::muon_local) {
