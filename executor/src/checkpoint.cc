@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -338,7 +339,9 @@ std::string foreign_reason(const std::string& path) {
   if (ec) return "cannot be listed (" + ec.message() + ")";
   for (const fs::directory_entry& e : it) {
     const std::string name = e.path().filename().string();
-    const bool regular = fs::is_regular_file(e.symlink_status(ec));
+    const fs::file_status st_e = e.symlink_status(ec);
+    if (ec && !fs::exists(fs::symlink_status(e.path(), ec))) continue;  // gone since listed
+    const bool regular = fs::is_regular_file(st_e);
     if (name == "manifest.json" && regular) {
       std::ifstream in(e.path());
       json m = json::parse(in, nullptr, false);
@@ -465,38 +468,74 @@ void agreed(Communicator* comm, const std::string& dir, const std::string& phase
 
 }  // namespace
 
-void check_checkpoint_target(const std::string& dir) {
-  check_replaceable(without_trailing_slash(dir));
+namespace {
+
+constexpr char kLockHeader[] = "muonplan checkpoint lock\n";
+
+// Opens DIR.lock, creating it when absent; `created` says which.
+int open_lock_file(const std::string& path, bool& created) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  created = fd >= 0;
+  if (fd < 0 && errno == EEXIST) fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) sys_fail("cannot open the checkpoint lock", path);
+  return fd;
 }
 
+// Whether `path` still names the file open as `fd`: a run that refused its target removes the
+// lock file it created, and one that opened that file meanwhile must not keep a lock on it.
+bool names_open_file(const std::string& path, int fd) {
+  struct stat at_path {}, open {};
+  return ::lstat(path.c_str(), &at_path) == 0 && ::fstat(fd, &open) == 0 &&
+         at_path.st_dev == open.st_dev && at_path.st_ino == open.st_ino;
+}
+
+}  // namespace
+
 CheckpointLock::CheckpointLock(const std::string& dir_arg) {
-  const std::string path = without_trailing_slash(dir_arg) + ".lock";
-  static constexpr char kHeader[] = "muonplan checkpoint lock\n";
-  std::error_code ec;
-  const fs::file_status st = fs::symlink_status(path, ec);
-  if (fs::exists(st) && !fs::is_regular_file(st))
-    throw InputError({path, 0, 0}, "--checkpoint", "exists and is not a muonplan lock file");
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd_ < 0) sys_fail("cannot open the checkpoint lock", path);
+  const std::string dir = without_trailing_slash(dir_arg), path = dir + ".lock";
   auto refuse = [&](const std::string& why) {
-    ::close(fd_);
+    if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
     throw InputError({path, 0, 0}, "--checkpoint", why);
   };
-  char text[256] = {};
-  const ssize_t n = ::pread(fd_, text, sizeof text - 1, 0);
-  const std::string content = n > 0 ? std::string(text, size_t(n)) : std::string();
-  if (!content.empty() && content.rfind(kHeader, 0) != 0)
-    refuse("exists and is not a muonplan lock file; move it away or checkpoint elsewhere");
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK) sys_fail("cannot lock", path);
-    const size_t at = content.find("pid ");
-    const std::string pid = at == std::string::npos
-                                ? "unknown"
-                                : content.substr(at + 4, content.find('\n', at) - at - 4);
-    refuse("another run (pid " + pid + ") is writing this checkpoint; wait for it to finish");
+  bool created = false;
+  for (int attempt = 0; fd_ < 0; ++attempt) {
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(path, ec);
+    if (fs::exists(st) && !fs::is_regular_file(st))
+      refuse("exists and is not a muonplan lock file");
+    fd_ = open_lock_file(path, created);
+    char text[256] = {};
+    const ssize_t n = ::pread(fd_, text, sizeof text - 1, 0);
+    const std::string content = n > 0 ? std::string(text, size_t(n)) : std::string();
+    if (!content.empty() && content.rfind(kLockHeader, 0) != 0)
+      refuse("exists and is not a muonplan lock file; move it away or checkpoint elsewhere");
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK) sys_fail("cannot lock", path);
+      const size_t at = content.find("pid ");
+      const std::string pid = at == std::string::npos
+                                  ? "unknown"
+                                  : content.substr(at + 4, content.find('\n', at) - at - 4);
+      refuse("another run (pid " + pid + ") is writing this checkpoint; wait for it to finish");
+    }
+    if (!names_open_file(path, fd_)) {  // removed by a refused run after we opened it: again
+      ::close(fd_);
+      fd_ = -1;
+      if (attempt == 100) refuse("keeps being replaced while it is locked");
+    }
   }
-  const std::string mine = kHeader + std::string("pid ") + std::to_string(::getpid()) + "\n";
+  // The PID is written only once the target is ours: a refused run changes no file.
+  try {
+    check_replaceable(dir);
+  } catch (const InputError&) {
+    // Removed while still locked, so no other run holds it; one that opened it meanwhile
+    // sees it gone (names_open_file) and starts over.
+    if (created) ::unlink(path.c_str());
+    ::close(fd_);
+    fd_ = -1;
+    throw;
+  }
+  const std::string mine = kLockHeader + std::string("pid ") + std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd_, 0) != 0 ||
       ::pwrite(fd_, mine.data(), mine.size(), 0) != ssize_t(mine.size()))
     sys_fail("cannot write the checkpoint lock", path);
@@ -544,8 +583,7 @@ void save_checkpoint_all(const std::string& dir_arg, int64_t step, const Checkpo
   const std::string dir = without_trailing_slash(dir_arg);
   const int world = static_cast<int>(per_rank.size());
   if (world < 1) throw std::invalid_argument("save_checkpoint_all: no ranks");
-  check_replaceable(dir);
-  CheckpointLock lock(dir);
+  CheckpointLock lock(dir);  // checks the target under the lock
   for (const auto& entries : per_rank) check_entries(plan, entries);
   SavePoints points(0);
   recover(dir, points);

@@ -191,15 +191,14 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     throw InputError({}, "--plan", kNesterovRefusedExecuting);
   }
   if (opt.steps <= 0) throw InputError({}, "--steps", "must be positive");
-  // Before anything runs: the checkpoint path must be ours to replace, and no other run may be
-  // writing it (rank 0 does the directory work of a save, so it holds the lock). Every rank
+  // Before anything runs: no other run may be writing the checkpoint, and its path must be ours
+  // to replace (rank 0 does the directory work of a save, so it holds the lock). Every rank
   // learns of a refusal, so none waits in a collective for one that gave up.
   std::unique_ptr<CheckpointLock> lock;
   if (!opt.checkpoint_dir.empty()) {
     std::string error;
     try {
       if (comm.rank() == 0) {
-        check_checkpoint_target(opt.checkpoint_dir);
         lock = std::make_unique<CheckpointLock>(opt.checkpoint_dir);
       }
     } catch (const InputError& e) {

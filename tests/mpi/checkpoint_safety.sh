@@ -85,6 +85,17 @@ wait $a && ok || bad "first run: $(cat "$work/err_a")"
 m="$(ex --steps 1 --resume "$work/race")" && [ "$(field "$m" first_step)" = 401 ] && ok ||
   bad "after the race: $(cat "$work/err")"
 
+# The target is checked under the lock: while another run holds it, its DIR.tmp may look like
+# anything (a save renames manifest.json.part while it is listed), and only the lock is named.
+ex --steps 1 --checkpoint "$work/held" >/dev/null || bad "held base: $(cat "$work/err")"
+mkdir -p "$work/held.tmp"; echo half > "$work/held.tmp/being-written"
+flock "$work/held.lock" sleep 30 & holder=$!
+for _ in $(seq 100); do flock -n "$work/held.lock" true || break; sleep 0.05; done
+ex --steps 1 --checkpoint "$work/held" >/dev/null; rc=$?
+[ "$rc" = 2 ] && grep -q "another run .* is writing this checkpoint" "$work/err" && ok ||
+  bad "held lock, odd tmp: exit $rc: $(cat "$work/err")"
+kill $holder; wait $holder 2>/dev/null; rm -rf "$work/held.tmp"
+
 # Racing pairs as the review ran them: whatever wins, a loadable checkpoint remains and no run
 # fails for any reason but the lock.
 n=$([ "$quick" = 1 ] && echo 3 || echo 8)

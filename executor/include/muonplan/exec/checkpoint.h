@@ -59,16 +59,17 @@ void save_checkpoint(const std::string& dir, int rank, int world, int64_t step,
 void save_checkpoint_all(const std::string& dir, int64_t step, const CheckpointPlanInfo& info,
                          const std::vector<std::vector<CheckpointEntry>>& per_rank);
 
-// Refuses, with an InputError naming the path, a DIR, DIR.tmp or DIR.old that is not a muonplan
+// Takes the checkpoint for one run, before its first step: an advisory lock (flock) on
+// DIR.lock, held through the save, so two runs cannot write one checkpoint at once (a second
+// run is refused with an InputError naming the holder's PID); then, under the lock, refuses
+// with an InputError naming the path a DIR, DIR.tmp or DIR.old that is not a muonplan
 // checkpoint directory (a regular file, a symbolic link, a directory holding anything else):
-// a save replaces and removes only its own checkpoints. Call it before the first step.
-void check_checkpoint_target(const std::string& dir);
-
-// An advisory lock (flock) on DIR.lock, held from before the first step through the save, so
-// two runs cannot write one checkpoint at once: a second run is refused at start with an
-// InputError naming the holder's PID. The lock file holds "muonplan checkpoint lock" and the
-// holder's PID; it is left in place (removing a locked file would let a third run lock a new
-// one), and a DIR.lock that is not such a file is refused rather than overwritten.
+// a save replaces and removes only its own checkpoints. The check runs under the lock because a
+// save in progress changes DIR.tmp while it is looked at. The lock file holds "muonplan
+// checkpoint lock" and the holder's PID; it is left in place after a run (removing a locked file
+// would let a third run lock a new one) but removed again when this constructor created it and
+// then refused the target, so a refused run leaves nothing behind. A DIR.lock that is not such
+// a file is refused rather than overwritten.
 class CheckpointLock {
  public:
   explicit CheckpointLock(const std::string& dir);
