@@ -9,6 +9,15 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 stages="${MUONPLAN_TEST_STAGES:-ctest sanitize fuzz}"
+# OpenBLAS's fastest kernel for this CPU's instructions, unless the machine names one: Debian's
+# OpenBLAS runs SSE3 GEMMs on CPUs it does not know by model (scripts/openblas-core.sh), which
+# doubled the executor tests' time on this project's 2-core VMs. Every test holds under any
+# kernel (exec.openblas_*). (Set only when found: OpenBLAS reads an empty value as a choice.)
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+  core="$(bash "$root/scripts/openblas-core.sh")"
+  [ -z "$core" ] || export OPENBLAS_CORETYPE="$core"
+fi
+echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-} (OpenBLAS's own choice when empty)"
 stamp() { echo "== $1 ($(date -u +%H:%M:%S))"; }
 for stage in $stages; do
   case "$stage" in
