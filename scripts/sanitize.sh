@@ -43,11 +43,12 @@ ctest --output-on-failure -j "$jobs" -E "^(python|gpu|mpi|exec_mpi)\.|$singleton
 # unwinding, on the runs that cover each multi-rank code path once: the communicator (comm_N),
 # a whole 2-rank step (traces), a rank's failure (metrics_write) and the offload pipelines
 # (predicted_equals_allocated); the rest of the matrix runs with fast unwinding and the leak
-# check off, and ASan and UBSan still stop it at the first memory error or undefined behaviour.
+# check off (a later ASAN_OPTIONS flag overrides an earlier one), and ASan and UBSan still stop
+# it at the first memory error or undefined behaviour.
 leakchecked='^(exec_mpi\.comm_[0-9]|mpi\.(traces|metrics_write|predicted_equals_allocated))$'
 ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0" \
   ctest --output-on-failure -j "$jobs" -R "$leakchecked" "$@" || failed=1
-ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}" \
+ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" \
   ctest --output-on-failure -j "$jobs" -R "^(mpi|exec_mpi)\.|$singleton" -E "$leakchecked" "$@" ||
   failed=1
 exit "$failed"

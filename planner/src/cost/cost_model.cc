@@ -221,30 +221,31 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   const double all = local.all(rank), mu = local.muon[rank], aw = local.adamw[rank];
   const double state = state_bytes(o, mu, aw);
 
-  // --- GPU persistent bytes of a rank holding `all` elements, `mu` of them Muon's.
-  auto persistent_terms = [&](double all, double mu, double aw) {
+  // --- GPU persistent bytes of a rank holding `n_all` elements, `n_mu` of them Muon's
+  // (`n_aw` AdamW's).
+  auto persistent_terms = [&](double n_all, double n_mu, double n_aw) {
     std::vector<Term> t;
     if (pol.bf16_compute_copy) {
-      t.push_back({"params_bf16", 2 * all, "2 B x local params (compute copy)"});
+      t.push_back({"params_bf16", 2 * n_all, "2 B x local params (compute copy)"});
       // In a training step each unit's gradients leave during backward (workload_cost.cc
       // counts the units in flight); the optimizer step alone holds them until its chunks copy
       // them.
       if (!o.workload)
-        t.push_back({"grads_bf16", 2 * all, "2 B x local params, until copied to host"});
+        t.push_back({"grads_bf16", 2 * n_all, "2 B x local params, until copied to host"});
     }
     if (pol.master == Residence::gpu) {
-      t.push_back({"params_fp32", 4 * all, "4 B x local params (FSDP master)"});
-      t.push_back({"grads_fp32", 4 * all, "4 B x local params"});
+      t.push_back({"params_fp32", 4 * n_all, "4 B x local params (FSDP master)"});
+      t.push_back({"grads_fp32", 4 * n_all, "4 B x local params"});
     }
     if (o.optimizer == OptimizerKind::muon) {
       if (pol.muon_momentum == Residence::gpu) {
-        t.push_back({"muon_momentum", mu * muon_state_bytes(o),
+        t.push_back({"muon_momentum", n_mu * muon_state_bytes(o),
                      std::to_string(int(muon_state_bytes(o))) + " B x local Muon params"});
       }
       if (pol.adamw_moments == Residence::gpu)
-        t.push_back({"adamw_moments", aw * adamw_state_bytes(), "8 B x local AdamW params"});
+        t.push_back({"adamw_moments", n_aw * adamw_state_bytes(), "8 B x local AdamW params"});
     } else if (o.optimizer == OptimizerKind::adamw && pol.adamw_moments == Residence::gpu) {
-      t.push_back({"adamw_moments", state_bytes(o, mu, aw), "8 B x local params"});
+      t.push_back({"adamw_moments", state_bytes(o, n_mu, n_aw), "8 B x local params"});
     }
     return t;
   };
