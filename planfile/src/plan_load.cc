@@ -163,43 +163,46 @@ void read_options(const Node& root, Plan& plan) {
   }
   s.norm_scale = c["ns_norm_scale"].number();
   check_optimizer_config(h, s, root.path());
-  // What the executor runs: the file's number, bounded by the lanes a backend has.
-  plan.batches_in_flight = static_cast<int>(c["batches_in_flight"].integer(1, kMaxBatchesInFlight));
   o.optimizer_staging = c["optimizer_offload_staging"].named(kOffloadStagingNames);
+  // One source: the offload policy's number for this mode and staging, which the cost model
+  // predicted with; the file states it for its readers and may not differ.
+  const Node flights = c["batches_in_flight"];
+  plan.batches_in_flight = static_cast<int>(flights.integer(1, kMaxBatchesInFlight));
+  if (plan.batches_in_flight != o.batches_in_flight()) {
+    flights.fail(
+        "expected " + std::to_string(o.batches_in_flight()) + ", the offload policy's for " +
+        to_string(o.offload) + " with " + enum_name(kOffloadStagingNames, o.optimizer_staging) +
+        " staging (the prediction assumed it), got " + std::to_string(plan.batches_in_flight));
+  }
 }
 
-// Where the tensor's rows sit (shards.h): the rule the file states, checked against the tensor
-// and the layout so that every range the executor takes from it is inside the tensor and every
-// rank agrees with its shard group.
+// Where the tensor's rows sit (shards.h): the rule the file states must be the one rule
+// (shard_rule) for this tensor and layout, so every range the executor takes from it is inside
+// the tensor and every rank agrees with its shard group.
 ShardRule read_shard(const Node& n, const ParamTensor& t, const Plan& plan) {
-  const Layout& layout = plan.options.layout;
+  const ShardRule want = shard_rule(t, plan.options.layout, plan.world);
   ShardRule r;
   r.kind = n["kind"].named(kShardKindNames);
-  const bool stack = t.stack_dim == 0;
-  if ((r.kind == ShardRule::Kind::stack_sharded) != stack) {
-    n["kind"].fail(std::string("expected ") +
-                   (stack ? "stack_sharded" : "row_sharded or replicated") + " for '" + t.name +
-                   "'");
+  if (r.kind != want.kind) {
+    n["kind"].fail(std::string("expected ") + enum_name(kShardKindNames, want.kind) + " for '" +
+                   t.name + "' under " + to_string(plan.options.layout));
   }
+  auto same = [&](const char* key, int& field, int wanted, const char* what) {
+    field = static_cast<int>(n[key].integer(1, kMaxWorldRanks));
+    if (field != wanted) n[key].fail(std::string("expected ") + what + std::to_string(wanted));
+  };
   switch (r.kind) {
     case ShardRule::Kind::row_sharded:
       n.only({"kind", "group_size"});
-      r.group_size = static_cast<int>(n["group_size"].integer(1, kMaxWorldRanks));
-      if (r.group_size != layout.fsdp)
-        n["group_size"].fail("expected the layout's fsdp " + std::to_string(layout.fsdp));
+      same("group_size", r.group_size, want.group_size, "the layout's fsdp ");
       break;
     case ShardRule::Kind::stack_sharded:
       n.only({"kind", "ep", "dp"});
-      r.ep = static_cast<int>(n["ep"].integer(1, kMaxWorldRanks));
-      r.dp = static_cast<int>(n["dp"].integer(1, kMaxWorldRanks));
-      if (r.ep != layout.ep) n["ep"].fail("expected the layout's ep " + std::to_string(layout.ep));
-      if (int64_t(r.ep) * r.dp != plan.world)
-        n["dp"].fail("expected world_size / ep = " + std::to_string(plan.world / layout.ep));
+      same("ep", r.ep, want.ep, "the layout's ep ");
+      same("dp", r.dp, want.dp, "world_size / ep = ");
       break;
     case ShardRule::Kind::replicated:
       n.only({"kind"});
-      if (layout.fsdp != 1)
-        n["kind"].fail("replicated needs fsdp=1, the layout has " + to_string(layout));
       break;
   }
   return r;

@@ -1,5 +1,7 @@
 #include "muonplan/shards.h"
 
+#include "muonplan/param_inventory.h"
+
 #include <algorithm>
 
 namespace muonplan {
@@ -41,6 +43,22 @@ bool ShardRule::primary(int rank) const {
       break;
   }
   return rank == 0;
+}
+
+ShardRule::Kind shard_kind(const ParamTensor& t, const Layout& layout) {
+  if (t.stack_dim == 0) return ShardRule::Kind::stack_sharded;
+  return layout.fsdp == 1 ? ShardRule::Kind::replicated : ShardRule::Kind::row_sharded;
+}
+
+ShardRule shard_rule(const ParamTensor& t, const Layout& layout, int world) {
+  ShardRule r;
+  r.kind = shard_kind(t, layout);
+  if (r.kind == ShardRule::Kind::row_sharded) r.group_size = layout.fsdp;
+  if (r.kind == ShardRule::Kind::stack_sharded) {
+    r.ep = layout.ep;
+    r.dp = world / layout.ep;
+  }
+  return r;
 }
 
 }  // namespace muonplan

@@ -147,6 +147,13 @@ TEST_CASE("bad plans are refused naming the file and the field", "[plan_load]") 
         "plan.json: tensors[0].shape[0]: expected an integer in [1, 100000000], got 0");
 }
 
+TEST_CASE("batches_in_flight is the offload policy's, or the plan is refused", "[plan_load]") {
+  // tiny-dense on 3 ranks, offload none: the policy runs 3 batches in flight.
+  CHECK(error_after([](json& j) { j["optimizer_config"]["batches_in_flight"] = 2; }) ==
+        "plan.json: optimizer_config.batches_in_flight: expected 3, the offload policy's for none "
+        "with whole staging (the prediction assumed it), got 2");
+}
+
 TEST_CASE("tensors' shard rules are read and checked against the tensor and the layout",
           "[plan_load]") {
   // tiny-dense on 3 ranks, fsdp=3: every tensor row_sharded over 3.
@@ -154,14 +161,14 @@ TEST_CASE("tensors' shard rules are read and checked against the tensor and the 
         "plan.json: tensors[0].shard: missing");
   CHECK(error_after([](json& j) { j["tensors"][0]["shard"]["group_size"] = 1; }) ==
         "plan.json: tensors[0].shard.group_size: expected the layout's fsdp 3");
-  CHECK(
-      error_after([](json& j) {
-        j["tensors"][0]["shard"] = {{"kind", "replicated"}};
-      }) ==
-      "plan.json: tensors[0].shard.kind: replicated needs fsdp=1, the layout has fsdp=3,cp=1,ep=1");
+  CHECK(error_after([](json& j) {
+          j["tensors"][0]["shard"] = {{"kind", "replicated"}};
+        }) ==
+        "plan.json: tensors[0].shard.kind: expected row_sharded for 'model.embed_tokens.weight' "
+        "under fsdp=3,cp=1,ep=1");
   CHECK(error_after([](json& j) { j["tensors"][0]["shard"]["kind"] = "stack_sharded"; }) ==
-        "plan.json: tensors[0].shard.kind: expected row_sharded or replicated for "
-        "'model.embed_tokens.weight'");
+        "plan.json: tensors[0].shard.kind: expected row_sharded for "
+        "'model.embed_tokens.weight' under fsdp=3,cp=1,ep=1");
   CHECK(error_after([](json& j) { j["tensors"][0]["shard"]["ep"] = 1; }) ==
         "plan.json: tensors[0].shard.ep: unknown key (muonplan plan does not write it)");
   // tiny-moe on 4 ranks, ep=2: expert stacks over ep 2 x dp 2.
@@ -182,12 +189,13 @@ TEST_CASE("tensors' shard rules are read and checked against the tensor and the 
             [&](json& j) {
               j["tensors"][stack]["shard"] = {{"kind", "row_sharded"}, {"group_size", 4}};
             }) == at + "kind: expected stack_sharded for '" +
-                      moe["tensors"][stack]["name"].get<std::string>() + "'");
+                      moe["tensors"][stack]["name"].get<std::string>() +
+                      "' under fsdp=4,cp=1,ep=2");
   // A batch member cannot be declared replicated while the layout shards it.
   CHECK(plan_error_after(moe, [&](json& j) {
           const std::string first = j["chunks"][0]["matrices"][0]["tensor"];
           tensor_named(j, first)["shard"] = {{"kind", "replicated"}};
-        }).find("replicated needs fsdp=1") != std::string::npos);
+        }).find("shard.kind: expected row_sharded for '") != std::string::npos);
 }
 
 TEST_CASE("load_plan reports unreadable files and malformed JSON with a position", "[plan_load]") {

@@ -50,4 +50,12 @@ inline constexpr EnumName<ShardRule::Kind> kShardKindNames[] = {
     {ShardRule::Kind::stack_sharded, "stack_sharded"},
     {ShardRule::Kind::replicated, "replicated"}};
 
+struct ParamTensor;  // param_inventory.h
+
+// The shard rule, stated once for the planner (place, local_range) and the plan loader, which
+// refuses a file whose rule differs: expert stacks are stack_sharded over ep x (world / ep);
+// other tensors are row_sharded over the fsdp group, or replicated when fsdp is 1.
+ShardRule::Kind shard_kind(const ParamTensor& t, const Layout& layout);
+ShardRule shard_rule(const ParamTensor& t, const Layout& layout, int world);
+
 }  // namespace muonplan

@@ -32,15 +32,12 @@ struct Placement {
 // group 0 and local[] is indexed by the rank's position in its group.
 Placement place(const ParamTensor& t, const Layout& layout, int world);
 
-// place(t, layout, world).kind without building the placement.
-Placement::Kind placement_kind(const ParamTensor& t, const Layout& layout);
-
 // One rank's entry of place(t, layout, world).local in O(1), without the per-rank table: what
 // the planner's loops over ranks use, so a large world costs no table per tensor. `rank` is a
 // world rank for expert stacks and a group position otherwise.
 Range local_range(const ParamTensor& t, const Layout& layout, int world, int rank);
 
-// The placement as the plan file states it (tensors[].shard): the rule the executor evaluates.
-ShardRule shard_rule(const ParamTensor& t, const Layout& layout, int world);
+// place(t, layout, world).kind is shard_kind(t, layout), and the plan file's tensors[].shard
+// is shard_rule(t, layout, world) (shards.h): the rule is stated there, once.
 
 }  // namespace muonplan

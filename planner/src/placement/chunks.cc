@@ -98,7 +98,7 @@ ChunkPlan build_chunks(const ParamInventory& inv, bool include_mtp, const Layout
       adamw.param_names.push_back(t.name);
       continue;
     }
-    if (placement_kind(t, layout) != Placement::Kind::row_sharded) {
+    if (shard_kind(t, layout) != Placement::Kind::row_sharded) {
       add_local_chunks(t, ti, layout, world, col);
       continue;
     }

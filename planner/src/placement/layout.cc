@@ -61,29 +61,13 @@ Layout resolve_layout(const Layout& in, int world, const ModelSpec& spec) {
   return l;
 }
 
-Placement::Kind placement_kind(const ParamTensor& t, const Layout& layout) {
-  if (t.stack_dim == 0) return Placement::Kind::stack_sharded;
-  return layout.fsdp == 1 ? Placement::Kind::replicated : Placement::Kind::row_sharded;
-}
-
-ShardRule shard_rule(const ParamTensor& t, const Layout& layout, int world) {
-  ShardRule r;
-  r.kind = placement_kind(t, layout);
-  if (r.kind == ShardRule::Kind::row_sharded) r.group_size = layout.fsdp;
-  if (r.kind == ShardRule::Kind::stack_sharded) {
-    r.ep = layout.ep;
-    r.dp = world / layout.ep;
-  }
-  return r;
-}
-
 Range local_range(const ParamTensor& t, const Layout& layout, int world, int rank) {
   return shard_rule(t, layout, world).range(t.shape[0], rank);
 }
 
 Placement place(const ParamTensor& t, const Layout& layout, int world) {
   Placement p;
-  p.kind = placement_kind(t, layout);
+  p.kind = shard_kind(t, layout);
   p.group_size = t.stack_dim == 0 ? world : layout.fsdp;
   p.local.resize(p.group_size);
   for (int r = 0; r < p.group_size; ++r) p.local[r] = local_range(t, layout, world, r);
