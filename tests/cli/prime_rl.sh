@@ -44,6 +44,17 @@ grep -q "^tables ignored (they do not change the plan):.* \[inference\]" "$work/
 grep -q "^  as written: 2 node(s) x 8 GPUs, fsdp=16,cp=2,ep=8, offload full" "$work/glm.txt" && ok ||
   bad "the config as written is not printed first: $(grep -m3 'as written' "$work/glm.txt")"
 
+# The shipped examples plan without a warning, and the main job's fits as written.
+for f in examples/prime-rl/*.toml; do
+  expect "example $f" 0 "" "$bin" plan --trainer-config "$f" --json
+done
+"$bin" plan --trainer-config examples/prime-rl/glm-4.5-air-rl-131k.toml --json >"$work/main.json" 2>&1
+json_check main-job "$work/main.json" '
+t = d["trainer_config"]
+assert t["as_written"]["fits"] and t["as_written"]["nodes"] == 2 and d["offload"] == "full", t["as_written"]
+assert d["workload"]["seq_len"] == 131072 and len(t["alternatives"]) == 3
+'
+
 # Defaults: adamw, optimizer offload, AC + offload, 8192-token head, ep auto, 128 rows of 2048.
 plan_json defaults $d/rl-defaults.toml
 json_check defaults "$work/defaults.json" '
