@@ -34,7 +34,7 @@ std::string trainer_answer_text(const PlanInputs& in, const TrainerAnswer& a, co
                                 bool explain) {
   const TrainerConfig& tc = *in.trainer;
   std::string out = "\nprime-rl " + std::string(tc.sft ? "SFT" : "RL") + " config " + tc.path +
-                    " (model " + tc.model_name + ", read from " + in.model.path + ")\n";
+                    " (model " + in.model_name + ", read from " + in.model.path + ")\n";
   out += "  as written: " + describe(a.as_written, written.gpus_per_node) + "\n";
   for (const std::string& n : tc.notes) out += "  note: " + n + "\n";
   if (a.alternatives.empty()) {
@@ -68,7 +68,7 @@ nlohmann::json trainer_answer_json(const PlanInputs& in, const TrainerAnswer& a)
   }
   return {{"path", tc.path},
           {"kind", tc.sft ? "sft" : "rl"},
-          {"model_name", tc.model_name},
+          {"model_name", in.model_name},
           {"model_file", in.model.path},
           {"model_found_by", in.model.how},
           {"as_written", candidate_json(a.as_written)},

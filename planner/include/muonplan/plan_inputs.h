@@ -16,6 +16,7 @@ namespace muonplan {
 
 struct PlanInputs {
   ResolvedModel model;
+  std::string model_name;  // as resolved: --model's argument, else the file's [model] name
   std::optional<TrainerConfig> trainer;
   PlanFlags flags;                     // the trainer config applied
   std::vector<std::string> overrides;  // "--nodes 3 overrides FILE:LINE (key = value)"

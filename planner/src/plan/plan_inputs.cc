@@ -10,6 +10,7 @@ PlanInputs prepare_plan(const std::string& model, PlanFlags flags) {
                      "is required (a path, a bundled name, an HF id), or --trainer-config "
                      "naming [model] name");
   }
+  in.model_name = model.empty() ? in.trainer->model_name : model;
   if (!model.empty()) {
     in.model = resolve_model(model, {}, "--model");
     if (in.trainer && in.trainer->model_at.line > 0 && in.trainer->model_name != model) {
