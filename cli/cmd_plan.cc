@@ -143,7 +143,7 @@ Runner add_plan(CLI::App& app) {
     try {
       plan = make_plan(in.model.spec, topo, in.request);
     } catch (const InputError& e) {
-      if (in.trainer) rethrow_at_file(*in.trainer, e);
+      if (in.trainer) rethrow_at_file(*in.trainer, e, in.overrides);
       throw;
     }
     nlohmann::json j = plan_to_json(plan);

@@ -117,7 +117,12 @@ py::object plan(py::handle model, py::handle topology, const py::kwargs& options
   }
   if (!model.is_none() && !as_path(model, path)) throw py::type_error("model: expected a path");
   const PlanInputs in = prepare_plan(path, flags);
-  const Plan p = make_plan(in.model.spec, topo, in.request);
+  Plan p;
+  try {
+    p = make_plan(in.model.spec, topo, in.request);
+  } catch (const InputError& e) {
+    rethrow_at_file(*in.trainer, e, in.overrides);  // as the CLI reports it
+  }
   json j = plan_to_json(p);
   j["trainer_config"] = trainer_answer_json(in, trainer_answer(in.model.spec, topo, in, p));
   return to_python(j);

@@ -103,6 +103,14 @@ json_check sft-old-deployment "$work/sft-dep.json" 'assert (d["nodes"], d["gpus_
 expect override 0 "note: --nodes 2 overrides $d/rl-defaults.toml:8 (deployment.num_train_nodes = 1)" \
   "$bin" plan --trainer-config $d/rl-defaults.toml --nodes 2 --json
 
+expect bad-flag 2 "--nodes: expected a positive integer or auto, got 'abc'" \
+  "$bin" plan --trainer-config $d/rl-defaults.toml --nodes abc
+# More nodes than rows: whole rows again for the world the flag names (2M tokens on 12 workers).
+"$bin" plan --trainer-config $d/rl-glm-full.toml --nodes 3 --json >"$work/n3.json" 2>"$work/n3.err"
+grep -qx "note: 2097152 tokens planned as 3145728: whole rows of 131072 for the 12 workers of --nodes 3" \
+  "$work/n3.err" && json_check rows-for-nodes "$work/n3.json" 'assert d["workload"]["tokens_per_step"] == 3145728' ||
+  bad "rows-for-nodes: $(cat "$work/n3.err")"
+
 # Model resolution: a fake hub cache (refs/main, and a repo without it), HF_HOME, short names.
 snap="$HF_HUB_CACHE/models--fake-org--Tiny/snapshots"
 mkdir -p "$snap/abc123" "$snap/old999" "$HF_HUB_CACHE/models--fake-org--Tiny/refs"

@@ -31,8 +31,11 @@ struct TrainerConfig {
   int dp_replicate = 1, cp = 1;
   int ep = 0;  // 0: "auto", resolved against the model (resolved_ep)
   SourceLoc layout_at;
-  std::vector<FileValue> values;      // every flag but --layout
-  std::string batch_key;              // token_batch_size or batch_size: what --emit writes back
+  std::vector<FileValue> values;  // every flag but --layout
+  std::string batch_key;          // token_batch_size or batch_size: what --emit writes back
+  // RL: the step's tokens as the file gives them and its row length; apply_trainer_config
+  // rounds them up to whole rows for the world the flags name (prime_rl_batch.cc).
+  int64_t rl_tokens = 0, seq_len = 0;
   std::vector<std::string> ignored;   // tables that do not change the plan
   std::vector<std::string> warnings;  // "FILE:LINE:COL: key: ..." (unknown keys, approximations)
   std::vector<std::string> notes;     // defaults applied, derived values, upper bounds
@@ -51,6 +54,8 @@ void apply_trainer_config(const TrainerConfig& tc, const ModelSpec& spec, PlanFl
                           std::vector<std::string>& overrides);
 
 // Reports an InputError to_plan_request raised for a flag the file set at the file's line.
-[[noreturn]] void rethrow_at_file(const TrainerConfig& tc, const InputError& e);
+// (`overrides` lists the flags given instead: their errors stay theirs).
+[[noreturn]] void rethrow_at_file(const TrainerConfig& tc, const InputError& e,
+                                  const std::vector<std::string>& overrides);
 
 }  // namespace muonplan

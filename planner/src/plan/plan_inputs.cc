@@ -28,7 +28,7 @@ PlanInputs prepare_plan(const std::string& model, PlanFlags flags) {
   try {
     in.request = to_plan_request(flags);
   } catch (const InputError& e) {
-    if (in.trainer) rethrow_at_file(*in.trainer, e);
+    if (in.trainer) rethrow_at_file(*in.trainer, e, in.overrides);
     throw;
   }
   return in;

@@ -62,13 +62,8 @@ void read_lm_head(const TrainerFile& f, TrainerConfig& tc) {
   tc.values.push_back(f.value("lm-head-chunk", std::to_string(chunk), "model", key));
 }
 
-// Rows are dealt out whole to world / cp workers: a step plans whole rows, a multiple of them.
-int64_t whole_rows(int64_t tokens, int64_t seq_len, int64_t workers) {
-  const int64_t per = seq_len * workers;
-  return (tokens + per - 1) / per * per;
-}
-
 void read_rl_batch(const TrainerFile& f, TrainerConfig& tc, int64_t seq_len) {
+  tc.seq_len = seq_len;
   const int64_t workers = int64_t(tc.nodes) * tc.gpus_per_node / tc.cp;
   if (f.get("orchestrator", "token_batch_size") && f.get("orchestrator", "batch_size"))
     f.fail("orchestrator", "token_batch_size", "give batch_size or token_batch_size, not both");
@@ -94,6 +89,7 @@ void read_rl_batch(const TrainerFile& f, TrainerConfig& tc, int64_t seq_len) {
         " tokens, an upper bound (samples are packed into rows); give the real figure "
         "with --tokens-per-step or [orchestrator] token_batch_size");
   }
+  tc.rl_tokens = tokens;
   const int64_t planned = whole_rows(tokens, seq_len, workers);
   if (planned != tokens) {
     tc.notes.push_back(std::to_string(tokens) + " tokens planned as " + std::to_string(planned) +
@@ -124,6 +120,11 @@ void read_sft_batch(const TrainerFile& f, TrainerConfig& tc, int64_t seq_len) {
 }
 
 }  // namespace
+
+int64_t whole_rows(int64_t tokens, int64_t seq_len, int64_t workers) {
+  const int64_t per = seq_len * workers;
+  return (tokens + per - 1) / per * per;
+}
 
 void read_batch(const TrainerFile& f, TrainerConfig& tc) {
   int64_t seq_len = 0;

@@ -3,6 +3,8 @@
 #include "muonplan/trainer_config_in.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <sstream>
 
 #include "muonplan/io.h"
@@ -267,17 +269,34 @@ void apply_trainer_config(const TrainerConfig& tc, const ModelSpec& spec, PlanFl
   if (const FileValue* inflight = tc.value("ac-max-inflight")) {
     flags.ac_max_inflight = std::stoll(inflight->text);
   }
-  const int nodes = flags.nodes == "auto" ? tc.nodes : std::atoi(flags.nodes.c_str());
-  const int gpn = flags.gpus_per_node > 0 ? flags.gpus_per_node : tc.gpus_per_node;
-  const int world = nodes * gpn;
-  if (world <= 0 || world % tc.dp_replicate != 0) {
+  // The file's dp_replicate, cp and ep on the world the flags now name (a --nodes given
+  // changes fsdp = world / dp_replicate); a --nodes to_plan_request refuses gets no layout.
+  const int64_t nodes = flags.nodes == "auto" ? tc.nodes : std::atoll(flags.nodes.c_str());
+  const int64_t gpn = flags.gpus_per_node > 0 ? flags.gpus_per_node : tc.gpus_per_node;
+  const int64_t world = nodes * gpn;
+  if (nodes <= 0 || nodes > INT32_MAX || world > INT32_MAX) {
+    flags.trainer_config.clear();
+    return;
+  }
+  if (world % tc.dp_replicate != 0) {
     throw InputError(tc.layout_at, prime_rl_table("model", tc.sft) + ".dp_replicate",
                      std::to_string(tc.dp_replicate) + " does not divide the world of " +
                          std::to_string(world) + " GPUs");
   }
-  const int fsdp = world / tc.dp_replicate;
+  if (tc.rl_tokens > 0 && flags.layout.empty() &&
+      std::to_string(flags.tokens_per_step) == tc.value("tokens-per-step")->text) {
+    const int64_t tokens = detail::whole_rows(tc.rl_tokens, tc.seq_len, world / tc.cp);
+    if (tokens != flags.tokens_per_step) {
+      overrides.push_back(std::to_string(tc.rl_tokens) + " tokens planned as " +
+                          std::to_string(tokens) + ": whole rows of " + std::to_string(tc.seq_len) +
+                          " for the " + std::to_string(world / tc.cp) + " workers of --nodes " +
+                          flags.nodes);
+      flags.tokens_per_step = tokens;
+    }
+  }
+  const int64_t fsdp = world / tc.dp_replicate;
   const std::string layout = "fsdp=" + std::to_string(fsdp) + ",cp=" + std::to_string(tc.cp) +
-                             ",ep=" + std::to_string(tc.resolved_ep(spec, world));
+                             ",ep=" + std::to_string(tc.resolved_ep(spec, static_cast<int>(world)));
   if (flags.layout.empty()) {
     flags.layout = layout;
   } else {
@@ -286,8 +305,12 @@ void apply_trainer_config(const TrainerConfig& tc, const ModelSpec& spec, PlanFl
   flags.trainer_config.clear();
 }
 
-void rethrow_at_file(const TrainerConfig& tc, const InputError& e) {
-  if (e.loc().file.empty() && e.field().rfind("--", 0) == 0) {
+void rethrow_at_file(const TrainerConfig& tc, const InputError& e,
+                     const std::vector<std::string>& overrides) {
+  const bool given = std::any_of(overrides.begin(), overrides.end(), [&](const std::string& o) {
+    return o.rfind(e.field() + " ", 0) == 0;
+  });
+  if (e.loc().file.empty() && e.field().rfind("--", 0) == 0 && !given) {
     const FileValue* v = tc.value(e.field().substr(2));
     if (v && v->at.line > 0)
       throw InputError(v->at, v->shown.substr(0, v->shown.find(' ')), e.message());

@@ -45,6 +45,9 @@ class TrainerFile {
   std::map<std::string, std::map<std::string, const TomlNode*>> keys_;
 };
 
+// Rows are dealt out whole to `workers` (world / cp): the tokens of whole rows, rounded up.
+int64_t whole_rows(int64_t tokens, int64_t seq_len, int64_t workers);
+
 // prime_rl_in.cc: the planning tables into tc.
 void read_deployment(const TrainerFile& f, TrainerConfig& tc);
 void read_parallel(const TrainerFile& f, TrainerConfig& tc);
