@@ -63,7 +63,7 @@ void read_deployment(const TrainerFile& f, TrainerConfig& tc) {
 }
 
 void read_parallel(const TrainerFile& f, TrainerConfig& tc) {
-  const int world = tc.nodes * tc.gpus_per_node;
+  const int64_t world = int64_t(tc.nodes) * tc.gpus_per_node;  // both < 2^31
   tc.dp_replicate = static_cast<int>(f.integer("model", "dp_replicate", 1));
   if (const TomlNode* g = f.get("deployment", "nodes_per_fsdp_group")) {
     const int per = static_cast<int>(f.integer("deployment", "nodes_per_fsdp_group", 1));
@@ -80,7 +80,7 @@ void read_parallel(const TrainerFile& f, TrainerConfig& tc) {
   if (world % tc.dp_replicate != 0)
     f.fail("model", "dp_replicate",
            "does not divide the world of " + std::to_string(world) + " GPUs");
-  const int group = world / tc.dp_replicate;  // dp_shard x cp
+  const int64_t group = world / tc.dp_replicate;  // dp_shard x cp
   tc.cp = static_cast<int>(f.integer("model", "cp", 1));
   if (group % tc.cp != 0)
     f.fail("model", "cp", "does not divide world / dp_replicate = " + std::to_string(group));

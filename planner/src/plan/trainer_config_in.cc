@@ -128,10 +128,9 @@ void collect_tables(TrainerFile& f, TrainerConfig& tc, const TomlNode& root) {
                {"deployment", root.get("deployment")},
                {"orchestrator", root.get("orchestrator")}};
   }
-  TomlNode top;  // the top level's scalars
   for (const auto& [k, v] : root.members) {
-    if (v.kind != TomlNode::Kind::table) {
-      top.members.emplace_back(k, v);
+    if (v.kind != TomlNode::Kind::table) {  // top-level keys: seq_len, older num_nodes, ...
+      if (find_trainer_key("", k)) f.add("", k, &v);
       continue;
     }
     const bool read =
@@ -148,9 +147,6 @@ void collect_tables(TrainerFile& f, TrainerConfig& tc, const TomlNode& root) {
   }
   for (const auto& [t, node] : planned) {
     if (node && node->kind == TomlNode::Kind::table) collect(f, tc, t, *node, "");
-  }
-  for (auto& [k, v] : top.members) {  // stable addresses: point into root, not the copy
-    if (find_trainer_key("", k)) f.add("", k, root.get(k));
   }
 }
 
@@ -234,18 +230,17 @@ std::string where(const FileValue& v) {
 
 // The flag keeps a value given on the command line; else it takes the file's.
 void apply_value(const FileValue& v, PlanFlags& flags, std::vector<std::string>& overrides) {
-  const std::string given = plan_flag_value(flags, v.flag);
-  if (given != plan_flag_value(PlanFlags{}, v.flag)) {
-    PlanFlags probe;
-    set_plan_flag(probe, v.flag, v.text);
-    if (plan_flag_value(probe, v.flag) != given)
-      overrides.push_back("--" + v.flag + " " + given + " overrides " + where(v));
-    return;
-  }
+  PlanFlags probe;  // the file's value, checked as the flag checks it, at the file's line
   try {
-    set_plan_flag(flags, v.flag, v.text);
+    set_plan_flag(probe, v.flag, v.text);
   } catch (const InputError& e) {
     throw InputError(v.at, v.shown.substr(0, v.shown.find(' ')), e.message());
+  }
+  const std::string given = plan_flag_value(flags, v.flag);
+  if (given == plan_flag_value(PlanFlags{}, v.flag)) {
+    set_plan_flag(flags, v.flag, v.text);
+  } else if (plan_flag_value(probe, v.flag) != given) {
+    overrides.push_back("--" + v.flag + " " + given + " overrides " + where(v));
   }
 }
 
