@@ -6,6 +6,7 @@
 #include "muonplan/data_dir.h"
 #include "muonplan/io.h"
 #include "muonplan/model_io.h"
+#include "muonplan/model_resolve.h"
 #include "muonplan/report_data.h"
 #include "muonplan/trace.h"
 
@@ -28,7 +29,9 @@ Runner add_report(CLI::App& app) {
   auto f = std::make_shared<ReportCommand>();
   CLI::App* c = app.add_subcommand(
       "report", "Capacity report: memory, host RAM, step time and owner loads, with plots");
-  c->add_option("--model", f->model, "YAML model spec or Hugging Face config.json")->required();
+  c->add_option("--model", f->model,
+                "YAML spec, config.json or its directory, bundled name, or Hugging Face id")
+      ->required();
   c->add_option("--topology", f->topology, "Cluster description (YAML)")->capture_default_str();
   c->add_option("--nodes", f->nodes,
                 "Node counts to sweep: A..B or A,B,C (default: 1..8, at most the topology's "
@@ -41,7 +44,7 @@ Runner add_report(CLI::App& app) {
   c->add_option("--out", f->out, "Directory for report.md, report-data.json and the plots")
       ->required();
   return [f]() {
-    const ModelSpec spec = load_model(f->model);
+    const ModelSpec spec = resolve_model(f->model, {}, "--model").spec;
     const Topology topo = load_topology(f->topology);
     const PlanRequest request = to_plan_request(f->flags);
     ReportInputs in;

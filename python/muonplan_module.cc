@@ -196,8 +196,11 @@ py::object report(py::handle model, py::handle out, py::handle topology, py::han
 Plan plan_from(py::handle plan) {
   std::string path;
   if (as_path(plan, path)) return load_plan(path);
-  if (py::isinstance<py::dict>(plan))
-    return plan_from_json(json::parse(to_json_text(plan)), "<plan dict>");
+  if (py::isinstance<py::dict>(plan)) {
+    json j = json::parse(to_json_text(plan));
+    j.erase("trainer_config");  // plan(trainer_config=...)'s answer: not part of the plan file
+    return plan_from_json(j, "<plan dict>");
+  }
   throw py::type_error("plan: expected a path or a dict");
 }
 
