@@ -60,6 +60,7 @@ plan_json defaults $d/rl-defaults.toml
 json_check defaults "$work/defaults.json" '
 w, o = d["workload"], d["optimizer_config"]["adamw"]
 assert (d["nodes"], d["offload"], d["optimizer"]) == (1, "optimizer", "adamw")
+assert d["optimizer_config"]["optimizer_offload_pinned"] is True  # prime-rl pins the state
 assert d["layout"] == {"fsdp": 8, "cp": 1, "ep": 8}, d["layout"]
 assert (o["lr"], o["weight_decay"], o["beta1"], o["beta2"]) == (1e-6, 0.01, 0.9, 0.999), o
 assert (w["seq_len"], w["tokens_per_step"], w["ac"], w["ac_offload"], w["lm_head_chunk"], w["cp_style"]) == \

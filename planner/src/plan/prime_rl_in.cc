@@ -196,7 +196,10 @@ void read_offload_and_optimizer(const TrainerFile& f, TrainerConfig& tc) {
   tc.values.push_back(f.value("optimizer", type, "optim", "type"));
   if (!f.get("optim", "type"))
     tc.notes.push_back(f.field("optim", "type") + " = adamw (prime-rl's default)");
-  read_offload(f, tc, type);
+  // prime-rl keeps an offloaded optimizer state in pinned host memory (--pinned-state); a
+  // `# muonplan: pinned_state` comment says otherwise.
+  if (read_offload(f, tc, type) == "optimizer" && !f.get("muonplan", "pinned_state"))
+    tc.values.push_back(f.value("pinned-state", "true", "model", "optim_cpu_offload"));
   const std::string lr = num(f.number("optim", "lr", 1e-6));
   const std::string wd = num(f.number("optim", "weight_decay", 0.01));
   const double beta2 = type == "muon" ? 0.95 : 0.999;
