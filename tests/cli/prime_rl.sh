@@ -104,6 +104,12 @@ json_check sft-old-deployment "$work/sft-dep.json" 'assert (d["nodes"], d["gpus_
 expect override 0 "note: --nodes 2 overrides $d/rl-defaults.toml:8 (deployment.num_train_nodes = 1)" \
   "$bin" plan --trainer-config $d/rl-defaults.toml --nodes 2 --json
 
+printf '[model]\nname = "Qwen/Qwen3-8B"\noffload = "none"\n\n[workload]\nseq_len = 4096\n' >"$work/old-emit.toml"
+# A file of the old --emit toml: its tables are named, its keys unknown; nothing of it is read.
+expect old-emit 0 "warning: $work/old-emit.toml:5:2: workload: an older muonplan --emit toml table, \
+not read; write the file again with --emit prime-rl
+warning: $work/old-emit.toml:3:1: model.offload: unknown key in [model]; not planned" \
+  "$bin" plan --trainer-config "$work/old-emit.toml" --json
 expect bad-flag 2 "--nodes: expected a positive integer or auto, got 'abc'" \
   "$bin" plan --trainer-config $d/rl-defaults.toml --nodes abc
 # More nodes than rows: whole rows again for the world the flag names (2M tokens on 12 workers).

@@ -137,6 +137,12 @@ void collect_tables(TrainerFile& f, TrainerConfig& tc, const TomlNode& root) {
         tc.sft ? (k == "model" || k == "optim" || k == "data" || k == "deployment")
                : (k == "model" || k == "deployment" || k == "orchestrator" || k == "trainer");
     if (!read) tc.ignored.push_back("[" + k + "]");
+    if (k == "workload" || k == "muonplan") {  // what --emit toml wrote before --emit prime-rl
+      tc.warnings.push_back(tc.path + ":" + std::to_string(v.key_line) + ":" +
+                            std::to_string(v.key_col) + ": " + k +
+                            ": an older muonplan --emit toml table, not read; write the file "
+                            "again with --emit prime-rl");
+    }
     if (!tc.sft && (k == "trainer" || k == "orchestrator")) {
       for (const auto& [sub, sv] : v.members) {
         const bool planned_sub = k == "trainer" && (sub == "model" || sub == "optim");
