@@ -100,6 +100,13 @@ assert (d["workload"]["tokens_per_step"], d["workload"]["micro_batch_seqs"]) == 
 plan_json sft-dep $d/sft-old-deployment.toml
 json_check sft-old-deployment "$work/sft-dep.json" 'assert (d["nodes"], d["gpus_per_node"]) == (3, 8)'
 
+# Later schemas' weight_decay = "auto": 0.01 for SFT, 0.0 for RL.
+plan_json sft-auto $d/sft-auto-wd.toml
+json_check wd-auto-sft "$work/sft-auto.json" 'assert d["optimizer_config"]["adamw"]["weight_decay"] == 0.01'
+sed 's/^group_size = 16/group_size = 16\n[trainer.optim]\nweight_decay = "auto"/' $d/rl-defaults.toml >"$work/rl-auto.toml"
+plan_json rl-auto "$work/rl-auto.toml"
+json_check wd-auto-rl "$work/rl-auto.json" 'assert d["optimizer_config"]["adamw"]["weight_decay"] == 0.0'
+
 # Flags override the file and say so.
 expect override 0 "note: --nodes 2 overrides $d/rl-defaults.toml:8 (deployment.num_train_nodes = 1)" \
   "$bin" plan --trainer-config $d/rl-defaults.toml --nodes 2 --json

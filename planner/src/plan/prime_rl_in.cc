@@ -201,7 +201,11 @@ void read_offload_and_optimizer(const TrainerFile& f, TrainerConfig& tc) {
   if (read_offload(f, tc, type) == "optimizer" && !f.get("muonplan", "pinned_state"))
     tc.values.push_back(f.value("pinned-state", "true", "model", "optim_cpu_offload"));
   const std::string lr = num(f.number("optim", "lr", 1e-6));
-  const std::string wd = num(f.number("optim", "weight_decay", 0.01));
+  // Later schemas write weight_decay = "auto": 0.0 for RL, 0.01 for SFT.
+  const TomlNode* wd_node = f.get("optim", "weight_decay");
+  const bool wd_auto = wd_node && wd_node->kind == TomlNode::Kind::string && wd_node->str == "auto";
+  const std::string wd =
+      num(wd_auto ? (f.sft() ? 0.01 : 0.0) : f.number("optim", "weight_decay", 0.01));
   const double beta2 = type == "muon" ? 0.95 : 0.999;
   const std::string betas =
       num(f.number("optim", "betas1", 0.9)) + "," + num(f.number("optim", "betas2", beta2));
