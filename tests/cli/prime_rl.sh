@@ -100,6 +100,11 @@ assert (d["workload"]["tokens_per_step"], d["workload"]["micro_batch_seqs"]) == 
 plan_json sft-dep $d/sft-old-deployment.toml
 json_check sft-old-deployment "$work/sft-dep.json" 'assert (d["nodes"], d["gpus_per_node"]) == (3, 8)'
 
+# AC modes other than full are planned as full, with a warning at the key.
+printf '[model]\nname = "Qwen/Qwen3-8B"\n[data]\nbatch_size = 8\n[model.ac]\nmode = "selective"\n' >"$work/sel.toml"
+expect ac-selective 0 "warning: $work/sel.toml:6:8: model.ac.mode: selective AC is planned as full AC, \
+which saves fewer activations: a lower bound" "$bin" plan --trainer-config "$work/sel.toml" --json
+
 # Later schemas' weight_decay = "auto": 0.01 for SFT, 0.0 for RL.
 plan_json sft-auto $d/sft-auto-wd.toml
 json_check wd-auto-sft "$work/sft-auto.json" 'assert d["optimizer_config"]["adamw"]["weight_decay"] == 0.01'

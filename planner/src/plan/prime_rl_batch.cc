@@ -21,9 +21,10 @@ void read_activations(const TrainerFile& f, TrainerConfig& tc) {
                        " = \"None\", yet ac_offloading is on and turns it on");
     ac = true;
   }
-  if (ac && f.string("model", "ac.mode", "full") == "selective")
+  // selective (and the later schemas' full_moe, projections, ...) keep more than full AC.
+  if (const std::string mode = f.string("model", "ac.mode", "full"); ac && mode != "full")
     warn(f, tc, "model", "ac.mode",
-         "selective AC is planned as full AC (fewer saved activations than it keeps)");
+         mode + " AC is planned as full AC, which saves fewer activations: a lower bound");
   if (ac && f.integer("model", "ac.freq", 1) > 1)
     warn(f, tc, "model", "ac.freq", "planned as freq 1 (every layer checkpointed)");
   tc.values.push_back(f.value("ac", ac ? "full" : "none", "model", "ac"));
