@@ -14,6 +14,7 @@
 #include "muonplan/trainer_answer.h"
 #include "muonplan/trainer_config.h"
 #include "muonplan/units.h"
+#include "paths.h"
 
 namespace muonplan::cli {
 namespace {
@@ -115,17 +116,23 @@ Runner add_plan(CLI::App& app) {
   CLI::App* c = app.add_subcommand("plan", "Choose node count and offload mode; predict costs");
   c->add_option("--model", f->model,
                 "Model: YAML spec, config.json or its directory, bundled name (glm-4.5-air), or "
-                "Hugging Face id (default: the trainer config's [model] name)");
-  c->add_option("--topology", f->topology, "Cluster description (YAML)")->capture_default_str();
+                "Hugging Face id (default: the trainer config's [model] name)")
+      ->check(non_empty_path());
+  c->add_option("--topology", f->topology, "Cluster description (YAML)")
+      ->capture_default_str()
+      ->check(non_empty_path());
   add_plan_flags(c, f->flags, true);
   c->add_flag("--json", f->json, "Print the plan as JSON");
   c->add_flag("--explain", f->explain, "Print every named term");
   c->add_option("--emit", f->emit,
                 "prime-rl | prime-rl-sft: print the plan as a prime-rl config (toml: prime-rl)");
-  c->add_option("--out", f->out, "Write the plan JSON to this file");
+  c->add_option("--out", f->out, "Write the plan JSON to this file")->check(non_empty_path());
   c->add_option("--trace", f->trace,
-                "Write the predicted step as Chrome trace-event JSON (Perfetto, chrome://tracing)");
+                "Write the predicted step as Chrome trace-event JSON (Perfetto, chrome://tracing)")
+      ->check(non_empty_path());
   return [f]() {
+    refuse_overlaps(plan_inputs(f->model, f->topology, f->flags),
+                    {{"--out", f->out}, {"--trace", f->trace}});
     if (f->emit == "toml") f->emit = "prime-rl";
     if (!f->emit.empty() && f->emit != "prime-rl" && f->emit != "prime-rl-sft") {
       throw InputError({}, "--emit", "expected prime-rl or prime-rl-sft, got '" + f->emit + "'");
