@@ -4,9 +4,11 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "muonplan/error.h"
 #include "muonplan/inventory.h"
 #include "muonplan/json_forms.h"
 #include "muonplan/model_io.h"
+#include "muonplan/model_resolve.h"
 
 namespace muonplan::cli {
 namespace {
@@ -16,7 +18,16 @@ struct InspectOptions {
   bool json = false;
   bool include_mtp = false;
   bool tensors = false;
+  bool list = false;
 };
+
+// --list: the bundled specs, by the short name --model takes, with the HF id each stands for.
+void print_bundled() {
+  std::printf("%-20s %s\n", "name", "hf_id");
+  for (const BundledModel& b : bundled_models()) {
+    std::printf("%-20s %s\n", b.name.c_str(), b.hf_id.empty() ? "-" : b.hf_id.c_str());
+  }
+}
 
 void print_table(const ParamInventory& inv, const InventorySummary& s, bool include_mtp) {
   std::printf("model %s\n", inv.model_name.c_str());
@@ -44,13 +55,19 @@ void print_table(const ParamInventory& inv, const InventorySummary& s, bool incl
 Runner add_inspect(CLI::App& app) {
   auto opts = std::make_shared<InspectOptions>();
   CLI::App* cmd = app.add_subcommand("inspect", "Print a model's parameter inventory");
-  cmd->add_option("--model", opts->model, "YAML model spec or Hugging Face config.json")
-      ->required();
+  cmd->add_option("--model", opts->model,
+                  "YAML spec, config.json or its directory, bundled name, or Hugging Face id");
+  cmd->add_flag("--list", opts->list, "List the bundled models and their Hugging Face ids");
   cmd->add_flag("--json", opts->json, "Machine-readable output on stdout");
   cmd->add_flag("--include-mtp", opts->include_mtp, "Count multi-token-prediction layers");
   cmd->add_flag("--tensors", opts->tensors, "With --json: list every tensor");
   return [opts]() {
-    const ParamInventory inv = build_inventory(load_model(opts->model));
+    if (opts->list) {
+      print_bundled();
+      return 0;
+    }
+    if (opts->model.empty()) throw InputError({}, "--model", "is required (or --list)");
+    const ParamInventory inv = build_inventory(resolve_model(opts->model, {}, "--model").spec);
     const InventorySummary s = inv.summarize(opts->include_mtp);
     if (opts->json) {
       std::cout << inventory_to_json(inv, opts->include_mtp, opts->tensors).dump(2) << "\n";

@@ -2,13 +2,16 @@
 // and the predicted costs (or the trainer settings they imply), write the Plan JSON.
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "commands.h"
 #include "muonplan/error.h"
 #include "muonplan/io.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan.h"
+#include "muonplan/plan_inputs.h"
 #include "muonplan/trace.h"
+#include "muonplan/trainer_answer.h"
 #include "muonplan/trainer_config.h"
 #include "muonplan/units.h"
 #include "paths.h"
@@ -93,13 +96,27 @@ struct PlanCommand {
   bool json = false, explain = false;
 };
 
+// --emit prime-rl writes the SFT form when the input was SFT; --emit toml is the old name.
+EmitInput emit_input(const PlanCommand& f, const PlanInputs& in) {
+  EmitInput e;
+  e.sft = f.emit == "prime-rl-sft" || (f.emit != "prime-rl-rl" && in.trainer && in.trainer->sft);
+  e.model_id = !f.model.empty() ? (in.model.spec.hf_id.empty() ? f.model : in.model.spec.hf_id)
+               : in.trainer     ? in.trainer->model_name
+                                : in.model.spec.name;
+  if (in.trainer && !in.trainer->batch_key.empty()) e.batch_key = in.trainer->batch_key;
+  e.ac_max_inflight = in.flags.ac_max_inflight;
+  e.single_node = in.trainer && in.trainer->single_node;
+  return e;
+}
+
 }  // namespace
 
 Runner add_plan(CLI::App& app) {
   auto f = std::make_shared<PlanCommand>();
   CLI::App* c = app.add_subcommand("plan", "Choose node count and offload mode; predict costs");
-  c->add_option("--model", f->model, "YAML model spec or Hugging Face config.json")
-      ->required()
+  c->add_option("--model", f->model,
+                "Model: YAML spec, config.json or its directory, bundled name (glm-4.5-air), or "
+                "Hugging Face id (default: the trainer config's [model] name)")
       ->check(non_empty_path());
   c->add_option("--topology", f->topology, "Cluster description (YAML)")
       ->capture_default_str()
@@ -107,7 +124,8 @@ Runner add_plan(CLI::App& app) {
   add_plan_flags(c, f->flags, true);
   c->add_flag("--json", f->json, "Print the plan as JSON");
   c->add_flag("--explain", f->explain, "Print every named term");
-  c->add_option("--emit", f->emit, "toml: print the trainer settings the plan implies");
+  c->add_option("--emit", f->emit,
+                "prime-rl | prime-rl-sft: print the plan as a prime-rl config (toml: prime-rl)");
   c->add_option("--out", f->out, "Write the plan JSON to this file")->check(non_empty_path());
   c->add_option("--trace", f->trace,
                 "Write the predicted step as Chrome trace-event JSON (Perfetto, chrome://tracing)")
@@ -115,26 +133,41 @@ Runner add_plan(CLI::App& app) {
   return [f]() {
     refuse_overlaps(plan_inputs(f->model, f->topology, f->flags),
                     {{"--out", f->out}, {"--trace", f->trace}});
-    if (!f->emit.empty() && f->emit != "toml") {
-      throw InputError({}, "--emit", "expected toml, got '" + f->emit + "'");
+    if (f->emit == "toml") f->emit = "prime-rl";
+    if (!f->emit.empty() && f->emit != "prime-rl" && f->emit != "prime-rl-sft") {
+      throw InputError({}, "--emit", "expected prime-rl or prime-rl-sft, got '" + f->emit + "'");
     }
     if (!f->emit.empty() && f->json) {
       throw InputError({}, "--emit", "prints instead of --json; give one of them");
     }
-    const ModelSpec spec = load_model(f->model);
+    const PlanInputs in = prepare_plan(f->model, f->flags);
+    if (in.trainer) {
+      for (const std::string& w : in.trainer->warnings) std::cerr << "warning: " << w << "\n";
+    }
+    for (const std::string& o : in.overrides) std::cerr << "note: " << o << "\n";
     const Topology topo = load_topology(f->topology);
-    const Plan plan = make_plan(spec, topo, to_plan_request(f->flags));
-    const nlohmann::json j = plan_to_json(plan);
+    Plan plan;
+    try {
+      plan = make_plan(in.model.spec, topo, in.request);
+    } catch (const InputError& e) {
+      if (in.trainer) rethrow_at_file(*in.trainer, e, in.overrides);
+      throw;
+    }
+    nlohmann::json j = plan_to_json(plan);
+    std::optional<TrainerAnswer> answer;
+    if (in.trainer) answer = trainer_answer(in.model.spec, topo, in, plan);
     // Everything that can fail comes before --out is written: a failed plan leaves it as it was.
-    const std::string toml = f->emit == "toml" ? trainer_config_toml(j) : "";
+    const std::string emitted = f->emit.empty() ? "" : prime_rl_config(j, emit_input(*f, in));
     if (!f->out.empty()) write_file_atomic(f->out, j.dump(1) + "\n");
     if (!f->trace.empty()) write_file_atomic(f->trace, predicted_trace(plan).dump(1) + "\n");
-    if (f->emit == "toml") {
-      std::cout << toml;
+    if (!emitted.empty()) {
+      std::cout << emitted;
     } else if (f->json) {
+      if (answer) j["trainer_config"] = trainer_answer_json(in, *answer);
       std::cout << j.dump(2) << "\n";
     } else {
       print_plan(plan, f->explain);
+      if (answer) std::cout << trainer_answer_text(in, *answer, plan, f->explain);
     }
     return 0;
   };

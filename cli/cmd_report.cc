@@ -6,6 +6,7 @@
 #include "muonplan/data_dir.h"
 #include "muonplan/io.h"
 #include "muonplan/model_io.h"
+#include "muonplan/model_resolve.h"
 #include "muonplan/report_data.h"
 #include "muonplan/trace.h"
 #include "paths.h"
@@ -29,7 +30,8 @@ Runner add_report(CLI::App& app) {
   auto f = std::make_shared<ReportCommand>();
   CLI::App* c = app.add_subcommand(
       "report", "Capacity report: memory, host RAM, step time and owner loads, with plots");
-  c->add_option("--model", f->model, "YAML model spec or Hugging Face config.json")
+  c->add_option("--model", f->model,
+                "YAML spec, config.json or its directory, bundled name, or Hugging Face id")
       ->required()
       ->check(non_empty_path());
   c->add_option("--topology", f->topology, "Cluster description (YAML)")
@@ -55,7 +57,7 @@ Runner add_report(CLI::App& app) {
     inputs.push_back({"--trace", f->trace});
     for (const std::string& m : f->metrics) inputs.push_back({"--metrics", m});
     refuse_overlaps(inputs, {{"--out", f->out, true}});
-    const ModelSpec spec = load_model(f->model);
+    const ModelSpec spec = resolve_model(f->model, {}, "--model").spec;
     const Topology topo = load_topology(f->topology);
     const PlanRequest request = to_plan_request(f->flags);
     ReportInputs in;

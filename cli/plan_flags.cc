@@ -83,7 +83,7 @@ void add_plan_flags(CLI::App* c, PlanFlags& f, bool search) {
   c->add_flag("--include-mtp", f.include_mtp, "Train the multi-token-prediction layers too");
   if (search) {  // report sweeps the nodes and offload such a file pins
     c->add_option("--trainer-config", f.trainer_config,
-                  "Trainer TOML (the keys --emit toml writes, plus [workload])")
+                  "prime-rl trainer config (RL or SFT TOML; docs/trainer-config.md)")
         ->check(non_empty_path());
   }
 }

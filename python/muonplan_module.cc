@@ -19,9 +19,13 @@
 #include "muonplan/exec/plan_shards.h"
 #include "muonplan/json_forms.h"
 #include "muonplan/model_io.h"
+#include "muonplan/model_resolve.h"
 #include "muonplan/plan.h"
+#include "muonplan/plan_inputs.h"
 #include "muonplan/plan_request.h"
 #include "muonplan/report_data.h"
+#include "muonplan/trainer_answer.h"
+#include "muonplan/trainer_config_in.h"
 
 namespace py = pybind11;
 using nlohmann::json;
@@ -51,7 +55,7 @@ bool as_path(py::handle obj, std::string& path) {
 // is named like a config.json without a telling file name (_name_or_path, else model_type).
 ModelSpec model_from(py::handle model) {
   std::string path;
-  if (as_path(model, path)) return load_model(path);
+  if (as_path(model, path)) return resolve_model(path, {}, "model").spec;
   if (py::isinstance<py::dict>(model)) {
     const std::string text = to_json_text(model);
     if (model.cast<py::dict>().contains("model_type")) {
@@ -96,11 +100,32 @@ py::object inspect(py::handle model, bool include_mtp, bool tensors) {
   return to_python(inventory_to_json(build_inventory(model_from(model)), include_mtp, tensors));
 }
 
+// trainer_config=PATH: a prime-rl config, as `muonplan plan --trainer-config` reads it; model
+// may then be None (the file's [model] name) or a path, name or id overriding it.
 py::object plan(py::handle model, py::handle topology, const py::kwargs& options) {
-  const PlanFlags flags = plan_flags_from_map(option_map(options));
-  const ModelSpec spec = model_from(model);
+  PlanFlags flags = plan_flags_from_map(option_map(options));
   const Topology topo = topology_from(topology);
-  return to_python(plan_to_json(make_plan(spec, topo, to_plan_request(flags))));
+  std::string path;
+  if (flags.trainer_config.empty() || py::isinstance<py::dict>(model)) {
+    if (model.is_none()) throw InputError({}, "--model", "is required (or trainer_config=)");
+    const ModelSpec spec = model_from(model);
+    if (!flags.trainer_config.empty()) {  // a dict model: no name to resolve
+      std::vector<std::string> overrides;
+      apply_trainer_config(read_trainer_config(flags.trainer_config), spec, flags, overrides);
+    }
+    return to_python(plan_to_json(make_plan(spec, topo, to_plan_request(flags))));
+  }
+  if (!model.is_none() && !as_path(model, path)) throw py::type_error("model: expected a path");
+  const PlanInputs in = prepare_plan(path, flags);
+  Plan p;
+  try {
+    p = make_plan(in.model.spec, topo, in.request);
+  } catch (const InputError& e) {
+    rethrow_at_file(*in.trainer, e, in.overrides);  // as the CLI reports it
+  }
+  json j = plan_to_json(p);
+  j["trainer_config"] = trainer_answer_json(in, trainer_answer(in.model.spec, topo, in, p));
+  return to_python(j);
 }
 
 py::object cost_ns(int64_t rows, int64_t cols, int64_t batch, py::handle topology,
@@ -171,8 +196,11 @@ py::object report(py::handle model, py::handle out, py::handle topology, py::han
 Plan plan_from(py::handle plan) {
   std::string path;
   if (as_path(plan, path)) return load_plan(path);
-  if (py::isinstance<py::dict>(plan))
-    return plan_from_json(json::parse(to_json_text(plan)), "<plan dict>");
+  if (py::isinstance<py::dict>(plan)) {
+    json j = json::parse(to_json_text(plan));
+    j.erase("trainer_config");  // plan(trainer_config=...)'s answer: not part of the plan file
+    return plan_from_json(j, "<plan dict>");
+  }
   throw py::type_error("plan: expected a path or a dict");
 }
 
@@ -289,10 +317,11 @@ PYBIND11_MODULE(muonplan, m) {
         py::arg("tensors") = false,
         "Parameter inventory of a model (path, HF config dict or spec dict): the keys of "
         "`muonplan inspect --json`.");
-  m.def("plan", &plan, py::arg("model"), py::arg("topology") = py::none(),
+  m.def("plan", &plan, py::arg("model") = py::none(), py::arg("topology") = py::none(),
         "Plan a model: the dict `muonplan plan --json` prints. Options are the plan flags with "
         "underscores (nodes='auto' or an int, offload, layout, optimizer, owners, "
-        "bf16_momentum=True, ...; see muonplan.plan_options).");
+        "bf16_momentum=True, ...; see muonplan.plan_options). trainer_config=PATH plans a prime-rl "
+        "config (model=None: its [model] name) and adds the answer under 'trainer_config'.");
   m.def("cost_ns", &cost_ns, py::arg("rows"), py::arg("cols"), py::arg("batch") = 1,
         py::arg("topology") = py::none(), py::arg("ns_schedule") = "quintic",
         py::arg("symmetric") = false,

@@ -143,17 +143,21 @@ TEST_CASE("report data: the chosen node count is one of the sweep's", "[report]"
   for (const auto& c : d["chosen"]["decision"]["candidates"]) CHECK(c["nodes"] == 3);
 }
 
-TEST_CASE("trainer TOML: values copied from the plan", "[report]") {
+TEST_CASE("prime-rl config: values copied from the plan", "[report]") {
   const ModelSpec spec = load_model(repo_path("models/qwen3-30b-a3b.yaml"));
   const Topology topo = load_topology(repo_path("topologies/h200-ib.yaml"));
   PlanRequest r = to_plan_request(plan_flags_from_map(
       {{"nodes", "2"}, {"layout", "fsdp=8,ep=8"}, {"offload", "full"}, {"bf16-momentum", "1"}}));
-  const std::string toml = trainer_config_toml(plan_to_json(make_plan(spec, topo, r)));
+  EmitInput e;
+  e.model_id = "Qwen/Qwen3-30B-A3B";
+  const std::string toml = prime_rl_config(plan_to_json(make_plan(spec, topo, r)), e);
   for (const char* line :
-       {"num_nodes = 2\n", "world_size = 16\n", "offload = \"full\"", "fsdp_cpu_offload = true",
-        "dp_replicate = 2", "dp_shard = 8", "ep = 8\n", "bf16_momentum = true\n",
-        "newton_schulz_coefficients = [[4.0848, -6.8946, 2.927], "}) {
+       {"num_train_nodes = 2\n", "name = \"Qwen/Qwen3-30B-A3B\"\n", "optim_cpu_offload = false\n",
+        "# muonplan: offload = \"full\"", "dp_replicate = 2", "ep = 8\n",
+        "# muonplan: bf16_momentum = true", "[trainer.model]\n", "[trainer.optim]\n",
+        "# muonplan: newton_schulz_coefficients = [[4.0848, -6.8946, 2.927], "}) {
     INFO(line);
     CHECK(toml.find(line) != std::string::npos);
   }
+  CHECK(toml.find("fsdp_cpu_offload") == std::string::npos);
 }

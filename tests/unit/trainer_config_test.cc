@@ -1,27 +1,26 @@
-// --trainer-config: the TOML --emit toml writes, read back, plans the same; bad files and
-// contradicting flags fail with one line naming the file, line and key.
+// --trainer-config in process: prime-rl files (tests/data/prime-rl) into flags and requests,
+// what the key table guards, the emitted config read back, and the keys an alternative names.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 
+#include "muonplan/alternatives.h"
 #include "muonplan/error.h"
 #include "muonplan/model_io.h"
-#include "muonplan/plan_request.h"
+#include "muonplan/plan_inputs.h"
 #include "muonplan/trainer_config.h"
 #include "muonplan/trainer_config_in.h"
+#include "muonplan/trainer_keys.h"
 #include "test_paths.h"
 
 using namespace muonplan;
 using json = nlohmann::json;
+using test::error_of;
 
 namespace {
 
-using test::error_of;
-
-// ctest runs each test case in its own process: the pid keeps parallel runs apart.
 std::string write_temp(const std::string& name, const std::string& text) {
   const std::filesystem::path path = std::filesystem::temp_directory_path() /
                                      ("muonplan-" + std::to_string(::getpid()) + "-" + name);
@@ -29,217 +28,118 @@ std::string write_temp(const std::string& name, const std::string& text) {
   return path.string();
 }
 
-json plan_json(const std::string& model, const std::string& topology, const PlanFlags& flags) {
-  return plan_to_json(make_plan(load_model(repo_path("models/" + model + ".yaml")),
-                                load_topology(repo_path("topologies/" + topology + ".yaml")),
-                                to_plan_request(flags)));
+PlanInputs inputs(const std::string& fixture, const std::string& model = "") {
+  PlanFlags f;
+  f.trainer_config = repo_path("tests/data/prime-rl/" + fixture);
+  return prepare_plan(model.empty() ? "" : repo_path(model), f);
 }
-
-// Plans with `flags`, emits the TOML, and plans again from the TOML alone.
-std::pair<json, json> round_trip(const std::string& model, const std::string& topology,
-                                 const PlanFlags& flags, const std::string& name) {
-  const json first = plan_json(model, topology, flags);
-  PlanFlags again;
-  again.trainer_config = write_temp(name, trainer_config_toml(first));
-  const json second = plan_json(model, topology, again);
-  std::filesystem::remove(again.trainer_config);
-  return {first, second};
-}
-
-const char* kGood = R"([deployment]
-num_nodes = 2
-gpus_per_node = 4
-world_size = 8
-
-[model]
-offload = "none"
-fsdp_cpu_offload = false
-optim_cpu_offload = false
-dp_replicate = 2
-dp_shard = 2
-cp = 2
-ep = 1
-)";
 
 }  // namespace
 
-TEST_CASE("trainer config: muon plan with a workload round-trips", "[trainer_config]") {
-  const PlanFlags f = plan_flags_from_map({{"nodes", "2"},
-                                           {"layout", "fsdp=4,cp=2,ep=2"},
-                                           {"offload", "optimizer"},
-                                           {"offload-staging", "chunked"},
-                                           {"pinned-state", "true"},
-                                           {"bf16-momentum", "true"},
-                                           {"nesterov", "true"},
-                                           {"lr", "0.01"},
-                                           {"momentum", "0.9"},
-                                           {"weight-decay", "0.1"},
-                                           {"update-rms", "0.25"},
-                                           {"adamw-lr", "0.003"},
-                                           {"adamw-weight-decay", "0.01"},
-                                           {"adamw-betas", "0.8,0.99"},
-                                           {"ns-schedule", "polar-express"},
-                                           {"owners", "round-robin"},
-                                           {"tokens-per-step", "4096"},
-                                           {"seq-len", "256"},
-                                           {"micro-batch-seqs", "2"},
-                                           {"ac", "none"},
-                                           {"lm-head-chunk", "128"},
-                                           {"cp-style", "ring"},
-                                           {"gpu-memory-gib", "2"},
-                                           {"host-ram-gib", "16"}});
-  const auto [first, second] = round_trip("tiny-moe", "cpu-ci", f, "muon.toml");
-  CHECK(first["workload"]["cp_style"] == "ring");
-  CHECK(first["workload"]["lm_head_chunk"] == 128);
-  CHECK(first["optimizer_config"]["optimizer_offload_pinned"] == true);
-  CHECK(second == first);
+TEST_CASE("trainer config: AC offload's in-flight activations reach the workload",
+          "[trainer_config]") {
+  const PlanInputs glm = inputs("rl-glm-full.toml", "models/glm-4.5-air.yaml");
+  REQUIRE(glm.request.options.workload);
+  CHECK(glm.request.options.workload->ac_max_inflight == 3);
+  CHECK(glm.request.options.workload->ac_offload);
+  const PlanInputs dflt = inputs("rl-defaults.toml", "models/qwen3-30b-a3b.yaml");
+  CHECK(dflt.request.options.workload->ac_max_inflight == 5);  // prime-rl's default
+}
 
-  // The flags the file sets are the ones given (the layout normalized).
-  const std::string path = write_temp("flags.toml", trainer_config_toml(first));
-  PlanFlags g;
-  apply_trainer_config(path, g);
+TEST_CASE("trainer config: ep auto is min(world / dp_replicate, 8) for MoE, else 1",
+          "[trainer_config]") {
+  TrainerConfig tc;
+  const ModelSpec moe = load_model(repo_path("models/qwen3-30b-a3b.yaml"));
+  const ModelSpec dense = load_model(repo_path("models/qwen3-8b.yaml"));
+  CHECK(tc.resolved_ep(moe, 4) == 4);
+  CHECK(tc.resolved_ep(moe, 32) == 8);
+  tc.dp_replicate = 4;
+  CHECK(tc.resolved_ep(moe, 32) == 8);
+  CHECK(tc.resolved_ep(moe, 16) == 4);
+  CHECK(tc.resolved_ep(dense, 32) == 1);
+  tc.ep = 2;
+  CHECK(tc.resolved_ep(moe, 32) == 2);
+}
+
+TEST_CASE("trainer config: writers may only name keys of the table", "[trainer_config]") {
+  CHECK_THROWS_AS(trainer_key("model", "offload"), std::logic_error);  // no such prime-rl key
+  CHECK(trainer_key("model", "full_offload").planned);
+  CHECK(prime_rl_table("model", false) == "trainer.model");
+  CHECK(prime_rl_table("optim", true) == "optim");
+}
+
+TEST_CASE("trainer config: muonplan comments carry what prime-rl has no key for",
+          "[trainer_config]") {
+  const std::string path = write_temp("comments.toml", R"([model]
+name = "Qwen/Qwen3-8B"
+cp = 1
+optim_cpu_offload = false
+# muonplan: offload = "full"
+  #muonplan: bf16_momentum = true
+# muonplan: ns_schedule = "custom"
+# muonplan: newton_schulz_coefficients = [[3.4445, -4.775, 2.0315]]
+# an ordinary comment: muonplan: is not at its start
+[optim]
+type = "muon"
+)");
+  const TrainerConfig tc = read_trainer_config(path);
+  CHECK(tc.sft);
+  CHECK(tc.value("offload")->text == "full");
+  CHECK(tc.value("bf16-momentum")->text == "true");
+  CHECK(tc.value("ns-schedule")->text ==
+        "3.4445000000000001,-4.7750000000000004,2.0314999999999999");
+  CHECK(tc.value("offload")->at.line == 5);
+  std::ofstream(path, std::ios::app) << "# muonplan: bf16_momentum = false\n";  // twice
+  CHECK(error_of([&] { read_trainer_config(path); }) ==
+        path +
+            ":12:29: toml: Error while parsing key-value pair: cannot redefine existing boolean "
+            "'bf16_momentum'");
   std::filesystem::remove(path);
-  for (const char* flag : {"offload",
-                           "offload-staging",
-                           "pinned-state",
-                           "bf16-momentum",
-                           "nesterov",
-                           "lr",
-                           "momentum",
-                           "weight-decay",
-                           "update-rms",
-                           "adamw-lr",
-                           "adamw-weight-decay",
-                           "adamw-betas",
-                           "ns-schedule",
-                           "owners",
-                           "tokens-per-step",
-                           "seq-len",
-                           "micro-batch-seqs",
-                           "ac",
-                           "lm-head-chunk",
-                           "cp-style",
-                           "gpu-memory-gib",
-                           "host-ram-gib"}) {
-    INFO(flag);
-    CHECK(plan_flag_value(g, flag) == plan_flag_value(f, flag));
+}
+
+TEST_CASE("trainer config: the emitted config plans the same", "[trainer_config]") {
+  const PlanInputs in = inputs("rl-glm-full.toml", "models/glm-4.5-air.yaml");
+  const Topology topo = load_topology(repo_path("topologies/h200-ib.yaml"));
+  const json first = plan_to_json(make_plan(in.model.spec, topo, in.request));
+  EmitInput e;
+  e.model_id = "zai-org/GLM-4.5-Air";
+  e.ac_max_inflight = in.flags.ac_max_inflight;
+  const std::string text = prime_rl_config(first, e);
+  CHECK(text.find("ac_offloading = { max_inflight_activations = 3 }") != std::string::npos);
+  CHECK(text.find("full_offload = true") != std::string::npos);
+  PlanFlags again;
+  again.trainer_config = write_temp("emitted.toml", text);
+  const PlanInputs back = prepare_plan(repo_path("models/glm-4.5-air.yaml"), again);
+  CHECK(back.flags.ac_max_inflight == 3);
+  CHECK(plan_to_json(make_plan(back.model.spec, topo, back.request)) == first);
+  std::filesystem::remove(again.trainer_config);
+}
+
+TEST_CASE("trainer config: keys to change name prime-rl's keys", "[trainer_config]") {
+  const PlanInputs in = inputs("rl-glm-full.toml", "models/glm-4.5-air.yaml");
+  const Topology topo = load_topology(repo_path("topologies/h200-ib.yaml"));
+  const Plan written = make_plan(in.model.spec, topo, in.request);
+  Candidate c;
+  c.nodes = 4;
+  c.layout = "fsdp=32,cp=1,ep=8";
+  c.offload = OffloadMode::optimizer;
+  const std::vector<std::string> keys = keys_to_change(*in.trainer, in.model.spec, written, c);
+  CHECK(keys == std::vector<std::string>{"[deployment] num_train_nodes = 4",
+                                         "[trainer.model] cp = 1",
+                                         "[trainer.model] optim_cpu_offload = true",
+                                         "[trainer.model] full_offload = false"});
+  c.nodes = 2;
+  c.layout = "fsdp=16,cp=2,ep=8";
+  c.offload = OffloadMode::full;
+  CHECK(keys_to_change(*in.trainer, in.model.spec, written, c).empty());
+}
+
+TEST_CASE("trainer config: docs/trainer-config.md lists every key of the table",
+          "[trainer_config]") {
+  std::ifstream in(repo_path("docs/trainer-config.md"));
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const TrainerKey& k : trainer_keys()) {
+    INFO(k.table << " " << k.key);
+    CHECK(doc.find("| `" + std::string(k.key) + "` |") != std::string::npos);
   }
-  CHECK(g.layout == "fsdp=4,cp=2,ep=2");
-  CHECK(g.nodes == "2");
-  CHECK(g.gpus_per_node == 4);
-}
-
-TEST_CASE("trainer config: adamw and signsgd plans round-trip", "[trainer_config]") {
-  const PlanFlags adamw = plan_flags_from_map({{"nodes", "1"},
-                                               {"offload", "full"},
-                                               {"optimizer", "adamw"},
-                                               {"lr", "0.003"},
-                                               {"adamw-weight-decay", "0.05"},
-                                               {"adamw-betas", "0.85,0.98"},
-                                               {"ns-schedule", "jordan"}});
-  const auto [a1, a2] = round_trip("tiny-dense", "cpu-ci", adamw, "adamw.toml");
-  CHECK(a2 == a1);
-  const PlanFlags signsgd = plan_flags_from_map({{"nodes", "1"},
-                                                 {"offload", "none"},
-                                                 {"optimizer", "signsgd"},
-                                                 {"include-mtp", "true"},
-                                                 {"ns-schedule", "3,-3.2,1.2;3.5,-4,1.5"}});
-  const auto [s1, s2] = round_trip("tiny-dense", "cpu-ci", signsgd, "signsgd.toml");
-  CHECK(s1["optimizer_config"]["ns_schedule"] == "custom");
-  CHECK(s2 == s1);
-}
-
-TEST_CASE("trainer config: a searched plan round-trips but for the search", "[trainer_config]") {
-  auto [first, second] = round_trip("tiny-moe", "cpu-ci", PlanFlags{}, "auto.toml");
-  // The file pins the node count and offload mode the search chose: one candidate is left.
-  CHECK(second["decision"]["candidates"].size() == 1);
-  first.erase("decision");
-  second.erase("decision");
-  CHECK(second == first);
-}
-
-TEST_CASE("trainer config: unknown, duplicate and malformed keys", "[trainer_config]") {
-  auto error = [](const std::string& text, PlanFlags f = {}) {
-    const std::string path = write_temp("bad.toml", text);
-    const std::string e = error_of([&] { apply_trainer_config(path, f); });
-    std::filesystem::remove(path);
-    return e.substr(0, path.size()) == path ? "FILE" + e.substr(path.size()) : e;
-  };
-  CHECK(error("[model]\nofload = \"none\"\n") ==
-        "FILE:2:1: model.ofload: unknown key in [model]; known: offload, fsdp_cpu_offload, "
-        "optim_cpu_offload, dp_replicate, dp_shard, cp, ep");
-  CHECK(error("# run\n[trainer]\n") ==
-        "FILE:2:1: trainer: unknown table; known: [deployment], [model], [optim], [workload], "
-        "[muonplan]");
-  CHECK(error("[optim]\nlr = 0.01\n  lr = 0.02  # again\n") ==
-        "FILE:3:3: optim.lr: given twice, at lines 2 and 3");
-  CHECK(error("[optim]\n[model]\n[optim]\n") ==
-        "FILE:3:1: optim: table given twice, at lines 1 and 3");
-  CHECK(error("[optim]\nlr = inf\n") == "FILE:2:6: optim.lr: inf and nan are not accepted");
-  CHECK(error("[optim]\nlr = 1_000\n") ==
-        "FILE:2:6: optim.lr: expected a string, a number, true, false or an array, got '1_000'");
-  CHECK(error("[optim]\nlr = 0.01 0.02\n") == "FILE:2:11: expected the end of the line");
-  CHECK(error("[optim]\ntype = \"muon\n") == "FILE:2:13: optim.type: unterminated string");
-  CHECK(error("[optim]\ntype = 'muon'\n") ==
-        "FILE:2:8: optim.type: expected a string, a number, true, false or an array, got "
-        "''muon''");
-  CHECK(error("[deployment]\nnum_nodes = \"two\"\n") ==
-        "FILE:2:13: deployment.num_nodes: expected an integer, got \"two\"");
-  CHECK(error("[model]\noffload = \"partial\"\n") ==
-        "FILE:2:11: model.offload: expected none, optimizer, full or auto, got 'partial'");
-  CHECK(error("[optim]\ntype = \"adamw\"\nmu = 0.9\n") ==
-        "FILE:3:1: optim.mu: not read for type = \"adamw\"");
-  CHECK(error("[optim]\nns_schedule = \"quintic\"\nnewton_schulz_coefficients = [[1, 2, 3]]") ==
-        "FILE:3:30: optim.newton_schulz_coefficients: not the 'quintic' schedule's; write "
-        "ns_schedule = \"custom\" to plan with these coefficients");
-  CHECK(error("[workload]\nseq_len = 256\ntokens_per_step = 4096\nmicro_batch_seqs = 0\n") ==
-        "FILE:4:20: workload.micro_batch_seqs: must be positive");
-}
-
-TEST_CASE("trainer config: contradictions and conflicting flags", "[trainer_config]") {
-  const std::string path = write_temp("run.toml", kGood);
-  PlanFlags f;
-  apply_trainer_config(path, f);
-  CHECK(f.nodes == "2");
-  CHECK(f.layout == "fsdp=4,cp=2,ep=1");
-  CHECK(f.offload == "none");
-
-  // Given flags equal to the file's are fine; different ones are refused.
-  PlanFlags same = plan_flags_from_map({{"nodes", "2"}, {"layout", "fsdp=4,cp=2,ep=1"}});
-  CHECK(error_of([&] { apply_trainer_config(path, same); }) == "");
-  PlanFlags other = plan_flags_from_map({{"nodes", "3"}});
-  CHECK(error_of([&] { apply_trainer_config(path, other); }) ==
-        "--nodes: conflicts with " + path + ":2 (num_nodes = 2)");
-  other = plan_flags_from_map({{"layout", "fsdp=8"}});
-  CHECK(error_of([&] { apply_trainer_config(path, other); }) ==
-        "--layout: conflicts with " + path + ":11 (dp_shard = 2, cp = 2, ep = 1)");
-  other = plan_flags_from_map({{"workload", "w.yaml"}});
-  std::ofstream(path, std::ios::app) << "[workload]\nseq_len = 256\ntokens_per_step = 4096\n";
-  CHECK(error_of([&] { apply_trainer_config(path, other); }) ==
-        "--workload: conflicts with " + path + ":15 ([workload])");
-
-  auto contradiction = [&](const std::string& from, const std::string& to) {
-    std::string text = kGood;
-    text.replace(text.find(from), from.size(), to);
-    const std::string bad = write_temp("contradiction.toml", text);
-    const std::string e = error_of([&] {
-      PlanFlags g;
-      apply_trainer_config(bad, g);
-    });
-    std::filesystem::remove(bad);
-    return e.substr(bad.size());
-  };
-  CHECK(contradiction("world_size = 8", "world_size = 16") ==
-        ":4:14: deployment.world_size: expected num_nodes x gpus_per_node = 8, got 16");
-  CHECK(contradiction("dp_replicate = 2", "dp_replicate = 1") ==
-        ":10:16: model.dp_replicate: expected world_size / (dp_shard x cp) = 2, got 1");
-  CHECK(contradiction("dp_shard = 2", "dp_shard = 3") ==
-        ":11:12: model.dp_shard: dp_shard x cp = 6 does not divide world_size 8");
-  CHECK(contradiction("fsdp_cpu_offload = false", "fsdp_cpu_offload = true") ==
-        ":8:20: model.fsdp_cpu_offload: expected false for offload = \"none\"");
-  std::filesystem::remove(path);
-
-  PlanFlags g;
-  CHECK(error_of([&] { apply_trainer_config("/nonexistent/run.toml", g); }) ==
-        "/nonexistent/run.toml: file: cannot be read");
 }

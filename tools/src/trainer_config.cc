@@ -1,15 +1,16 @@
-// Plan JSON to trainer TOML. JSON numbers, booleans, strings and arrays print as valid TOML
-// values (nlohmann writes 0.0, 1e-08, "text", [1.0,2.0]), so values are copied, not retyped.
+// Plan JSON to a prime-rl config. JSON numbers, booleans and strings print as valid TOML values
+// (nlohmann writes 0.0, 1e-08, "text"), so values are copied, not retyped.
 #include "muonplan/trainer_config.h"
 
 #include <sstream>
+
+#include "muonplan/trainer_keys.h"
 
 namespace muonplan {
 namespace {
 
 using json = nlohmann::json;
 
-// Arrays with ", " between items (nlohmann writes none), everything else as JSON writes it.
 std::string toml_value(const json& v) {
   if (!v.is_array()) return v.dump();
   std::string out = "[";
@@ -17,105 +18,155 @@ std::string toml_value(const json& v) {
   return out + "]";
 }
 
-class Toml {
+class Writer {
  public:
+  explicit Writer(bool sft) : sft_(sft) {}
   void comment(const std::string& text) { out_ << "# " << text << "\n"; }
-  void table(const std::string& name) { out_ << "\n[" << name << "]\n"; }
-  void key(const std::string& name, const json& value, const std::string& note = "") {
-    std::string line = name + " = " + toml_value(value);
-    if (!note.empty()) {
-      line.resize(std::max<size_t>(line.size() + 2, 34), ' ');
-      line += "# " + note;
-    }
-    out_ << line << "\n";
+  void table(const std::string& role) { out_ << "\n[" << prime_rl_table(role, sft_) << "]\n"; }
+  // A key of the key table (std::logic_error if it is not one), in the table `role`.
+  void raw(const std::string& role, const std::string& name, const std::string& value,
+           const std::string& note = "") {
+    trainer_key(role, name);
+    line(name + " = " + value, note);
+  }
+  void key(const std::string& role, const std::string& name, const json& value,
+           const std::string& note = "") {
+    raw(role, name, toml_value(value), note);
+  }
+  void ours(const std::string& name, const json& value, const std::string& note = "") {
+    trainer_key("muonplan", name);
+    line("# muonplan: " + name + " = " + toml_value(value), note);
   }
   std::string str() const { return out_.str(); }
 
  private:
+  void line(std::string text, const std::string& note) {
+    if (!note.empty()) {
+      text.resize(std::max<size_t>(text.size() + 2, 40), ' ');
+      text += "# " + note;
+    }
+    out_ << text << "\n";
+  }
+  bool sft_;
   std::ostringstream out_;
 };
 
+void write_deployment(Writer& t, const json& plan, const EmitInput& in) {
+  const int nodes = plan.at("nodes"), gpn = plan.at("gpus_per_node");
+  t.table("deployment");
+  if (nodes == 1 && (in.sft || in.single_node)) {
+    t.key("deployment", "type", json("single_node"));
+    t.key("deployment", "num_train_gpus", json(gpn));
+    return;
+  }
+  t.key("deployment", "type", json("multi_node"));
+  t.key("deployment", "num_train_nodes", json(nodes));
+  t.key("deployment", "gpus_per_node", json(gpn));
+}
+
+void write_model(Writer& t, const json& plan, const EmitInput& in) {
+  const json& layout = plan.at("layout");
+  const std::string offload = plan.at("offload"), optimizer = plan.at("optimizer");
+  const int world = plan.at("world_size"), fsdp = layout.at("fsdp");
+  t.key("model", "dp_replicate", json(world / fsdp), "world / fsdp (HSDP replicas)");
+  t.key("model", "cp", layout.at("cp"));
+  t.key("model", "ep", layout.at("ep"));
+  const json w = plan.value("workload", json());
+  if (!w.is_null()) t.key("model", "cp_style", w.at("cp_style"));
+  const bool prime_full = offload == "full" && optimizer != "muon";
+  t.key("model", "optim_cpu_offload", json(offload == "optimizer"));
+  if (prime_full) t.key("model", "full_offload", json(true));
+  if (offload == "full" && !prime_full)
+    t.ours("offload", json("full"), "Muon under full offload: prime-rl has no key for it");
+  if (w.is_null()) return;
+  trainer_key("model", "ac.mode");
+  t.raw("model", "ac", w.at("ac") == "full" ? "{ mode = \"full\" }" : "\"None\"");
+  trainer_key("model", "ac_offloading.max_inflight_activations");
+  t.raw("model", "ac_offloading",
+        w.at("ac_offload").get<bool>()
+            ? "{ max_inflight_activations = " + std::to_string(in.ac_max_inflight) + " }"
+            : "\"None\"");
+  if (!in.sft) {
+    const int64_t chunk = w.at("lm_head_chunk");
+    t.key("model", "fused_lm_head_token_chunk_size", chunk > 0 ? json(chunk) : json("disabled"));
+  }
+}
+
+void write_optimizer(Writer& t, const json& plan) {
+  const json& opt = plan.at("optimizer_config");
+  const json& adamw = opt.at("adamw");
+  const std::string optimizer = plan.at("optimizer");
+  t.table("optim");
+  t.key("optim", "type", json(optimizer == "signsgd" ? "sign_sgd" : optimizer));
+  const bool muon = optimizer == "muon";
+  t.key("optim", "lr", optimizer == "adamw" ? adamw.at("lr") : opt.at("lr"));
+  const json wd = optimizer == "adamw" ? adamw.at("weight_decay") : opt.at("weight_decay");
+  t.key("optim", "weight_decay", wd);
+  if (muon) t.key("optim", "mu", opt.at("momentum"));
+  if (optimizer != "signsgd") {
+    t.key("optim", "betas1", adamw.at("beta1"), muon ? "AdamW part (non-matrix params)" : "");
+    t.key("optim", "betas2", adamw.at("beta2"));
+  }
+  if (!muon) return;
+  t.ours("nesterov", opt.at("nesterov"));
+  t.ours("bf16_momentum", opt.at("bf16_momentum"), "dion's Muon: no key for the dtype");
+  t.ours("update_rms", opt.at("update_rms"));
+  if (adamw.at("lr") != opt.at("lr")) t.ours("adamw_lr", adamw.at("lr"));
+  if (adamw.at("weight_decay") != wd) t.ours("adamw_weight_decay", adamw.at("weight_decay"));
+}
+
+void write_muonplan(Writer& t, const json& plan) {
+  const json& opt = plan.at("optimizer_config");
+  t.comment("");
+  t.comment("muonplan's settings: prime-rl has no key for them (it skips comments);");
+  t.comment("muonplan plan --trainer-config reads them back.");
+  t.ours("ns_schedule", opt.at("ns_schedule"));
+  t.ours("newton_schulz_coefficients", opt.at("newton_schulz_coefficients"), "(a, b, c) per step");
+  t.ours("owners", plan.at("owners"));
+  t.ours("offload_staging", opt.at("optimizer_offload_staging"));
+  t.ours("pinned_state", opt.at("optimizer_offload_pinned"));
+  t.ours("include_mtp", plan.at("include_mtp"));
+  t.ours("gpu_memory_gib", plan.at("limits").at("gpu_memory_gib"), "the limits planned for");
+  t.ours("host_ram_gib", plan.at("limits").at("host_ram_per_node_gib"));
+}
+
 }  // namespace
 
-std::string trainer_config_toml(const json& plan) {
-  const json& layout = plan.at("layout");
-  const json& opt = plan.at("optimizer_config");
-  const std::string offload = plan.at("offload");
-  const std::string optimizer = plan.at("optimizer");
-  const int world = plan.at("world_size");
-  const int fsdp = layout.at("fsdp"), cp = layout.at("cp");
-
-  Toml t;
-  t.comment("Trainer settings implied by the muonplan plan for " +
-            plan.at("model").get<std::string>() + " on " + plan.at("topology").get<std::string>() +
+std::string prime_rl_config(const json& plan, const EmitInput& in) {
+  Writer t(in.sft);
+  t.comment(std::string("prime-rl ") + (in.sft ? "SFT" : "RL") +
+            " config fragment for the muonplan plan of " + plan.at("model").get<std::string>() +
+            " on " + plan.at("topology").get<std::string>() +
             (plan.at("fits").get<bool>() ? "" : " (NO FIT)") + ".");
   t.comment("decision: " + plan.at("decision").at("reason").get<std::string>());
-
-  t.table("deployment");
-  t.key("num_nodes", plan.at("nodes"));
-  t.key("gpus_per_node", plan.at("gpus_per_node"));
-  t.key("world_size", world);
-
-  t.table("model");
-  t.key("offload", offload, "none | optimizer | full");
-  t.key("fsdp_cpu_offload", offload == "full", "prime-rl: params, grads, optimizer state on host");
-  t.key("optim_cpu_offload", offload == "optimizer", "prime-rl: optimizer state on host");
-  t.key("dp_replicate", world / fsdp, "world / fsdp: replicas of the shard group (HSDP)");
-  t.key("dp_shard", fsdp / cp, "fsdp / cp");
-  t.key("cp", cp);
-  t.key("ep", layout.at("ep"));
-
-  t.table("optim");
-  t.key("type", optimizer);
-  const json& adamw = opt.at("adamw");
-  if (optimizer == "adamw") {  // every parameter takes the AdamW settings
-    t.key("lr", adamw.at("lr"));
-    t.key("weight_decay", adamw.at("weight_decay"));
-    t.key("betas1", adamw.at("beta1"));
-    t.key("betas2", adamw.at("beta2"));
-    t.key("eps", adamw.at("eps"));
-  } else {
-    t.key("lr", opt.at("lr"));
-    t.key("weight_decay", opt.at("weight_decay"));
-  }
-  if (optimizer == "muon") {
-    t.key("mu", opt.at("momentum"), "Muon momentum");
-    t.key("nesterov", opt.at("nesterov"));
-    t.key("bf16_momentum", opt.at("bf16_momentum"));
-    t.key("update_rms", opt.at("update_rms"));
-    t.key("ns_schedule", opt.at("ns_schedule"));
-    t.key("newton_schulz_coefficients", opt.at("newton_schulz_coefficients"),
-          "(a, b, c) per iteration");
-    t.key("betas1", adamw.at("beta1"), "AdamW on the non-Muon params");
-    t.key("betas2", adamw.at("beta2"));
-    t.key("adamw_lr", adamw.at("lr"));
-    t.key("adamw_weight_decay", adamw.at("weight_decay"));
-  }
-
-  // The rest of the plan's inputs, for `muonplan plan --trainer-config` to plan it again.
   const json w = plan.value("workload", json());
-  if (!w.is_null()) {
-    t.table("workload");
-    t.key("seq_len", w.at("seq_len"));
-    t.key("tokens_per_step", w.at("tokens_per_step"), "global batch");
-    t.key("micro_batch_seqs", w.at("micro_batch_seqs"), "per rank per micro step");
-    t.key("ac", w.at("ac"), "activation checkpointing: full | none");
-    t.key("ac_offload", w.at("ac_offload"));
-    t.key("lm_head_chunk", w.at("lm_head_chunk"), "fused LM head chunk; 0: unfused");
-    t.key("cp_style", w.at("cp_style"), "ulysses | ring");
+  if (w.is_null()) t.comment("no workload planned: prime-rl's seq_len and batch defaults apply");
+  if (!in.sft && !w.is_null()) t.key("", "seq_len", w.at("seq_len"));
+  t.table(in.sft ? "model" : "shared");
+  t.key(in.sft ? "model" : "shared", "name", json(in.model_id));
+  if (in.sft) write_model(t, plan, in);
+  if (in.sft && !w.is_null()) {
+    const int64_t seq = w.at("seq_len"), tokens = w.at("tokens_per_step");
+    t.table("data");
+    t.key("data", "seq_len", json(seq));
+    t.key("data", "batch_size", json(tokens / seq), "rows per step");
+    t.key("data", "micro_batch_size", w.at("micro_batch_seqs"));
+  } else if (!w.is_null()) {
+    const int64_t seq = w.at("seq_len"), tokens = w.at("tokens_per_step");
+    t.table("orchestrator");
+    if (in.batch_key == "batch_size") {
+      t.key("orchestrator", "batch_size", json(tokens / seq), "samples (full rows planned)");
+    } else {
+      t.key("orchestrator", "token_batch_size", json(tokens));
+    }
   }
-  t.table("muonplan");
-  t.key("owners", plan.at("owners"));
-  t.key("offload_staging", opt.at("optimizer_offload_staging"), "whole | chunked");
-  t.key("pinned_state", opt.at("optimizer_offload_pinned"));
-  t.key("include_mtp", plan.at("include_mtp"));
-  t.key("gpu_memory_gib", plan.at("limits").at("gpu_memory_gib"), "the limits planned for");
-  t.key("host_ram_gib", plan.at("limits").at("host_ram_per_node_gib"), "per node");
-  if (optimizer != "muon") {  // not in [optim], yet part of the plan
-    t.key("ns_schedule", opt.at("ns_schedule"));
-    if (opt.at("ns_schedule") == "custom")
-      t.key("newton_schulz_coefficients", opt.at("newton_schulz_coefficients"));
+  write_deployment(t, plan, in);
+  if (!in.sft) {
+    t.table("model");
+    write_model(t, plan, in);
   }
+  write_optimizer(t, plan);
+  write_muonplan(t, plan);
   return t.str();
 }
 

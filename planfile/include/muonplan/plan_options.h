@@ -52,6 +52,10 @@ struct Workload {
   bool ac_offload = false;       // checkpointed layer inputs kept in host RAM
   int64_t lm_head_chunk = 0;     // fused LM head: tokens per logits chunk; 0: unfused
   CpStyle cp_style = CpStyle::ulysses;
+  // Saved activations on their way to host RAM at once (prime-rl's
+  // ac_offloading.max_inflight_activations): carried for the runtime-memory profile; the plan
+  // file does not store it yet.
+  int64_t ac_max_inflight = 5;
 };
 
 // Step hyperparameters: not needed to plan, carried in the Plan for the executor.

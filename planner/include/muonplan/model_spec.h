@@ -51,6 +51,7 @@ struct StorageSpec {
 struct ModelSpec {
   std::string name;
   std::string family;  // e.g. llama, qwen3_moe, deepseek_v3: informational
+  std::string hf_id;   // the Hugging Face id a bundled spec stands for (model resolution)
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t num_layers = 0;

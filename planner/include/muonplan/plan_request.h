@@ -17,8 +17,11 @@ struct PlanFlags {
   std::string nodes = "auto", layout, optimizer = "muon", offload = "auto";
   std::string staging = "whole", schedule = "quintic", owners = "balanced";
   std::string workload, ac = "full", cp_style = "ulysses";
-  std::string trainer_config;  // trainer TOML (--emit toml's keys), applied by to_plan_request
+  // A prime-rl trainer config; apply_trainer_config (trainer_config_in.h) turns it into the
+  // flags below before to_plan_request, which refuses one not applied.
+  std::string trainer_config;
   int64_t lm_head_chunk = 0;
+  int64_t ac_max_inflight = 5;  // no flag: a trainer config's ac_offloading sets it
   int gpus_per_node = 0, max_nodes = 0;
   int64_t tokens_per_step = 0, seq_len = 0, micro_batch_seqs = 1;
   bool ac_offload = false, bf16_momentum = false, nesterov = false, pinned_state = false;

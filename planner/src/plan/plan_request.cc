@@ -12,7 +12,6 @@
 #include "muonplan/layout.h"
 #include "muonplan/parse_int.h"
 #include "muonplan/plan_checks.h"
-#include "muonplan/trainer_config_in.h"
 #include "muonplan/workload.h"
 
 namespace muonplan {
@@ -227,11 +226,9 @@ std::vector<std::string> plan_flag_names() {
 }
 
 PlanRequest to_plan_request(const PlanFlags& flags) {
-  if (!flags.trainer_config.empty()) {  // the file fills the flags not given
-    PlanFlags from_file = flags;
-    from_file.trainer_config.clear();
-    apply_trainer_config(flags.trainer_config, from_file);
-    return to_plan_request(from_file);
+  if (!flags.trainer_config.empty()) {  // it needs the model: prepare_plan applies it
+    throw InputError({}, "--trainer-config",
+                     "is applied by prepare_plan (plan_inputs.h), which resolves the model first");
   }
   const PlanFlags& f = flags;
   PlanRequest r;
@@ -286,8 +283,8 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
     if (f.lm_head_chunk < 0)
       throw InputError({}, "--lm-head-chunk", "must not be negative (0: unfused)");
     o.workload =
-        Workload{f.tokens_per_step, f.seq_len,       f.micro_batch_seqs,        f.ac == "full",
-                 f.ac_offload,      f.lm_head_chunk, parse_cp_style(f.cp_style)};
+        Workload{f.tokens_per_step, f.seq_len,       f.micro_batch_seqs,         f.ac == "full",
+                 f.ac_offload,      f.lm_head_chunk, parse_cp_style(f.cp_style), f.ac_max_inflight};
   }
   if (o.nesterov && !r.auto_offload && !nesterov_supported(o.offload)) {
     throw InputError({}, "--nesterov", kNesterovRefused);

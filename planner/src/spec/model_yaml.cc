@@ -120,6 +120,7 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& path) {
   ModelSpec s;
   s.name = root.get_string("name");
   s.family = root.get_string("family", "");
+  s.hf_id = root.get_string("hf_id", "");
   s.vocab_size = positive(root, "vocab_size");
   s.hidden_size = positive(root, "hidden_size");
   s.num_layers = positive(root, "num_layers");
@@ -153,8 +154,8 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& path) {
     }
     st->check_known({"fused_qkv", "fused_gate_up", "stacked_experts"});
   }
-  root.check_known({"name", "family", "vocab_size", "hidden_size", "num_layers", "tie_embeddings",
-                    "mtp_layers", "attention", "moe", "mlp", "storage"});
+  root.check_known({"name", "family", "hf_id", "vocab_size", "hidden_size", "num_layers",
+                    "tie_embeddings", "mtp_layers", "attention", "moe", "mlp", "storage"});
   detail::check_model_totals(s, path);
   return s;
 }

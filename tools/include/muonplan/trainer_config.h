@@ -1,9 +1,10 @@
-// The trainer settings a plan implies, as a TOML fragment a user pastes into a run config
-// (`muonplan plan --emit toml`). Keys are named as trainers such as prime-rl name them
-// ([model] offload, dp_replicate, cp, ep; [optim] type, lr, mu, bf16_momentum, update_rms,
-// newton_schulz_coefficients); every value is read from the plan JSON. [workload] and
-// [muonplan] carry the rest of the plan's inputs, so the fragment read back with
-// `--trainer-config` (apply_trainer_config, trainer_config_in.h) reproduces the plan.
+// The chosen plan as a prime-rl config fragment (`muonplan plan --emit prime-rl`), in prime-rl's
+// current schema (docs/trainer-config.md): [model] name, seq_len and the batch keys,
+// [deployment], [trainer.model] and [trainer.optim] (RL), or [model], [data], [deployment],
+// [optim] (SFT). What prime-rl has no key for (bf16 momentum, NS coefficients, update RMS,
+// owners, Muon under full offload, limits) is written as `# muonplan: key = value` comments,
+// which prime-rl skips and `--trainer-config` reads, so the fragment plans the same again.
+// Key names come from the key table (trainer_keys.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -11,8 +12,18 @@
 
 namespace muonplan {
 
-// `plan` is plan_to_json's output (or a plan file). Throws nlohmann::json::exception when a
-// key the fragment needs is missing.
-std::string trainer_config_toml(const nlohmann::json& plan);
+struct EmitInput {
+  bool sft = false;
+  std::string model_id;                        // [model] name: the id the input named
+  std::string batch_key = "token_batch_size";  // RL: token_batch_size or batch_size
+  int64_t ac_max_inflight = 5;                 // not in the plan JSON
+  // One node as [deployment] type = "single_node" with num_train_gpus (SFT, or an RL input
+  // that was single-node); else num_train_nodes = 1: an RL single node shares its GPUs with
+  // inference (num_infer_gpus, default 1).
+  bool single_node = false;
+};
+
+// `plan` is plan_to_json's output. Throws nlohmann::json::exception when a key is missing.
+std::string prime_rl_config(const nlohmann::json& plan, const EmitInput& in);
 
 }  // namespace muonplan

@@ -1,0 +1,34 @@
+// A TOML document as a plain tree with source positions: the one place toml++ is used
+// (toml_tree.cc compiles it), so the trainer-config reader and its tests do not pay for the
+// library's templates in every translation unit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace muonplan {
+
+struct TomlNode {
+  enum class Kind { table, array, string, integer, floating, boolean, other };
+  Kind kind = Kind::table;
+  std::string str;  // a string's value
+  int64_t integer = 0;
+  double floating = 0;
+  bool boolean = false;
+  int line = 0, col = 0;          // where the value starts
+  int key_line = 0, key_col = 0;  // where its key is written (0 for array items)
+  std::vector<std::pair<std::string, TomlNode>> members;  // a table's, by source position
+  std::vector<TomlNode> items;                            // an array's
+
+  const TomlNode* get(const std::string& key) const;
+  bool is_number() const { return kind == Kind::integer || kind == Kind::floating; }
+  double number() const { return kind == Kind::integer ? double(integer) : floating; }
+  std::string shown() const;  // the value as TOML writes it, for messages
+};
+
+// Parses TOML 1.0. InputError "PATH:LINE:COL: toml: what toml++ says" on a syntax error.
+TomlNode parse_toml(const std::string& text, const std::string& path);
+
+}  // namespace muonplan

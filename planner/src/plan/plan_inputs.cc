@@ -1,0 +1,37 @@
+#include "muonplan/plan_inputs.h"
+
+namespace muonplan {
+
+PlanInputs prepare_plan(const std::string& model, PlanFlags flags) {
+  PlanInputs in;
+  if (!flags.trainer_config.empty()) in.trainer = read_trainer_config(flags.trainer_config);
+  if (model.empty() && !in.trainer) {
+    throw InputError({}, "--model",
+                     "is required (a path, a bundled name, an HF id), or --trainer-config "
+                     "naming [model] name");
+  }
+  in.model_name = model.empty() ? in.trainer->model_name : model;
+  if (!model.empty()) {
+    in.model = resolve_model(model, {}, "--model");
+    if (in.trainer && in.trainer->model_at.line > 0 && in.trainer->model_name != model) {
+      in.overrides.push_back("--model " + model + " overrides " + in.trainer->path + ":" +
+                             std::to_string(in.trainer->model_at.line) + " (name = \"" +
+                             in.trainer->model_name + "\")");
+    }
+  } else {
+    const TrainerConfig& tc = *in.trainer;
+    // RL files name it in [model] (shared) or [trainer.model]; the error points at the line.
+    in.model = resolve_model(tc.model_name, tc.model_at, "model.name");
+  }
+  if (in.trainer) apply_trainer_config(*in.trainer, in.model.spec, flags, in.overrides);
+  in.flags = flags;
+  try {
+    in.request = to_plan_request(flags);
+  } catch (const InputError& e) {
+    if (in.trainer) rethrow_at_file(*in.trainer, e, in.overrides);
+    throw;
+  }
+  return in;
+}
+
+}  // namespace muonplan

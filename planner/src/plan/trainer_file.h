@@ -1,0 +1,57 @@
+// The trainer-config file as the readers see it: each table's known keys, flattened to dotted
+// names, with typed accessors that fail at the value's line and column.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "muonplan/toml_tree.h"
+#include "muonplan/trainer_config_in.h"
+#include "muonplan/trainer_keys.h"
+
+namespace muonplan::detail {
+
+class TrainerFile {
+ public:
+  TrainerFile(std::string path, bool sft) : path_(std::move(path)), sft_(sft) {}
+  void add(const std::string& table, const std::string& key, const TomlNode* node) {
+    keys_[table][key] = node;
+  }
+  const std::string& path() const { return path_; }
+  bool sft() const { return sft_; }
+  const TomlNode* get(const std::string& table, const std::string& key) const;
+  std::string field(const std::string& table, const std::string& key) const;
+  SourceLoc at(const TomlNode& n) const { return {path_, n.line, n.col}; }
+  [[noreturn]] void fail(const std::string& table, const std::string& key,
+                         const std::string& message) const;
+  std::string shown(const std::string& table, const std::string& key) const;
+
+  // Typed reads; `fallback` when the file is silent. Integers must be >= 1.
+  int64_t integer(const std::string& table, const std::string& key, int64_t fallback) const;
+  double number(const std::string& table, const std::string& key, double fallback) const;
+  bool boolean(const std::string& table, const std::string& key, bool fallback) const;
+  std::string string(const std::string& table, const std::string& key,
+                     const std::string& fallback) const;
+  // A section: absent -> fallback; the string "None" -> off; a table (or true) -> on.
+  bool section(const std::string& table, const std::string& key, bool fallback) const;
+
+  // A FileValue for `flag`, located at the key (or "(default)" when absent).
+  FileValue value(const std::string& flag, const std::string& text, const std::string& table,
+                  const std::string& key) const;
+
+ private:
+  std::string path_;
+  bool sft_;
+  std::map<std::string, std::map<std::string, const TomlNode*>> keys_;
+};
+
+// Rows are dealt out whole to `workers` (world / cp): the tokens of whole rows, rounded up.
+int64_t whole_rows(int64_t tokens, int64_t seq_len, int64_t workers);
+
+// prime_rl_in.cc: the planning tables into tc.
+void read_deployment(const TrainerFile& f, TrainerConfig& tc);
+void read_parallel(const TrainerFile& f, TrainerConfig& tc);
+void read_offload_and_optimizer(const TrainerFile& f, TrainerConfig& tc);
+void read_batch(const TrainerFile& f, TrainerConfig& tc);
+
+}  // namespace muonplan::detail

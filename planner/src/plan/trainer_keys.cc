@@ -1,0 +1,135 @@
+// The key table. Defaults are prime-rl's (main at v0.8.1.dev67); the reader applies them
+// where a file is silent.
+#include "muonplan/trainer_keys.h"
+
+#include <stdexcept>
+
+namespace muonplan {
+
+const std::vector<TrainerKey>& trainer_keys() {
+  using T = KeyType;
+  static const std::vector<TrainerKey> keys = {
+      {"", "seq_len", T::integer, true, "row length (fills trainer and orchestrator seq_len)"},
+      {"", "num_nodes", T::integer, true, "older SFT files: nodes"},
+      {"", "gpus_per_node", T::integer, true, "older SFT files: GPUs per node"},
+      {"shared", "name", T::string, true, "the model: HF id or path (model resolution)"},
+      {"model", "name", T::string, true, "the model: HF id or path (model resolution)"},
+      {"model", "seq_len", T::integer, true, "row length"},
+      {"model", "dp_replicate", T::integer, true, "HSDP replicas: fsdp = world / dp_replicate"},
+      {"model", "cp", T::integer, true, "context parallel degree (default 1)"},
+      {"model", "cp_style", T::string, true, "ring (default) or ulysses"},
+      {"model", "ep", T::int_or_word, true, "expert parallel degree or auto"},
+      {"model", "ac", T::section, true, "activation checkpointing (on; \"None\" off)"},
+      {"model", "ac.mode", T::string, true,
+       "full (default); selective (or a later mode) is planned as full"},
+      {"model", "ac.freq", T::integer, true, "every N layers; >1 is planned as 1"},
+      {"model", "ac.targets", T::list, false, "selective AC targets"},
+      {"model", "ac_offloading", T::section, true, "saved activations in host RAM (on)"},
+      {"model", "ac_offloading.max_inflight_activations", T::integer, true,
+       "activations in flight to the host (default 5)"},
+      {"model", "ac_offloading.pin_memory", T::boolean, false, "pinned host buffers"},
+      {"model", "fused_lm_head_token_chunk_size", T::int_or_word, true,
+       "LM-head chunk in tokens (RL default 8192; disabled: unfused)"},
+      {"model", "fused_lm_head_chunk_size", T::int_or_word, true, "older name of the above"},
+      {"model", "optim_cpu_offload", T::boolean, true,
+       "optimizer state in host RAM (default true)"},
+      {"model", "full_offload", T::section, true, "masters, moments and grads in host RAM"},
+      {"model", "full_offload.cpu_optimizer_backend", T::string, false, "CPU kernel"},
+      {"model", "full_offload.numa_bind", T::boolean, false, "NUMA binding"},
+      {"model", "fsdp_cpu_offload", T::boolean, true, "planned as full offload"},
+      {"model", "impl", T::string, false, "hf, custom or auto"},
+      {"model", "attn", T::string, false, "attention kernel"},
+      {"model", "trust_remote_code", T::boolean, false, ""},
+      {"model", "ep_comm_backend", T::string, false, "torch or deepep"},
+      {"model", "deepep_num_sms", T::integer, false, ""},
+      {"model", "deepep_token_chunk_size", T::integer, false, ""},
+      {"model", "reshard_after_forward", T::boolean, false, "FSDP re-gather in backward"},
+      {"model", "compile", T::opaque, false, "torch.compile"},
+      {"model", "moe_use_grouped_mm", T::boolean, false, ""},
+      {"model", "moe_fused_kernel", T::boolean, false, ""},
+      {"model", "optimization_dtype", T::string, false, "muonplan plans fp32 masters"},
+      {"model", "reduce_dtype", T::string, false, ""},
+      {"model", "moe_router_dtype", T::string, false, ""},
+      {"model", "quantization", T::opaque, false, "fp8/mxfp8: not planned"},
+      {"model", "lora", T::opaque, false, "not planned: the plan trains every parameter"},
+      {"model", "freeze_moe_router", T::boolean, false, ""},
+      {"model", "moe", T::opaque, false, "later schemas: MoE dispatch and compute backends"},
+      {"optim", "type", T::string, true, "adamw (default), muon, sign_sgd (signsgd)"},
+      {"optim", "lr", T::number, true, "learning rate (default 1e-6)"},
+      {"optim", "weight_decay", T::number, true,
+       "weight decay (default 0.01; later schemas' auto: RL 0.0, SFT 0.01)"},
+      {"optim", "max_norm", T::number, false, "gradient clipping"},
+      {"optim", "betas1", T::number, true, "AdamW beta1 (0.9)"},
+      {"optim", "betas2", T::number, true, "AdamW beta2 (0.999; Muon's AdamW part 0.95)"},
+      {"optim", "mu", T::number, true, "Muon momentum (0.95)"},
+      {"optim", "momentum", T::number, false, "sgd only"},
+      {"optim", "nesterov", T::boolean, false, "sgd only"},
+      {"deployment", "type", T::string, true, "single_node (default) or multi_node"},
+      {"deployment", "num_train_gpus", T::integer, true, "single node: trainer GPUs (1)"},
+      {"deployment", "num_train_nodes", T::integer, true, "multi node: trainer nodes"},
+      {"deployment", "gpus_per_node", T::integer, true, "GPUs per node (8)"},
+      {"deployment", "nodes_per_fsdp_group", T::integer, true, "dp_replicate = nodes / this"},
+      {"deployment", "num_nodes", T::integer, true, "older SFT name of num_train_nodes"},
+      {"deployment", "num_gpus", T::integer, true, "older SFT name of num_train_gpus"},
+      {"deployment", "num_infer_gpus", T::integer, false, "inference: not planned"},
+      {"deployment", "num_infer_nodes", T::integer, false, "inference: not planned"},
+      {"deployment", "num_infer_replicas", T::integer, false, "inference: not planned"},
+      {"deployment", "orchestrator_on_inference", T::boolean, false, ""},
+      {"data", "batch_size", T::integer, true, "rows per step (128)"},
+      {"data", "micro_batch_size", T::integer, true, "rows per micro step per rank (1)"},
+      {"data", "seq_len", T::integer, true, "row length (128)"},
+      {"data", "name", T::string, false, "dataset"},
+      {"data", "split", T::string, false, ""},
+      {"data", "splits", T::list, false, ""},
+      {"data", "type", T::string, false, ""},
+      {"data", "pack_function", T::string, false, ""},
+      {"data", "shuffle", T::boolean, false, ""},
+      {"data", "seed", T::integer, false, ""},
+      {"data", "loss_mask", T::opaque, false, ""},
+      {"orchestrator", "batch_size", T::integer, true, "samples per step (128)"},
+      {"orchestrator", "token_batch_size", T::integer, true, "tokens per step"},
+      {"orchestrator", "group_size", T::integer, true, "batch_size must divide by it"},
+      {"orchestrator", "rollouts_per_example", T::integer, true, "older name of group_size"},
+      {"orchestrator", "seq_len", T::integer, true, "must not exceed the trainer's"},
+      {"muonplan", "offload", T::string, true, "full: Muon under full offload"},
+      {"muonplan", "bf16_momentum", T::boolean, true, "--bf16-momentum"},
+      {"muonplan", "nesterov", T::boolean, true, "--nesterov"},
+      {"muonplan", "update_rms", T::number, true, "--update-rms"},
+      {"muonplan", "ns_schedule", T::string, true, "--ns-schedule (or custom)"},
+      {"muonplan", "newton_schulz_coefficients", T::list, true, "custom schedule [[a, b, c], ...]"},
+      {"muonplan", "adamw_lr", T::number, true, "--adamw-lr"},
+      {"muonplan", "adamw_weight_decay", T::number, true, "--adamw-weight-decay"},
+      {"muonplan", "owners", T::string, true, "--owners"},
+      {"muonplan", "offload_staging", T::string, true, "--offload-staging"},
+      {"muonplan", "pinned_state", T::boolean, true, "--pinned-state"},
+      {"muonplan", "include_mtp", T::boolean, true, "--include-mtp"},
+      {"muonplan", "gpu_memory_gib", T::number, true, "--gpu-memory-gib"},
+      {"muonplan", "host_ram_gib", T::number, true, "--host-ram-gib"},
+  };
+  return keys;
+}
+
+const TrainerKey* find_trainer_key(const std::string& table, const std::string& key) {
+  for (const TrainerKey& k : trainer_keys()) {
+    if (table == k.table && key == k.key) return &k;
+  }
+  return nullptr;
+}
+
+const TrainerKey& trainer_key(const std::string& table, const std::string& key) {
+  if (const TrainerKey* k = find_trainer_key(table, key)) return *k;
+  throw std::logic_error("trainer key not in the table: [" + table + "] " + key);
+}
+
+std::string prime_rl_table(const std::string& table, bool sft) {
+  if (table == "model" || table == "optim") return sft ? table : "trainer." + table;
+  if (table == "shared") return "model";
+  return table;
+}
+
+bool is_planning_table(const std::string& table) {
+  return table == "model" || table == "optim" || table == "deployment" || table == "data" ||
+         table == "shared";
+}
+
+}  // namespace muonplan

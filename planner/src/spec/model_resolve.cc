@@ -1,0 +1,106 @@
+// Model names to files, in the order docs/trainer-config.md gives: a path, a directory holding
+// config.json, a bundled short name, the local Hugging Face cache, a bundled spec's hf_id.
+#include "muonplan/model_resolve.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "muonplan/data_dir.h"
+#include "muonplan/io.h"
+#include "muonplan/model_io.h"
+
+namespace muonplan {
+namespace fs = std::filesystem;
+namespace {
+
+bool is_file(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+// A hub snapshot's config.json: refs/main names the snapshot; without it any snapshot that has
+// one (the newest by name, so the choice does not depend on directory order).
+std::string cached_config(const std::string& id, std::vector<std::string>& looked) {
+  const size_t slash = id.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == id.size() ||
+      id.find('/', slash + 1) != std::string::npos)
+    return "";
+  const fs::path repo =
+      fs::path(hf_hub_cache()) / ("models--" + id.substr(0, slash) + "--" + id.substr(slash + 1));
+  looked.push_back(repo.string() + " (Hugging Face cache)");
+  std::ifstream ref(repo / "refs" / "main");
+  std::string hash;
+  if (ref >> hash && is_file(repo / "snapshots" / hash / "config.json"))
+    return (repo / "snapshots" / hash / "config.json").string();
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(repo / "snapshots", ec)) {
+    if (is_file(e.path() / "config.json")) found.push_back((e.path() / "config.json").string());
+  }
+  std::sort(found.begin(), found.end());
+  return found.empty() ? "" : found.back();
+}
+
+}  // namespace
+
+std::string hf_hub_cache() {
+  if (const char* c = std::getenv("HF_HUB_CACHE"); c && *c) return c;
+  if (const char* h = std::getenv("HF_HOME"); h && *h) return std::string(h) + "/hub";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : ".") + "/.cache/huggingface/hub";
+}
+
+std::vector<BundledModel> bundled_models() {
+  std::vector<BundledModel> out;
+  std::string dir;
+  try {
+    dir = data_path("models");
+  } catch (const std::exception&) {
+    return out;  // no data directory: nothing bundled
+  }
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".yaml") continue;
+    const ModelSpec s = load_model_yaml(e.path().string());
+    out.push_back({e.path().stem().string(), s.hf_id, e.path().string()});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return out;
+}
+
+ResolvedModel resolve_model(const std::string& name, const SourceLoc& at,
+                            const std::string& field) {
+  std::vector<std::string> looked;
+  std::error_code ec;
+  if (fs::is_directory(name, ec)) {
+    const fs::path config = fs::path(name) / "config.json";
+    if (is_file(config)) return {load_model(config.string()), config.string(), "directory"};
+    return {load_model(name), name, "path"};  // "is a directory, not a file", as for any file
+  } else if (fs::exists(name, ec) || name.find(".yaml") != std::string::npos ||
+             name.find(".json") != std::string::npos) {
+    return {load_model(name), name, "path"};  // a file, or one meant as one: its own error
+  } else {
+    looked.push_back(name + " (no such file or directory)");
+  }
+  const std::vector<BundledModel> bundled = bundled_models();
+  for (const BundledModel& b : bundled) {
+    if (b.name == name) return {load_model_yaml(b.path), b.path, "bundled"};
+  }
+  if (const std::string config = cached_config(name, looked); !config.empty())
+    return {load_model(config), config, "hf cache"};
+  for (const BundledModel& b : bundled) {
+    if (!b.hf_id.empty() && b.hf_id == name)
+      return {load_model_yaml(b.path), b.path, "bundled hf_id"};
+  }
+  looked.push_back(bundled.empty()
+                       ? "bundled specs (no data directory)"
+                       : "the bundled specs' names and hf_id (muonplan inspect --list)");
+  std::string list;
+  for (const std::string& l : looked) list += (list.empty() ? "" : "; ") + l;
+  throw InputError(at, field,
+                   "'" + name + "' not found; looked in: " + list + " (nothing is downloaded)");
+}
+
+}  // namespace muonplan

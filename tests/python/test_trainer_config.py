@@ -1,0 +1,51 @@
+"""muonplan.plan(trainer_config=...) against `muonplan plan --trainer-config`: the same plan and
+answer as the CLI, the model from the file's [model] name or from model=, and the CLI's
+one-line errors."""
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+os.environ["HF_HUB_CACHE"] = tempfile.mkdtemp()  # no real cache: the bundled hf_id resolves
+import muonplan  # noqa: E402
+
+from testenv import BIN, ROOT, path  # noqa: E402
+
+RL = path("tests/data/prime-rl/rl-defaults.toml")
+
+
+def cli_json(*args):
+    r = subprocess.run([BIN, "plan", *args, "--json"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+class TrainerConfig(unittest.TestCase):
+    def test_same_as_cli(self):
+        got = muonplan.plan(trainer_config=RL)
+        want = cli_json("--trainer-config", RL)
+        self.assertEqual(got, want)
+        self.assertEqual(got["trainer_config"]["model_found_by"], "bundled hf_id")
+        self.assertEqual((got["offload"], got["optimizer"]), ("optimizer", "adamw"))
+
+    def test_model_and_flags_override(self):
+        got = muonplan.plan("qwen3-30b-a3b", trainer_config=RL, nodes=2)
+        self.assertEqual(got["nodes"], 2)
+        self.assertEqual(got["model"], "qwen3-30b-a3b")
+        self.assertIn("--nodes 2 overrides", " ".join(got["trainer_config"]["overrides"]))
+
+    def test_error_is_the_cli_line(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+            f.write('[model]\nname = "Qwen/Qwen3-8B"\ncp = 3\n[data]\nseq_len = 1000\n')
+        with self.assertRaises(muonplan.InputError) as ctx:
+            muonplan.plan(trainer_config=f.name)
+        r = subprocess.run([BIN, "plan", "--trainer-config", f.name], capture_output=True,
+                           text=True, cwd=ROOT)
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(str(ctx.exception), r.stderr.strip())
+        os.unlink(f.name)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,84 @@
+#include "muonplan/trainer_answer.h"
+
+#include <cstdio>
+
+#include "muonplan/units.h"
+
+namespace muonplan {
+namespace {
+
+std::string describe(const Candidate& c, int gpn) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "%d node(s) x %d GPUs, %s, offload %s: %s, GPU peak %.1f GiB, host RAM %.0f GiB "
+                "per node, step %.3f s (%.1f GPU-s)",
+                c.nodes, gpn, c.layout.c_str(), to_string(c.offload), c.fits ? "fits" : "NO FIT",
+                c.gpu_peak_gib, c.host_ram_per_node_gib, c.step_s, c.gpu_seconds);
+  return buf;
+}
+
+nlohmann::json candidate_json(const Candidate& c) {
+  return {{"nodes", c.nodes},
+          {"layout", c.layout},
+          {"offload", to_string(c.offload)},
+          {"fits", c.fits},
+          {"gpu_peak_gib", c.gpu_peak_gib},
+          {"host_ram_per_node_gib", c.host_ram_per_node_gib},
+          {"step_s", c.step_s},
+          {"gpu_seconds", c.gpu_seconds}};
+}
+
+}  // namespace
+
+std::string trainer_answer_text(const PlanInputs& in, const TrainerAnswer& a, const Plan& written,
+                                bool explain) {
+  const TrainerConfig& tc = *in.trainer;
+  std::string out = "\nprime-rl " + std::string(tc.sft ? "SFT" : "RL") + " config " + tc.path +
+                    " (model " + in.model_name + ", read from " + in.model.path + ")\n";
+  out += "  as written: " + describe(a.as_written, written.gpus_per_node) + "\n";
+  for (const std::string& n : tc.notes) out += "  note: " + n + "\n";
+  if (a.alternatives.empty()) {
+    out +=
+        "  no layout prime-rl accepts fits on up to " + std::to_string(a.max_nodes) + " node(s)\n";
+  }
+  if (!a.alternatives.empty()) {
+    out += "alternatives (node counts up to --max-nodes " + std::to_string(a.max_nodes) + "):\n";
+  }
+  for (const Alternative& alt : a.alternatives) {
+    out += "  " + alt.objective + ": " + describe(alt.candidate, written.gpus_per_node) + "\n";
+    if (alt.keys.empty()) out += "    keys to change: none (the config as written)\n";
+    for (const std::string& k : alt.keys) out += "    " + k + "\n";
+  }
+  if (explain) {
+    out += "tables ignored (they do not change the plan):";
+    for (const std::string& t : tc.ignored) out += " " + t;
+    out += tc.ignored.empty() ? " none\n" : "\n";
+  }
+  return out;
+}
+
+nlohmann::json trainer_answer_json(const PlanInputs& in, const TrainerAnswer& a) {
+  const TrainerConfig& tc = *in.trainer;
+  nlohmann::json alts = nlohmann::json::array();
+  for (const Alternative& alt : a.alternatives) {
+    nlohmann::json j = candidate_json(alt.candidate);
+    j["objective"] = alt.objective;
+    j["keys_to_change"] = alt.keys;
+    alts.push_back(j);
+  }
+  return {{"path", tc.path},
+          {"kind", tc.sft ? "sft" : "rl"},
+          {"model_name", in.model_name},
+          {"model_file", in.model.path},
+          {"model_found_by", in.model.how},
+          {"as_written", candidate_json(a.as_written)},
+          {"max_nodes", a.max_nodes},
+          {"node_counts", a.node_counts},
+          {"alternatives", alts},
+          {"notes", tc.notes},
+          {"warnings", tc.warnings},
+          {"overrides", in.overrides},
+          {"ignored_tables", tc.ignored}};
+}
+
+}  // namespace muonplan
