@@ -56,7 +56,7 @@ TEST_CASE("caching-allocator blocks and pinned rounding", "[runtime]") {
     asked += s;
     pinned += pinned_block_bytes(s);
   }
-  CHECK(pinned == (4 + 8 + 256) * MiB + 4 * kGiB);
+  CHECK(pinned == (4 + 8 + 128) * MiB + 4 * kGiB);
   CHECK(pinned - asked > 0);
 }
 
@@ -87,11 +87,25 @@ TEST_CASE("runtime pytorch adds named terms; muonplan stays as the executor allo
   CHECK(term(p.gpu_reserve_bytes, "transient_fragmentation").value ==
         Approx(frag * (term(p.gpu_workload_bytes, "recomputed_layer_activations").value +
                        term(p.gpu_workload_bytes, "lm_head_chunk_logits").value)));
+  // The optimizer step runs after backward: its buffers (smaller here) are not added on top.
+  CHECK(term(p.gpu_runtime_bytes, "optimizer_step_after_backward").value ==
+        -sum(p.gpu_transient_bytes));
+  CHECK(term(p.gpu_reserve_bytes, "optimizer_step_reuses_cache").value == 0);
   CHECK(p.gpu_peak_bytes() == Approx(p.gpu_reserved_bytes() + sum(p.gpu_fixed_bytes)));
   CHECK(p.gpu_reserved_bytes() > p.gpu_allocated_bytes());
-  // Host: the layer inputs offloaded are 256 MiB each, already a power of two.
-  CHECK(term(p.host_bytes_per_node, "pinned_rounding").value == 0);
-  CHECK(term(p.host_bytes_per_node, "host_runtime").value == 8 * 2.0 * kGiB);
+  // Host: the layer inputs offloaded are 256 MiB each, already a power of two; the pinned
+  // staging buffers (bf16 momentum, update, weights of 2 batches in flight, 8 ranks) are each
+  // rounded up from the largest batch's bf16 share.
+  double largest = 0;
+  for (const Chunk& c : torch.chunks.chunks) {
+    if (c.kind != Chunk::Kind::adamw_group)
+      largest = std::max(largest, 2.0 * double(c.params) / std::max(1, c.group_size));
+  }
+  CHECK(term(p.host_bytes_per_node, "pinned_staging").value == 3 * 2 * 8 * largest);
+  CHECK(term(p.host_bytes_per_node, "pinned_rounding").value ==
+        3 * 2 * 8 * (pinned_block_bytes(largest) - largest));
+  CHECK(term(p.host_bytes_per_node, "host_runtime").value ==
+        8 * torch.topology.pytorch.host_per_rank_gib * kGiB);
   CHECK(!has(p.host_bytes_per_node, "process_overhead"));
 }
 

@@ -87,6 +87,7 @@ void add_gpu_terms(const ModelSpec& spec, const ParamInventory& inv, const Topol
                    const PlanOptions& o, const ChunkPlan& plan, int peak_rank, Prediction& p);
 void add_host_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
                     const PlanOptions& o, const ChunkPlan& plan, Prediction& p);
+void add_phase_terms(Prediction& p);
 
 }  // namespace
 
@@ -229,6 +230,27 @@ void add_gpu_terms(const ModelSpec& spec, const ParamInventory& inv, const Topol
   }
   p.gpu_reserve_bytes.push_back({"transient_fragmentation", varying * rt.transient_fragmentation,
                                  "transient_fragmentation x transient buffers of varying size"});
+  if (o.workload) add_phase_terms(p);
+}
+
+// In a training step the optimizer step runs after backward has freed its buffers: the
+// allocated peak is the larger of the two phases, and the step's buffers reuse the blocks
+// backward left cached (reserved: the larger of backward's reserved and the step's buffers).
+void add_phase_terms(Prediction& p) {
+  double bwd = sum(p.gpu_workload_bytes), bwd_reserve = 0;
+  for (const char* name :
+       {"fsdp2_unsharded_grads_bf16", "fsdp2_rs_input_held", "ac_offload_inflight"})
+    bwd += term_value(p.gpu_runtime_bytes, name);
+  for (const char* name : {"fsdp2_all_gather_pool", "transient_fragmentation"})
+    bwd_reserve += term_value(p.gpu_reserve_bytes, name);
+  const double step = sum(p.gpu_transient_bytes);
+  const double alloc_overlap = std::min(bwd, step);
+  p.gpu_runtime_bytes.push_back(
+      {"optimizer_step_after_backward", -alloc_overlap,
+       "- min(backward buffers, optimizer-step buffers): the phases do not overlap"});
+  p.gpu_reserve_bytes.push_back({"optimizer_step_reuses_cache",
+                                 -(std::min(bwd + bwd_reserve, step) - alloc_overlap),
+                                 "the optimizer step's buffers reuse blocks backward left cached"});
 }
 
 void add_host_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
