@@ -35,7 +35,7 @@ TEXT
   /usr/bin/python3 - "$start.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-print("| figure | measured | before | error | after | error |")
+print("| measured figure | measured | before | error | after | error |")
 print("| --- | ---: | ---: | ---: | ---: | ---: |")
 for r in d["residuals"]:
     print(f"| {r['figure']} | {r['measured']:.1f} | {r['predicted_before']:.1f} | "
@@ -54,7 +54,7 @@ Before the runtime profile the planner predicted this run's GPU peak at 47.3 GiB
 post-backward Muon phase at 3.6 s (-62%) and host RAM at 1389 GiB (-2.6%). The runtime terms
 (NCCL buffers of three communicators, 7.0 GiB; FSDP2's held buffers and AC offload's layers in
 flight, 3.0 GiB; the allocator reserve) and the host passes of a PyTorch trainer (22 B per
-element instead of 12) account for most of the difference before any constant moves. What the
+element instead of 12) close about half of each gap before any constant moves. What the
 fit then moves: `transient_fragmentation` (the allocator's reserve on the recomputed
 activations, logits chunks and MoE buffers, about one more copy of them), `host_kernel_efficiency`
 (the host passes run at about half of the socket's STREAM bandwidth), the per-rank host runtime
