@@ -55,7 +55,7 @@ void print_plan(const Plan& plan, bool explain) {
     std::snprintf(buf, sizeof buf, "%-20s  ", c.layout.empty() ? "-" : c.layout.c_str());
     return layouts_vary ? std::string(buf) : std::string();
   };
-  std::printf("%5s  %s%-9s  %-4s  %12s  %14s  %10s  %10s  %-15s\n", "nodes",
+  std::printf("%5s  %s%-9s  %-4s  %12s  %14s  %10s  %10s  %s\n", "nodes",
               layouts_vary ? "layout                " : "", "offload", "fits", "GPU peak GiB",
               "host GiB/node", "step s", "GPU-s", "margin");
   for (const Candidate& c : plan.candidates) {
@@ -65,7 +65,7 @@ void print_plan(const Plan& plan, bool explain) {
       continue;
     }
     const bool chosen = c.nodes == o.nodes && c.offload == o.offload && c.layout == chosen_layout;
-    std::printf("%5d  %s%-9s  %-4s  %12.1f  %14.1f  %10.3f  %10.2f  %-15s%s\n", c.nodes,
+    std::printf("%5d  %s%-9s  %-4s  %12.1f  %14.1f  %10.3f  %10.2f  %s%s\n", c.nodes,
                 layout_cell(c).c_str(), to_string(c.offload), c.fits ? "yes" : "no", c.gpu_peak_gib,
                 c.host_ram_per_node_gib, c.step_s, c.gpu_seconds,
                 margin_text(c.fits, c.fit_margin).c_str(), chosen ? "  <- chosen" : "");

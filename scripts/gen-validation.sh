@@ -16,7 +16,7 @@ calibration_section() {
   start="$(mktemp)"
   sed -e 's/^  transient_fragmentation: .*/  transient_fragmentation: 0.25/' \
       -e 's/^  host_per_rank_gib: .*/  host_per_rank_gib: 2.0/' \
-      -e 's/^  host_kernel_efficiency: .*/  host_kernel_efficiency: 0.8/' \
+      -e 's/^  host_pass_efficiency: .*/  host_pass_efficiency: 0.8/' \
       -e 's/^  model_flops_utilization: .*/  model_flops_utilization: 0.4/' \
       topologies/h200-ib.yaml >"$start"
   cat <<'TEXT'
@@ -56,8 +56,8 @@ post-backward Muon phase at 3.6 s (-62%) and host RAM at 1389 GiB (-2.6%). The r
 flight, 3.0 GiB; the allocator reserve) and the host passes of a PyTorch trainer (22 B per
 element instead of 12) close about half of each gap before any constant moves. What the
 fit then moves: `transient_fragmentation` (the allocator's reserve on the recomputed
-activations, logits chunks and MoE buffers, about one more copy of them), `host_kernel_efficiency`
-(the host passes run at about half of the socket's STREAM bandwidth), the per-rank host runtime
+activations, logits chunks and MoE buffers, about one more copy of them), `host_pass_efficiency`
+(the trainer's host passes run at about half of the socket's STREAM bandwidth), the per-rank host runtime
 and the model FLOPs utilization.
 
 TEXT

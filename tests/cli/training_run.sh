@@ -12,7 +12,7 @@ glm=(--model models/glm-4.5-air.yaml --nodes 1 --offload full --layout fsdp=8,cp
 # The shipped topology with the fitted constants back at their defaults.
 sed -e 's/^  transient_fragmentation: .*/  transient_fragmentation: 0.25/' \
     -e 's/^  host_per_rank_gib: .*/  host_per_rank_gib: 2.0/' \
-    -e 's/^  host_kernel_efficiency: .*/  host_kernel_efficiency: 0.8/' \
+    -e 's/^  host_pass_efficiency: .*/  host_pass_efficiency: 0.8/' \
     -e 's/^  model_flops_utilization: .*/  model_flops_utilization: 0.4/' \
     topologies/h200-ib.yaml >"$work/start.yaml"
 expect calibrate 0 "" "$bin" calibrate --topology "$work/start.yaml" --training-run "$run" \
@@ -26,7 +26,7 @@ assert all(abs(r["rel_error_after"]) < 0.005 for r in d["residuals"]), d["residu
 assert any(abs(r["rel_error_before"]) > 0.1 for r in fit), "the defaults already fit?"
 c = d["constants"]
 fitted = sorted(k for k, v in c.items() if v["fitted"])
-assert fitted == ["calibration.host_kernel_efficiency", "calibration.model_flops_utilization",
+assert fitted == ["calibration.model_flops_utilization", "pytorch.host_pass_efficiency",
     "pytorch.host_per_rank_gib", "pytorch.transient_fragmentation"], fitted
 for k in ["calibration.ep_comm_overlap", "pytorch.cuda_context_gib"]:
     assert not c[k]["fitted"] and c[k]["after"] == c[k]["before"] and "default" in c[k]["note"]
@@ -43,6 +43,20 @@ assert q["gpu_allocated_gib"] < q["gpu_reserved_gib"] < q["gpu_peak_gib"]
 assert abs(q["fit_margin"] - min(1 - q["gpu_peak_gib"] / (d["limits"]["gpu_memory_gib"] * 0.95),
            1 - q["host_ram_per_node_gib"] / (d["limits"]["host_ram_per_node_gib"] * 0.95))) < 1e-9
 assert d["decision"]["candidates"][0]["fit_margin"] == q["fit_margin"]'
+
+# The same run given as a trainer config (what --emit toml writes) and the measured figures.
+expect emit 0 "" "$bin" plan "${glm[@]}" "${wl[@]}" --emit toml
+cp "$work/out" "$work/run.toml"
+{ echo "model: glm-4.5-air"; echo "trainer_config: run.toml"; sed -n '/^measured:/,$p' "$run"; } \
+  >"$work/from-toml.yaml"
+expect calibrate-toml 0 "" "$bin" calibrate --topology "$work/start.yaml" \
+  --training-run "$work/from-toml.yaml" --json
+json_check "trainer config run" "$work/out" '
+mine = {r["figure"]: r["predicted_before"] for r in d["residuals"]}
+import os
+ref = json.load(open(os.path.join(os.path.dirname(sys.argv[1]), "fit.json")))["residuals"]
+ref = {r["figure"]: r["predicted_before"] for r in ref if not r["held_out"]}
+assert mine == ref, (mine, ref)'
 
 # --runtime muonplan: the executor's figures, no runtime terms; the table says the margin.
 expect plan-muonplan 0 "" "$bin" plan "${glm[@]}" "${wl[@]}" --runtime muonplan --json

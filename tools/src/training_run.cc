@@ -85,8 +85,8 @@ std::vector<Knob> knobs_for(int f) {
                [](Topology& t) -> double& { return t.calibration.cp_comm_overlap; }, 0, 1,
                "training_step_s of a third run"}};
     case post_backward:
-      return {{"calibration.host_kernel_efficiency",
-               [](Topology& t) -> double& { return t.calibration.host_kernel_efficiency; }, 0.05, 1,
+      return {{"pytorch.host_pass_efficiency",
+               [](Topology& t) -> double& { return t.pytorch.host_pass_efficiency; }, 0.05, 1,
                "post_backward_optimizer_s: host passes over the fp32 master bound it"},
               {"calibration.pcie_efficiency",
                [](Topology& t) -> double& { return t.calibration.pcie_efficiency; }, 0.2, 1,

@@ -98,6 +98,10 @@ struct PytorchRuntime {
   // Host: resident memory of one rank after CUDA and NCCL init, libraries included (2.0 GiB
   // measured with CUDA initialised, pytorch#113326; calibratable).
   double host_per_rank_gib = 2.0;
+  // Host passes of the trainer's CPU optimizer work (PyTorch CPU ops, one pass each) at this
+  // fraction of the rank's host memory bandwidth; muonplan's executor uses the calibration's
+  // host_kernel_efficiency instead (calibratable).
+  double host_pass_efficiency = 0.8;
   // Optimizer offload: the trainer keeps each state tensor pinned (rounded to a power of two).
   bool optimizer_state_pinned = true;
 };

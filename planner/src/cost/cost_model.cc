@@ -84,8 +84,9 @@ Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node) {
   // Each rank runs on its GPU's socket: a socket's share of the bandwidth over its ranks.
   const int sockets = std::max(1, std::min(n.cpu_sockets, gpus_per_node));
   const int ranks_per_socket = (gpus_per_node + sockets - 1) / sockets;
-  r.cpu_bps_per_rank =
-      n.host_mem_gbps / sockets * kGB * c.host_kernel_efficiency / ranks_per_socket;
+  const double host_eff = o.runtime == RuntimeKind::pytorch ? topo.pytorch.host_pass_efficiency
+                                                            : c.host_kernel_efficiency;
+  r.cpu_bps_per_rank = n.host_mem_gbps / sockets * kGB * host_eff / ranks_per_socket;
   // Staged optimizer state crosses PCIe through pageable memory unless asked pinned.
   const bool pageable =
       offload_policy(o.offload, o.optimizer_staging).staging != StateStaging::none &&

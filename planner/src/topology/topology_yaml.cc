@@ -163,7 +163,8 @@ void read_pytorch_runtime(const YamlMap& m, PytorchRuntime& r) {
                  "nccl_ring_channels", "nccl_p2p_channels_nvlink_peer",
                  "nccl_p2p_channels_net_peer", "nccl_net_chunk_kib", "nccl_nvls_mib_per_local_gpu",
                  "nccl_work_fifo_mib", "allocator_round_bytes", "transient_fragmentation",
-                 "ac_offload_inflight_layers", "host_per_rank_gib", "optimizer_state_pinned"});
+                 "ac_offload_inflight_layers", "host_per_rank_gib", "optimizer_state_pinned",
+                 "host_pass_efficiency"});
   for (auto [key, field] : {std::pair{"cuda_context_gib", &r.cuda_context_gib},
                             {"cublas_workspace_mib", &r.cublas_workspace_mib},
                             {"nccl_connection_mib", &r.nccl_connection_mib},
@@ -180,6 +181,7 @@ void read_pytorch_runtime(const YamlMap& m, PytorchRuntime& r) {
                             {"nccl_p2p_channels_net_peer", &r.nccl_p2p_channels_net_peer},
                             {"ac_offload_inflight_layers", &r.ac_offload_inflight_layers}})
     *field = count(m, key, 64, *field);  // NCCL's MAXCHANNELS is 64
+  r.host_pass_efficiency = efficiency(m, "host_pass_efficiency", r.host_pass_efficiency);
   r.optimizer_state_pinned = m.get_bool("optimizer_state_pinned", r.optimizer_state_pinned);
 }
 
