@@ -97,7 +97,10 @@ void print_plan(const Plan& plan, bool explain) {
   std::printf("  = GPU allocated %.4f GiB\n", p.gpu_allocated_bytes() / kGiB);
   print_terms("GPU allocator reserve (reserved - allocated)", p.gpu_reserve_bytes, kGiB, "GiB");
   std::printf("  = GPU reserved %.4f GiB\n", p.gpu_reserved_bytes() / kGiB);
-  print_terms("GPU outside the allocator", p.gpu_fixed_bytes, kGiB, "GiB");
+  // muonplan's fixed overheads include its allocator slack; pytorch's are all outside it.
+  print_terms(o.runtime == RuntimeKind::pytorch ? "GPU outside the allocator"
+                                                : "GPU fixed (context, allocator slack)",
+              p.gpu_fixed_bytes, kGiB, "GiB");
   std::printf("  = GPU peak %.4f GiB\n", p.gpu_peak_bytes() / kGiB);
   print_terms("host RAM per node", p.host_bytes_per_node, kGiB, "GiB");
   print_terms("traffic per GPU per step", p.comm_bytes, kGB, "GB");

@@ -48,6 +48,12 @@ TEST_CASE("caching-allocator blocks and pinned rounding", "[runtime]") {
   CHECK(allocator_block_bytes(11.5 * MiB, 512) == 12 * MiB);
   // 10.5 MiB: a 1.5 MiB tail splits off, reusable by others.
   CHECK(allocator_block_bytes(10.5 * MiB, 512) == 10.5 * MiB);
+  // A known allocation sequence, none freed: 700 B, 3 MiB (from a shared 20 MiB segment),
+  // 11.5 MiB (own 12 MiB segment, tail kept), 10.5 MiB (own segment, 1.5 MiB tail split off).
+  double reserved = 0;
+  for (double s : {700.0, 3 * MiB, 11.5 * MiB, 10.5 * MiB})
+    reserved += allocator_block_bytes(s, 512);
+  CHECK(reserved == 1024 + 3 * MiB + 12 * MiB + 10.5 * MiB);
   // Pinned host memory: the next power of two (sglang#36562: 20.4 GiB pinned 32 GiB).
   CHECK(pinned_block_bytes(20.4 * kGiB) == 32 * kGiB);
   CHECK(pinned_block_bytes(256 * MiB) == 256 * MiB);

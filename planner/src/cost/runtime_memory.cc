@@ -151,12 +151,12 @@ void add_pytorch_runtime_terms(const ModelSpec& spec, const ParamInventory& inv,
 
 namespace {
 
-void add_gpu_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
-                   const PlanOptions& o, const ChunkPlan& plan, int peak_rank, Prediction& p) {
+// Outside the allocator: the CUDA context and the NCCL buffers of every communicator.
+void add_outside_terms(const Topology& topo, const PlanOptions& o, const ChunkPlan& plan,
+                       Prediction& p) {
   const PytorchRuntime& rt = topo.pytorch;
   const int world = plan.world;
   const int gpn = o.gpus_per_node > 0 ? o.gpus_per_node : topo.node.gpus;
-  const OffloadPolicy& pol = offload_policy(o.offload, o.optimizer_staging);
   const Layout& l = plan.layout;
   p.gpu_fixed_bytes.clear();
   p.gpu_fixed_bytes.push_back(
@@ -182,7 +182,15 @@ void add_gpu_terms(const ModelSpec& spec, const ParamInventory& inv, const Topol
     p.gpu_fixed_bytes.push_back(
         {"nccl_" + c.name, nccl_device_bytes(c, rt, topo.node.nvlink_gbps > 0), f});
   }
+}
 
+void add_gpu_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
+                   const PlanOptions& o, const ChunkPlan& plan, int peak_rank, Prediction& p) {
+  const PytorchRuntime& rt = topo.pytorch;
+  const int world = plan.world;
+  const OffloadPolicy& pol = offload_policy(o.offload, o.optimizer_staging);
+  const Layout& l = plan.layout;
+  add_outside_terms(topo, o, plan, p);
   p.gpu_runtime_bytes.push_back({"cublas_workspace",
                                  rt.cublas_workspace_mib * kMiB * rt.gemm_streams,
                                  std::to_string(rt.gemm_streams) + " GEMM stream(s) x " +
