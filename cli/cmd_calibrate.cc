@@ -9,17 +9,67 @@
 #include "muonplan/calibrate.h"
 #include "muonplan/error.h"
 #include "muonplan/io.h"
+#include "muonplan/training_run.h"
 #include "paths.h"
 
 namespace muonplan::cli {
 namespace {
 
 struct CalibrateFlags {
-  std::vector<std::string> metrics, held_out;
+  std::vector<std::string> metrics, held_out, training_runs;
   std::string topology = default_topology_path();
   std::string out;
   bool json = false;
 };
+
+// --training-run: the constants each measured figure determines, fitted over every run.
+int calibrate_training(const std::string& topology, const std::vector<std::string>& runs,
+                       const std::vector<std::string>& checks, const std::string& out, bool json) {
+  const Topology topo = load_topology(topology);
+  std::vector<TrainingRun> fit, held_out;
+  for (const std::string& r : runs) fit.push_back(load_training_run(r, topo));
+  for (const std::string& r : checks) held_out.push_back(load_training_run(r, topo));
+  const TrainingFit tf = fit_training_runs(topo, fit, held_out);
+  if (!out.empty()) {
+    const std::string comment =
+        "fitted by muonplan calibrate --training-run (" + std::to_string(fit.size()) + " run(s))";
+    write_file_atomic(out, with_training_constants(read_input_file(topology), tf, comment));
+  }
+  if (json) {
+    nlohmann::json j = {{"topology", topology}};
+    for (const TrainingConstant& k : tf.constants) {
+      j["constants"][k.name] = {
+          {"before", k.before}, {"after", k.after}, {"fitted", k.fitted}, {"note", k.note}};
+    }
+    j["residuals"] = nlohmann::json::array();
+    for (const Residual& r : tf.residuals) {
+      j["residuals"].push_back({{"run", r.run},
+                                {"figure", r.figure},
+                                {"held_out", r.held_out},
+                                {"measured", r.measured},
+                                {"predicted_before", r.before},
+                                {"predicted_after", r.after},
+                                {"rel_error_before", r.rel_error_before()},
+                                {"rel_error_after", r.rel_error_after()}});
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%-38s %10s %10s  %s\n", "constant", "before", "after", "");
+  for (const TrainingConstant& k : tf.constants) {
+    std::printf("%-38s %10.4g %10.4g  %s%s\n", k.name.c_str(), k.before, k.after,
+                k.fitted ? "fitted: " : "", k.note.c_str());
+  }
+  std::printf("\n%-8s %-26s %10s %10s %8s %10s %8s  %s\n", "run", "figure", "measured", "before",
+              "error", "after", "error", "file");
+  for (const Residual& r : tf.residuals) {
+    std::printf("%-8s %-26s %10.3f %10.3f %+7.1f%% %10.3f %+7.1f%%  %s\n",
+                r.held_out ? "check" : "fit", r.figure.c_str(), r.measured, r.before,
+                100 * r.rel_error_before(), r.after, 100 * r.rel_error_after(), r.run.c_str());
+  }
+  if (!out.empty()) std::printf("\nwrote %s\n", out.c_str());
+  return 0;
+}
 
 }  // namespace
 
@@ -28,9 +78,13 @@ Runner add_calibrate(CLI::App& app) {
   CLI::App* c = app.add_subcommand(
       "calibrate", "Fit the topology's calibration constants to `muonplan execute` metrics");
   c->add_option("--metrics", f->metrics, "Metrics files to fit (muonplan execute --metrics)")
-      ->required()
       ->check(non_empty_path());
-  c->add_option("--check", f->held_out, "Metrics files held out of the fit, only checked")
+  c->add_option("--training-run", f->training_runs,
+                "Measured training steps to fit (YAML: model, layout, ..., measured:)")
+      ->check(non_empty_path());
+  c->add_option("--check", f->held_out,
+                "Files held out of the fit, only checked (metrics, or training runs with "
+                "--training-run)")
       ->check(non_empty_path());
   c->add_option("--topology", f->topology, "Topology to start from (YAML)")
       ->capture_default_str()
@@ -40,8 +94,15 @@ Runner add_calibrate(CLI::App& app) {
   return [f]() {
     std::vector<PathArg> in = {{"--topology", f->topology}};
     for (const std::string& m : f->metrics) in.push_back({"--metrics", m});
+    for (const std::string& m : f->training_runs) in.push_back({"--training-run", m});
     for (const std::string& m : f->held_out) in.push_back({"--check", m});
     refuse_overlaps(in, {{"--out", f->out}});
+    if (!f->training_runs.empty()) {
+      if (!f->metrics.empty())
+        throw InputError({}, "--training-run", "fits training runs or metrics, not both");
+      return calibrate_training(f->topology, f->training_runs, f->held_out, f->out, f->json);
+    }
+    if (f->metrics.empty()) throw InputError({}, "--metrics", "give --metrics or --training-run");
     const Topology topo = load_topology(f->topology);
     std::vector<CalibrationRun> fit, held_out;
     for (const std::string& m : f->metrics) fit.push_back(load_calibration_run(m));

@@ -1,5 +1,6 @@
 // muonplan plan: choose nodes and offload mode for a model on a topology, print the decision
 // and the predicted costs (or the trainer settings they imply), write the Plan JSON.
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -29,14 +30,24 @@ void print_terms(const char* title, const std::vector<Term>& terms, double scale
   }
 }
 
+// "fits by 12%" / "misses by 5%": the margin the fit decision left (Prediction::fit_margin).
+std::string margin_text(bool fits, double margin) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%s by %.0f%%", fits ? "fits" : "misses", 100 * std::abs(margin));
+  return buf;
+}
+
 void print_plan(const Plan& plan, bool explain) {
   const PlanOptions& o = plan.options;
   const Prediction& p = plan.predicted;
   std::printf("muonplan plan: %s on %s (%d GPUs per node), optimizer %s, owners %s\n",
               plan.model_name.c_str(), plan.topology_name.c_str(), plan.gpus_per_node,
               to_string(o.optimizer), to_string(o.owners));
-  std::printf("limits: GPU %.1f GiB, host RAM %.0f GiB per node\n\n", p.gpu_limit_bytes / kGiB,
-              p.host_limit_bytes / kGiB);
+  std::printf(
+      "limits: GPU %.1f GiB, host RAM %.0f GiB per node; runtime %s, headroom GPU %.0f%%, "
+      "host %.0f%%\n\n",
+      p.gpu_limit_bytes / kGiB, p.host_limit_bytes / kGiB, to_string(o.runtime),
+      100 * p.gpu_headroom, 100 * p.host_headroom);
   // The layout column appears when the search tried more than one layout.
   bool layouts_vary = false;
   for (const Candidate& c : plan.candidates) {
@@ -48,9 +59,9 @@ void print_plan(const Plan& plan, bool explain) {
     std::snprintf(buf, sizeof buf, "%-20s  ", c.layout.empty() ? "-" : c.layout.c_str());
     return layouts_vary ? std::string(buf) : std::string();
   };
-  std::printf("%5s  %s%-9s  %-4s  %12s  %14s  %10s  %10s\n", "nodes",
+  std::printf("%5s  %s%-9s  %-4s  %12s  %14s  %10s  %10s  %s\n", "nodes",
               layouts_vary ? "layout                " : "", "offload", "fits", "GPU peak GiB",
-              "host GiB/node", "step s", "GPU-s");
+              "host GiB/node", "step s", "GPU-s", "margin");
   for (const Candidate& c : plan.candidates) {
     if (!c.evaluated) {
       std::printf("%5d  %s%-9s  %-4s  %s\n", c.nodes, layout_cell(c).c_str(), to_string(c.offload),
@@ -58,16 +69,20 @@ void print_plan(const Plan& plan, bool explain) {
       continue;
     }
     const bool chosen = c.nodes == o.nodes && c.offload == o.offload && c.layout == chosen_layout;
-    std::printf("%5d  %s%-9s  %-4s  %12.1f  %14.1f  %10.3f  %10.2f%s\n", c.nodes,
+    std::printf("%5d  %s%-9s  %-4s  %12.1f  %14.1f  %10.3f  %10.2f  %s%s\n", c.nodes,
                 layout_cell(c).c_str(), to_string(c.offload), c.fits ? "yes" : "no", c.gpu_peak_gib,
-                c.host_ram_per_node_gib, c.step_s, c.gpu_seconds, chosen ? "  <- chosen" : "");
+                c.host_ram_per_node_gib, c.step_s, c.gpu_seconds,
+                margin_text(c.fits, c.fit_margin).c_str(), chosen ? "  <- chosen" : "");
   }
   std::printf("\ndecision: %s%s\n", plan.fits ? "" : "NO FIT: ", plan.reason.c_str());
   std::printf("chosen: %d node(s) x %d GPUs, layout %s, offload %s\n", o.nodes, plan.gpus_per_node,
               to_string(o.layout).c_str(), to_string(o.offload));
-  std::printf("  GPU peak %.2f GiB (step transient %.2f GiB), host RAM %.1f GiB per node\n",
+  std::printf("  GPU peak %.2f GiB (step transient %.2f GiB), host RAM %.1f GiB per node: %s\n",
               p.gpu_peak_bytes() / kGiB, p.gpu_transient_bytes_total() / kGiB,
-              p.host_bytes() / kGiB);
+              p.host_bytes() / kGiB, margin_text(p.fits(), p.fit_margin()).c_str());
+  std::printf("  GPU allocated %.2f GiB, reserved %.2f GiB, outside the allocator %.2f GiB\n",
+              p.gpu_allocated_bytes() / kGiB, p.gpu_reserved_bytes() / kGiB,
+              sum(p.gpu_fixed_bytes) / kGiB);
   std::printf("  all-to-all %.3f GB per rank (max), H2D %.2f GB, D2H %.2f GB per GPU\n",
               p.alltoall_bytes_per_rank_max / kGB, p.h2d_bytes_per_gpu / kGB,
               p.d2h_bytes_per_gpu / kGB);
@@ -81,8 +96,16 @@ void print_plan(const Plan& plan, bool explain) {
   std::printf("\nterms (busiest rank / node):\n");
   print_terms("GPU persistent", p.gpu_persistent_bytes, kGiB, "GiB");
   print_terms("GPU step transient", p.gpu_transient_bytes, kGiB, "GiB");
-  print_terms("GPU fixed", p.gpu_fixed_bytes, kGiB, "GiB");
   print_terms("GPU workload", p.gpu_workload_bytes, kGiB, "GiB");
+  print_terms("GPU runtime allocations", p.gpu_runtime_bytes, kGiB, "GiB");
+  std::printf("  = GPU allocated %.4f GiB\n", p.gpu_allocated_bytes() / kGiB);
+  print_terms("GPU allocator reserve (reserved - allocated)", p.gpu_reserve_bytes, kGiB, "GiB");
+  std::printf("  = GPU reserved %.4f GiB\n", p.gpu_reserved_bytes() / kGiB);
+  // muonplan's fixed overheads include its allocator slack; pytorch's are all outside it.
+  print_terms(o.runtime == RuntimeKind::pytorch ? "GPU outside the allocator"
+                                                : "GPU fixed (context, allocator slack)",
+              p.gpu_fixed_bytes, kGiB, "GiB");
+  std::printf("  = GPU peak %.4f GiB\n", p.gpu_peak_bytes() / kGiB);
   print_terms("host RAM per node", p.host_bytes_per_node, kGiB, "GiB");
   print_terms("traffic per GPU per step", p.comm_bytes, kGB, "GB");
   print_terms("optimizer step", p.step_phases_s, 1, "s");

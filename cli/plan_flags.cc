@@ -81,6 +81,17 @@ void add_plan_flags(CLI::App* c, PlanFlags& f, bool search) {
                "FLOAT");
   add_positive(c, f, "host-ram-gib", "Host RAM limit per node (default: the topology's)", "FLOAT");
   c->add_flag("--include-mtp", f.include_mtp, "Train the multi-token-prediction layers too");
+  c->add_option("--runtime", f.runtime,
+                "Memory of: muonplan (our executor, exact) | pytorch (FSDP2 + NCCL; the default "
+                "with a workload)");
+  c->add_option_function<std::string>(
+       "--gpu-headroom", [&f](const std::string& v) { set_plan_flag(f, "gpu-headroom", v); },
+       "Fraction of GPU memory the fit keeps free (default: 0.05 pytorch, 0 muonplan)")
+      ->type_name("FLOAT");
+  c->add_option_function<std::string>(
+       "--host-headroom", [&f](const std::string& v) { set_plan_flag(f, "host-headroom", v); },
+       "Fraction of host RAM the fit keeps free (default: 0.05 pytorch, 0 muonplan)")
+      ->type_name("FLOAT");
   if (search) {  // report sweeps the nodes and offload such a file pins
     c->add_option("--trainer-config", f.trainer_config,
                   "prime-rl trainer config (RL or SFT TOML; docs/trainer-config.md)")

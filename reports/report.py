@@ -84,6 +84,10 @@ def plot_sweep(data, key, limit, limit_label, ylabel, title, path):
             ys = [p["predicted"][key] for p in pts]
             color, marker = VARIANT_COLORS[i % 6], VARIANT_MARKERS[i % 6]
             ax.plot(xs, ys, color=color, lw=1.6, alpha=0.9)
+            if key == "gpu_peak_gib":  # reserved against allocated: the runtime's share
+                alloc = [p["predicted"].get("gpu_allocated_gib") for p in pts]
+                if all(a is not None for a in alloc):
+                    ax.plot(xs, alloc, color=color, lw=1.0, ls=":", alpha=0.9)
             for x, y, p in zip(xs, ys, pts):
                 ax.plot(x, y, marker=marker, ms=7 if len(nodes) <= 8 else 5, color=color,
                         markerfacecolor=color if p["fits"] else "white", markeredgewidth=1.5)
@@ -113,6 +117,10 @@ def plot_sweep(data, key, limit, limit_label, ylabel, title, path):
     axes[0].set_ylabel(ylabel)
     handles = [Line2D([], [], color=VARIANT_COLORS[i % 6], marker=VARIANT_MARKERS[i % 6], lw=1.6,
                       label=variant_label(v)) for i, v in enumerate(variants)]
+    if key == "gpu_peak_gib":
+        handles.append(Line2D([], [], color="gray", lw=1.6,
+                              label="GPU peak (reserved + outside the allocator)"))
+        handles.append(Line2D([], [], color="gray", lw=1.0, ls=":", label="allocated"))
     handles += [Line2D([], [], color="gray", marker="o", ls="", label="fits (GPU and host)"),
                 Line2D([], [], color="gray", marker="o", ls="", markerfacecolor="white",
                        label="does not fit")]
@@ -125,10 +133,10 @@ def plot_sweep(data, key, limit, limit_label, ylabel, title, path):
 
 # ---------------------------------------------------------------- plot 3: memory breakdown
 GROUP_CMAPS = {"persistent": "Blues", "step transient": "Oranges", "fixed": "Greys",
-               "workload": "Greens", "host": "Purples"}
+               "workload": "Greens", "runtime": "YlGn", "reserve": "Reds", "host": "Purples"}
 
 
-def stacked_bar(ax, terms, unit_key, limit, limit_label, title, ylabel):
+def stacked_bar(ax, terms, unit_key, limit, limit_label, title, ylabel, levels=()):
     """One bar of terms (group, term), colored by group, the limit dashed."""
     counts = {}
     for group, _ in terms:
@@ -148,6 +156,10 @@ def stacked_bar(ax, terms, unit_key, limit, limit_label, title, ylabel):
                     fontsize=8.5, color="white" if shade > 0.6 else "black")
         handles.append(Patch(color=color, label=f"{group}: {t['name']}  {v:.2f} GiB"))
         bottom += v
+    for value, label in levels:  # allocated and reserved, drawn against the bar
+        ax.plot([-0.3, 0.3], [value, value], color="black", lw=1.0, ls=":")
+        ax.annotate(f"{label} {value:.1f} GiB", (0.3, value), xytext=(0.36, value),
+                    va="center", ha="left", fontsize=8.5)
     ax.axhline(limit, color="black", ls="--", lw=1.3)
     ax.text(0.02, limit, limit_label, transform=ax.get_yaxis_transform(), ha="left",
             va="bottom", fontsize=9)
@@ -166,13 +178,18 @@ def plot_memory(data, path):
     b, lim = c["predicted"]["breakdown"], c["limits"]
     gpu = [(group, t) for key, group in [("gpu_persistent_gib", "persistent"),
                                          ("gpu_transient_gib", "step transient"),
-                                         ("gpu_fixed_gib", "fixed"),
-                                         ("gpu_workload_gib", "workload")] for t in b[key]]
+                                         ("gpu_workload_gib", "workload"),
+                                         ("gpu_runtime_gib", "runtime"),
+                                         ("gpu_reserve_gib", "reserve"),
+                                         ("gpu_fixed_gib", "fixed")] for t in b.get(key, [])]
+    pred = c["predicted"]
+    levels = [(pred[k], label) for k, label in [("gpu_allocated_gib", "allocated"),
+                                                ("gpu_reserved_gib", "reserved")] if k in pred]
     host = [("host", t) for t in b["host_per_node_gib"]]
     fig, axes = plt.subplots(1, 2, figsize=(13, 5.2))
     stacked_bar(axes[0], gpu, "gib", lim["gpu_memory_gib"],
                 f"GPU limit {lim['gpu_memory_gib']:.1f} GiB", "GPU memory per rank (busiest)",
-                "GiB (2^30 bytes)")
+                "GiB (2^30 bytes)", levels)
     stacked_bar(axes[1], host, "gib", lim["host_ram_per_node_gib"],
                 f"host RAM limit {lim['host_ram_per_node_gib']:.0f} GiB",
                 "Host RAM per node (busiest)", "GiB (2^30 bytes)")
@@ -410,6 +427,10 @@ def markdown(data, images):
             f"- GPU peak {p['gpu_peak_gib']:.2f} GiB per rank (step transient "
             f"{p['gpu_transient_gib']:.2f} GiB); host RAM {p['host_ram_per_node_gib']:.1f} GiB "
             "per node",
+            f"- GPU allocated {p.get('gpu_allocated_gib', 0):.2f} GiB, reserved "
+            f"{p.get('gpu_reserved_gib', 0):.2f} GiB, outside the allocator "
+            f"{p.get('gpu_outside_allocator_gib', 0):.2f} GiB (runtime "
+            f"{data['chosen'].get('runtime', {}).get('name', 'muonplan')})",
             f"- all-to-all {p['alltoall_gb_per_rank_max']:.3f} GB per rank (max); H2D "
             f"{p['h2d_gb_per_gpu']:.2f} GB, D2H {p['d2h_gb_per_gpu']:.2f} GB per GPU",
             f"- optimizer step {p['optimizer_step_s']:.3f} s"
@@ -445,8 +466,10 @@ def markdown(data, images):
             "| group | term | value | formula |", "| --- | --- | ---: | --- |"]
     groups = [("gpu_persistent_gib", "GPU persistent", "gib", "GiB"),
               ("gpu_transient_gib", "GPU step transient", "gib", "GiB"),
-              ("gpu_fixed_gib", "GPU fixed", "gib", "GiB"),
               ("gpu_workload_gib", "GPU workload", "gib", "GiB"),
+              ("gpu_runtime_gib", "GPU runtime allocations", "gib", "GiB"),
+              ("gpu_reserve_gib", "GPU allocator reserve", "gib", "GiB"),
+              ("gpu_fixed_gib", "GPU outside the allocator", "gib", "GiB"),
               ("host_per_node_gib", "host RAM per node", "gib", "GiB"),
               ("traffic_per_gpu_gb", "traffic per GPU per step", "gb", "GB"),
               ("optimizer_step_s", "optimizer step", "s", "s"),

@@ -122,11 +122,19 @@ json plan_to_json(const Plan& plan) {
                            {"batches_in_flight", plan.batches_in_flight},
                            {"optimizer_offload_staging", to_string(o.optimizer_staging)},
                            {"optimizer_offload_pinned", o.pinned_host_state}};
+  // Whose memory the figures are, and the headroom the fit decision kept free.
+  j["runtime"] = {{"name", to_string(o.runtime)},
+                  {"gpu_headroom", p.gpu_headroom},
+                  {"host_headroom", p.host_headroom}};
   j["fits"] = plan.fits;
   j["limits"] = {{"gpu_memory_gib", p.gpu_limit_bytes / kGiB},
                  {"host_ram_per_node_gib", p.host_limit_bytes / kGiB}};
   json pred;
   pred["gpu_peak_gib"] = p.gpu_peak_bytes() / kGiB;
+  pred["gpu_allocated_gib"] = p.gpu_allocated_bytes() / kGiB;
+  pred["gpu_reserved_gib"] = p.gpu_reserved_bytes() / kGiB;
+  pred["gpu_outside_allocator_gib"] = sum(p.gpu_fixed_bytes) / kGiB;
+  pred["fit_margin"] = p.fit_margin();
   pred["gpu_transient_gib"] = p.gpu_transient_bytes_total() / kGiB;
   pred["host_ram_per_node_gib"] = p.host_bytes() / kGiB;
   pred["alltoall_gb_per_rank_max"] = p.alltoall_bytes_per_rank_max / kGB;
@@ -141,6 +149,8 @@ json plan_to_json(const Plan& plan) {
                        {"gpu_transient_gib", terms(p.gpu_transient_bytes, kGiB, "gib")},
                        {"gpu_fixed_gib", terms(p.gpu_fixed_bytes, kGiB, "gib")},
                        {"gpu_workload_gib", terms(p.gpu_workload_bytes, kGiB, "gib")},
+                       {"gpu_runtime_gib", terms(p.gpu_runtime_bytes, kGiB, "gib")},
+                       {"gpu_reserve_gib", terms(p.gpu_reserve_bytes, kGiB, "gib")},
                        {"host_per_node_gib", terms(p.host_bytes_per_node, kGiB, "gib")},
                        {"traffic_per_gpu_gb", terms(p.comm_bytes, kGB, "gb")},
                        {"optimizer_step_s", terms(p.step_phases_s, 1, "s")},
@@ -174,6 +184,7 @@ json plan_to_json(const Plan& plan) {
       cj["host_ram_per_node_gib"] = c.host_ram_per_node_gib;
       cj["step_s"] = c.step_s;
       cj["gpu_seconds"] = c.gpu_seconds;
+      cj["fit_margin"] = c.fit_margin;
     } else {
       cj["note"] = c.note;
     }

@@ -413,6 +413,13 @@ void read_decision(const Node& root, Plan& plan) {
     plan.predicted.gpu_limit_bytes = l["gpu_memory_gib"].number(0) * kGiB;
     plan.predicted.host_limit_bytes = l["host_ram_per_node_gib"].number(0) * kGiB;
   }
+  if (root.has("runtime")) {  // plans before the runtime profile: muonplan's, no headroom
+    const Node r = root["runtime"];
+    r.only({"name", "gpu_headroom", "host_headroom"});
+    plan.options.runtime = r["name"].named(kRuntimeNames);
+    plan.predicted.gpu_headroom = plan.options.gpu_headroom = r["gpu_headroom"].number(0);
+    plan.predicted.host_headroom = plan.options.host_headroom = r["host_headroom"].number(0);
+  }
   if (!root.has("decision")) return;
   const Node d = root["decision"];
   d.only({"candidates", "reason"});
@@ -421,7 +428,7 @@ void read_decision(const Node& root, Plan& plan) {
   for (size_t i = 0; i < cands.size(); ++i) {
     const Node n = cands[i];
     n.only({"nodes", "offload", "fits", "layout", "gpu_peak_gib", "host_ram_per_node_gib", "step_s",
-            "gpu_seconds", "note"});
+            "gpu_seconds", "note", "fit_margin"});
     Candidate c;
     c.nodes = n["nodes"].integer(1);
     c.offload = n["offload"].named(kOffloadModeNames);
@@ -433,6 +440,7 @@ void read_decision(const Node& root, Plan& plan) {
       c.host_ram_per_node_gib = n["host_ram_per_node_gib"].number();
       c.step_s = n["step_s"].number();
       c.gpu_seconds = n["gpu_seconds"].number();
+      if (n.has("fit_margin")) c.fit_margin = n["fit_margin"].number();
     } else {
       c.note = n["note"].string();
     }
@@ -456,9 +464,10 @@ Plan plan_from_json(const json& j, const std::string& path) {
     throw InputError({path, 0, 0}, "schema",
                      std::string("expected ") + kPlanSchema + ", got '" + got + "'" + older);
   }
-  root.only({"schema", "model", "topology", "nodes", "gpus_per_node", "world_size", "layout",
-             "offload", "optimizer", "owners", "include_mtp", "workload", "optimizer_config",
-             "fits", "limits", "predicted", "chunks", "tensors", "decision"});
+  root.only({"schema",      "model",    "topology",         "nodes",     "gpus_per_node",
+             "world_size",  "layout",   "offload",          "optimizer", "owners",
+             "include_mtp", "workload", "optimizer_config", "fits",      "limits",
+             "predicted",   "chunks",   "tensors",          "decision",  "runtime"});
   if (root.has("workload") && !root["workload"].raw().is_null()) {
     root["workload"].only({"tokens_per_step", "seq_len", "micro_batch_seqs", "ac", "ac_offload",
                            "lm_head_chunk", "cp_style"});

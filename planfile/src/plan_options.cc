@@ -13,6 +13,9 @@ OptimizerKind parse_optimizer(const std::string& name) {
 OffloadStaging parse_offload_staging(const std::string& name) {
   return parse_enum(kOffloadStagingNames, name, "--offload-staging");
 }
+RuntimeKind parse_runtime(const std::string& name) {
+  return parse_enum(kRuntimeNames, name, "--runtime");
+}
 CpStyle parse_cp_style(const std::string& name) {
   return parse_enum(kCpStyleNames, name, "--cp-style");
 }
@@ -26,6 +29,22 @@ const char* to_string(OptimizerKind k) {
 const char* to_string(OffloadStaging s) {
   return enum_name(kOffloadStagingNames, s);
 }
+const char* to_string(RuntimeKind r) {
+  return enum_name(kRuntimeNames, r);
+}
+
+// Our executor allocates exactly what is predicted: no headroom. A PyTorch trainer's peak moves
+// with routing and the allocator's history from step to step: 5% of the GPU (7 GiB on an H200)
+// and 5% of host RAM (page cache, other processes) stay free.
+double PlanOptions::gpu_headroom_or() const {
+  if (gpu_headroom >= 0) return gpu_headroom;
+  return runtime == RuntimeKind::pytorch ? 0.05 : 0.0;
+}
+double PlanOptions::host_headroom_or() const {
+  if (host_headroom >= 0) return host_headroom;
+  return runtime == RuntimeKind::pytorch ? 0.05 : 0.0;
+}
+
 const char* to_string(CpStyle s) {
   return enum_name(kCpStyleNames, s);
 }

@@ -1,5 +1,6 @@
 #include "muonplan/prediction.h"
 
+#include <algorithm>
 #include <numeric>
 
 namespace muonplan {
@@ -10,13 +11,30 @@ double sum(const std::vector<Term>& terms) {
   return s;
 }
 
+double Prediction::gpu_allocated_bytes() const {
+  return sum(gpu_persistent_bytes) + sum(gpu_transient_bytes) + sum(gpu_workload_bytes) +
+         sum(gpu_runtime_bytes);
+}
+
+double Prediction::gpu_reserved_bytes() const {
+  return gpu_allocated_bytes() + sum(gpu_reserve_bytes);
+}
+
 double Prediction::gpu_peak_bytes() const {
-  return sum(gpu_persistent_bytes) + sum(gpu_transient_bytes) + sum(gpu_fixed_bytes) +
-         sum(gpu_workload_bytes);
+  return gpu_reserved_bytes() + sum(gpu_fixed_bytes);
 }
 
 bool Prediction::fits() const {
-  return gpu_peak_bytes() <= gpu_limit_bytes && host_bytes() <= host_limit_bytes;
+  return gpu_peak_bytes() <= gpu_limit_bytes * (1 - gpu_headroom) &&
+         host_bytes() <= host_limit_bytes * (1 - host_headroom);
+}
+
+double Prediction::fit_margin() const {
+  auto margin = [](double used, double limit) {
+    return limit > 0 ? 1 - used / limit : (used > 0 ? -1.0 : 0.0);
+  };
+  return std::min(margin(gpu_peak_bytes(), gpu_limit_bytes * (1 - gpu_headroom)),
+                  margin(host_bytes(), host_limit_bytes * (1 - host_headroom)));
 }
 
 const char* to_string(Resource r) {

@@ -87,3 +87,34 @@ TEST_CASE("plan JSON carries the contract's keys and the plan's values", "[plan_
   CHECK(muon_params <= s.params_muon);
   CHECK(muon_params > 0);
 }
+
+TEST_CASE("plan JSON: the runtime, its headroom and the fit margin round-trip", "[plan_json]") {
+  PlanOptions o;
+  o.runtime = RuntimeKind::pytorch;
+  o.gpu_headroom = 0.1;
+  const Plan plan = plan_fixed("tiny-moe", 1, OffloadMode::none, o);
+  const nlohmann::json j = plan_to_json(plan);
+  CHECK(j["runtime"] ==
+        nlohmann::json{{"name", "pytorch"}, {"gpu_headroom", 0.1}, {"host_headroom", 0.05}});
+  const nlohmann::json& jp = j["predicted"];
+  const Prediction& p = plan.predicted;
+  CHECK(jp["gpu_allocated_gib"] == p.gpu_allocated_bytes() / kGiB);
+  CHECK(jp["gpu_reserved_gib"] == p.gpu_reserved_bytes() / kGiB);
+  CHECK(jp["gpu_outside_allocator_gib"] == sum(p.gpu_fixed_bytes) / kGiB);
+  CHECK(jp["fit_margin"] == p.fit_margin());
+  CHECK(jp["breakdown"]["gpu_reserve_gib"].size() == p.gpu_reserve_bytes.size());
+  CHECK(jp["breakdown"]["gpu_runtime_gib"].size() == p.gpu_runtime_bytes.size());
+  const Plan back = plan_from_json(j, "p.json");
+  CHECK(back.options.runtime == RuntimeKind::pytorch);
+  CHECK(back.options.gpu_headroom == 0.1);
+  CHECK(back.predicted.host_headroom == 0.05);
+  REQUIRE(back.candidates.size() == plan.candidates.size());
+  CHECK(back.candidates[0].fit_margin == plan.candidates[0].fit_margin);
+  // A plan written before the runtime profile loads as muonplan's, without headroom.
+  nlohmann::json old = j;
+  old.erase("runtime");
+  for (auto& c : old["decision"]["candidates"]) c.erase("fit_margin");
+  const Plan legacy = plan_from_json(old, "old.json");
+  CHECK(legacy.options.runtime == RuntimeKind::muonplan);
+  CHECK(legacy.predicted.gpu_headroom == 0);
+}

@@ -88,8 +88,18 @@ TEST_CASE("h200-ib.yaml loads with its datasheet figures", "[topology]") {
   CHECK(t.calibration.hbm_efficiency == defaults.hbm_efficiency);
   CHECK(t.calibration.link_efficiency == defaults.link_efficiency);
   CHECK(t.calibration.pcie_efficiency == defaults.pcie_efficiency);
+  // Fitted to the published GLM-4.5-Air run (docs/validation.md), like the pytorch section's
+  // transient_fragmentation and host_per_rank_gib; the rest of that section is the defaults.
   CHECK(t.calibration.host_kernel_efficiency == defaults.host_kernel_efficiency);
-  CHECK(t.calibration.model_flops_utilization == defaults.model_flops_utilization);
+  CHECK(t.pytorch.host_pass_efficiency == 0.5289);
+  CHECK(t.calibration.model_flops_utilization == 0.457);
+  const PytorchRuntime rt;
+  CHECK(t.pytorch.transient_fragmentation == 1.133);
+  CHECK(t.pytorch.host_per_rank_gib == 4.898);
+  CHECK(t.pytorch.nccl_connection_mib == rt.nccl_connection_mib);
+  CHECK(t.pytorch.nccl_p2p_channels_nvlink_peer == rt.nccl_p2p_channels_nvlink_peer);
+  CHECK(t.pytorch.cuda_context_gib == rt.cuda_context_gib);
+  CHECK(t.node.cpu_sockets == 2);
 }
 
 TEST_CASE("cpu-ci.yaml loads without NVLink", "[topology]") {

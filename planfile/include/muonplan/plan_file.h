@@ -32,6 +32,7 @@ struct Candidate {
   double step_s = 0;
   double gpu_seconds = 0;
   std::string note;
+  double fit_margin = 0;  // Prediction::fit_margin: fits by (> 0) or misses by (< 0) this fraction
 };
 
 struct Plan {

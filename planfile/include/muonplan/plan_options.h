@@ -87,6 +87,15 @@ inline constexpr const char* kNesterovRefusedExecuting =
     "Nesterov momentum is not supported under full offload (the host folds the momentum before "
     "the device sees it); plan with --offload optimizer or none";
 
+// Which runtime's memory the plan predicts (docs/planner.md, "Runtime"): muonplan's executor
+// (exact: predicted equals allocated) or a PyTorch FSDP2 trainer on NCCL (allocator reserve,
+// NCCL buffers, context, pinned rounding). The CLI makes `pytorch` the default with a workload.
+enum class RuntimeKind { muonplan, pytorch };
+inline constexpr EnumName<RuntimeKind> kRuntimeNames[] = {{RuntimeKind::muonplan, "muonplan"},
+                                                          {RuntimeKind::pytorch, "pytorch"}};
+RuntimeKind parse_runtime(const std::string& name);  // InputError on unknown
+const char* to_string(RuntimeKind r);
+
 struct PlanOptions {
   int nodes = 1;
   int gpus_per_node = 0;  // 0: the topology's
@@ -104,6 +113,13 @@ struct PlanOptions {
   double gpu_memory_gib = 0;  // limit per GPU; 0: the topology's memory less fixed overheads
   double host_ram_gib = 0;    // limit per node; 0: the topology's
   bool include_mtp = false;
+  RuntimeKind runtime = RuntimeKind::muonplan;
+  // Fractions of the GPU and host limits kept free by the fit decision; negative: the runtime's
+  // default (gpu_headroom_or, host_headroom_or).
+  double gpu_headroom = -1;
+  double host_headroom = -1;
+  double gpu_headroom_or() const;
+  double host_headroom_or() const;
   int batches_in_flight() const;  // the offload policy's for offload and optimizer_staging
 };
 

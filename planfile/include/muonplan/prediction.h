@@ -46,6 +46,11 @@ struct Prediction {
   std::vector<Term> gpu_transient_bytes;
   std::vector<Term> gpu_fixed_bytes;
   std::vector<Term> gpu_workload_bytes;  // with a workload only
+  // Runtime profile `pytorch` (docs/planner.md, "Runtime"): what the runtime allocates beside
+  // the model's tensors, and what the caching allocator reserves beyond what is allocated.
+  // gpu_fixed_bytes are outside the allocator (CUDA context, NCCL buffers).
+  std::vector<Term> gpu_runtime_bytes;
+  std::vector<Term> gpu_reserve_bytes;
   // Per node, busiest node.
   std::vector<Term> host_bytes_per_node;
   // Per GPU per step.
@@ -64,11 +69,20 @@ struct Prediction {
   // Limits in force.
   double gpu_limit_bytes = 0;
   double host_limit_bytes = 0;
+  // Fractions of the limits the fit decision keeps free (PlanOptions::gpu_headroom_or).
+  double gpu_headroom = 0;
+  double host_headroom = 0;
 
-  double gpu_peak_bytes() const;
+  double gpu_allocated_bytes() const;  // persistent + transient + workload + runtime
+  double gpu_reserved_bytes() const;   // allocated + reserve
+  double gpu_peak_bytes() const;       // reserved + outside the allocator (gpu_fixed_bytes)
   double gpu_transient_bytes_total() const { return sum(gpu_transient_bytes); }
   double host_bytes() const { return sum(host_bytes_per_node); }
+  // Peak and host RAM against the limits less their headroom.
   bool fits() const;
+  // How far the tighter of the two is from its usable limit: 1 - used / (limit x (1 -
+  // headroom)). Positive: fits by that fraction; negative: misses by it.
+  double fit_margin() const;
   double step_s() const { return training_step_s.value_or(optimizer_step_s); }
 };
 

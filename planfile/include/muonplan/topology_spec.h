@@ -32,6 +32,7 @@ struct NodeSpec {
   double host_ram_gib = 0;   // per node
   double host_mem_gbps = 0;  // per node, STREAM-like achievable
   int cpu_cores = 0;         // per node
+  int cpu_sockets = 1;       // NUMA sockets sharing host_mem_gbps; each rank on its GPU's
 };
 
 // Fixed costs the cost model adds on top of what the tensors need.
@@ -63,6 +64,48 @@ struct Calibration {
   double cp_comm_overlap = 0;
 };
 
+// The `pytorch` runtime profile (docs/planner.md, "Runtime"): what a PyTorch FSDP2 trainer on
+// NCCL takes around the tensors it allocates. Defaults are the libraries' own defaults or public
+// measurements (docs/topology.md names each source); the ones marked calibratable were not found
+// in public and `muonplan calibrate --training-run` may refit them.
+struct PytorchRuntime {
+  // CUDA context per GPU with lazy module loading, outside the allocator (287 MB measured,
+  // pytorch#86509; H100/H200 figure not found: calibratable).
+  double cuda_context_gib = 0.27;
+  // cuBLAS workspace per stream that runs GEMMs: 32 MiB on compute capability 9.x.
+  double cublas_workspace_mib = 32;
+  int gemm_streams = 1;
+  // NCCL device buffers per (channel, peer) connection: LL 512 KiB + LL128 4.6875 MiB + SIMPLE
+  // NCCL_BUFFSIZE 4 MiB, which on Hopper the receiver rounds to 10 MiB and the sender's header
+  // to 2 MiB (nccl#1685): 12 MiB.
+  double nccl_connection_mib = 12;
+  int nccl_ring_channels = 32;              // collective channels of an NVLink communicator
+  int nccl_p2p_channels_nvlink_peer = 32;   // all-to-all channels per NVLink peer (8 x H100)
+  int nccl_p2p_channels_net_peer = 2;       // NCCL_NCHANNELS_PER_NET_PEER in effect
+  double nccl_net_chunk_kib = 128;          // NCCL_P2P_NET_CHUNKSIZE: network p2p pool is 16 chunks
+  double nccl_nvls_mib_per_local_gpu = 32;  // NVLS: 16 channels x 2 x 1 MiB, per local GPU
+  double nccl_work_fifo_mib = 1;            // pinned host work FIFO per communicator
+  // Caching allocator: requests round up to 512 B; a large segment's unsplit tail (at most
+  // 1 MiB) stays with its block.
+  double allocator_round_bytes = 512;
+  // Reserved beyond allocated for transient buffers of varying size (recomputed activations,
+  // MoE token buffers, logits chunks): freed blocks the next, differently sized request cannot
+  // reuse. Fraction of those buffers' bytes (calibratable; public reserved/allocated ratios
+  // under full AC are 1.09-1.36x).
+  double transient_fragmentation = 0.25;
+  // AC offload: layer inputs kept on the GPU while they stream to the host (prime-rl default).
+  int ac_offload_inflight_layers = 5;
+  // Host: resident memory of one rank after CUDA and NCCL init, libraries included (2.0 GiB
+  // measured with CUDA initialised, pytorch#113326; calibratable).
+  double host_per_rank_gib = 2.0;
+  // Host passes of the trainer's CPU optimizer work (PyTorch CPU ops, one pass each) at this
+  // fraction of the rank's host memory bandwidth; muonplan's executor uses the calibration's
+  // host_kernel_efficiency instead (calibratable).
+  double host_pass_efficiency = 0.8;
+  // Optimizer offload: the trainer keeps each state tensor pinned (rounded to a power of two).
+  bool optimizer_state_pinned = true;
+};
+
 struct Topology {
   std::string name;
   std::string source_path;
@@ -71,6 +114,7 @@ struct Topology {
   double fabric_latency_us = 0;
   Overheads overheads;
   Calibration calibration;
+  PytorchRuntime pytorch;
 };
 
 }  // namespace muonplan

@@ -27,6 +27,8 @@ struct PlanFlags {
   bool ac_offload = false, bf16_momentum = false, nesterov = false, pinned_state = false;
   bool include_mtp = false;
   double gpu_memory_gib = 0, host_ram_gib = 0;
+  std::string runtime;  // muonplan | pytorch; empty: pytorch with a workload, else muonplan
+  double gpu_headroom = -1, host_headroom = -1;  // fractions kept free; negative: the runtime's
   OptimizerHyper hyper;
 };
 

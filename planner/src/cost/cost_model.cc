@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 
+#include "cost/runtime_memory.h"
 #include "cost/workload_cost.h"
 #include "muonplan/layout.h"
 #include "muonplan/ns_model.h"
@@ -80,7 +81,12 @@ Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node) {
   Rates r{};
   r.hbm_bps = n.gpu.hbm_gbps * kGB * c.hbm_efficiency;
   r.collective_s = c.collective_us * 1e-6;
-  r.cpu_bps_per_rank = n.host_mem_gbps * kGB * c.host_kernel_efficiency / gpus_per_node;
+  // Each rank runs on its GPU's socket: a socket's share of the bandwidth over its ranks.
+  const int sockets = std::max(1, std::min(n.cpu_sockets, gpus_per_node));
+  const int ranks_per_socket = (gpus_per_node + sockets - 1) / sockets;
+  const double host_eff = o.runtime == RuntimeKind::pytorch ? topo.pytorch.host_pass_efficiency
+                                                            : c.host_kernel_efficiency;
+  r.cpu_bps_per_rank = n.host_mem_gbps / sockets * kGB * host_eff / ranks_per_socket;
   // Staged optimizer state crosses PCIe through pageable memory unless asked pinned.
   const bool pageable =
       offload_policy(o.offload, o.optimizer_staging).staging != StateStaging::none &&
@@ -282,7 +288,7 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   const double update_bpe = 4 + 2 + 4;        // read W, read bf16 update, write W (decay folded in)
   const double adamw_bpe = 28;                // read p, g, m, v; write p, m, v (fp32)
   const double cpu_fold_bpe = 4 + 2 * mom_b;  // host: read G, read+write M
-  const double cpu_apply_bpe = 4 + 2 + 4 + 2;  // read master, read update, write master, bf16
+  const HostPasses passes = host_passes(o);   // host apply bytes per element, by runtime
   const double cpu_adamw_bpe = 30;
   for (const Chunk& c : plan.chunks) {
     std::vector<Stage> st;
@@ -322,6 +328,10 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
             {Resource::pcie_d2h, 2 * elems / rt.d2h_bps, "bf16 grads D2H", StagePhase::backward});
         st.push_back({Resource::cpu, elems * cpu_fold_bpe / rt.cpu_bps_per_rank, "CPU fold",
                       StagePhase::backward});
+        // A PyTorch trainer casts the fp32 momentum to bf16 in its own host pass after backward.
+        if (passes.momentum_cast_bpe > 0)
+          st.push_back({Resource::cpu, elems * passes.momentum_cast_bpe / rt.cpu_bps_per_rank,
+                        "CPU momentum cast"});
         st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, "bf16 momentum H2D"});
       } else {
         st.push_back({Resource::gpu, elems * momentum_bpe / rt.hbm_bps, "momentum"});
@@ -331,7 +341,10 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
       if (exch_s > 0) st.push_back({Resource::network, exch_s, "all-to-all back"});
       if (pol.host_apply) {
         st.push_back({Resource::pcie_d2h, 2 * elems / rt.d2h_bps, "bf16 update D2H"});
-        st.push_back({Resource::cpu, elems * cpu_apply_bpe / rt.cpu_bps_per_rank, "CPU apply"});
+        st.push_back({Resource::cpu, elems * passes.apply_bpe / rt.cpu_bps_per_rank, "CPU apply"});
+        if (passes.weight_cast_bpe > 0)
+          st.push_back({Resource::cpu, elems * passes.weight_cast_bpe / rt.cpu_bps_per_rank,
+                        "CPU weight cast"});
         st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, "bf16 weights H2D"});
       } else {
         st.push_back({Resource::gpu, elems * update_bpe / rt.hbm_bps, "update + decay"});
@@ -527,7 +540,9 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
         }
         if (!kept.empty()) post.push_back(std::move(kept));
       }
-      phases.post_backward_s = simulate_pipeline(post, depth).makespan_s;
+      const PipelineResult post_run = simulate_pipeline(post, depth);
+      phases.post_backward_s = post_run.makespan_s;
+      phases.post_backward_bound = bounding_resource(post_run);
     }
     phases.host_update_elems = aw;
     phases.muon_elems = mu;
@@ -537,6 +552,10 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
     phases.h2d_bps = rt.h2d_bps;
     add_workload_terms(spec, inv, topo, o, plan, phases, p);
   }
+  p.gpu_headroom = o.gpu_headroom_or();
+  p.host_headroom = o.host_headroom_or();
+  if (o.runtime == RuntimeKind::pytorch)
+    add_pytorch_runtime_terms(spec, inv, topo, o, plan, peak_rank, p);
   return p;
 }
 

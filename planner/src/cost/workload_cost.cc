@@ -6,6 +6,7 @@
 #include "cost/workload_cost.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 #include "muonplan/error.h"
@@ -70,6 +71,23 @@ double link_for_group(int group, int gpn, const Rates& r) {
 }
 
 }  // namespace
+
+HostPasses host_passes(const PlanOptions& o) {
+  if (o.runtime != RuntimeKind::pytorch) return {};
+  return {4 + 2, 4 + 2 + 4, 4 + 2};
+}
+
+std::string bounding_resource(const PipelineResult& r) {
+  size_t best = 0;
+  for (size_t i = 1; i < r.busy_s.size(); ++i) {
+    if (r.busy_s[i] > r.busy_s[best]) best = i;
+  }
+  if (r.busy_s.empty() || r.busy_s[best] <= 0) return "";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "bound by %s: %.2f s busy of %.2f s",
+                to_string(static_cast<Resource>(best)), r.busy_s[best], r.makespan_s);
+  return buf;
+}
 
 int64_t micro_steps(const Workload& w, int world, const Layout& l) {
   if (w.seq_len % l.cp != 0) {
@@ -311,7 +329,8 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Top
                                   "gradient offload and host work that outlast backward"});
     p.training_terms_s.push_back(
         {"post_backward_optimizer", opt.post_backward_s,
-         "momentum H2D, NS and exchanges, update D2H, host apply, weights H2D (Muon batches)"});
+         "momentum H2D, NS and exchanges, update D2H, host apply, weights H2D (Muon batches)" +
+             (opt.post_backward_bound.empty() ? std::string() : "; " + opt.post_backward_bound)});
     p.training_terms_s.push_back({"weight_upload", 2 * opt.host_update_elems / opt.h2d_bps,
                                   "bf16 weights of the host-updated params H2D after backward"});
   }

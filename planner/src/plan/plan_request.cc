@@ -153,6 +153,17 @@ Access adamw_betas() {
           }};
 }
 
+// A fraction of a limit kept free: in [0, 1).
+Access headroom(double PlanFlags::*field) {
+  Access a = number(field, "a number");
+  a.set = [field](PlanFlags& f, const std::string& v, const std::string& flag) {
+    const double x = parse_number<double>(v, flag, "a number");
+    if (!(x >= 0 && x < 1)) throw InputError({}, flag, "a fraction in [0, 1), got '" + v + "'");
+    f.*field = x;
+  };
+  return a;
+}
+
 // In the order `muonplan plan --help` lists them.
 const std::vector<std::pair<std::string, Access>>& setters() {
   static const std::vector<std::pair<std::string, Access>> table = {
@@ -186,6 +197,9 @@ const std::vector<std::pair<std::string, Access>>& setters() {
       {"gpu-memory-gib", positive_double(&PlanFlags::gpu_memory_gib)},
       {"host-ram-gib", positive_double(&PlanFlags::host_ram_gib)},
       {"include-mtp", boolean(&PlanFlags::include_mtp)},
+      {"runtime", text(&PlanFlags::runtime)},
+      {"gpu-headroom", headroom(&PlanFlags::gpu_headroom)},
+      {"host-headroom", headroom(&PlanFlags::host_headroom)},
       {"trainer-config", text(&PlanFlags::trainer_config)},
   };
   return table;
@@ -289,6 +303,11 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
   if (o.nesterov && !r.auto_offload && !nesterov_supported(o.offload)) {
     throw InputError({}, "--nesterov", kNesterovRefused);
   }
+  // A training workload is run by a PyTorch trainer; the optimizer step alone by our executor.
+  o.runtime = f.runtime.empty() ? (o.workload ? RuntimeKind::pytorch : RuntimeKind::muonplan)
+                                : parse_runtime(f.runtime);
+  o.gpu_headroom = f.gpu_headroom;
+  o.host_headroom = f.host_headroom;
   return r;
 }
 

@@ -184,7 +184,8 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
                     p.host_bytes() / kGiB,
                     p.step_s(),
                     p.step_s() * world,
-                    ""};
+                    "",
+                    p.fit_margin()};
         best.candidates.push_back(c);
         any_fit_here = any_fit_here || c.fits;
         // Fitting beats not fitting; among fits, fewer nodes then fewer GPU-seconds; among

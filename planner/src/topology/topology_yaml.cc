@@ -115,10 +115,11 @@ void read_node(const YamlMap& m, NodeSpec& n) {
   read_pcie(m.get_map("pcie"), n);
   read_nics(m.get_map("nics"), n);
   const YamlMap host = m.get_map("host");
-  host.check_known({"ram_gib", "mem_gbps", "cpu_cores"});
+  host.check_known({"ram_gib", "mem_gbps", "cpu_cores", "sockets"});
   n.host_ram_gib = positive(host, "ram_gib");
   n.host_mem_gbps = positive(host, "mem_gbps");
   n.cpu_cores = count(host, "cpu_cores", kMaxCpuCores);
+  n.cpu_sockets = count(host, "sockets", 8, n.cpu_sockets);
 }
 
 void read_overheads(const YamlMap& m, Overheads& o) {
@@ -156,11 +157,39 @@ void read_calibration(const YamlMap& m, Calibration& c) {
   }
 }
 
+// The `pytorch:` runtime profile (topology_spec.h, PytorchRuntime); every key optional.
+void read_pytorch_runtime(const YamlMap& m, PytorchRuntime& r) {
+  m.check_known({"cuda_context_gib", "cublas_workspace_mib", "gemm_streams", "nccl_connection_mib",
+                 "nccl_ring_channels", "nccl_p2p_channels_nvlink_peer",
+                 "nccl_p2p_channels_net_peer", "nccl_net_chunk_kib", "nccl_nvls_mib_per_local_gpu",
+                 "nccl_work_fifo_mib", "allocator_round_bytes", "transient_fragmentation",
+                 "ac_offload_inflight_layers", "host_per_rank_gib", "optimizer_state_pinned",
+                 "host_pass_efficiency"});
+  for (auto [key, field] : {std::pair{"cuda_context_gib", &r.cuda_context_gib},
+                            {"cublas_workspace_mib", &r.cublas_workspace_mib},
+                            {"nccl_connection_mib", &r.nccl_connection_mib},
+                            {"nccl_net_chunk_kib", &r.nccl_net_chunk_kib},
+                            {"nccl_nvls_mib_per_local_gpu", &r.nccl_nvls_mib_per_local_gpu},
+                            {"nccl_work_fifo_mib", &r.nccl_work_fifo_mib},
+                            {"allocator_round_bytes", &r.allocator_round_bytes},
+                            {"transient_fragmentation", &r.transient_fragmentation},
+                            {"host_per_rank_gib", &r.host_per_rank_gib}})
+    *field = non_negative(m, key, *field);
+  for (auto [key, field] : {std::pair{"gemm_streams", &r.gemm_streams},
+                            {"nccl_ring_channels", &r.nccl_ring_channels},
+                            {"nccl_p2p_channels_nvlink_peer", &r.nccl_p2p_channels_nvlink_peer},
+                            {"nccl_p2p_channels_net_peer", &r.nccl_p2p_channels_net_peer},
+                            {"ac_offload_inflight_layers", &r.ac_offload_inflight_layers}})
+    *field = count(m, key, 64, *field);  // NCCL's MAXCHANNELS is 64
+  r.host_pass_efficiency = efficiency(m, "host_pass_efficiency", r.host_pass_efficiency);
+  r.optimizer_state_pinned = m.get_bool("optimizer_state_pinned", r.optimizer_state_pinned);
+}
+
 }  // namespace
 
 Topology parse_topology(const std::string& text, const std::string& path_for_errors) {
   const YamlMap root(detail::parse_yaml_text(text, path_for_errors), path_for_errors, "");
-  root.check_known({"name", "max_nodes", "node", "fabric", "overheads", "calibration"});
+  root.check_known({"name", "max_nodes", "node", "fabric", "overheads", "calibration", "pytorch"});
   Topology t;
   t.name = root.get_string("name");
   if (t.name.empty()) root.fail("name", "must not be empty");
@@ -182,6 +211,7 @@ Topology parse_topology(const std::string& text, const std::string& path_for_err
   t.fabric_latency_us = non_negative(fabric, "latency_us");
   if (auto o = root.get_optional_map("overheads")) read_overheads(*o, t.overheads);
   if (auto c = root.get_optional_map("calibration")) read_calibration(*c, t.calibration);
+  if (auto r = root.get_optional_map("pytorch")) read_pytorch_runtime(*r, t.pytorch);
   return t;
 }
 

@@ -1,0 +1,47 @@
+// The `pytorch` runtime profile (docs/planner.md, "Runtime"): memory a PyTorch FSDP2 trainer on
+// NCCL takes around the tensors the cost model counts. Internal to the cost model; the pieces
+// are exposed for their unit tests (tests/unit/runtime_memory_test.cc).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "muonplan/cost_model.h"
+
+namespace muonplan {
+
+// One NCCL communicator the layout creates, as one rank sees it.
+struct NcclComm {
+  std::string name;          // fsdp, expert_fsdp, ep, cp
+  int ranks = 1;             // in the communicator
+  int local_ranks = 1;       // of them on this rank's node (itself included)
+  bool collectives = false;  // ring all-gather / reduce-scatter
+  bool all_to_all = false;   // send/recv to every peer (EP, Ulysses, the Muon exchange)
+};
+
+// Communicators of size > 1 for a layout on `world` ranks, `gpn` per node. The Muon exchange
+// runs on the FSDP communicator (its p2p connections); EP and CP communicators exist only in a
+// training step (`training`).
+std::vector<NcclComm> nccl_communicators(const Layout& layout, int world, int gpn,
+                                         bool muon_exchange, bool training, bool ring_cp);
+
+// Device bytes one rank's buffers for `c` take: ring connections x channels, NVLS, and p2p
+// connections x channels per peer, plus the network p2p pool toward remote peers.
+double nccl_device_bytes(const NcclComm& c, const PytorchRuntime& rt, bool nvlink);
+
+// The caching allocator's block for a request of `bytes`: rounded up to `round` B (512 B at
+// least), plus a large segment's tail that is too small to split off (<= 1 MiB) when the
+// request gets a segment of its own (>= 10 MiB: rounded up to 2 MiB).
+double allocator_block_bytes(double bytes, double round);
+
+// The pinned host allocator's block for a request: the next power of two.
+double pinned_block_bytes(double bytes);
+
+// Replaces the executor's fixed overheads with the pytorch runtime's terms: allocated extras,
+// the allocator reserve, outside-the-allocator bytes and the host terms. `peak_rank` is the rank
+// the GPU terms are for.
+void add_pytorch_runtime_terms(const ModelSpec& spec, const ParamInventory& inv,
+                               const Topology& topo, const PlanOptions& o, const ChunkPlan& plan,
+                               int peak_rank, Prediction& p);
+
+}  // namespace muonplan

@@ -1,0 +1,305 @@
+// Calibration from measured training steps (training_run.h): each measured figure determines
+// at most one constant, the one it is most sensitive to; the fit is a bounded least squares on
+// log errors, by cyclic golden-section search (the figures are smooth and nearly separable in
+// these constants).
+#include "muonplan/training_run.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "muonplan/cost_model.h"
+#include "muonplan/data_dir.h"
+#include "muonplan/error.h"
+#include "muonplan/io.h"
+#include "muonplan/model_io.h"
+#include "muonplan/plan_request.h"
+#include "muonplan/units.h"
+#include "muonplan/yaml_reader.h"
+
+namespace muonplan {
+namespace {
+
+namespace fs = std::filesystem;
+using detail::YamlMap;
+
+// A figure a run may measure, and its prediction.
+enum Figure { step, post_backward, gpu_peak, host_ram, kFigures };
+const char* const kFigureNames[] = {"training_step_s", "post_backward_optimizer_s", "gpu_peak_gib",
+                                    "host_ram_per_node_gib"};
+
+std::optional<double> measured(const TrainingRun& r, int f) {
+  switch (f) {
+    case step:
+      return r.training_step_s;
+    case post_backward:
+      return r.post_backward_optimizer_s;
+    case gpu_peak:
+      return r.gpu_peak_gib;
+    default:
+      return r.host_ram_per_node_gib;
+  }
+}
+
+double predicted(const Topology& topo, const TrainingRun& r, int f) {
+  const Plan& pl = r.plan;
+  const Prediction p = predict(r.spec, pl.inventory, topo, pl.options, pl.chunks);
+  switch (f) {
+    case step:
+      return p.step_s();
+    case post_backward:
+      for (const Term& t : p.training_terms_s) {
+        if (t.name == "post_backward_optimizer" || t.name == "optimizer_step") return t.value;
+      }
+      return p.optimizer_step_s;
+    case gpu_peak:
+      return (r.gpu_peak_allocated ? p.gpu_allocated_bytes() : p.gpu_peak_bytes()) / kGiB;
+    default:
+      return p.host_bytes() / kGiB;
+  }
+}
+
+// A constant the fit may move, within physical bounds.
+struct Knob {
+  const char* name;
+  std::function<double&(Topology&)> field;
+  double lo, hi;
+  const char* why;
+};
+
+// Per figure, the constants it determines, most sensitive first. A figure given k times (over
+// the runs) fits the first k that a run exercises.
+std::vector<Knob> knobs_for(int f) {
+  switch (f) {
+    case step:
+      return {{"calibration.model_flops_utilization",
+               [](Topology& t) -> double& { return t.calibration.model_flops_utilization; }, 0.05,
+               0.9, "training_step_s: compute is most of the step"},
+              {"calibration.ep_comm_overlap",
+               [](Topology& t) -> double& { return t.calibration.ep_comm_overlap; }, 0, 1,
+               "training_step_s of a second run"},
+              {"calibration.cp_comm_overlap",
+               [](Topology& t) -> double& { return t.calibration.cp_comm_overlap; }, 0, 1,
+               "training_step_s of a third run"}};
+    case post_backward:
+      return {{"pytorch.host_pass_efficiency",
+               [](Topology& t) -> double& { return t.pytorch.host_pass_efficiency; }, 0.05, 1,
+               "post_backward_optimizer_s: host passes over the fp32 master bound it"},
+              {"calibration.pcie_efficiency",
+               [](Topology& t) -> double& { return t.calibration.pcie_efficiency; }, 0.2, 1,
+               "post_backward_optimizer_s of a second run"}};
+    case gpu_peak:
+      return {{"pytorch.transient_fragmentation",
+               [](Topology& t) -> double& { return t.pytorch.transient_fragmentation; }, 0, 1.5,
+               "gpu_peak_gib (reserved): the allocator's reserve on varying transients"},
+              {"pytorch.cuda_context_gib",
+               [](Topology& t) -> double& { return t.pytorch.cuda_context_gib; }, 0.2, 2,
+               "gpu_peak_gib (reserved) of a second run"}};
+    default:
+      return {{"pytorch.host_per_rank_gib",
+               [](Topology& t) -> double& { return t.pytorch.host_per_rank_gib; }, 0.3, 16,
+               "host_ram_per_node_gib: the per-rank runtime"}};
+  }
+}
+
+double objective(const Topology& topo, const std::vector<TrainingRun>& runs) {
+  double s = 0;
+  for (const TrainingRun& r : runs) {
+    for (int f = 0; f < kFigures; ++f) {
+      const auto m = measured(r, f);
+      if (!m || *m <= 0) continue;
+      const double p = predicted(topo, r, f);
+      const double e = p > 0 ? std::log(p / *m) : 10.0;
+      s += e * e;
+    }
+  }
+  return s;
+}
+
+// Minimizes g on [lo, hi] by golden-section search.
+double golden(const std::function<double(double)>& g, double lo, double hi) {
+  const double k = (std::sqrt(5.0) - 1) / 2;
+  double a = lo, b = hi, c = b - k * (b - a), d = a + k * (b - a);
+  double gc = g(c), gd = g(d);
+  for (int i = 0; i < 30; ++i) {
+    if (gc < gd) {
+      b = d, d = c, gd = gc, c = b - k * (b - a), gc = g(c);
+    } else {
+      a = c, c = d, gc = gd, d = a + k * (b - a), gd = g(d);
+    }
+  }
+  return (a + b) / 2;
+}
+
+std::string resolve(const std::string& name, const std::string& beside, const char* dir,
+                    const char* ext) {
+  const fs::path here = fs::path(beside).parent_path() / name;
+  if (fs::exists(here)) return here.string();
+  if (fs::exists(name)) return name;
+  return data_path(std::string(dir) + "/" + name + ext);
+}
+
+void read_measured(const YamlMap& m, TrainingRun& r) {
+  m.check_known({"training_step_s", "gpu_peak_gib", "gpu_peak_kind", "host_ram_per_node_gib",
+                 "post_backward_optimizer_s"});
+  auto get = [&](const char* key) -> std::optional<double> {
+    if (!m.has(key)) return std::nullopt;
+    const double v = m.get_double(key);
+    if (!(v > 0) || !std::isfinite(v)) m.fail(key, "must be a positive number");
+    return v;
+  };
+  r.training_step_s = get("training_step_s");
+  r.gpu_peak_gib = get("gpu_peak_gib");
+  r.host_ram_per_node_gib = get("host_ram_per_node_gib");
+  r.post_backward_optimizer_s = get("post_backward_optimizer_s");
+  const std::string kind = m.get_string("gpu_peak_kind", "reserved");
+  if (kind != "allocated" && kind != "reserved")
+    m.fail("gpu_peak_kind", "expected allocated or reserved, got '" + kind + "'");
+  r.gpu_peak_allocated = kind == "allocated";
+  if (!r.training_step_s && !r.gpu_peak_gib && !r.host_ram_per_node_gib &&
+      !r.post_backward_optimizer_s)
+    m.fail("training_step_s", "measured: gives no figure");
+}
+
+}  // namespace
+
+TrainingRun load_training_run(const std::string& path, const Topology& topo) {
+  const YamlMap root(detail::parse_yaml_text(read_input_file(path), path), path, "");
+  root.check_known({"model", "topology", "trainer_config", "nodes", "gpus_per_node", "layout",
+                    "offload", "optimizer", "runtime", "workload", "measured"});
+  TrainingRun r;
+  r.name = path;
+  r.spec = load_model(resolve(root.get_string("model"), path, "models", ".yaml"));
+  PlanFlags f;
+  f.runtime = root.get_string("runtime", "pytorch");
+  if (root.has("trainer_config")) {
+    f.trainer_config = resolve(root.get_string("trainer_config"), path, ".", "");
+  }
+  if (root.has("nodes")) f.nodes = std::to_string(root.get_int("nodes"));
+  if (root.has("gpus_per_node")) f.gpus_per_node = int(root.get_int("gpus_per_node"));
+  f.layout = root.get_string("layout", "");
+  if (root.has("offload")) f.offload = root.get_string("offload");
+  if (root.has("optimizer")) f.optimizer = root.get_string("optimizer");
+  if (auto w = root.get_optional_map("workload")) {
+    w->check_known({"tokens_per_step", "seq_len", "micro_batch_seqs", "ac", "ac_offload",
+                    "lm_head_chunk", "cp_style"});
+    f.tokens_per_step = w->get_int("tokens_per_step");
+    f.seq_len = w->get_int("seq_len");
+    f.micro_batch_seqs = w->get_int("micro_batch_seqs", 1);
+    f.ac = w->get_string("ac", "full");
+    f.ac_offload = w->get_bool("ac_offload", false);
+    f.lm_head_chunk = w->get_int("lm_head_chunk", 0);
+    f.cp_style = w->get_string("cp_style", "ulysses");
+  }
+  if (f.trainer_config.empty() && (f.nodes == "auto" || f.offload == "auto"))
+    root.fail("nodes", "a training run needs nodes: and offload: (or trainer_config:)");
+  read_measured(root.get_map("measured"), r);
+  r.plan = make_plan(r.spec, topo, to_plan_request(f));
+  return r;
+}
+
+TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRun>& fit,
+                              const std::vector<TrainingRun>& check) {
+  if (fit.empty()) throw InputError({}, "--training-run", "no runs to fit");
+  TrainingFit out;
+  out.topology = topo;
+  std::vector<Knob> active;
+  for (int f = 0; f < kFigures; ++f) {
+    int given = 0;
+    for (const TrainingRun& r : fit) given += measured(r, f).has_value();
+    const std::vector<Knob> ks = knobs_for(f);
+    for (size_t i = 0; i < ks.size(); ++i) {
+      Topology t = topo;
+      TrainingConstant c{ks[i].name, ks[i].field(t), ks[i].field(t), int(i) < given, ""};
+      c.note = c.fitted ? ks[i].why
+                        : std::string("default: ") + std::to_string(given) + " measured " +
+                              kFigureNames[f] + ", too few to determine it";
+      if (c.fitted) active.push_back(ks[i]);
+      out.constants.push_back(c);
+    }
+  }
+  for (int round = 0; round < 6 && !active.empty(); ++round) {
+    for (const Knob& k : active) {
+      auto g = [&](double v) {
+        Topology t = out.topology;
+        k.field(t) = v;
+        return objective(t, fit);
+      };
+      k.field(out.topology) = golden(g, k.lo, k.hi);
+    }
+  }
+  for (TrainingConstant& c : out.constants) {
+    for (const Knob& k : active) {
+      if (c.name == k.name) c.after = k.field(out.topology);
+    }
+  }
+  auto residuals = [&](const std::vector<TrainingRun>& runs, bool held_out) {
+    for (const TrainingRun& r : runs) {
+      for (int f = 0; f < kFigures; ++f) {
+        const auto m = measured(r, f);
+        if (!m) continue;
+        out.residuals.push_back({r.name, kFigureNames[f], *m, predicted(topo, r, f),
+                                 predicted(out.topology, r, f), held_out});
+      }
+    }
+  };
+  residuals(fit, false);
+  residuals(check, true);
+  return out;
+}
+
+std::string with_training_constants(const std::string& yaml, const TrainingFit& fit,
+                                    const std::string& comment) {
+  // section -> key -> value, for the fitted constants.
+  std::map<std::string, std::map<std::string, double>> todo;
+  for (const TrainingConstant& c : fit.constants) {
+    if (!c.fitted) continue;
+    const size_t dot = c.name.find('.');
+    todo[c.name.substr(0, dot)][c.name.substr(dot + 1)] = c.after;
+  }
+  auto line_for = [&](const std::string& key, double v) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "  %s: %.4g  # %s", key.c_str(), v, comment.c_str());
+    return std::string(buf);
+  };
+  std::istringstream in(yaml);
+  std::ostringstream out;
+  std::string line, section;
+  auto flush_section = [&]() {  // keys of the section just left that it did not have
+    auto it = todo.find(section);
+    if (it == todo.end()) return;
+    for (const auto& [key, v] : it->second) out << line_for(key, v) << "\n";
+    todo.erase(it);
+  };
+  while (std::getline(in, line)) {
+    const bool top = !line.empty() && line[0] != ' ' && line[0] != '#';
+    if (top) {
+      flush_section();
+      section = line.substr(0, line.find(':'));
+    } else if (todo.count(section)) {
+      const size_t start = line.find_first_not_of(' ');
+      const size_t colon = line.find(':');
+      if (start == 2 && colon != std::string::npos) {
+        auto& keys = todo[section];
+        const auto k = keys.find(line.substr(2, colon - 2));
+        if (k != keys.end()) {
+          out << line_for(k->first, k->second) << "\n";
+          keys.erase(k);
+          continue;
+        }
+      }
+    }
+    out << line << "\n";
+  }
+  flush_section();
+  for (const auto& [sec, keys] : todo) {  // sections the file did not have
+    out << sec << ":\n";
+    for (const auto& [key, v] : keys) out << line_for(key, v) << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace muonplan
