@@ -4,6 +4,8 @@
 // these constants).
 #include "muonplan/training_run.h"
 
+#include "muonplan/plan_inputs.h"
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -172,7 +174,10 @@ TrainingRun load_training_run(const std::string& path, const Topology& topo) {
                     "offload", "optimizer", "runtime", "workload", "measured"});
   TrainingRun r;
   r.name = path;
-  r.spec = load_model(resolve(root.get_string("model"), path, "models", ".yaml"));
+  // The model: model: (a path beside the run, or a bundled name), else the trainer config's
+  // [model] name, resolved by prepare_plan as `muonplan plan` resolves it.
+  const std::string model =
+      root.has("model") ? resolve(root.get_string("model"), path, "models", ".yaml") : "";
   PlanFlags f;
   f.runtime = root.get_string("runtime", "pytorch");
   if (root.has("trainer_config")) {
@@ -197,7 +202,9 @@ TrainingRun load_training_run(const std::string& path, const Topology& topo) {
   if (f.trainer_config.empty() && (f.nodes == "auto" || f.offload == "auto"))
     root.fail("nodes", "a training run needs nodes: and offload: (or trainer_config:)");
   read_measured(root.get_map("measured"), r);
-  r.plan = make_plan(r.spec, topo, to_plan_request(f));
+  const PlanInputs in = prepare_plan(model, f);
+  r.spec = in.model.spec;
+  r.plan = make_plan(r.spec, topo, in.request);
   return r;
 }
 
