@@ -5,6 +5,7 @@
 #include <iostream>
 #include <optional>
 
+#include "candidate_table.h"
 #include "commands.h"
 #include "muonplan/error.h"
 #include "muonplan/io.h"
@@ -30,13 +31,6 @@ void print_terms(const char* title, const std::vector<Term>& terms, double scale
   }
 }
 
-// "fits by 12%" / "misses by 5%": the margin the fit decision left (Prediction::fit_margin).
-std::string margin_text(bool fits, double margin) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%s by %.0f%%", fits ? "fits" : "misses", 100 * std::abs(margin));
-  return buf;
-}
-
 void print_plan(const Plan& plan, bool explain) {
   const PlanOptions& o = plan.options;
   const Prediction& p = plan.predicted;
@@ -48,32 +42,7 @@ void print_plan(const Plan& plan, bool explain) {
       "host %.0f%%\n\n",
       p.gpu_limit_bytes / kGiB, p.host_limit_bytes / kGiB, to_string(o.runtime),
       100 * p.gpu_headroom, 100 * p.host_headroom);
-  // The layout column appears when the search tried more than one layout.
-  bool layouts_vary = false;
-  for (const Candidate& c : plan.candidates) {
-    layouts_vary = layouts_vary || (!c.layout.empty() && c.layout != to_string(o.layout));
-  }
-  const std::string chosen_layout = to_string(o.layout);
-  auto layout_cell = [&](const Candidate& c) {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%-20s  ", c.layout.empty() ? "-" : c.layout.c_str());
-    return layouts_vary ? std::string(buf) : std::string();
-  };
-  std::printf("%5s  %s%-9s  %-4s  %12s  %14s  %10s  %10s  %s\n", "nodes",
-              layouts_vary ? "layout                " : "", "offload", "fits", "GPU peak GiB",
-              "host GiB/node", "step s", "GPU-s", "margin");
-  for (const Candidate& c : plan.candidates) {
-    if (!c.evaluated) {
-      std::printf("%5d  %s%-9s  %-4s  %s\n", c.nodes, layout_cell(c).c_str(), to_string(c.offload),
-                  "-", c.note.c_str());
-      continue;
-    }
-    const bool chosen = c.nodes == o.nodes && c.offload == o.offload && c.layout == chosen_layout;
-    std::printf("%5d  %s%-9s  %-4s  %12.1f  %14.1f  %10.3f  %10.2f  %s%s\n", c.nodes,
-                layout_cell(c).c_str(), to_string(c.offload), c.fits ? "yes" : "no", c.gpu_peak_gib,
-                c.host_ram_per_node_gib, c.step_s, c.gpu_seconds,
-                margin_text(c.fits, c.fit_margin).c_str(), chosen ? "  <- chosen" : "");
-  }
+  print_candidates(plan);
   std::printf("\ndecision: %s%s\n", plan.fits ? "" : "NO FIT: ", plan.reason.c_str());
   std::printf("chosen: %d node(s) x %d GPUs, layout %s, offload %s\n", o.nodes, plan.gpus_per_node,
               to_string(o.layout).c_str(), to_string(o.offload));

@@ -94,4 +94,12 @@ assert math.isclose(d["ms"], d["normalize_ms"] + d["gemm_ms"], rel_tol=1e-12)
 it = sum(g["ms"] for g in d["gemms_per_iteration"])
 assert math.isclose(d["gemm_ms"], 5 * it, rel_tol=1e-12), (d["gemm_ms"], it)
 assert math.isclose(d["tflops_per_s"], d["flops"] / d["ms"] / 1e9, rel_tol=1e-12)'
+# Layouts that tie on every figure (ep does not change the optimizer step of GLM-4.5-Air on one
+# node) are one row naming the range, and the JSON still lists every candidate.
+"$bin" plan --model glm-4.5-air >"$work/tie.txt" 2>"$work/err" || bad "plan glm-4.5-air: $(cat "$work/err")"
+[ "$(grep -c '^    1  fsdp=8,cp=1,ep=1..8 ' "$work/tie.txt")" = 3 ] \
+  && [ "$(grep -c '^    1  fsdp=8,cp=1,ep=[0-9] ' "$work/tie.txt")" = 0 ] \
+  && grep -q '^(a range such as ep=1..8' "$work/tie.txt" && ok || bad "tied rows not collapsed: $(cat "$work/tie.txt")"
+"$bin" plan --model glm-4.5-air --json >"$work/tie.json" 2>/dev/null
+json_check "tied candidates in JSON" "$work/tie.json" "assert len(d['decision']['candidates']) == 12, len(d['decision']['candidates'])"
 finish

@@ -1,0 +1,110 @@
+// The candidate table (candidate_table.h).
+#include "candidate_table.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <vector>
+
+namespace muonplan::cli {
+namespace {
+
+// The figures a row prints, as printed: candidates with equal rows tie.
+std::string figures(const Candidate& c) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%-4s  %12.1f  %14.1f  %10.3f  %10.2f  %s", c.fits ? "yes" : "no",
+                c.gpu_peak_gib, c.host_ram_per_node_gib, c.step_s, c.gpu_seconds,
+                margin_text(c.fits, c.fit_margin).c_str());
+  return buf;
+}
+
+// "fsdp=8,cp=1,ep=2" as its fields, in order.
+std::vector<std::pair<std::string, std::string>> fields(const std::string& layout) {
+  std::vector<std::pair<std::string, std::string>> out;
+  size_t at = 0;
+  while (at < layout.size()) {
+    const size_t comma = std::min(layout.find(',', at), layout.size());
+    const std::string part = layout.substr(at, comma - at);
+    const size_t eq = part.find('=');
+    out.push_back({part.substr(0, eq), eq == std::string::npos ? "" : part.substr(eq + 1)});
+    at = comma + 1;
+  }
+  return out;
+}
+
+// One label for tied layouts: the fields they share as written, the one that differs as
+// "first..last" of its values in the search's order.
+std::string tied_label(const std::vector<const Candidate*>& group) {
+  const auto first = fields(group.front()->layout), last = fields(group.back()->layout);
+  std::string out;
+  for (size_t i = 0; i < first.size(); ++i) {
+    const bool same = i < last.size() && first[i].second == last[i].second;
+    out += (i ? "," : "") + first[i].first + "=" + first[i].second +
+           (same || i >= last.size() ? "" : ".." + last[i].second);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string margin_text(bool fits, double margin) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%s by %.0f%%", fits ? "fits" : "misses", 100 * std::abs(margin));
+  return buf;
+}
+
+void print_candidates(const Plan& plan) {
+  const PlanOptions& o = plan.options;
+  const std::string chosen_layout = to_string(o.layout);
+  // The layout column appears when the search tried more than one layout.
+  bool layouts_vary = false;
+  for (const Candidate& c : plan.candidates)
+    layouts_vary = layouts_vary || (!c.layout.empty() && c.layout != chosen_layout);
+  // Evaluated candidates of one node count and mode with equal figures: one row, where the
+  // first of them stood.
+  std::vector<std::vector<const Candidate*>> rows;
+  std::map<std::string, size_t> row_of;
+  for (const Candidate& c : plan.candidates) {
+    const std::string key = std::to_string(c.nodes) + "/" + to_string(c.offload) + "/" + figures(c);
+    const auto it = c.evaluated ? row_of.find(key) : row_of.end();
+    if (it != row_of.end()) {
+      rows[it->second].push_back(&c);
+      continue;
+    }
+    if (c.evaluated) row_of[key] = rows.size();
+    rows.push_back({&c});
+  }
+  std::printf("%5s  %s%-9s  %-4s  %12s  %14s  %10s  %10s  %s\n", "nodes",
+              layouts_vary ? "layout                  " : "", "offload", "fits", "GPU peak GiB",
+              "host GiB/node", "step s", "GPU-s", "margin");
+  bool collapsed = false;
+  for (const auto& group : rows) {
+    const Candidate& c = *group.front();
+    bool chosen = false;
+    for (const Candidate* g : group)
+      chosen =
+          chosen || (g->nodes == o.nodes && g->offload == o.offload && g->layout == chosen_layout);
+    collapsed = collapsed || group.size() > 1;
+    char layout[48] = "";
+    if (layouts_vary) {
+      const std::string label = c.layout.empty()   ? "-"
+                                : group.size() > 1 ? tied_label(group)
+                                                   : c.layout;
+      std::snprintf(layout, sizeof layout, "%-22s  ", label.c_str());
+    }
+    if (!c.evaluated) {
+      std::printf("%5d  %s%-9s  %-4s  %s\n", c.nodes, layout, to_string(c.offload), "-",
+                  c.note.c_str());
+      continue;
+    }
+    std::printf("%5d  %s%-9s  %s%s\n", c.nodes, layout, to_string(c.offload), figures(c).c_str(),
+                chosen ? "  <- chosen" : "");
+  }
+  if (collapsed) {
+    std::printf(
+        "(a range such as ep=1..8: layouts that tie on every figure, one row; the tie is "
+        "broken by the first, the smallest)\n");
+  }
+}
+
+}  // namespace muonplan::cli

@@ -1,0 +1,20 @@
+// The candidate table `muonplan plan` prints: one row per node count, offload mode and layout
+// the search evaluated, rows that tie on every printed figure collapsed into one.
+#pragma once
+
+#include <string>
+
+#include "muonplan/plan.h"
+
+namespace muonplan::cli {
+
+// "fits by 12%" / "misses by 5%": the margin the fit decision left (Prediction::fit_margin).
+std::string margin_text(bool fits, double margin);
+
+// Candidates of the same node count and offload mode whose every printed figure is equal (on a
+// step without a workload `ep` changes nothing) print as one row naming the range of the layout
+// field that differs ("fsdp=8,cp=1,ep=1..8"); the search broke the tie by the smallest, and a
+// line under the table says so.
+void print_candidates(const Plan& plan);
+
+}  // namespace muonplan::cli
