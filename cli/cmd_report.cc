@@ -1,6 +1,7 @@
 // muonplan report: the capacity report. The planner computes every figure into
 // DIR/report-data.json; reports/report.py draws the plots and writes DIR/report.md.
 #include <cstdio>
+#include <iostream>
 
 #include "commands.h"
 #include "muonplan/data_dir.h"
@@ -18,6 +19,7 @@ struct ReportCommand {
   std::string model, topology = default_topology_path(), nodes, out, trace;
   std::vector<std::string> metrics;
   PlanFlags flags;
+  bool json = false;
 };
 
 std::string report_script_path() {
@@ -52,6 +54,7 @@ Runner add_report(CLI::App& app) {
                 "one muonplan report wrote (docs/report.md)")
       ->required()
       ->check(non_empty_path());
+  c->add_flag("--json", f->json, "Print report-data.json (every figure of the report) to stdout");
   return [f]() {
     std::vector<PathArg> inputs = plan_inputs(f->model, f->topology, f->flags);
     inputs.push_back({"--trace", f->trace});
@@ -70,8 +73,13 @@ Runner add_report(CLI::App& app) {
       in.measured_trace = read_json_file(f->trace);
       trace_events(in.measured_trace, f->trace);  // refuses a file that is not a trace
     }
-    render_report(report_data(spec, topo, request, in), f->out, report_script_path());
-    std::printf("wrote %s/report.md\n", f->out.c_str());
+    const nlohmann::json data = report_data(spec, topo, request, in);
+    render_report(data, f->out, report_script_path());
+    if (f->json) {
+      std::cout << data.dump(1) << "\n";  // report-data.json, as written into DIR
+    } else {
+      std::printf("wrote %s/report.md\n", f->out.c_str());
+    }
     return 0;
   };
 }

@@ -123,4 +123,10 @@ pts = [p for p in d["sweep"] if p["evaluated"]]
 assert pts and all(p["predicted"]["training_step_s"] > p["predicted"]["optimizer_step_s"] for p in pts)
 assert d["inputs"]["workload"]["lm_head_chunk"] == 1024
 EOF2
+# --json prints report-data.json as written into the directory (a second report into its own
+# directory replaces it).
+"$bin" report --model $M --nodes 1..4 --out "$out" --json >"$work/report.json" 2>"$work/err" \
+  && cmp -s <("$py" -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1])), sort_keys=True))" "$work/report.json") \
+            <("$py" -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1])), sort_keys=True))" "$out/report-data.json") \
+  && ok || bad "report --json differs from report-data.json: $(cat "$work/err")"
 finish
