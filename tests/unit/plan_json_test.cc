@@ -11,6 +11,25 @@
 using namespace muonplan;
 using namespace muonplan::test;  // model, topology and plan helpers (test_plans.h)
 
+TEST_CASE("plan JSON's units by hand: GiB are 2^30 bytes, GB 10^9, GPU-seconds world x step",
+          "[plan_json]") {
+  Plan plan = plan_fixed("tiny-moe", 1, OffloadMode::none);
+  Prediction& p = plan.predicted;
+  p.gpu_transient_bytes = {{"step_buffers", 536'870'912.0, ""}};  // 2^29: 0.5 GiB
+  p.host_bytes_per_node = {{"runtime", 3'221'225'472.0, ""}};     // 3 x 2^30: 3 GiB
+  p.alltoall_bytes_per_rank_max = 2'500'000'000;                  // 2.5 GB
+  p.h2d_bytes_per_gpu = 1'250'000'000;                            // 1.25 GB
+  p.optimizer_step_s = 0.75;
+  const nlohmann::json jp = plan_to_json(plan)["predicted"];
+  CHECK(jp["gpu_transient_gib"] == 0.5);
+  CHECK(jp["host_ram_per_node_gib"] == 3.0);
+  CHECK(jp["alltoall_gb_per_rank_max"] == 2.5);
+  CHECK(jp["alltoall_bytes_per_rank_max"] == 2.5e9);
+  CHECK(jp["h2d_gb_per_gpu"] == 1.25);
+  CHECK(jp["optimizer_step_s"] == 0.75);
+  CHECK(jp["gpu_seconds_per_step"] == 8 * 0.75);  // 8 GPUs
+}
+
 TEST_CASE("plan JSON carries the contract's keys and the plan's values", "[plan_json]") {
   const Plan plan = plan_fixed("tiny-moe", 1, OffloadMode::none);
   const Prediction& p = plan.predicted;
@@ -33,20 +52,15 @@ TEST_CASE("plan JSON carries the contract's keys and the plan's values", "[plan_
   const Topology topo = h200();
   CHECK(j["limits"]["gpu_memory_gib"] == topo.node.gpu.memory_gib);
   CHECK(j["limits"]["host_ram_per_node_gib"] == topo.node.host_ram_gib);
-  // Predictions: bytes in GiB (2^30) and GB (10^9), seconds as the Prediction holds them.
+  // Predictions: present, and the step's figures as the Prediction holds them (the units are
+  // checked by hand in the next test case).
   const nlohmann::json& jp = j["predicted"];
-  CHECK(jp["gpu_peak_gib"] == p.gpu_peak_bytes() / double(1 << 30));
   CHECK(jp["gpu_peak_gib"].get<double>() > 0);
-  CHECK(jp["gpu_transient_gib"] == Approx(sum(p.gpu_transient_bytes) / double(1 << 30)));
-  CHECK(jp["host_ram_per_node_gib"] == Approx(sum(p.host_bytes_per_node) / double(1 << 30)));
-  CHECK(jp["alltoall_gb_per_rank_max"] == Approx(p.alltoall_bytes_per_rank_max / 1e9));
   CHECK(jp["alltoall_bytes_per_rank_max"].get<double>() > 0);  // 8 ranks exchange shards
   CHECK(jp["h2d_gb_per_gpu"] == 0);                            // nothing offloaded
   CHECK(jp["d2h_gb_per_gpu"] == 0);
   CHECK(jp["optimizer_step_s"] == p.optimizer_step_s);
-  CHECK(jp["optimizer_step_s"].get<double>() > 0);
   CHECK(jp["training_step_s"].is_null());  // no workload: the optimizer step alone
-  CHECK(jp["gpu_seconds_per_step"] == Approx(8 * p.optimizer_step_s));
   // The breakdown lists every named term with its value in the unit its key names.
   const nlohmann::json& persistent = jp["breakdown"]["gpu_persistent_gib"];
   REQUIRE(persistent.size() == p.gpu_persistent_bytes.size());
