@@ -52,6 +52,16 @@ int find_nonfinite(RankState& state, Communicator& comm) {
   return code > 0 ? n - static_cast<int>(code) : -1;
 }
 
+// The message `root` found, on every rank (`own` is this rank's, empty if it found none); at
+// most kCauseBytes - 1 bytes of it. Collective.
+std::string agreed_cause(Communicator& comm, int root, const std::string& own) {
+  constexpr size_t kCauseBytes = 1024;
+  std::vector<char> buf(kCauseBytes, '\0');
+  if (comm.rank() == root) own.copy(buf.data(), kCauseBytes - 1);
+  comm.broadcast(buf.data(), kCauseBytes, root);
+  return buf.data();
+}
+
 void poison(RankState& state, const std::string& tensor) {
   for (LocalParam& p : state.params()) {
     if (state.plan().inventory.tensors[p.tensor].name != tensor || p.elems() == 0) continue;
@@ -252,12 +262,13 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
                        "checkpoint " + opt.resume_dir + " could not be loaded on rank " +
                            std::to_string(e.failed_rank));
     }
-    if (!error.empty()) rethrow_own();
     if (failed > 0) {
-      const std::string what = "checkpoint " + opt.resume_dir + " could not be loaded on rank " +
-                               std::to_string(int(failed) / 2 - 1);
-      if (int(failed) % 2 == 0) throw InputError({}, "--resume", what);
-      throw std::runtime_error(what);
+      // Every rank prints the cause the highest failed rank found, so the first line on stderr
+      // names it whichever rank's line mpirun shows first (a generic "could not be loaded on
+      // rank R" once came first on some runs).
+      error = agreed_cause(comm, int(failed) / 2 - 1, error);
+      input_error = int(failed) % 2 == 0;
+      rethrow_own();
     }
   }
   MuonStep step(state, comm);
@@ -269,6 +280,12 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
   std::vector<std::vector<double>> busy(6);
   double peak = 0, transient = 0, sent = 0, host_peak = 0, h2d = 0, d2h = 0;
   int64_t skipped = 0;
+  // Every rank loaded the same step, so every rank refuses alike, before step `first`.
+  if (first - 1 > kMaxCheckpointStep - opt.steps) {
+    throw InputError({}, "--steps",
+                     std::to_string(opt.steps) + " steps after step " + std::to_string(first - 1) +
+                         " pass the last step a checkpoint may hold (10^15)");
+  }
   const int64_t last = first + opt.steps - 1;
   for (int64_t s = first; s <= last; ++s) {
     comm.set_step(s);

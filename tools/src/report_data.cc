@@ -2,7 +2,6 @@
 // and the per-rank loads of each owner strategy on it. Plots come from reports/report.py.
 #include "muonplan/report_data.h"
 
-#include <sys/wait.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +9,7 @@
 #include <set>
 #include "muonplan/trace.h"
 
+#include "child_process.h"
 #include "muonplan/error.h"
 #include "muonplan/io.h"
 #include "muonplan/parse_int.h"
@@ -63,12 +63,6 @@ json inputs_json(const PlanRequest& base, const ReportInputs& in) {
           {"host_ram_gib_override", o.host_ram_gib},
           {"workload", workload},
           {"metrics", metrics_paths}};
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 }  // namespace
@@ -212,16 +206,10 @@ void render_report(const json& data, const std::string& out_dir, const std::stri
   write_file_atomic(data_path, data.dump(1) + "\n");
   const char* env = std::getenv("MUONPLAN_REPORT_PYTHON");
   const std::string python = env && *env ? env : "/usr/bin/python3";
-  // stderr into the pipe, stdout dropped: the script's messages are what a failure reports.
-  const std::string cmd = shell_quote(python) + " " + shell_quote(script) + " " +
-                          shell_quote(data_path) + " " + shell_quote(out_dir) + " 2>&1 >/dev/null";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) throw std::runtime_error("cannot run " + python);
-  std::string err;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) err.append(buf, n);
-  const int status = pclose(pipe);
-  const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  // stderr captured, stdout dropped: the script's messages are what a failure reports.
+  const ChildResult child = run_child({python, script, data_path, out_dir});
+  std::string err = child.stderr_text;
+  const int rc = child.exit_code;
   if (rc != 0) {
     while (!err.empty() && err.back() == '\n') err.pop_back();
     // One line when the script says one (report.py's own errors do), else its stderr below.

@@ -4,6 +4,7 @@
 
 #include "muonplan/io.h"
 #include "muonplan/model_io.h"
+#include "muonplan/plan_checks.h"
 #include "muonplan/yaml_reader.h"
 #include "spec/model_limits.h"
 
@@ -119,6 +120,7 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& path) {
   const YamlMap root(detail::parse_yaml_text(text, path), path, "");
   ModelSpec s;
   s.name = root.get_string("name");
+  if (const std::string why = name_problem(s.name); !why.empty()) root.fail("name", why);
   s.family = root.get_string("family", "");
   s.vocab_size = positive(root, "vocab_size");
   s.hidden_size = positive(root, "hidden_size");
