@@ -52,13 +52,30 @@ int find_nonfinite(RankState& state, Communicator& comm) {
   return code > 0 ? n - static_cast<int>(code) : -1;
 }
 
+// The cause in a peer's failure notice received while loading: its own message after the
+// watchdog's "rank R failed at step 0: ", or "" when the notice says something else (a rank
+// that died). Every rank prints the agreed cause, so a notice holds that one.
+std::string notice_cause(const RankFailure& e) {
+  const std::string what = e.what();
+  const std::string prefix = "rank " + std::to_string(e.failed_rank) + " failed at step 0: ";
+  return e.step == 0 && what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : "";
+}
+
 // The message `root` found, on every rank (`own` is this rank's, empty if it found none); at
 // most kCauseBytes - 1 bytes of it. Collective.
 std::string agreed_cause(Communicator& comm, int root, const std::string& own) {
   constexpr size_t kCauseBytes = 1024;
   std::vector<char> buf(kCauseBytes, '\0');
   if (comm.rank() == root) own.copy(buf.data(), kCauseBytes - 1);
-  comm.broadcast(buf.data(), kCauseBytes, root);
+  try {
+    comm.broadcast(buf.data(), kCauseBytes, root);
+  } catch (const RankFailure& e) {
+    // A rank that has the cause may print and announce it before this rank's receive
+    // completes: its notice carries the same cause.
+    const std::string cause = notice_cause(e);
+    if (cause.empty()) throw;
+    return cause;
+  }
   return buf.data();
 }
 
@@ -256,8 +273,10 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     } catch (const RankFailure& e) {
       // A peer that learned of our failure first may announce it back: our own cause is the
       // message to print. A peer's notice that arrives before the agreement is its load
-      // failure: said the way the agreement would have said it.
+      // failure: its cause, as the agreement below would have said it.
       if (!error.empty()) rethrow_own();
+      const std::string cause = notice_cause(e);
+      if (!cause.empty()) throw InputError({}, "", cause);
       throw InputError({}, "--resume",
                        "checkpoint " + opt.resume_dir + " could not be loaded on rank " +
                            std::to_string(e.failed_rank));

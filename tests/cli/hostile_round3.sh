@@ -119,4 +119,20 @@ done
 timeout 60 "$bin" execute --plan "$work/p.json" --comm-timeout 1 >/dev/null 2>"$work/err" \
   && ok || bad "--comm-timeout 1: $(cat "$work/err")"
 
+# --- Item 11: report --nodes with repeated counts plans each count once ----------------------
+"$bin" report --model tests/data/micro-dense.yaml $T --nodes 2,1,1,1,1,2 --out "$work/r-rep" \
+  >/dev/null 2>"$work/err" || bad "report --nodes 2,1,1,1,1,2: $(cat "$work/err")"
+json_check "report repeated nodes" "$work/r-rep/report-data.json" "
+assert d['inputs']['node_counts'] == [1, 2], d['inputs']['node_counts']
+rows = [(r['nodes'], r['offload'], r['optimizer']) for r in d['sweep']]
+assert len(rows) == len(set(rows)) == 2 * 3 * 4, len(rows)"
+
+# --- Item 15: SIGTERM to report ends report.py first ---------------------------------------
+"$bin" report --model tests/data/micro-dense.yaml $T --nodes 1 --out "$work/rt" >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 200); do [ -e "$work/rt/report-data.json" ] && break; sleep 0.05; done
+kill -TERM "$pid"; wait "$pid"; rc=$?
+left="$(ps -eo args | grep -F "$work/rt" | grep -v grep)"
+[ "$rc" = 143 ] && [ -z "$left" ] && ok || bad "report after SIGTERM: exit $rc, still running: $left"
+
 finish
