@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <new>
 #include <nlohmann/json.hpp>
 
 #include "backend_select.h"
@@ -149,6 +150,12 @@ int run(const ExecuteFlags& f) {
     report(rank, e.what());
     comm->announce_failure(e.what());
     return 2;
+  } catch (const std::bad_alloc&) {
+    // Freed by the unwinding: the lines below have memory again.
+    const std::string what = "out of memory running --plan " + f.plan;
+    report(rank, "error: " + what);
+    comm->announce_failure(what);
+    return 1;
   } catch (const std::exception& e) {
     report(rank, std::string("error: ") + e.what());
     comm->announce_failure(e.what());

@@ -2,9 +2,27 @@
 // (one line naming file, line and field), 1 runtime failure.
 #include <iostream>
 #include <map>
+#include <new>
+#include <string>
 
 #include "commands.h"
 #include "muonplan/error.h"
+
+// " while reading --model m.yaml, --plan p.json" for the input files given to the command that
+// ran out of memory (std::bad_alloc carries no file), or "".
+std::string inputs_given(CLI::App& app) {
+  std::string out;
+  for (CLI::App* sub : app.get_subcommands()) {
+    for (const char* flag : {"--model", "--topology", "--plan", "--metrics", "--trace",
+                             "--workload", "--trainer-config", "--published"}) {
+      const CLI::Option* o = sub->get_option_no_throw(flag);
+      if (o == nullptr || o->count() == 0) continue;
+      for (const std::string& v : o->results())
+        out += (out.empty() ? "" : ", ") + std::string(flag) + " " + v;
+    }
+  }
+  return out.empty() ? "" : " while reading " + out;
+}
 
 int main(int argc, char** argv) {
   CLI::App app{"muonplan: plan and run the sharded Muon optimizer step for large models"};
@@ -45,6 +63,9 @@ int main(int argc, char** argv) {
   } catch (const muonplan::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "muonplan: error: out of memory" << inputs_given(app) << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "muonplan: error: " << e.what() << "\n";
     return 1;

@@ -135,4 +135,31 @@ kill -TERM "$pid"; wait "$pid"; rc=$?
 left="$(ps -eo args | grep -F "$work/rt" | grep -v grep)"
 [ "$rc" = 143 ] && [ -z "$left" ] && ok || bad "report after SIGTERM: exit $rc, still running: $left"
 
+# --- Item 13: element counts bounded before parsing (under a 2 GB address-space cap) -------
+"$py" -c "open('$work/long.json', 'w').write('{\"schema\": \"muonplan.plan/2\", \"tensors\": [' + ','.join(['1'] * 1100000) + ']}')"
+col="$("$py" -c "s = open('$work/long.json').read(); i = -1
+for _ in range((1 << 20) + 1): i = s.index(',', i + 1)
+print(i + 1)")"
+EXPECT_VMEM_KB=2000000 EXPECT_TIMEOUT=20 expect "plan array of 1.1M" 2 \
+  "muonplan: rank 0: $work/long.json:1:$col: json: an array of more than 1048576 elements; no muonplan input holds one" \
+  "$bin" execute --plan "$work/long.json"
+"$py" -c "open('$work/many.json', 'w').write('{\"model_type\": \"llama\", \"x\": [' + ','.join(['[' + ','.join(['1'] * 1000000) + ']'] * 9) + ']}')"
+EXPECT_VMEM_KB=2000000 EXPECT_TIMEOUT=20 EXPECT_MATCH=suffix expect "HF config of 9M values" 2 \
+  ": json: more than 8388608 values; no muonplan input holds as many" \
+  "$bin" inspect --model "$work/many.json"
+[[ "$(cat "$work/err")" == "$work/many.json:1:"* ]] && ok || bad "9M values: file not named: $(cat "$work/err")"
+
+# --- Item 14: the search stops where nothing can fit ----------------------------------------
+sed 's/^max_nodes: 2$/max_nodes: 32768/' topologies/cpu-ci.yaml > "$work/huge.yaml"
+"$bin" plan --model tests/data/micro-dense.yaml --topology "$work/huge.yaml" --nodes auto \
+  --gpu-memory-gib 0.000001 --out "$work/nofit.json" >/dev/null 2>"$work/err" || bad "nofit plan: $(cat "$work/err")"
+json_check "no fit: one node count evaluated" "$work/nofit.json" "
+import re
+r = d['decision']['reason']
+assert 'only the first of 32768 node counts was evaluated' in r, r
+assert {c['nodes'] for c in d['decision']['candidates']} == {1}, d['decision']['candidates']
+floor = float(re.search(r'at least ([0-9.e+-]+) GiB per GPU', r).group(1))
+# The floor is a lower bound: no candidate evaluated needs less.
+assert all(c['gpu_peak_gib'] >= floor * 0.999 for c in d['decision']['candidates'] if 'gpu_peak_gib' in c)"
+
 finish

@@ -241,7 +241,8 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
     }
   } else {
     best.reason = "does not fit on any candidate up to " + std::to_string(node_counts.back()) +
-                  " node(s)" + floor.why(node_counts.size()) + "; closest: " + std::to_string(chosen->nodes) + " node(s), offload " +
+                  " node(s)" + floor.why(node_counts.size()) +
+                  "; closest: " + std::to_string(chosen->nodes) + " node(s), offload " +
                   to_string(chosen->offload) + " (GPU peak " + fmt("%.1f", chosen->gpu_peak_gib) +
                   " GiB, host RAM " + fmt("%.0f", chosen->host_ram_per_node_gib) + " GiB per node)";
   }

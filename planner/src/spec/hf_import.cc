@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "muonplan/io.h"
+#include "muonplan/json_bounds.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan_checks.h"
 #include "muonplan/yaml_reader.h"
@@ -60,6 +61,7 @@ size_t token_start(const std::string& text, size_t byte) {
 class Config {
  public:
   Config(const std::string& text, const std::string& path) : text_(text), path_(path) {
+    check_json_counts(text, path);  // json_bounds.h: before nlohmann allocates
     try {
       j_ = json::parse(text);
     } catch (const json::parse_error& e) {

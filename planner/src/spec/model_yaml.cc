@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "muonplan/io.h"
+#include "muonplan/json_bounds.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan_checks.h"
 #include "muonplan/yaml_reader.h"
@@ -173,6 +174,7 @@ ModelSpec load_model(const std::string& path) {
   if (json_object && text.find("\"model_type\"") != std::string::npos) {
     return parse_hf_config(text, path);
   }
+  if (json_object) check_json_counts(text, path);  // JSON read as YAML: yaml-cpp builds it all
   try {
     return parse_model_yaml(text, path);
   } catch (const InputError& e) {
