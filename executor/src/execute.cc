@@ -8,11 +8,14 @@
 #include <map>
 #include <stdexcept>
 
+#include <unistd.h>
+
 #include "muonplan/error.h"
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/fnv1a.h"
 #include "muonplan/exec/init.h"
 #include "muonplan/exec/metrics.h"
+#include "muonplan/exec/plan_shards.h"
 #include "muonplan/exec/rank_state.h"
 #include "muonplan/exec/step.h"
 #include "muonplan/exec/trace_gather.h"
@@ -77,6 +80,28 @@ std::string agreed_cause(Communicator& comm, int root, const std::string& own) {
     return cause;
   }
   return buf.data();
+}
+
+// A plan whose shards this rank cannot hold is refused before anything is allocated (a hand-
+// edited [1000, 10^8] shape took the machine's memory, or ended in std::bad_alloc). The bound
+// is the master weight and gradient plus up to two state fields, 4 bytes an element each,
+// against the machine's physical memory (the CPU backend keeps all of it there).
+void check_shards_fit(const Plan& plan, const Backend& backend, int rank) {
+  if (backend.name() != "cpu") return;  // device memory: the plan's own prediction
+  constexpr double kBytesPerElem = 4.0 * 4;
+  double elems = 0;
+  for (size_t t = 0; t < plan.inventory.tensors.size(); ++t)
+    elems += double(shard_of(plan, static_cast<int>(t), rank).elems());
+  const double need_bytes = elems * kBytesPerElem;
+  const double have_bytes = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  if (have_bytes > 0 && need_bytes > have_bytes) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "rank %d's shards need %.3g GiB (%.3g elements x 16 bytes), more than this "
+                  "machine's %.3g GiB of memory",
+                  rank, need_bytes / (1u << 30), elems, have_bytes / (1u << 30));
+    throw InputError({}, "--plan", buf);
+  }
 }
 
 void poison(RankState& state, const std::string& tensor) {
@@ -241,6 +266,7 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     if (!error.empty()) throw InputError({}, "", error);
     if (refused > 0) throw InputError({}, "--checkpoint", "refused on rank 0 (see its message)");
   }
+  check_shards_fit(plan, backend, comm.rank());
   RankState state(plan, backend, comm.rank());
   state.init_params();
   int64_t first = 1;

@@ -149,6 +149,13 @@ EXPECT_VMEM_KB=2000000 EXPECT_TIMEOUT=20 EXPECT_MATCH=suffix expect "HF config o
   "$bin" inspect --model "$work/many.json"
 [[ "$(cat "$work/err")" == "$work/many.json:1:"* ]] && ok || bad "9M values: file not named: $(cat "$work/err")"
 
+# A plan whose shards no machine holds (10^13 elements, each dimension within 10^8): refused
+# before anything is allocated, exit 2.
+edit_json "$work/p.json" "$work/huge-shard.json" "p['tensors'][0]['shape'] = [10**8, 10**5]"
+EXPECT_VMEM_KB=2000000 EXPECT_MATCH=suffix expect "plan of 10^13 elements" 2 \
+  " GiB (1e+13 elements x 16 bytes), more than this machine's $("$py" -c "import os; print('%.3g' % (os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30))") GiB of memory" \
+  "$bin" execute --plan "$work/huge-shard.json"
+
 # --- Item 14: the search stops where nothing can fit ----------------------------------------
 sed 's/^max_nodes: 2$/max_nodes: 32768/' topologies/cpu-ci.yaml > "$work/huge.yaml"
 "$bin" plan --model tests/data/micro-dense.yaml --topology "$work/huge.yaml" --nodes auto \
