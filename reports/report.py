@@ -58,6 +58,24 @@ def save(fig, path):
     write_atomic(path, lambda f: fig.savefig(f, dpi=DPI, format="png"))
 
 
+def md_text(text):
+    """A name or path safe inside a report.md heading or table cell: control characters (C0, DEL,
+    C1, line separators, bidi overrides) escaped as \\xNN or \\uNNNN, so a newline cannot end a
+    heading; '|' and '`' escaped, so a table cell or code span stays one. muonplan refuses such
+    names; paths may still hold them."""
+    out = []
+    for ch in str(text):
+        cp = ord(ch)
+        if cp < 0x20 or 0x7F <= cp <= 0x9F or cp in (0x2028, 0x2029) or \
+                0x202A <= cp <= 0x202E or 0x2066 <= cp <= 0x2069:
+            out.append(f"\\x{cp:02X}" if cp < 0x100 else f"\\u{cp:04X}")
+        elif ch in "|`\\":
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def variant_label(name):
     return VARIANT_LABELS.get(name, name)
 
@@ -380,11 +398,12 @@ def markdown(data, images):
                 f"{w['micro_batch_seqs']} sequence(s) per micro step, AC {w['ac']}"
                 f"{', AC offload' if w['ac_offload'] else ''}")
     nodes = inp["node_counts"]
-    out = [f"# Capacity report: {data['model']} on {data['topology']}", "",
+    model, topology = md_text(data["model"]), md_text(data["topology"])
+    out = [f"# Capacity report: {model} on {topology}", "",
            "Written by `muonplan report` from `report-data.json` (every number below is in it).",
            "", "## Inputs", "", "| input | value |", "| --- | --- |",
-           f"| model | {data['model']} (`{inp['model_path']}`) |",
-           f"| topology | {data['topology']} (`{inp['topology_path']}`), "
+           f"| model | {model} (`{md_text(inp['model_path'])}`) |",
+           f"| topology | {topology} (`{md_text(inp['topology_path'])}`), "
            f"{data['gpus_per_node']} GPUs per node |",
            f"| node counts | {', '.join(str(n) for n in nodes)} |",
            f"| layout | {inp['layout']} |",

@@ -111,6 +111,15 @@ edit_json "$work/p.json" "$work/pn.json" "p['model'] = 'a\\x1bb'"
 expect "plan model name with ESC" 2 "muonplan: rank 0: $work/pn.json: model: must be printable text, got the control character U+001B" \
   "$bin" execute --plan "$work/pn.json"
 
+# Paths may still hold such characters: report.md escapes what it quotes (reports/report.py).
+"$py" - <<'PYEOF' && ok || bad "report.py md_text"
+import sys
+sys.path.insert(0, "reports")
+import report
+got = report.md_text("a\nb|c\x1b\u202e`é")
+assert got == "a\\x0Ab\\|c\\x1B\\u202E\\`é", repr(got)
+PYEOF
+
 # --- Item 18: --comm-timeout at least 1 s -----------------------------------------------------
 for v in 1e-9 0.5; do
   expect "comm-timeout $v" 2 "--comm-timeout: expected seconds in [1, 1e6], got '$v'" \
