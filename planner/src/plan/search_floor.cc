@@ -40,7 +40,7 @@ std::string NoFitFloor::why(size_t node_counts) const {
   if (!over_limit || node_counts <= 1) return "";
   char buf[256];
   std::snprintf(buf, sizeof buf,
-                ": every candidate needs at least %.3g GiB per GPU (the largest Muon matrix "
+                ": every candidate needs at least %.6g GiB per GPU (the largest Muon matrix "
                 "gathered with its NS workspace, and the fixed overhead), over the %.3g GiB "
                 "limit, so only the first of %zu node counts was evaluated",
                 floor_bytes / kGiB, limit_bytes / kGiB, node_counts);
