@@ -1,11 +1,13 @@
 // muonplan: the command-line front end. Exit codes (docs/cli-contract.md): 0 success, 2 bad input
 // (one line naming file, line and field), 1 runtime failure.
+#include <csignal>
 #include <iostream>
 #include <map>
 #include <new>
 #include <string>
 
 #include "commands.h"
+#include "muonplan/child_process.h"
 #include "muonplan/error.h"
 
 // " while reading --model m.yaml, --plan p.json" for the input files given to the command that
@@ -25,6 +27,10 @@ std::string inputs_given(CLI::App& app) {
 }
 
 int main(int argc, char** argv) {
+  // A write past `ulimit -f` then fails with EFBIG, which every writer reports and cleans up
+  // after ("cannot write PATH: File too large", exit 1), instead of killing the process with
+  // SIGXFSZ and leaving its temporary files (docs/reliability.md).
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"muonplan: plan and run the sharded Muon optimizer step for large models"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "muonplan 0.1.0");
@@ -63,6 +69,12 @@ int main(int argc, char** argv) {
   } catch (const muonplan::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;
+  } catch (const muonplan::Interrupted& e) {
+    // report.py has exited and the staging directory is gone: end by the signal, as without
+    // a child (exit 128 + signal to the shell).
+    std::signal(e.signal, SIG_DFL);
+    std::raise(e.signal);
+    return 128 + e.signal;
   } catch (const std::bad_alloc&) {
     std::cerr << "muonplan: error: out of memory" << inputs_given(app) << "\n";
     return 1;

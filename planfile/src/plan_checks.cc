@@ -1,5 +1,7 @@
 #include "muonplan/plan_checks.h"
 
+#include "muonplan/io.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -39,9 +41,15 @@ class Checker {
   void non_negative(double v, const char* flag, const std::string& field) const {
     check(std::isfinite(v) && v >= 0, flag, field, "must be a finite number >= 0", v);
   }
+  // The step computes momentum and betas in fp32: 0.99999999 is 1 there, and AdamW's bias
+  // correction 1 - beta1^t is then 0 (every AdamW weight became NaN with exit 0).
   void fraction(double v, const char* flag, const std::string& field, bool open_low) const {
     const bool ok = open_low ? v > 0 && v < 1 : v >= 0 && v < 1;
-    check(ok, flag, field, open_low ? "must be in (0, 1)" : "must be in [0, 1)", v);
+    const std::string range = open_low ? "must be in (0, 1)" : "must be in [0, 1)";
+    check(ok, flag, field, range, v);
+    const float f = static_cast<float>(v);
+    check(open_low ? f > 0 && f < 1 : f < 1, flag, field,
+          range + " in fp32, the precision of the step (it rounds to " + num(f) + ")", v);
   }
   bool from_plan() const { return !path_.empty(); }
   const std::string& path() const { return path_; }
@@ -108,6 +116,7 @@ bool is_metrics_string(const std::string& field) {
                                                 "plan",
                                                 "plan_fingerprint",
                                                 "path",
+                                                "resumed_from",
                                                 "measured.state_digest",
                                                 "measured.offload",
                                                 "measured.ns_variant"};
@@ -119,7 +128,7 @@ bool is_metrics_string(const std::string& field) {
 void check_metric_values(const json& v, const std::string& field, const std::string& path) {
   auto fail = [&](const std::string& message) { throw InputError({path, 0, 0}, field, message); };
   if (is_metrics_string(field) && !v.is_string()) {
-    fail("expected a string, got " + v.dump());
+    fail("expected a string, got " + json_brief(v));
   } else if (v.is_object()) {
     for (const auto& [k, child] : v.items())
       check_metric_values(child, field.empty() ? k : field + "." + k, path);
@@ -127,14 +136,14 @@ void check_metric_values(const json& v, const std::string& field, const std::str
     for (size_t i = 0; i < v.size(); ++i)
       check_metric_values(v[i], field + "[" + std::to_string(i) + "]", path);
   } else if (v.is_string()) {
-    if (!is_metrics_string(field)) fail("expected a number, got " + v.dump());
+    if (!is_metrics_string(field)) fail("expected a number, got " + json_brief(v));
   } else if (v.is_number()) {
     const double x = v.get<double>();
     if (!(std::isfinite(x) && x >= 0 && x <= kMaxMetric)) {
-      fail("expected a number in [0, 1e18], got " + v.dump());
+      fail("expected a number in [0, 1e18], got " + json_brief(v));
     }
   } else if (!v.is_null()) {
-    fail("expected a number, got " + v.dump());
+    fail("expected a number, got " + json_brief(v));
   }
 }
 
@@ -165,8 +174,7 @@ void check_plan_predicted(const json& plan, const std::string& path) {
   const auto it = plan.is_object() ? plan.find("predicted") : plan.end();
   if (it == plan.end()) return;
   if (!it->is_object()) {
-    throw InputError({path, 0, 0}, "predicted",
-                     std::string("expected an object, got ") + it->type_name());
+    throw InputError({path, 0, 0}, "predicted", "expected an object, got " + json_brief(*it));
   }
   for (const auto& [k, v] : it->items()) {
     if (k != "breakdown") check_metric_values(v, "predicted." + k, path);  // not copied

@@ -55,7 +55,7 @@ for v in -5 1e300 '"fast"'; do
     "$bin" execute --plan "$work/pv.json"
 done
 edit_json "$work/p.json" "$work/pv.json" "p['predicted'] = 5"
-expect "plan predicted 5" 2 "muonplan: rank 0: $work/pv.json: predicted: expected an object, got number" \
+expect "plan predicted 5" 2 "muonplan: rank 0: $work/pv.json: predicted: expected an object, got 5" \
   "$bin" execute --plan "$work/pv.json"
 # What plan writes passes, and its metrics are what report and calibrate read.
 timeout 60 "$bin" execute --plan "$work/p.json" --metrics "$work/m.json" >/dev/null 2>"$work/err" \
@@ -139,10 +139,14 @@ assert len(rows) == len(set(rows)) == 2 * 3 * 4, len(rows)"
 # --- Item 15: SIGTERM to report ends report.py first ---------------------------------------
 "$bin" report --model tests/data/micro-dense.yaml $T --nodes 1 --out "$work/rt" >/dev/null 2>&1 &
 pid=$!
-for _ in $(seq 200); do [ -e "$work/rt/report-data.json" ] && break; sleep 0.05; done
+# The report is staged in $work/.rt.report.PID until report.py has finished.
+for _ in $(seq 200); do [ -e "$work/.rt.report.$pid/report-data.json" ] && break; sleep 0.05; done
 kill -TERM "$pid"; wait "$pid"; rc=$?
-left="$(ps -eo args | grep -F "$work/rt" | grep -v grep)"
+left="$(ps -eo args | grep -F "$work/" | grep report.py | grep -v grep)"
 [ "$rc" = 143 ] && [ -z "$left" ] && ok || bad "report after SIGTERM: exit $rc, still running: $left"
+# Nothing written, and the staging directory removed.
+[ ! -e "$work/rt" ] && [ -z "$(ls -A "$work" | grep '^\.rt\.report')" ] && ok \
+  || bad "report after SIGTERM left: $(ls -A "$work" "$work/rt" 2>&1 | tr '\n' ' ')"
 
 # --- Item 13: element counts bounded before parsing (under a 2 GB address-space cap) -------
 "$py" -c "open('$work/long.json', 'w').write('{\"schema\": \"muonplan.plan/2\", \"tensors\": [' + ','.join(['1'] * 1100000) + ']}')"

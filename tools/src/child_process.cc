@@ -1,4 +1,4 @@
-#include "child_process.h"
+#include "muonplan/child_process.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -24,8 +24,7 @@ void forward(int sig) {
   if (g_child > 0) kill(pid_t(g_child), sig);
 }
 
-// Installs `forward` for the signals above while alive; restores what was there before, then
-// raises a signal that arrived meanwhile.
+// Installs `forward` for the signals above while alive; restores what was there before.
 class ForwardSignals {
  public:
   ForwardSignals() {
@@ -38,7 +37,6 @@ class ForwardSignals {
   ~ForwardSignals() {
     g_child = 0;
     for (size_t i = 0; i < std::size(kForwarded); ++i) sigaction(kForwarded[i], &old_[i], nullptr);
-    if (g_received != 0) raise(g_received);
   }
   ForwardSignals(const ForwardSignals&) = delete;
   ForwardSignals& operator=(const ForwardSignals&) = delete;
@@ -92,7 +90,8 @@ ChildResult run_child(const std::vector<std::string>& argv) {
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }  // the guard's destructor raises a forwarded signal, now that the child is gone
+  }  // the previous handlers are back
+  if (g_received != 0) throw Interrupted(g_received);
   return out;
 }
 

@@ -1,6 +1,7 @@
 // The capacity report's data: a sweep of fixed-node, fixed-offload plans, the searched plan,
 // and the per-rank loads of each owner strategy on it. Plots come from reports/report.py.
 #include "muonplan/report_data.h"
+#include "muonplan/report_dir.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,7 +10,7 @@
 #include <set>
 #include "muonplan/trace.h"
 
-#include "child_process.h"
+#include "muonplan/child_process.h"
 #include "muonplan/error.h"
 #include "muonplan/io.h"
 #include "muonplan/parse_int.h"
@@ -203,16 +204,16 @@ json load_metrics(const std::string& path) {
   return j;
 }
 
-void render_report(const json& data, const std::string& out_dir, const std::string& script) {
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw std::runtime_error("cannot create " + out_dir + ": " + ec.message());
-  const std::string data_path = (std::filesystem::path(out_dir) / "report-data.json").string();
+namespace {
+
+// Writes the report into `staging` (report_dir.h) and runs the script there.
+void render_into(const json& data, const std::string& staging, const std::string& script) {
+  const std::string data_path = (std::filesystem::path(staging) / "report-data.json").string();
   write_file_atomic(data_path, data.dump(1) + "\n");
   const char* env = std::getenv("MUONPLAN_REPORT_PYTHON");
   const std::string python = env && *env ? env : "/usr/bin/python3";
   // stderr captured, stdout dropped: the script's messages are what a failure reports.
-  const ChildResult child = run_child({python, script, data_path, out_dir});
+  const ChildResult child = run_child({python, script, data_path, staging});
   std::string err = child.stderr_text;
   const int rc = child.exit_code;
   if (rc != 0) {
@@ -222,6 +223,28 @@ void render_report(const json& data, const std::string& out_dir, const std::stri
     throw std::runtime_error(python + " " + script + " failed (exit " + std::to_string(rc) +
                              (one_line ? "): " : "):\n") + err);
   }
+}
+
+// `text` with every `from` replaced by `to`.
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+}  // namespace
+
+void render_report(const json& data, const std::string& out_dir, const std::string& script) {
+  ReportDir dir(out_dir);  // refuses a directory that is not ours before anything is written
+  try {
+    render_into(data, dir.staging(), script);
+  } catch (const Interrupted&) {
+    throw;  // as it is: the command ends by the signal once `dir` is cleaned up
+  } catch (const std::runtime_error& e) {
+    // The user named DIR, not its staging directory: messages say where the file was going.
+    throw std::runtime_error(replaced(e.what(), dir.staging(), dir.path()));
+  }
+  dir.publish();
 }
 
 }  // namespace muonplan
