@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <new>
 #include <nlohmann/json.hpp>
 
 #include "backend_select.h"
@@ -39,6 +41,9 @@ struct ExecuteFlags {
 constexpr int64_t kMaxSteps = 1'000'000'000;
 // Longest --comm-timeout: deadlines computed from it stay representable.
 constexpr double kMaxCommTimeoutS = 1e6;
+// Shortest --comm-timeout: below it an ordinary wait (a peer's Newton-Schulz, an fsync) is
+// taken for a hang, and every multi-rank run fails (docs/reliability.md).
+constexpr double kMinCommTimeoutS = 1;
 
 // The whole text as an integer in [lo, hi] into `out`, else false ("12abc", "zz", past int64).
 bool parse_int_in(const std::string& text, int64_t lo, int64_t hi, int64_t& out) {
@@ -51,6 +56,33 @@ bool parse_int_in(const std::string& text, int64_t lo, int64_t hi, int64_t& out)
 void report(int rank, const std::string& message) {
   const std::string line = "muonplan: rank " + std::to_string(rank) + ": " + message + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+// --inject-nonfinite NAME:STEP names a tensor of the plan: a name that matches none would
+// poison nothing, and the run would pass as if the check had been exercised.
+void check_inject_target(const Plan& plan, const std::string& name) {
+  for (const auto& t : plan.inventory.tensors) {
+    if (t.name == name) return;
+  }
+  throw InputError({}, "--inject-nonfinite",
+                   name.empty()
+                       ? std::string("expected NAME:STEP with NAME a tensor of the plan, got "
+                                     "an empty name")
+                       : "no tensor named '" + name + "' in the plan");
+}
+
+// --checkpoint/--resume DIR as one spelling: `ck/.`, `ck/` and `./ck` are `ck`, and `.` or
+// `x/..` is the directory's absolute path, so that DIR.lock, DIR.tmp and DIR.old are its
+// siblings (`.` was refused for holding `..lock`, the lock file muonplan had made itself).
+std::string normal_dir(const std::string& dir) {
+  if (dir.empty()) return dir;
+  std::filesystem::path p = std::filesystem::path(dir).lexically_normal();
+  if (p.filename().empty() && p.has_relative_path()) p = p.parent_path();  // "ck/" -> "ck"
+  if (p.filename() == "." || p.filename() == "..") {
+    p = std::filesystem::absolute(p).lexically_normal();
+    if (p.filename().empty() && p.has_relative_path()) p = p.parent_path();
+  }
+  return p.string();
 }
 
 // The run's figures, in fixed formats with their units (the metrics JSON has every digit).
@@ -115,6 +147,7 @@ int run(const ExecuteFlags& f) {
     }
     const nlohmann::json plan_json = read_json_file(f.plan);
     const Plan plan = plan_from_json(plan_json, f.plan);
+    if (!f.inject.empty()) check_inject_target(plan, opt.inject_nonfinite_tensor);
     exec::ExecuteResult r = exec::execute(plan, opt, *backend, *comm);
     r.metrics["plan"] = f.plan;
     r.metrics["predicted"] = plan_json.value("predicted", nlohmann::json::object());
@@ -143,6 +176,12 @@ int run(const ExecuteFlags& f) {
     report(rank, e.what());
     comm->announce_failure(e.what());
     return 2;
+  } catch (const std::bad_alloc&) {
+    // Freed by the unwinding: the lines below have memory again.
+    const std::string what = "out of memory running --plan " + f.plan;
+    report(rank, "error: " + what);
+    comm->announce_failure(what);
+    return 1;
   } catch (const std::exception& e) {
     report(rank, std::string("error: ") + e.what());
     comm->announce_failure(e.what());
@@ -198,15 +237,18 @@ Runner add_execute(CLI::App& app) {
        [f](const std::string& v) {
          char* end = nullptr;
          const double s = std::strtod(v.c_str(), &end);
-         if (v.empty() || *end != '\0' || !(s > 0 && s <= kMaxCommTimeoutS)) {
-           throw InputError({}, "--comm-timeout", "expected seconds in (0, 1e6], got '" + v + "'");
+         if (v.empty() || *end != '\0' || !(s >= kMinCommTimeoutS && s <= kMaxCommTimeoutS)) {
+           throw InputError({}, "--comm-timeout", "expected seconds in [1, 1e6], got '" + v + "'");
          }
          f->comm_timeout_s = s;
        },
        "Seconds an MPI wait may last before the ranks are probed (a failed rank is then "
-       "reported; default: 20)")
+       "reported; at least 1, default: 20)")
       ->type_name("FLOAT");
   return [f]() {
+    // One spelling of each checkpoint path before anything compares or names them.
+    f->options.checkpoint_dir = normal_dir(f->options.checkpoint_dir);
+    f->options.resume_dir = normal_dir(f->options.resume_dir);
     // Before MPI starts: every rank refuses alike, with one line (exit 2).
     std::vector<PathArg> in = {{"--plan", f->plan}},
                          out = {{"--metrics", f->metrics}, {"--trace", f->trace}};

@@ -3,9 +3,28 @@
 #include <csignal>
 #include <iostream>
 #include <map>
+#include <new>
+#include <string>
 
 #include "commands.h"
+#include "muonplan/child_process.h"
 #include "muonplan/error.h"
+
+// " while reading --model m.yaml, --plan p.json" for the input files given to the command that
+// ran out of memory (std::bad_alloc carries no file), or "".
+std::string inputs_given(CLI::App& app) {
+  std::string out;
+  for (CLI::App* sub : app.get_subcommands()) {
+    for (const char* flag : {"--model", "--topology", "--plan", "--metrics", "--trace",
+                             "--workload", "--trainer-config", "--published"}) {
+      const CLI::Option* o = sub->get_option_no_throw(flag);
+      if (o == nullptr || o->count() == 0) continue;
+      for (const std::string& v : o->results())
+        out += (out.empty() ? "" : ", ") + std::string(flag) + " " + v;
+    }
+  }
+  return out.empty() ? "" : " while reading " + out;
+}
 
 int main(int argc, char** argv) {
   // A write past `ulimit -f` then fails with EFBIG, which every writer reports and cleans up
@@ -50,6 +69,15 @@ int main(int argc, char** argv) {
   } catch (const muonplan::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;
+  } catch (const muonplan::Interrupted& e) {
+    // report.py has exited and the staging directory is gone: end by the signal, as without
+    // a child (exit 128 + signal to the shell).
+    std::signal(e.signal, SIG_DFL);
+    std::raise(e.signal);
+    return 128 + e.signal;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "muonplan: error: out of memory" << inputs_given(app) << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "muonplan: error: " << e.what() << "\n";
     return 1;

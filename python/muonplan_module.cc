@@ -41,10 +41,30 @@ std::string to_json_text(py::handle obj) {
   return py::module_::import("json").attr("dumps")(obj, py::arg("indent") = 1).cast<std::string>();
 }
 
-// A str or os.PathLike as a path string; anything else is not a path.
-bool as_path(py::handle obj, std::string& path) {
+// `text` (the Python string argument `arg`) as UTF-8 bytes holding no NUL, else InputError
+// naming `arg`: a NUL would end the path early (".yaml\x00junk" opened ".yaml"), and a lone
+// surrogate has no UTF-8 form (pybind11's cast failed with a RuntimeError).
+std::string checked_text(py::handle text, const std::string& arg) {
+  std::string out;
+  if (py::isinstance<py::str>(text)) {
+    Py_ssize_t size = 0;
+    const char* utf8 = PyUnicode_AsUTF8AndSize(text.ptr(), &size);
+    if (utf8 == nullptr) {
+      PyErr_Clear();
+      throw InputError({}, arg, "not valid UTF-8 text (a lone surrogate such as \\ud800?)");
+    }
+    out.assign(utf8, size_t(size));
+  } else {
+    out = text.cast<std::string>();  // bytes from __fspath__
+  }
+  if (out.find('\0') != std::string::npos) throw InputError({}, arg, "holds a NUL character");
+  return out;
+}
+
+// A str or os.PathLike as a path string (checked_text); anything else is not a path.
+bool as_path(py::handle obj, std::string& path, const std::string& arg) {
   if (py::isinstance<py::str>(obj) || py::hasattr(obj, "__fspath__")) {
-    path = py::module_::import("os").attr("fspath")(obj).cast<std::string>();
+    path = checked_text(py::module_::import("os").attr("fspath")(obj), arg);
     return true;
   }
   return false;
@@ -55,7 +75,7 @@ bool as_path(py::handle obj, std::string& path) {
 // is named like a config.json without a telling file name (_name_or_path, else model_type).
 ModelSpec model_from(py::handle model) {
   std::string path;
-  if (as_path(model, path)) return resolve_model(path, {}, "model").spec;
+  if (as_path(model, path, "model")) return resolve_model(path, {}, "model").spec;
   if (py::isinstance<py::dict>(model)) {
     const std::string text = to_json_text(model);
     if (model.cast<py::dict>().contains("model_type")) {
@@ -73,25 +93,28 @@ std::string default_topology() {
 Topology topology_from(py::handle topology) {
   std::string path;
   if (topology.is_none()) return load_topology(default_topology());
-  if (as_path(topology, path)) return load_topology(path);
+  if (as_path(topology, path, "topology")) return load_topology(path);
   if (py::isinstance<py::dict>(topology)) {
     return parse_topology(to_json_text(topology), "<topology dict>");
   }
   throw py::type_error("topology: expected a path, a dict or None");
 }
 
-std::string option_text(py::handle v) {
+std::string option_text(py::handle v, const std::string& arg) {
   if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
   std::string path;
-  if (as_path(v, path)) return path;
-  return py::str(v).cast<std::string>();
+  if (as_path(v, path, arg)) return path;
+  return checked_text(py::str(v), arg);
 }
 
 // Keyword options to flag text; None means "not given".
 std::map<std::string, std::string> option_map(const py::kwargs& options) {
   std::map<std::string, std::string> out;
   for (auto [key, value] : options) {
-    if (!value.is_none()) out[key.cast<std::string>()] = option_text(value);
+    if (!value.is_none()) {
+      const std::string name = key.cast<std::string>();
+      out[name] = option_text(value, name);
+    }
   }
   return out;
 }
@@ -115,7 +138,7 @@ py::object plan(py::handle model, py::handle topology, const py::kwargs& options
     }
     return to_python(plan_to_json(make_plan(spec, topo, to_plan_request(flags))));
   }
-  if (!model.is_none() && !as_path(model, path)) throw py::type_error("model: expected a path");
+  if (!model.is_none() && !as_path(model, path, "model")) throw py::type_error("model: expected a path");
   const PlanInputs in = prepare_plan(path, flags);
   Plan p;
   try {
@@ -139,10 +162,10 @@ py::object cost_ns(int64_t rows, int64_t cols, int64_t batch, py::handle topolog
 std::string node_counts_text(py::handle nodes) {
   if (py::isinstance<py::list>(nodes) || py::isinstance<py::tuple>(nodes)) {
     std::string text;
-    for (py::handle n : nodes) text += (text.empty() ? "" : ",") + option_text(n);
+    for (py::handle n : nodes) text += (text.empty() ? "" : ",") + option_text(n, "nodes");
     return text;
   }
-  return option_text(nodes);
+  return option_text(nodes, "nodes");
 }
 
 py::object report(py::handle model, py::handle out, py::handle topology, py::handle nodes,
@@ -156,23 +179,23 @@ py::object report(py::handle model, py::handle out, py::handle topology, py::han
   }
   const PlanFlags flags = plan_flags_from_map(map);
   std::string out_dir;
-  if (!as_path(out, out_dir)) throw py::type_error("out: expected a path");
+  if (!as_path(out, out_dir, "out")) throw py::type_error("out: expected a path");
   const ModelSpec spec = model_from(model);
   const Topology topo = topology_from(topology);
   const PlanRequest request = to_plan_request(flags);
   ReportInputs in;
   std::string path;
-  in.model_path = as_path(model, path) ? path : "<model dict>";
-  in.topology_path = topology.is_none()        ? default_topology()
-                     : as_path(topology, path) ? path
-                                               : "<topology dict>";
+  in.model_path = as_path(model, path, "model") ? path : "<model dict>";
+  in.topology_path = topology.is_none()                    ? default_topology()
+                     : as_path(topology, path, "topology") ? path
+                                                           : "<topology dict>";
   in.node_counts = nodes.is_none() ? default_node_counts(topo)
                                    : parse_node_counts(node_counts_text(nodes), topo.max_nodes);
   if (!metrics.is_none()) {
-    if (as_path(metrics, path)) {
+    if (as_path(metrics, path, "metrics")) {
       in.metrics.push_back(load_metrics(path));
     } else {
-      for (py::handle m : metrics) in.metrics.push_back(load_metrics(option_text(m)));
+      for (py::handle m : metrics) in.metrics.push_back(load_metrics(option_text(m, "metrics")));
     }
   }
   const json data = report_data(spec, topo, request, in);
@@ -195,7 +218,7 @@ py::object report(py::handle model, py::handle out, py::handle topology, py::han
 // A plan file path or a plan dict (muonplan.plan's result).
 Plan plan_from(py::handle plan) {
   std::string path;
-  if (as_path(plan, path)) return load_plan(path);
+  if (as_path(plan, path, "plan")) return load_plan(path);
   if (py::isinstance<py::dict>(plan)) {
     json j = json::parse(to_json_text(plan));
     j.erase("trainer_config");  // plan(trainer_config=...)'s answer: not part of the plan file
@@ -206,7 +229,7 @@ Plan plan_from(py::handle plan) {
 
 std::string dir_from(py::handle dir) {
   std::string path;
-  if (!as_path(dir, path)) throw py::type_error("dir: expected a path");
+  if (!as_path(dir, path, "dir")) throw py::type_error("dir: expected a path");
   return path;
 }
 
@@ -241,7 +264,8 @@ using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>
 // to nearest even).
 void write_checkpoint(py::handle dir, const py::dict& tensors, int64_t step, py::handle plan_arg) {
   const std::string path = dir_from(dir);
-  if (step < 0) throw py::value_error("step: must be >= 0");
+  if (step < 0 || step > exec::kMaxCheckpointStep)
+    throw py::value_error("step: must be in [0, 10^15], got " + std::to_string(step));
   const Plan plan = plan_from(plan_arg);
   const ParamInventory& inv = plan.inventory;
   std::map<std::string, FloatArray> given;

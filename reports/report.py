@@ -14,6 +14,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 DPI = 110
@@ -57,6 +58,24 @@ def save(fig, path):
     write_atomic(path, lambda f: fig.savefig(f, dpi=DPI, format="png"))
 
 
+def md_text(text):
+    """A name or path safe inside a report.md heading or table cell: control characters (C0, DEL,
+    C1, line separators, bidi overrides) escaped as \\xNN or \\uNNNN, so a newline cannot end a
+    heading; '|' and '`' escaped, so a table cell or code span stays one. muonplan refuses such
+    names; paths may still hold them."""
+    out = []
+    for ch in str(text):
+        cp = ord(ch)
+        if cp < 0x20 or 0x7F <= cp <= 0x9F or cp in (0x2028, 0x2029) or \
+                0x202A <= cp <= 0x202E or 0x2066 <= cp <= 0x2069:
+            out.append(f"\\x{cp:02X}" if cp < 0x100 else f"\\u{cp:04X}")
+        elif ch in "|`\\":
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def variant_label(name):
     return VARIANT_LABELS.get(name, name)
 
@@ -88,9 +107,15 @@ def plot_sweep(data, key, limit, limit_label, ylabel, title, path):
                 alloc = [p["predicted"].get("gpu_allocated_gib") for p in pts]
                 if all(a is not None for a in alloc):
                     ax.plot(xs, alloc, color=color, lw=1.0, ls=":", alpha=0.9)
+            # Two marker sets (fits: filled, misfits: hollow), not one artist per point: a
+            # sweep of 500 node counts drew 6,000 artists and took half a minute.
+            for fits in (True, False):
+                sel = [(x, y) for x, y, p in zip(xs, ys, pts) if p["fits"] == fits]
+                if sel:
+                    ax.plot([x for x, _ in sel], [y for _, y in sel], ls="", marker=marker,
+                            ms=7 if len(nodes) <= 8 else 5, color=color,
+                            markerfacecolor=color if fits else "white", markeredgewidth=1.5)
             for x, y, p in zip(xs, ys, pts):
-                ax.plot(x, y, marker=marker, ms=7 if len(nodes) <= 8 else 5, color=color,
-                        markerfacecolor=color if p["fits"] else "white", markeredgewidth=1.5)
                 if (p["nodes"], mode, v) == (chosen_nodes, chosen_offload, chosen_optimizer):
                     ax.annotate("chosen", (x, y), xytext=(16, -26), textcoords="offset points",
                                 arrowprops={"arrowstyle": "->"}, fontweight="bold",
@@ -103,7 +128,11 @@ def plot_sweep(data, key, limit, limit_label, ylabel, title, path):
                                                   "alpha": 0.85, "pad": 1.5})
         ax.set_title(f"offload = {mode}")
         ax.set_xlabel("nodes")
-        ax.set_xticks(nodes)
+        # Every count a tick while they stay legible; past 16, integer ticks Matplotlib picks.
+        if len(nodes) <= 16:
+            ax.set_xticks(nodes)
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=10, integer=True))
     values = [p["predicted"][key] for p in data["sweep"] if p["evaluated"]]
     bounds = [] if limit is None else [limit]
     top = max(bounds + values)
@@ -386,11 +415,12 @@ def markdown(data, images):
                 f"{w['micro_batch_seqs']} sequence(s) per micro step, AC {w['ac']}"
                 f"{', AC offload' if w['ac_offload'] else ''}")
     nodes = inp["node_counts"]
-    out = [f"# Capacity report: {data['model']} on {data['topology']}", "",
+    model, topology = md_text(data["model"]), md_text(data["topology"])
+    out = [f"# Capacity report: {model} on {topology}", "",
            "Written by `muonplan report` from `report-data.json` (every number below is in it).",
            "", "## Inputs", "", "| input | value |", "| --- | --- |",
-           f"| model | {data['model']} (`{inp['model_path']}`) |",
-           f"| topology | {data['topology']} (`{inp['topology_path']}`), "
+           f"| model | {model} (`{md_text(inp['model_path'])}`) |",
+           f"| topology | {topology} (`{md_text(inp['topology_path'])}`), "
            f"{data['gpus_per_node']} GPUs per node |",
            f"| node counts | {', '.join(str(n) for n in nodes)} |",
            f"| layout | {inp['layout']} |",

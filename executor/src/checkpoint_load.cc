@@ -275,10 +275,16 @@ CheckpointManifest read_manifest(const std::string& dir_arg) {
       throw InputError({m.path, 0, 0}, "checksum",
                        "expected \"fnv1a-64\", got " + json_brief(field("checksum")));
     }
-    m.step = field("step").get<int64_t>();
+    const json& step = field("step");
+    if (!step.is_number_integer() ||
+        (step.is_number_unsigned() && step.get<uint64_t>() > uint64_t(INT64_MAX)) ||
+        step.get<int64_t>() < 0 || step.get<int64_t>() > kMaxCheckpointStep) {
+      throw InputError({m.path, 0, 0}, "step",
+                       "expected an integer in [0, 10^15], got " + step.dump().substr(0, 40));
+    }
+    m.step = step.get<int64_t>();
     m.world = field("world_size").get<int>();
-    if (m.step < 0 || m.world < 1)
-      throw InputError({m.path, 0, 0}, "", "negative step or world size below 1");
+    if (m.world < 1) throw InputError({m.path, 0, 0}, "", "world size below 1");
     m.info.fingerprint = field("plan_fingerprint").get<std::string>();
     const json& ranks = field("ranks");
     if (!ranks.is_array() || ranks.size() != size_t(m.world))

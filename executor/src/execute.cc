@@ -9,12 +9,15 @@
 #include <map>
 #include <stdexcept>
 
+#include <unistd.h>
+
 #include "muonplan/error.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/fnv1a.h"
 #include "muonplan/exec/init.h"
 #include "muonplan/exec/metrics.h"
+#include "muonplan/exec/plan_shards.h"
 #include "muonplan/exec/rank_state.h"
 #include "muonplan/exec/step.h"
 #include "muonplan/exec/trace_gather.h"
@@ -52,6 +55,55 @@ int find_nonfinite(RankState& state, Communicator& comm) {
   double code = found >= 0 ? double(n - found) : 0.0;  // max picks the lowest index
   comm.allreduce_max(&code, 1);
   return code > 0 ? n - static_cast<int>(code) : -1;
+}
+
+// The cause in a peer's failure notice received while loading: its own message after the
+// watchdog's "rank R failed at step 0: ", or "" when the notice says something else (a rank
+// that died). Every rank prints the agreed cause, so a notice holds that one.
+std::string notice_cause(const RankFailure& e) {
+  const std::string what = e.what();
+  const std::string prefix = "rank " + std::to_string(e.failed_rank) + " failed at step 0: ";
+  return e.step == 0 && what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : "";
+}
+
+// The message `root` found, on every rank (`own` is this rank's, empty if it found none); at
+// most kCauseBytes - 1 bytes of it. Collective.
+std::string agreed_cause(Communicator& comm, int root, const std::string& own) {
+  constexpr size_t kCauseBytes = 1024;
+  std::vector<char> buf(kCauseBytes, '\0');
+  if (comm.rank() == root) own.copy(buf.data(), kCauseBytes - 1);
+  try {
+    comm.broadcast(buf.data(), kCauseBytes, root);
+  } catch (const RankFailure& e) {
+    // A rank that has the cause may print and announce it before this rank's receive
+    // completes: its notice carries the same cause.
+    const std::string cause = notice_cause(e);
+    if (cause.empty()) throw;
+    return cause;
+  }
+  return buf.data();
+}
+
+// A plan whose shards this rank cannot hold is refused before anything is allocated (a hand-
+// edited [1000, 10^8] shape took the machine's memory, or ended in std::bad_alloc). The bound
+// is the master weight and gradient plus up to two state fields, 4 bytes an element each,
+// against the machine's physical memory (the CPU backend keeps all of it there).
+void check_shards_fit(const Plan& plan, const Backend& backend, int rank) {
+  if (backend.name() != "cpu") return;  // device memory: the plan's own prediction
+  constexpr double kBytesPerElem = 4.0 * 4;
+  double elems = 0;
+  for (size_t t = 0; t < plan.inventory.tensors.size(); ++t)
+    elems += double(shard_of(plan, static_cast<int>(t), rank).elems());
+  const double need_bytes = elems * kBytesPerElem;
+  const double have_bytes = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  if (have_bytes > 0 && need_bytes > have_bytes) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "rank %d's shards need %.3g GiB (%.3g elements x 16 bytes), more than this "
+                  "machine's %.3g GiB of memory",
+                  rank, need_bytes / (1u << 30), elems, have_bytes / (1u << 30));
+    throw InputError({}, "--plan", buf);
+  }
 }
 
 void poison(RankState& state, const std::string& tensor) {
@@ -261,6 +313,7 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     if (!error.empty()) throw InputError({}, "", error);
     if (refused > 0) throw InputError({}, "--checkpoint", "refused on rank 0 (see its message)");
   }
+  check_shards_fit(plan, backend, comm.rank());
   RankState state(plan, backend, comm.rank());
   state.init_params();
   int64_t first = 1;
@@ -295,18 +348,21 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     } catch (const RankFailure& e) {
       // A peer that learned of our failure first may announce it back: our own cause is the
       // message to print. A peer's notice that arrives before the agreement is its load
-      // failure: said the way the agreement would have said it.
+      // failure: its cause, as the agreement below would have said it.
       if (!error.empty()) rethrow_own();
+      const std::string cause = notice_cause(e);
+      if (!cause.empty()) throw InputError({}, "", cause);
       throw InputError({}, "--resume",
                        "checkpoint " + opt.resume_dir + " could not be loaded on rank " +
                            std::to_string(e.failed_rank));
     }
-    if (!error.empty()) rethrow_own();
     if (failed > 0) {
-      const std::string what = "checkpoint " + opt.resume_dir + " could not be loaded on rank " +
-                               std::to_string(int(failed) / 2 - 1);
-      if (int(failed) % 2 == 0) throw InputError({}, "--resume", what);
-      throw std::runtime_error(what);
+      // Every rank prints the cause the highest failed rank found, so the first line on stderr
+      // names it whichever rank's line mpirun shows first (a generic "could not be loaded on
+      // rank R" once came first on some runs).
+      error = agreed_cause(comm, int(failed) / 2 - 1, error);
+      input_error = int(failed) % 2 == 0;
+      rethrow_own();
     }
     say_where_resumed(resumed, opt.resume_dir, comm.rank());
   }
@@ -319,6 +375,12 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
   std::vector<std::vector<double>> busy(6);
   double peak = 0, transient = 0, sent = 0, host_peak = 0, h2d = 0, d2h = 0;
   int64_t skipped = 0;
+  // Every rank loaded the same step, so every rank refuses alike, before step `first`.
+  if (first - 1 > kMaxCheckpointStep - opt.steps) {
+    throw InputError({}, "--steps",
+                     std::to_string(opt.steps) + " steps after step " + std::to_string(first - 1) +
+                         " pass the last step a checkpoint may hold (10^15)");
+  }
   const int64_t last = first + opt.steps - 1;
   for (int64_t s = first; s <= last; ++s) {
     comm.set_step(s);

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "muonplan/error.h"
+#include "muonplan/json_bounds.h"
 #include "muonplan/plan_checks.h"
 
 namespace muonplan {
@@ -188,6 +189,7 @@ std::string read_input_file(const std::string& path, const std::string& field) {
 
 json read_json_file(const std::string& path, const std::string& field) {
   const std::string text = read_input_file(path, field);
+  check_json_counts(text, path);  // json_bounds.h: before nlohmann allocates
   json j = parse_json_text(text, path);
   refuse_duplicate_keys(text, path);  // our formats only (plan_checks.h): JSON keeps the last
   return j;

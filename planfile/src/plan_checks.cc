@@ -106,6 +106,49 @@ void check_optimizer_config(const OptimizerHyper& h, const NsSchedule& s,
   c.positive(s.norm_scale, "--ns-schedule", oc + "ns_norm_scale");
 }
 
+namespace {
+
+// The strings execute writes into metrics; every other value is a number (null: none, e.g. no
+// workload).
+bool is_metrics_string(const std::string& field) {
+  static const std::set<std::string> strings = {"schema",
+                                                "backend",
+                                                "plan",
+                                                "plan_fingerprint",
+                                                "path",
+                                                "resumed_from",
+                                                "measured.state_digest",
+                                                "measured.offload",
+                                                "measured.ns_variant"};
+  return strings.count(field) > 0;
+}
+
+// Every value under `v` (named `field`) is a number in [0, kMaxMetric], null, or a string where
+// execute writes one.
+void check_metric_values(const json& v, const std::string& field, const std::string& path) {
+  auto fail = [&](const std::string& message) { throw InputError({path, 0, 0}, field, message); };
+  if (is_metrics_string(field) && !v.is_string()) {
+    fail("expected a string, got " + json_brief(v));
+  } else if (v.is_object()) {
+    for (const auto& [k, child] : v.items())
+      check_metric_values(child, field.empty() ? k : field + "." + k, path);
+  } else if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i)
+      check_metric_values(v[i], field + "[" + std::to_string(i) + "]", path);
+  } else if (v.is_string()) {
+    if (!is_metrics_string(field)) fail("expected a number, got " + json_brief(v));
+  } else if (v.is_number()) {
+    const double x = v.get<double>();
+    if (!(std::isfinite(x) && x >= 0 && x <= kMaxMetric)) {
+      fail("expected a number in [0, 1e18], got " + json_brief(v));
+    }
+  } else if (!v.is_null()) {
+    fail("expected a number, got " + json_brief(v));
+  }
+}
+
+}  // namespace
+
 void check_metrics(const json& j, const std::string& path) {
   auto fail = [&](const std::string& field, const std::string& message) {
     throw InputError({path, 0, 0}, field, message);
@@ -124,36 +167,18 @@ void check_metrics(const json& j, const std::string& path) {
     }
   }
   if (schema == j.end()) fail("schema", std::string("missing (expected ") + kMetricsSchema + ")");
-  // The strings execute writes; every other value is a number (null: none, e.g. no workload).
-  static const std::set<std::string> strings = {"schema",
-                                                "backend",
-                                                "plan",
-                                                "plan_fingerprint",
-                                                "path",
-                                                "resumed_from",
-                                                "measured.state_digest",
-                                                "measured.offload",
-                                                "measured.ns_variant"};
-  auto walk = [&](auto&& self, const json& v, const std::string& field) -> void {
-    if (strings.count(field) && !v.is_string()) {
-      fail(field, "expected a string, got " + json_brief(v));
-    } else if (v.is_object()) {
-      for (const auto& [k, child] : v.items())
-        self(self, child, field.empty() ? k : field + "." + k);
-    } else if (v.is_array()) {
-      for (size_t i = 0; i < v.size(); ++i) self(self, v[i], field + "[" + std::to_string(i) + "]");
-    } else if (v.is_string()) {
-      if (!strings.count(field)) fail(field, "expected a number, got " + json_brief(v));
-    } else if (v.is_number()) {
-      const double x = v.get<double>();
-      if (!(std::isfinite(x) && x >= 0 && x <= kMaxMetric)) {
-        fail(field, "expected a number in [0, 1e18], got " + json_brief(v));
-      }
-    } else if (!v.is_null()) {
-      fail(field, "expected a number, got " + json_brief(v));
-    }
-  };
-  walk(walk, j, "");
+  check_metric_values(j, "", path);
+}
+
+void check_plan_predicted(const json& plan, const std::string& path) {
+  const auto it = plan.is_object() ? plan.find("predicted") : plan.end();
+  if (it == plan.end()) return;
+  if (!it->is_object()) {
+    throw InputError({path, 0, 0}, "predicted", "expected an object, got " + json_brief(*it));
+  }
+  for (const auto& [k, v] : it->items()) {
+    if (k != "breakdown") check_metric_values(v, "predicted." + k, path);  // not copied
+  }
 }
 
 namespace {
@@ -281,6 +306,67 @@ bool is_valid_utf8(std::string_view s) {
     i += len;
   }
   return true;
+}
+
+namespace {
+
+// The code point of the UTF-8 sequence at s[i] (valid UTF-8), and its length in `len`.
+uint32_t code_point_at(std::string_view s, size_t i, size_t& len) {
+  const auto b = static_cast<unsigned char>(s[i]);
+  len = b < 0x80 ? 1 : (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : 4;
+  uint32_t cp = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
+  for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  return cp;
+}
+
+// C0, DEL and C1 controls, the line and paragraph separators and the bidirectional overrides:
+// each can move the cursor, end a line or reorder what a terminal or report.md shows.
+bool is_control(uint32_t cp) {
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 ||
+         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+}  // namespace
+
+std::string name_problem(std::string_view name) {
+  if (name.empty()) return "must not be empty";
+  if (!is_valid_utf8(name)) return "is not valid UTF-8";
+  for (size_t i = 0, len = 0; i < name.size(); i += len) {
+    const uint32_t cp = code_point_at(name, i, len);
+    if (is_control(cp)) {
+      char hex[16];
+      std::snprintf(hex, sizeof hex, "U+%04X", unsigned(cp));
+      return std::string("must be printable text, got the control character ") + hex;
+    }
+  }
+  return "";
+}
+
+std::string printable(std::string_view text) {
+  const bool utf8 = is_valid_utf8(text);
+  std::string out;
+  char hex[16];
+  for (size_t i = 0, len = 1; i < text.size(); i += len) {
+    const auto b = static_cast<unsigned char>(text[i]);
+    len = 1;
+    if (b < 0x80 || !utf8) {
+      if (b >= 0x20 && b < 0x7F && b != '\\') {
+        out += char(b);
+      } else {
+        std::snprintf(hex, sizeof hex, "\\x%02X", unsigned(b));
+        out += hex;
+      }
+      continue;
+    }
+    const uint32_t cp = code_point_at(text, i, len);
+    if (is_control(cp)) {
+      std::snprintf(hex, sizeof hex, "\\u%04X", unsigned(cp));
+      out += hex;
+    } else {
+      out.append(text.substr(i, len));
+    }
+  }
+  return out;
 }
 
 }  // namespace muonplan

@@ -406,6 +406,12 @@ void read_chunks(const Node& root, Plan& plan) {
 void read_decision(const Node& root, Plan& plan) {
   if (root.has("model")) plan.model_name = root["model"].string();
   if (root.has("topology")) plan.topology_name = root["topology"].string();
+  // The model's and topology's own rule (name_problem), where plan writes the names.
+  for (const char* key : {"model", "topology"}) {
+    if (!root.has(key)) continue;
+    const std::string why = name_problem(root[key].string());
+    if (!why.empty()) root[key].fail(why);
+  }
   if (root.has("fits")) plan.fits = root["fits"].boolean();
   if (root.has("limits")) {
     const Node l = root["limits"];
@@ -472,6 +478,7 @@ Plan plan_from_json(const json& j, const std::string& path) {
     root["workload"].only({"tokens_per_step", "seq_len", "micro_batch_seqs", "ac", "ac_offload",
                            "lm_head_chunk", "cp_style"});
   }
+  check_plan_predicted(j, path);
   Plan plan;
   read_decision(root, plan);
   read_options(root, plan);

@@ -87,7 +87,7 @@ expect "plan duplicate key" 2 "muonplan: rank 0: $work/dup.json:$((line + 1)):3:
 # --- Item 8: execute flags -----------------------------------------------------------------
 expect "inject-nonfinite nope:zz" 2 "muonplan: rank 0: --inject-nonfinite: expected NAME:STEP with STEP a positive integer, got 'nope:zz'" \
   "$bin" execute --plan "$work/p.json" --inject-nonfinite nope:zz
-expect "comm-timeout nan" 2 "--comm-timeout: expected seconds in (0, 1e6], got 'nan'" \
+expect "comm-timeout nan" 2 "--comm-timeout: expected seconds in [1, 1e6], got 'nan'" \
   "$bin" execute --plan "$work/p.json" --comm-timeout nan
 expect "steps 10^20" 2 "--steps: expected an integer in [1, 1000000000], got '99999999999999999999'" \
   "$bin" execute --plan "$work/p.json" --steps 99999999999999999999

@@ -50,6 +50,21 @@ rc=$?
 n="$(grep -c "^muonplan: rank [012]: $work/ck/rank-00001.safetensors: truncated or extended: 100 bytes" "$work/err")"
 if [ $rc = 2 ] && [ "$n" = $W ]; then ok
 else bad "truncated checkpoint: exit $rc (want 2): $(cat "$work/err")"; fi
+# A flipped byte that only the ranks reading those rows find: every rank prints the cause
+# they found (the first line of stderr is the cause on every run, never a peer's "could not
+# be loaded on rank R"), exit 2; repeated, since which rank's line comes first varies.
+cp -r "$work/ck-world" "$work/ck-flip"
+"$py" -c "
+f = open('$work/ck-flip/rank-00001.safetensors', 'r+b'); f.seek(-5, 2); b = f.read(1); f.seek(-5, 2)
+f.write(bytes([b[0] ^ 16]))"
+cause="$work/ck-flip/rank-00001.safetensors: checksum mismatch: fnv1a-64 "
+for i in 1 2 3 4; do
+  run $W "$work/p.json" --resume "$work/ck-flip" >/dev/null
+  rc=$?
+  n="$(grep -c "^muonplan: rank [012]: $cause" "$work/err")"
+  if [ $rc = 2 ] && [ "$n" = $W ] && head -1 "$work/err" | grep -q "^muonplan: rank [012]: $cause"; then ok
+  else bad "flipped checkpoint, run $i: exit $rc (want 2): $(cat "$work/err")"; fi
+done
 # A missing checkpoint: every rank names its manifest.
 run $W "$work/p.json" --resume "$work/nothing" >/dev/null
 rc=$?

@@ -46,6 +46,10 @@ constexpr double kMaxMetric = 1e18;
 // peak_bytes and busy_s.device, are refused: run execute again.
 inline constexpr const char* kMetricsSchema = "muonplan.metrics/2";
 void check_metrics(const nlohmann::json& metrics, const std::string& path);
+// A plan's free-form `predicted` (but its `breakdown`, which execute does not copy) by the
+// rules above, since execute copies it into the metrics: "FILE: predicted.KEY: ..." (a plan
+// holding -5 ran, and report then refused its metrics).
+void check_plan_predicted(const nlohmann::json& plan, const std::string& path);
 
 // A key given twice in one JSON object (nlohmann keeps the last silently).
 struct DuplicateKey {
@@ -60,5 +64,14 @@ std::vector<DuplicateKey> find_duplicate_keys(const std::string& text, const std
 void refuse_duplicate_keys(const std::string& text, const std::string& path);
 
 bool is_valid_utf8(std::string_view text);
+
+// Why `name` (a model's, a topology's or a GPU's) is refused, or "" when it is not: names are
+// non-empty, valid UTF-8 and hold no control character (C0, DEL, C1, U+2028/2029, bidi
+// overrides), since they are echoed to terminals and into report.md headings. One rule for
+// every name muonplan reads.
+std::string name_problem(std::string_view name);
+// `text` safe to echo: control characters, backslashes and bytes of invalid UTF-8 as \xNN
+// (\uNNNN for a control character past ASCII); printable UTF-8 unchanged.
+std::string printable(std::string_view text);
 
 }  // namespace muonplan

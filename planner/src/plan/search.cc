@@ -10,6 +10,7 @@
 #include "muonplan/plan.h"
 #include "muonplan/units.h"
 #include "muonplan/workload.h"
+#include "plan/search_floor.h"
 
 namespace muonplan {
 namespace {
@@ -146,7 +147,11 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
   bool have_best = false, best_fits = false;
   double best_key = 0;
   std::string last_layout_error;
+  // Over the limit at any node count: the first one shows how far, the rest are not tried
+  // (32768 node counts took half an hour).
+  const NoFitFloor floor = no_fit_floor(inv, topo, req.options);
   for (int nodes : node_counts) {
+    if (floor.over_limit && nodes != node_counts.front()) break;
     const int world = nodes * gpn;
     PlanOptions o = req.options;
     o.nodes = nodes;
@@ -237,7 +242,8 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
     }
   } else {
     best.reason = "does not fit on any candidate up to " + std::to_string(node_counts.back()) +
-                  " node(s); closest: " + std::to_string(chosen->nodes) + " node(s), offload " +
+                  " node(s)" + floor.why(node_counts.size()) +
+                  "; closest: " + std::to_string(chosen->nodes) + " node(s), offload " +
                   to_string(chosen->offload) + " (GPU peak " + fmt("%.1f", chosen->gpu_peak_gib) +
                   " GiB, host RAM " + fmt("%.0f", chosen->host_ram_per_node_gib) + " GiB per node)";
   }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "muonplan/io.h"
+#include "muonplan/json_bounds.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan_checks.h"
 #include "muonplan/yaml_reader.h"
@@ -61,6 +62,7 @@ class Config {
  public:
   Config(const std::string& text, const std::string& path) : text_(text), path_(path) {
     check_json_depth(text, path);
+    check_json_counts(text, path);  // json_bounds.h: before nlohmann allocates
     try {
       j_ = json::parse(text);
     } catch (const json::parse_error& e) {
@@ -237,10 +239,9 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& path) {
   ModelSpec s;
   s.family = c.get_string("model_type");
   s.name = model_name(c, path, s.family);
-  if (!is_valid_utf8(s.name)) {  // from the file name: JSON output cannot hold it
-    throw InputError({path, 0, 0}, "name",
-                     "the model name (from the file name) is not valid UTF-8");
-  }
+  // From the file name or _name_or_path: the same rule as a YAML spec's name.
+  if (const std::string why = name_problem(s.name); !why.empty())
+    throw InputError({path, 0, 0}, "name", "the model name '" + printable(s.name) + "' " + why);
   read_common(c, s);
   const std::string& t = s.family;
   if (t == "llama") {

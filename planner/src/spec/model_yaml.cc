@@ -3,7 +3,9 @@
 #include <cctype>
 
 #include "muonplan/io.h"
+#include "muonplan/json_bounds.h"
 #include "muonplan/model_io.h"
+#include "muonplan/plan_checks.h"
 #include "muonplan/yaml_reader.h"
 #include "spec/model_limits.h"
 
@@ -119,6 +121,7 @@ ModelSpec parse_model_yaml(const std::string& text, const std::string& path) {
   const YamlMap root(detail::parse_yaml_text(text, path), path, "");
   ModelSpec s;
   s.name = root.get_string("name");
+  if (const std::string why = name_problem(s.name); !why.empty()) root.fail("name", why);
   s.family = root.get_string("family", "");
   s.hf_id = root.get_string("hf_id", "");
   s.vocab_size = positive(root, "vocab_size");
@@ -172,6 +175,7 @@ ModelSpec load_model(const std::string& path) {
   if (json_object && text.find("\"model_type\"") != std::string::npos) {
     return parse_hf_config(text, path);
   }
+  if (json_object) check_json_counts(text, path);  // JSON read as YAML: yaml-cpp builds it all
   try {
     return parse_model_yaml(text, path);
   } catch (const InputError& e) {

@@ -2,6 +2,7 @@
 #include <tuple>
 
 #include "muonplan/io.h"
+#include "muonplan/plan_checks.h"
 #include "muonplan/topology.h"
 #include "muonplan/units.h"
 #include "muonplan/yaml_reader.h"
@@ -69,7 +70,7 @@ double efficiency(const YamlMap& m, const std::string& key, double fallback) {
 void read_gpu(const YamlMap& m, GpuSpec& g) {
   m.check_known({"name", "memory_gib", "bf16_tflops", "hbm_gbps", "sm_count"});
   g.name = m.get_string("name");
-  if (g.name.empty()) m.fail("name", "must not be empty");
+  if (const std::string why = name_problem(g.name); !why.empty()) m.fail("name", why);
   g.memory_gib = positive(m, "memory_gib");
   g.bf16_tflops = positive(m, "bf16_tflops");
   g.hbm_gbps = positive(m, "hbm_gbps");
@@ -192,7 +193,7 @@ Topology parse_topology(const std::string& text, const std::string& path_for_err
   root.check_known({"name", "max_nodes", "node", "fabric", "overheads", "calibration", "pytorch"});
   Topology t;
   t.name = root.get_string("name");
-  if (t.name.empty()) root.fail("name", "must not be empty");
+  if (const std::string why = name_problem(t.name); !why.empty()) root.fail("name", why);
   t.source_path = path_for_errors;
   t.max_nodes = count(root, "max_nodes", kMaxNodes);
   const YamlMap node = root.get_map("node");

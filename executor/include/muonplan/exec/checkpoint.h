@@ -43,6 +43,11 @@ struct CheckpointEntry {
   std::vector<uint8_t> bytes;
 };
 
+// The highest step a checkpoint may hold, a run may reach, and the manifest, `write_checkpoint`
+// and `execute --steps` after a resume accept: 10^15 steps, far beyond any training run, keeps
+// step + --steps (at most 10^9) far from int64's end (2^63-1 wrapped to a negative step).
+constexpr int64_t kMaxCheckpointStep = 1'000'000'000'000'000;
+
 // Collective over `comm` (every rank calls it with the same dir, step and info): each rank
 // writes DIR.tmp/rank-RRRRR.safetensors holding `entries` and fsyncs it; then rank 0 writes the
 // manifest and renames DIR.tmp to DIR (an existing DIR goes to DIR.old first and is removed

@@ -1,0 +1,22 @@
+// Bounds on how many values a JSON input may hold, checked on the text before it is parsed:
+// nlohmann builds ~40 bytes a value, and frees an array through a vector it allocates in a
+// noexcept destructor, so a 60 MB file of 30M integers took 1.1 GB and, out of memory,
+// aborted instead of failing (docs/reliability.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace muonplan {
+
+// Longest array in any muonplan input: a plan's per-rank lists hold at most kMaxWorldRanks
+// (131,072) entries and a model at most ~10^5 tensors; a 64 MiB trace at most ~700,000 events.
+inline constexpr int64_t kMaxJsonArrayElements = int64_t{1} << 20;
+// Values (scalars, arrays, objects) in one input: room for the largest trace, ~300 MB parsed.
+inline constexpr int64_t kMaxJsonValues = int64_t{8} << 20;
+
+// InputError "FILE:LINE:COL: json: ..." at the first array past kMaxJsonArrayElements
+// elements, or the value past kMaxJsonValues in all. One pass; strings skipped.
+void check_json_counts(const std::string& text, const std::string& path);
+
+}  // namespace muonplan
