@@ -31,6 +31,14 @@ void Backend::free_host(void* ptr) {
   std::free(ptr);
 }
 
+void Backend::scale_bf16_by(int64_t elems, float s, const bf16* x, bf16* y) {
+  if (elems <= 0) return;
+  void* factor = alloc(sizeof(float));
+  copy_to_device(factor, &s, sizeof s);
+  scale_bf16(1, elems, x, static_cast<const float*>(factor), y);
+  free(factor);
+}
+
 void Backend::ns_scale(int64_t batch, const float* sum_sq, double norm_scale, double eps,
                        float* scale) {
   std::vector<float> host(batch);
