@@ -86,7 +86,7 @@ EOF
   say "stage $1: $2${3:+ in $3 s}${4:+ ($4)}"
   # After every stage: a check cut short by its time limit keeps what it measured so far
   # (status "partial", pass false, until the last stage's write says "ran").
-  write_json partial "stopped after stage $1"
+  write_json partial "stopped after stage $1" >/dev/null
 }
 # need NAME SECONDS: true when SECONDS still fit the budget, else records NAME as skipped.
 need() {
