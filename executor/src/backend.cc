@@ -15,6 +15,14 @@
 namespace muonplan::exec {
 
 void* Backend::alloc_host(size_t bytes) {
+  return alloc_pageable(bytes);
+}
+
+void Backend::free_host(void* ptr) {
+  free_pageable(ptr);
+}
+
+void* Backend::alloc_pageable(size_t bytes) {
   if (bytes == 0) return nullptr;
   // 64-byte lines: the host kernels use aligned vector loads where they can.
   const size_t rounded = (bytes + 63) / 64 * 64;
@@ -25,7 +33,7 @@ void* Backend::alloc_host(size_t bytes) {
   return p;
 }
 
-void Backend::free_host(void* ptr) {
+void Backend::free_pageable(void* ptr) {
   if (!ptr) return;
   track_host_free(ptr);
   std::free(ptr);

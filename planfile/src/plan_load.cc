@@ -166,6 +166,11 @@ void read_options(const Node& root, Plan& plan) {
   // What the executor runs: the file's number, bounded by the lanes a backend has.
   plan.batches_in_flight = static_cast<int>(c["batches_in_flight"].integer(1, kMaxBatchesInFlight));
   o.optimizer_staging = c["optimizer_offload_staging"].named(kOffloadStagingNames);
+  // Where `optimizer` offload keeps the state: what the planner's PCIe rates assumed, so the
+  // executor allocates it so (pageable when the file predates the key).
+  if (c.has("optimizer_offload_pinned")) {
+    o.pinned_host_state = c["optimizer_offload_pinned"].boolean();
+  }
 }
 
 // Where the tensor's rows sit (shards.h): the rule the file states, checked against the tensor

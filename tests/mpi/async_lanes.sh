@@ -4,7 +4,8 @@
 # sharded_vs_one_rank.sh run part of their matrices on it (every offload mode and staging, world
 # 4 under every owner strategy) against the CPU backend's digests. Here: that it catches a
 # missing wait, and the host-staged all-to-all. With long delays (work no one waits for runs up
-# to 2 s late) 4 ranks of tiny-moe under `optimizer` offload, whole staging, end in the CPU
+# to 2 s late) 4 ranks of tiny-moe under `optimizer` offload, whole staging, pinned state (its
+# copies asynchronous: pageable ones wait for their lane, which hides the race), end in the CPU
 # backend's digest; with the step's lane joins dropped (--async-drop-joins, a test hook) they do
 # not: the batches on lanes 1..3 fold momentum from state lane 0 has not copied in yet. The
 # host-staged all-to-all (--host-staged-exchange, what CUDA ranks sharing a GPU use) ends in the
@@ -12,7 +13,7 @@
 source "$(dirname "$0")/lib.sh"
 W=4
 "$bin" plan --model models/tiny-moe.yaml --topology topologies/cpu-ci.yaml --nodes 1 \
-  --gpus-per-node $W --offload optimizer --bf16-momentum --out "$work/opt.json" >/dev/null \
+  --gpus-per-node $W --offload optimizer --pinned-state --bf16-momentum --out "$work/opt.json" >/dev/null \
   || bad "plan"
 digest() { field "$1" measured.state_digest; }
 lazy=(--backend cpu-async --async-seed 5 --async-delay-us 2000000)

@@ -23,7 +23,8 @@ seed=0  # of the asynchronous-lanes runs: one per run, across the cases
 for case in "${cases[@]}"; do
   read -r model extra <<<"$case"
   oplan "$work/none.json" $model none $extra
-  oplan "$work/opt.json" $model optimizer $extra
+  # Whole staging with pinned state (asynchronous copies), chunked with pageable state.
+  oplan "$work/opt.json" $model optimizer --pinned-state $extra
   oplan "$work/optc.json" $model optimizer --offload-staging chunked $extra
   oplan "$work/full.json" $model full $extra
   # none and optimizer offload are judged by their digests (the digest is the whole state, and

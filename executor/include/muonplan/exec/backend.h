@@ -63,6 +63,11 @@ class Backend {
   // and destinations of copy_to_device / copy_to_host.
   virtual void* alloc_host(size_t bytes);
   virtual void free_host(void* ptr);
+  // Plain (pageable) host memory on every backend, zero-filled, counted in host_memory() as
+  // alloc_host's: `optimizer` offload's state unless the plan pins it (the planner's pageable
+  // PCIe rate). Copies to and from it return once the host side is done (the lane waits).
+  void* alloc_pageable(size_t bytes);
+  void free_pageable(void* ptr);
   MemoryStats host_memory() const { return host_counter_.stats(); }
   void reset_host_peak() { host_counter_.reset_peak(); }
 
