@@ -43,6 +43,7 @@ void prepare_backend_before_mpi(const std::string& name) {
 
 std::unique_ptr<exec::Backend> make_backend(const std::string& name, int device) {
   if (name == "cpu") return exec::make_cpu_backend();
+  if (name == "cpu-async") return exec::make_cpu_async_backend({});
 #ifdef MUONPLAN_HAVE_CUDA
   if (name == "cuda") return exec::make_cuda_backend(device);
 #else
