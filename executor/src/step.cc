@@ -258,9 +258,6 @@ MuonStep::HostStaging& MuonStep::staging(int lane, int64_t elems) {
     s.weights = static_cast<bf16*>(backend_.alloc_host(bytes));
     s.capacity = elems;
   }
-  // The host rewrites these buffers next: a copy queued from them earlier on this lane (a local
-  // chunk after a batch on lane 0, with four batches in flight) must have read them first.
-  backend_.synchronize_lane();
   return s;
 }
 
@@ -469,6 +466,10 @@ void MuonStep::local_chunk(const Chunk& c) {
   const int64_t stride = stack ? p.entry_elems : 0;
   Buffer u(backend_, size_t(count * mat) * sizeof(bf16));
   HostStaging* hs = policy_.host_fold ? &staging(0, count * mat) : nullptr;
+  // With four batches in flight one is on lane 0 too, and its momentum copy from these buffers
+  // may still be queued: the host rewrites them only after it. (A batch's buffers were last
+  // used by the batch its lane retired, whose update came back through synchronize_lane.)
+  if (hs) backend_.synchronize_lane();
   std::optional<Span> sp;
   sp.emplace(*this, momentum_stage(), momentum_resource(), &c);
   for (int64_t e = 0; e < count; ++e) {
