@@ -9,6 +9,7 @@
 #include "muonplan/calibrate.h"
 #include "muonplan/error.h"
 #include "muonplan/io.h"
+#include "paths.h"
 
 namespace muonplan::cli {
 namespace {
@@ -27,12 +28,20 @@ Runner add_calibrate(CLI::App& app) {
   CLI::App* c = app.add_subcommand(
       "calibrate", "Fit the topology's calibration constants to `muonplan execute` metrics");
   c->add_option("--metrics", f->metrics, "Metrics files to fit (muonplan execute --metrics)")
-      ->required();
-  c->add_option("--check", f->held_out, "Metrics files held out of the fit, only checked");
-  c->add_option("--topology", f->topology, "Topology to start from (YAML)")->capture_default_str();
-  c->add_option("--out", f->out, "Write the calibrated topology here");
+      ->required()
+      ->check(non_empty_path());
+  c->add_option("--check", f->held_out, "Metrics files held out of the fit, only checked")
+      ->check(non_empty_path());
+  c->add_option("--topology", f->topology, "Topology to start from (YAML)")
+      ->capture_default_str()
+      ->check(non_empty_path());
+  c->add_option("--out", f->out, "Write the calibrated topology here")->check(non_empty_path());
   c->add_flag("--json", f->json, "Machine-readable output");
   return [f]() {
+    std::vector<PathArg> in = {{"--topology", f->topology}};
+    for (const std::string& m : f->metrics) in.push_back({"--metrics", m});
+    for (const std::string& m : f->held_out) in.push_back({"--check", m});
+    refuse_overlaps(in, {{"--out", f->out}});
     const Topology topo = load_topology(f->topology);
     std::vector<CalibrationRun> fit, held_out;
     for (const std::string& m : f->metrics) fit.push_back(load_calibration_run(m));

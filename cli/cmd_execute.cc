@@ -1,6 +1,7 @@
 // muonplan execute: run a Plan's sharded Muon step, one process per rank under mpirun.
 // Every rank reports a failure on its own line ("muonplan: rank R: ..."); rank 0 writes the
 // metrics, with the plan's predictions beside the measurements.
+#include <unistd.h>
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include "muonplan/io.h"
 #include "muonplan/parse_int.h"
 #include "muonplan/plan.h"
+#include "paths.h"
 
 namespace muonplan::cli {
 namespace {
@@ -29,7 +31,7 @@ constexpr double kExchangeTimeoutS = 300;
 struct ExecuteFlags {
   std::string plan, backend = "cpu", metrics, inject, trace;
   exec::ExecuteOptions options;
-  bool json = false;
+  bool json = false, progress = false;
   double comm_timeout_s = 20;   // MPI waits: probe peers after this long (docs/reliability.md)
   exec::CpuAsyncOptions async;  // --backend cpu-async: --async-seed, --async-delay-us
   bool host_staged = false;     // --host-staged-exchange
@@ -53,6 +55,38 @@ void report(int rank, const std::string& message) {
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
+// The run's figures, in fixed formats with their units (the metrics JSON has every digit).
+void print_summary(const nlohmann::json& metrics, int world, const std::string& backend) {
+  const auto& m = metrics["measured"];
+  const auto& p = metrics["predicted"];
+  std::printf("executed steps %lld..%lld on %d %s rank(s)\n",
+              metrics["first_step"].get<long long>(), metrics["last_step"].get<long long>(), world,
+              backend.c_str());
+  std::printf("  step %.4f s (median of steps 2+, max over ranks)\n",
+              m["optimizer_step_s"].get<double>());
+  std::printf("  all-to-all %.3f GB per rank (predicted %.3f)\n",
+              m["alltoall_gb_per_rank_max"].get<double>(),
+              p.value("alltoall_gb_per_rank_max", 0.0));
+  std::printf("  peak %.3f GiB, transient %.3f GiB (backend memory)\n",
+              m["gpu_peak_gib"].get<double>(), m["gpu_transient_gib"].get<double>());
+  std::printf("  state_digest %s\n", m["state_digest"].get<std::string>().c_str());
+  if (m.contains("reference_rel_error"))
+    std::printf("  reference_rel_error %.3g\n", m["reference_rel_error"].get<double>());
+}
+
+// Rank 0's progress line on stderr: step k/K, seconds per step, time left. Overwritten in
+// place on a terminal ("\r"), one line per step otherwise.
+void print_progress(int64_t done, int64_t total, double step_s, double& sum_s, bool tty) {
+  sum_s += step_s;
+  const double per_step = sum_s / double(done);
+  char line[160];
+  std::snprintf(line, sizeof line, "step %lld/%lld  %.3f s/step  ETA %.0f s%s",
+                static_cast<long long>(done), static_cast<long long>(total), per_step,
+                per_step * double(total - done), tty ? "" : "\n");
+  std::fprintf(stderr, "%s%s", tty ? "\r" : "", line);
+  if (tty && done == total) std::fputc('\n', stderr);
+}
+
 int run(const ExecuteFlags& f) {
   prepare_backend_before_mpi(f.backend);
   exec::MpiSession mpi(nullptr, nullptr);
@@ -68,6 +102,13 @@ int run(const ExecuteFlags& f) {
                                    f.async, f.host_staged);
     exec::ExecuteOptions opt = f.options;
     opt.trace = !f.trace.empty();
+    const bool tty = ::isatty(STDERR_FILENO) != 0;
+    double progress_sum_s = 0;
+    if (rank == 0 && (f.progress || (tty && f.options.steps > 1))) {
+      opt.on_step = [&](int64_t done, int64_t total, double step_s) {
+        print_progress(done, total, step_s, progress_sum_s, tty);
+      };
+    }
     if (!f.inject.empty()) {
       const size_t colon = f.inject.rfind(':');
       if (colon == std::string::npos)
@@ -94,20 +135,7 @@ int run(const ExecuteFlags& f) {
       if (f.json) {
         std::cout << r.metrics.dump(2) << "\n";
       } else {
-        const auto& m = r.metrics["measured"];
-        const auto& p = r.metrics["predicted"];
-        std::cout << "executed steps " << r.metrics["first_step"] << ".." << r.metrics["last_step"]
-                  << " on " << plan.world << " " << backend->name() << " rank(s)\n"
-                  << "  step " << m["optimizer_step_s"]
-                  << " s (median of steps 2+, max over ranks)\n"
-                  << "  all-to-all " << m["alltoall_gb_per_rank_max"] << " GB per rank (predicted "
-                  << p.value("alltoall_gb_per_rank_max", 0.0) << ")\n"
-                  << "  peak " << m["gpu_peak_gib"] << " GiB, transient " << m["gpu_transient_gib"]
-                  << " GiB (backend memory)\n"
-                  << "  state_digest " << m["state_digest"].get<std::string>() << "\n";
-        if (m.contains("reference_rel_error")) {
-          std::cout << "  reference_rel_error " << m["reference_rel_error"] << "\n";
-        }
+        print_summary(r.metrics, plan.world, backend->name());
       }
     }
     return 0;
@@ -133,7 +161,9 @@ int run(const ExecuteFlags& f) {
 Runner add_execute(CLI::App& app) {
   auto f = std::make_shared<ExecuteFlags>();
   CLI::App* c = app.add_subcommand("execute", "Run a plan's sharded Muon step (under mpirun)");
-  c->add_option("--plan", f->plan, "Plan JSON from `muonplan plan --out`")->required();
+  c->add_option("--plan", f->plan, "Plan JSON from `muonplan plan --out`")
+      ->required()
+      ->check(non_empty_path());
   c->add_option("--backend", f->backend, "cpu | cpu-async | cuda")->capture_default_str();
   c->add_option("--async-seed", f->async.seed,
                 "cpu-async: seed of the lanes' random delays (default: 1)");
@@ -167,18 +197,25 @@ Runner add_execute(CLI::App& app) {
        },
        "Optimizer steps to run (default: 1)")
       ->type_name("INT");
-  c->add_option("--metrics", f->metrics, "Write the metrics JSON here (rank 0)");
+  c->add_option("--metrics", f->metrics, "Write the metrics JSON here (rank 0)")
+      ->check(non_empty_path());
   c->add_flag("--check-reference", f->options.check_reference,
               "Compare with the same steps recomputed unsharded");
   c->add_option("--checkpoint", f->options.checkpoint_dir,
-                "Save the state here after the last step");
-  c->add_option("--resume", f->options.resume_dir, "Load the state from this checkpoint first");
+                "Save the state here after the last step")
+      ->check(non_empty_path());
+  c->add_option("--resume", f->options.resume_dir, "Load the state from this checkpoint first")
+      ->check(non_empty_path());
   c->add_flag("--skip-nonfinite", f->options.skip_nonfinite,
               "Skip a step with NaN/Inf gradients instead of failing");
   c->add_option("--inject-nonfinite", f->inject, "Test hook: NAME:STEP poisons a gradient");
   c->add_flag("--json", f->json, "Print the metrics JSON");
+  c->add_flag("--progress", f->progress,
+              "Print step k/K, s/step and ETA on stderr after each step (on by default when "
+              "stderr is a terminal and more than one step runs)");
   c->add_option("--trace", f->trace,
-                "Write the last step's stages on every rank as Chrome trace-event JSON (rank 0)");
+                "Write the last step's stages on every rank as Chrome trace-event JSON (rank 0)")
+      ->check(non_empty_path());
   c->add_flag("--symmetric-ns", f->options.symmetric_ns,
               "Newton-Schulz computing one triangle of the symmetric products");
   c->add_option_function<std::string>(
@@ -194,7 +231,17 @@ Runner add_execute(CLI::App& app) {
        "Seconds an MPI wait may last before the ranks are probed (a failed rank is then "
        "reported; default: 20)")
       ->type_name("FLOAT");
-  return [f]() { return run(*f); };
+  return [f]() {
+    // Before MPI starts: every rank refuses alike, with one line (exit 2).
+    std::vector<PathArg> in = {{"--plan", f->plan}},
+                         out = {{"--metrics", f->metrics}, {"--trace", f->trace}};
+    for (const PathArg& a : checkpoint_paths("--resume", f->options.resume_dir, false))
+      in.push_back(a);
+    for (const PathArg& a : checkpoint_paths("--checkpoint", f->options.checkpoint_dir, true))
+      out.push_back(a);
+    refuse_overlaps(in, out);
+    return run(*f);
+  };
 }
 
 }  // namespace muonplan::cli

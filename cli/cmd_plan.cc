@@ -11,6 +11,7 @@
 #include "muonplan/trace.h"
 #include "muonplan/trainer_config.h"
 #include "muonplan/units.h"
+#include "paths.h"
 
 namespace muonplan::cli {
 namespace {
@@ -97,16 +98,23 @@ struct PlanCommand {
 Runner add_plan(CLI::App& app) {
   auto f = std::make_shared<PlanCommand>();
   CLI::App* c = app.add_subcommand("plan", "Choose node count and offload mode; predict costs");
-  c->add_option("--model", f->model, "YAML model spec or Hugging Face config.json")->required();
-  c->add_option("--topology", f->topology, "Cluster description (YAML)")->capture_default_str();
+  c->add_option("--model", f->model, "YAML model spec or Hugging Face config.json")
+      ->required()
+      ->check(non_empty_path());
+  c->add_option("--topology", f->topology, "Cluster description (YAML)")
+      ->capture_default_str()
+      ->check(non_empty_path());
   add_plan_flags(c, f->flags, true);
   c->add_flag("--json", f->json, "Print the plan as JSON");
   c->add_flag("--explain", f->explain, "Print every named term");
   c->add_option("--emit", f->emit, "toml: print the trainer settings the plan implies");
-  c->add_option("--out", f->out, "Write the plan JSON to this file");
+  c->add_option("--out", f->out, "Write the plan JSON to this file")->check(non_empty_path());
   c->add_option("--trace", f->trace,
-                "Write the predicted step as Chrome trace-event JSON (Perfetto, chrome://tracing)");
+                "Write the predicted step as Chrome trace-event JSON (Perfetto, chrome://tracing)")
+      ->check(non_empty_path());
   return [f]() {
+    refuse_overlaps(plan_inputs(f->model, f->topology, f->flags),
+                    {{"--out", f->out}, {"--trace", f->trace}});
     if (!f->emit.empty() && f->emit != "toml") {
       throw InputError({}, "--emit", "expected toml, got '" + f->emit + "'");
     }

@@ -8,6 +8,7 @@
 #include "muonplan/model_io.h"
 #include "muonplan/report_data.h"
 #include "muonplan/trace.h"
+#include "paths.h"
 
 namespace muonplan::cli {
 namespace {
@@ -28,19 +29,32 @@ Runner add_report(CLI::App& app) {
   auto f = std::make_shared<ReportCommand>();
   CLI::App* c = app.add_subcommand(
       "report", "Capacity report: memory, host RAM, step time and owner loads, with plots");
-  c->add_option("--model", f->model, "YAML model spec or Hugging Face config.json")->required();
-  c->add_option("--topology", f->topology, "Cluster description (YAML)")->capture_default_str();
+  c->add_option("--model", f->model, "YAML model spec or Hugging Face config.json")
+      ->required()
+      ->check(non_empty_path());
+  c->add_option("--topology", f->topology, "Cluster description (YAML)")
+      ->capture_default_str()
+      ->check(non_empty_path());
   c->add_option("--nodes", f->nodes,
                 "Node counts to sweep: A..B or A,B,C (default: 1..8, at most the topology's "
                 "max_nodes)");
   add_plan_flags(c, f->flags, false);
   c->add_option("--metrics", f->metrics, "Executor metrics JSON (muonplan execute --metrics)")
-      ->expected(1, -1);
+      ->expected(1, -1)
+      ->check(non_empty_path());
   c->add_option("--trace", f->trace,
-                "Measured trace (muonplan execute --trace): drawn beside the predicted pipeline");
-  c->add_option("--out", f->out, "Directory for report.md, report-data.json and the plots")
-      ->required();
+                "Measured trace (muonplan execute --trace): drawn beside the predicted pipeline")
+      ->check(non_empty_path());
+  c->add_option("--out", f->out,
+                "Directory for report.md, report-data.json and the plots: a new directory, or "
+                "one muonplan report wrote (docs/report.md)")
+      ->required()
+      ->check(non_empty_path());
   return [f]() {
+    std::vector<PathArg> inputs = plan_inputs(f->model, f->topology, f->flags);
+    inputs.push_back({"--trace", f->trace});
+    for (const std::string& m : f->metrics) inputs.push_back({"--metrics", m});
+    refuse_overlaps(inputs, {{"--out", f->out, true}});
     const ModelSpec spec = load_model(f->model);
     const Topology topo = load_topology(f->topology);
     const PlanRequest request = to_plan_request(f->flags);

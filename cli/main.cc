@@ -1,5 +1,6 @@
 // muonplan: the command-line front end. Exit codes (docs/cli-contract.md): 0 success, 2 bad input
 // (one line naming file, line and field), 1 runtime failure.
+#include <csignal>
 #include <iostream>
 #include <map>
 
@@ -7,6 +8,10 @@
 #include "muonplan/error.h"
 
 int main(int argc, char** argv) {
+  // A write past `ulimit -f` then fails with EFBIG, which every writer reports and cleans up
+  // after ("cannot write PATH: File too large", exit 1), instead of killing the process with
+  // SIGXFSZ and leaving its temporary files (docs/reliability.md).
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"muonplan: plan and run the sharded Muon optimizer step for large models"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "muonplan 0.1.0");

@@ -1,6 +1,7 @@
 // The plan flags, registered once for every command that plans (plan, report). CLI11 parses
 // the typed ones, so its messages for malformed numbers stay what they were.
 #include "commands.h"
+#include "paths.h"
 
 namespace muonplan::cli {
 namespace {
@@ -63,7 +64,8 @@ void add_plan_flags(CLI::App* c, PlanFlags& f, bool search) {
       ->capture_default_str();
   c->add_option("--owners", f.owners, choices_help(enum_names(kOwnerStrategyNames)))
       ->capture_default_str();
-  c->add_option("--workload", f.workload, "Workload YAML (tokens_per_step, seq_len, ...)");
+  c->add_option("--workload", f.workload, "Workload YAML (tokens_per_step, seq_len, ...)")
+      ->check(non_empty_path());
   c->add_option("--tokens-per-step", f.tokens_per_step, "Global batch in tokens");
   c->add_option("--seq-len", f.seq_len, "Sequence length");
   c->add_option("--micro-batch-seqs", f.micro_batch_seqs, "Sequences per rank per micro step");
@@ -81,7 +83,8 @@ void add_plan_flags(CLI::App* c, PlanFlags& f, bool search) {
   c->add_flag("--include-mtp", f.include_mtp, "Train the multi-token-prediction layers too");
   if (search) {  // report sweeps the nodes and offload such a file pins
     c->add_option("--trainer-config", f.trainer_config,
-                  "Trainer TOML (the keys --emit toml writes, plus [workload])");
+                  "Trainer TOML (the keys --emit toml writes, plus [workload])")
+        ->check(non_empty_path());
   }
 }
 

@@ -288,6 +288,11 @@ class CudaBackendImpl final : public CudaBackend {
     check(cuda::sum_squares_bf16(batch, elems, x, out, static_cast<double*>(partial.ptr), stream()),
           "sum_squares_bf16");
   }
+  void sum_squares_f32(int64_t n, const float* x, float* out) override {
+    Scratch partial(*this, cuda::sum_squares_partials(1, n) * sizeof(double));
+    check(cuda::sum_squares_f32(n, x, out, static_cast<double*>(partial.ptr), stream()),
+          "sum_squares_f32");
+  }
   void scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float* scale,
                   bf16* y) override {
     check(cuda::scale_bf16(batch, elems, x, scale, y, stream()), "scale_bf16");

@@ -51,17 +51,25 @@ __device__ double block_sum(double v, double* shared) {
   return total;
 }
 
-__global__ void sum_squares_chunks(int64_t batch, int64_t elems, int64_t chunks, const bf16* x,
+__device__ __forceinline__ double as_double(bf16 v) {
+  return to_float(v);
+}
+__device__ __forceinline__ double as_double(float v) {
+  return v;
+}
+
+template <class T>
+__global__ void sum_squares_chunks(int64_t batch, int64_t elems, int64_t chunks, const T* x,
                                    double* partial) {
   __shared__ double shared[kThreads];
   for (int64_t b = blockIdx.y; b < batch; b += gridDim.y) {
     const int64_t first = static_cast<int64_t>(blockIdx.x) * kSumChunk;
     const int64_t last = min(first + kSumChunk, elems);
-    const bf16* xb = x + b * elems;
+    const T* xb = x + b * elems;
     double s = 0;
     for (int64_t i = first + threadIdx.x; i < last; i += kThreads) {
-      const double v = to_float(xb[i]);
-      s += v * v;  // exact: a bf16 squared has 16 significant bits
+      const double v = as_double(xb[i]);
+      s += v * v;  // exact for bf16 (16 significant bits); rounded once for fp32
     }
     const double total = block_sum(s, shared);
     if (threadIdx.x == 0) partial[b * chunks + blockIdx.x] = total;
@@ -237,8 +245,11 @@ int64_t sum_squares_partials(int64_t batch, int64_t elems) {
   return batch * std::max<int64_t>(1, (elems + kSumChunk - 1) / kSumChunk);
 }
 
-cudaError_t sum_squares_bf16(int64_t batch, int64_t elems, const bf16* x, float* out,
-                             double* partial, cudaStream_t stream) {
+namespace {
+
+template <class T>
+cudaError_t sum_squares(int64_t batch, int64_t elems, const T* x, float* out, double* partial,
+                        cudaStream_t stream) {
   if (batch <= 0) return cudaSuccess;
   const int64_t chunks = std::max<int64_t>(1, (elems + kSumChunk - 1) / kSumChunk);
   const dim3 grid1(static_cast<unsigned>(chunks),
@@ -247,6 +258,18 @@ cudaError_t sum_squares_bf16(int64_t batch, int64_t elems, const bf16* x, float*
   const auto grid2 = static_cast<unsigned>(std::min<int64_t>(batch, kMaxBlocks));
   sum_squares_total<<<grid2, kThreads, 0, stream>>>(batch, chunks, partial, out);
   return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t sum_squares_bf16(int64_t batch, int64_t elems, const bf16* x, float* out,
+                             double* partial, cudaStream_t stream) {
+  return sum_squares(batch, elems, x, out, partial, stream);
+}
+
+cudaError_t sum_squares_f32(int64_t n, const float* x, float* out, double* partial,
+                            cudaStream_t stream) {
+  return sum_squares(int64_t{1}, n, x, out, partial, stream);
 }
 
 cudaError_t scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float* scale, bf16* y,

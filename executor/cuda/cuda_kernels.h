@@ -19,6 +19,9 @@ namespace muonplan::exec::cuda {
 int64_t sum_squares_partials(int64_t batch, int64_t elems);
 cudaError_t sum_squares_bf16(int64_t batch, int64_t elems, const bf16* x, float* out,
                              double* partial, cudaStream_t stream);
+// The same for one fp32 array of n elements into *out.
+cudaError_t sum_squares_f32(int64_t n, const float* x, float* out, double* partial,
+                            cudaStream_t stream);
 // y = bf16(float(x) * scale[b]) for matrix b; y may alias x.
 cudaError_t scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float* scale, bf16* y,
                        cudaStream_t stream);

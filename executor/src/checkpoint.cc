@@ -32,6 +32,8 @@ namespace muonplan::exec {
 namespace ckpt {
 
 std::string without_trailing_slash(std::string dir) {
+  // An empty path is no directory: a save would write ".tmp" and ".lock" into the working one.
+  if (dir.empty()) throw InputError({}, "checkpoint directory", "an empty path; give a path");
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   return dir;
 }
@@ -442,6 +444,14 @@ void publish(const std::string& dir, int world, int64_t step, const CheckpointPl
   remove_path(old, points);
 }
 
+// After a failed save: removes DIR.tmp, whose partial files would hold a full disk's space and
+// make the next save clean up first, unless it holds a manifest (complete: recover() and a
+// resume take it).
+void discard_partial(const std::string& tmp) noexcept {
+  std::error_code ec;
+  if (!fs::exists(tmp + "/manifest.json", ec)) fs::remove_all(tmp, ec);
+}
+
 // Runs `phase` on the ranks `mine` says, then agrees on success: if any rank failed, every rank
 // throws (the failing one with its own message), so no rank waits forever for another.
 template <class F>
@@ -484,7 +494,8 @@ int open_lock_file(const std::string& path, bool& created) {
 // Whether `path` still names the file open as `fd`: a run that refused its target removes the
 // lock file it created, and one that opened that file meanwhile must not keep a lock on it.
 bool names_open_file(const std::string& path, int fd) {
-  struct stat at_path {}, open {};
+  struct stat at_path {
+  }, open{};
   return ::lstat(path.c_str(), &at_path) == 0 && ::fstat(fd, &open) == 0 &&
          at_path.st_dev == open.st_dev && at_path.st_ino == open.st_ino;
 }
@@ -565,17 +576,23 @@ void save_checkpoint(const std::string& dir_arg, int rank, int world, int64_t st
   });
   // Each rank's size and checksum in its own slot: a sum over ranks gathers them.
   std::vector<uint64_t> info(2 * world, 0);
-  agreed(comm, dir, "writing rank files", true, [&] {
-    const Written w = write_rank_file(tmp + "/" + rank_file(rank), rank, world, step, plan, entries,
-                                      points, poll);
-    info[rank] = w.bytes;
-    info[world + rank] = w.checksum;
-  });
-  if (comm) comm->allreduce_sum_u64(info.data(), info.size());
-  agreed(comm, dir, "publishing the manifest", rank == 0, [&] {
-    publish(dir, world, step, plan, {info.begin(), info.begin() + world},
-            {info.begin() + world, info.end()}, points);
-  });
+  try {
+    agreed(comm, dir, "writing rank files", true, [&] {
+      const Written w = write_rank_file(tmp + "/" + rank_file(rank), rank, world, step, plan,
+                                        entries, points, poll);
+      info[rank] = w.bytes;
+      info[world + rank] = w.checksum;
+    });
+    if (comm) comm->allreduce_sum_u64(info.data(), info.size());
+    agreed(comm, dir, "publishing the manifest", rank == 0, [&] {
+      publish(dir, world, step, plan, {info.begin(), info.begin() + world},
+              {info.begin() + world, info.end()}, points);
+    });
+  } catch (...) {
+    // Every rank has left the phase that failed (agreed), so no one writes into DIR.tmp now.
+    if (rank == 0) discard_partial(tmp);
+    throw;
+  }
 }
 
 void save_checkpoint_all(const std::string& dir_arg, int64_t step, const CheckpointPlanInfo& plan,
@@ -589,13 +606,18 @@ void save_checkpoint_all(const std::string& dir_arg, int64_t step, const Checkpo
   recover(dir, points);
   make_dir(dir + ".tmp", points);
   std::vector<uint64_t> sizes, sums;
-  for (int r = 0; r < world; ++r) {
-    const Written w = write_rank_file(dir + ".tmp/" + rank_file(r), r, world, step, plan,
-                                      per_rank[size_t(r)], points, nullptr);
-    sizes.push_back(w.bytes);
-    sums.push_back(w.checksum);
+  try {
+    for (int r = 0; r < world; ++r) {
+      const Written w = write_rank_file(dir + ".tmp/" + rank_file(r), r, world, step, plan,
+                                        per_rank[size_t(r)], points, nullptr);
+      sizes.push_back(w.bytes);
+      sums.push_back(w.checksum);
+    }
+    publish(dir, world, step, plan, sizes, sums, points);
+  } catch (...) {
+    discard_partial(dir + ".tmp");
+    throw;
   }
-  publish(dir, world, step, plan, sizes, sums, points);
 }
 
 CheckpointPlanInfo checkpoint_plan_info(const Plan& plan) {

@@ -265,7 +265,7 @@ CheckpointManifest read_manifest(const std::string& dir_arg) {
   if (schema != kSchema && !m.legacy) {
     throw InputError({m.path, 0, 0}, "schema",
                      std::string("expected ") + kSchema + " (or the older " + kLegacySchema2 +
-                         ", " + kLegacySchema1 + "), got " + schema.dump());
+                         ", " + kLegacySchema1 + "), got " + json_brief(schema));
   }
   m.fnv_basis = schema == kLegacySchema1 ? kLegacyFnvBasis : kFnv1a64Basis;
   try {
@@ -273,7 +273,7 @@ CheckpointManifest read_manifest(const std::string& dir_arg) {
     // absolute path would read (and trust) a file elsewhere.
     if (field("checksum") != "fnv1a-64") {
       throw InputError({m.path, 0, 0}, "checksum",
-                       "expected \"fnv1a-64\", got " + field("checksum").dump());
+                       "expected \"fnv1a-64\", got " + json_brief(field("checksum")));
     }
     m.step = field("step").get<int64_t>();
     m.world = field("world_size").get<int>();
@@ -286,8 +286,9 @@ CheckpointManifest read_manifest(const std::string& dir_arg) {
     for (int r = 0; r < m.world; ++r) {
       const json& e = ranks[size_t(r)];
       if (e.at("file") != rank_file(r, m.legacy)) {
-        throw InputError({m.path, 0, 0}, "ranks[" + std::to_string(r) + "].file",
-                         "expected \"" + rank_file(r, m.legacy) + "\", got " + e.at("file").dump());
+        throw InputError(
+            {m.path, 0, 0}, "ranks[" + std::to_string(r) + "].file",
+            "expected \"" + rank_file(r, m.legacy) + "\", got " + json_brief(e.at("file")));
       }
       m.files.push_back({e.at("file").get<std::string>(), e.at("bytes").get<uint64_t>(),
                          e.at("checksum").get<std::string>()});
@@ -305,7 +306,8 @@ CheckpointManifest read_manifest(const std::string& dir_arg) {
                       std::all_of(ct.shape.begin(), ct.shape.end(),
                                   [](int64_t d) { return d > 0 && d < (int64_t{1} << 40); }) &&
                       (ct.rule == "muon" || ct.rule == "adamw") && names.insert(ct.name).second;
-      if (!ok) throw InputError({m.path, 0, 0}, "tensors", "bad or repeated entry " + t.dump());
+      if (!ok)
+        throw InputError({m.path, 0, 0}, "tensors", "bad or repeated entry " + json_brief(t));
       m.info.tensors.push_back(std::move(ct));
     }
   } catch (const json::exception& e) {

@@ -176,6 +176,9 @@ class CpuAsyncBackend final : public Backend {
   void sum_squares_bf16(int64_t batch, int64_t elems, const bf16* x, float* out) override {
     enqueue([=, this] { inner_->sum_squares_bf16(batch, elems, x, out); });
   }
+  void sum_squares_f32(int64_t n, const float* x, float* out) override {
+    enqueue([=, this] { inner_->sum_squares_f32(n, x, out); });
+  }
   void scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float* scale,
                   bf16* y) override {
     enqueue([=, this] { inner_->scale_bf16(batch, elems, x, scale, y); });

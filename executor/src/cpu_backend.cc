@@ -137,6 +137,20 @@ class CpuBackend final : public Backend {
     }
   }
 
+  void sum_squares_f32(int64_t n, const float* x, float* out) override {
+    const int64_t blocks = std::max<int64_t>(1, ceil_div(n, kSumBlock));
+    std::vector<double> partial(blocks);
+#pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < blocks; ++t) {
+      const int64_t first = t * kSumBlock;
+      partial[t] =
+          cpu::sum_squares(x + first, std::max<int64_t>(0, std::min(kSumBlock, n - first)));
+    }
+    double s = 0;
+    for (double p : partial) s += p;
+    *out = static_cast<float>(s);
+  }
+
   void scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float* scale,
                   bf16* y) override {
 #pragma omp parallel

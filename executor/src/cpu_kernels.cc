@@ -38,6 +38,12 @@ void f32_to_bf16(const float* x, bf16* y, int64_t n) {
   for (; i < n; ++i) y[i] = to_bf16(x[i]);
 }
 
+double sum_squares(const float* x, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += double(x[i]) * double(x[i]);
+  return s;
+}
+
 double sum_squares(const bf16* x, int64_t n) {
   __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
   int64_t i = 0;

@@ -16,6 +16,8 @@ void f32_to_bf16(const float* x, bf16* y, int64_t n);
 // Sum of x[i]^2 in double (each square is exact), in an order fixed by n alone: eight lanes
 // (lane j takes i = j mod 8 up to the last multiple of 8), combined pairwise, then the tail.
 double sum_squares(const bf16* x, int64_t n);
+// Sum of x[i]^2 in double, in index order.
+double sum_squares(const float* x, int64_t n);
 // y = x^T for one [rows, cols] matrix with leading dimensions ldx, ldy.
 void transpose(const bf16* x, int64_t rows, int64_t cols, int64_t ldx, bf16* y, int64_t ldy);
 

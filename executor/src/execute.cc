@@ -4,11 +4,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <stdexcept>
 
 #include "muonplan/error.h"
+#include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/fnv1a.h"
 #include "muonplan/exec/init.h"
@@ -100,6 +102,31 @@ std::vector<ShardRequest> wanted(const RankState& state) {
   return out;
 }
 
+// Refuses a loaded entry holding what no run saves: a NaN or Inf (the step stops before a
+// non-finite value reaches the state), or a negative AdamW variance. One pass over the loaded
+// bytes, beside reading them from disk.
+void check_loaded_values(const CheckpointEntry& e, bool variance, const std::string& dir) {
+  const size_t n = e.bytes.size() / (e.dtype == "bf16" ? sizeof(bf16) : sizeof(float));
+  for (size_t i = 0; i < n; ++i) {
+    float v;
+    if (e.dtype == "bf16") {
+      bf16 b;
+      std::memcpy(&b, e.bytes.data() + i * sizeof b, sizeof b);
+      v = to_float(b);
+    } else {
+      std::memcpy(&v, e.bytes.data() + i * sizeof v, sizeof v);
+    }
+    if (std::isfinite(v) && !(variance && v < 0)) continue;
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", double(v));
+    throw InputError({dir, 0, 0}, e.name,
+                     std::string("holds ") + got + " at element " + std::to_string(i) +
+                         (std::isfinite(v) ? "; an AdamW variance is >= 0"
+                                           : "; a checkpoint holds only finite values") +
+                         ": the checkpoint is damaged, refusing to resume from it");
+  }
+}
+
 // Copies loaded entries into the state; each must be there in the plan's dtype and size (a
 // legacy checkpoint's entries are checked here, resharded ones were gathered to fit).
 void restore(RankState& state, const std::vector<CheckpointEntry>& entries,
@@ -116,6 +143,7 @@ void restore(RankState& state, const std::vector<CheckpointEntry>& entries,
                                std::to_string(it->second->bytes.size()) +
                                " bytes; the plan needs " + dtype + " of " + std::to_string(bytes));
     }
+    check_loaded_values(*it->second, f == Field::variance, dir);
     state.copy_in(p, f, it->second->bytes.data());
   };
   for (LocalParam& p : state.params()) {
@@ -127,19 +155,38 @@ void restore(RankState& state, const std::vector<CheckpointEntry>& entries,
   }
 }
 
-// Loads the checkpoint at `dir` into this rank's state; returns its step. A schema-3
-// checkpoint of the same model loads into any plan; older ones only into the plan that wrote
-// them.
-int64_t resume(RankState& state, const std::string& dir, int world) {
+// What a resume loaded: the step, and the directory it came from (DIR, or DIR.tmp / DIR.old
+// when a save was interrupted between its renames).
+struct Resumed {
+  int64_t step = 0;
+  std::string dir;
+};
+
+// Loads the checkpoint at `dir` into this rank's state. A schema-3 checkpoint of the same model
+// loads into any plan; older ones only into the plan that wrote them.
+Resumed resume(RankState& state, const std::string& dir, int world) {
   const CheckpointManifest m = read_manifest(dir);
   if (m.legacy) {
     restore(state, load_legacy_rank_file(m, state.rank(), world, plan_fingerprint(state.plan())),
-            dir);
+            m.dir);
   } else {
     check_same_model(m, checkpoint_plan_info(state.plan()));
-    restore(state, load_shards(m, state.rank(), world, wanted(state)), dir);
+    restore(state, load_shards(m, state.rank(), world, wanted(state)), m.dir);
   }
-  return m.step;
+  return {m.step, m.dir};
+}
+
+// A save interrupted between its renames leaves no DIR/manifest.json; the resume then loads
+// DIR.tmp (complete, not yet renamed) or DIR.old (the one before), and every rank says so: the
+// run continues from another step than DIR would suggest (docs/checkpoint-format.md).
+void say_where_resumed(const Resumed& r, const std::string& asked, int rank) {
+  std::string given = asked;
+  while (given.size() > 1 && given.back() == '/') given.pop_back();
+  if (r.dir == given) return;
+  const std::string line = "muonplan: rank " + std::to_string(rank) + ": --resume: " + given +
+                           " holds no manifest.json (a save was interrupted); resumed from " +
+                           r.dir + ", step " + std::to_string(r.step) + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
 // Max over this rank's tensors of |dW - dW_ref| / |dW_ref| (dW: change since initialization).
@@ -217,6 +264,7 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
   RankState state(plan, backend, comm.rank());
   state.init_params();
   int64_t first = 1;
+  Resumed resumed;
   const std::string fingerprint = plan_fingerprint(plan);
   comm.set_step(0);  // loading: failure messages name the step in progress
   if (!opt.resume_dir.empty()) {
@@ -227,7 +275,8 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     std::string error;
     bool input_error = false;
     try {
-      first = resume(state, opt.resume_dir, plan.world) + 1;
+      resumed = resume(state, opt.resume_dir, plan.world);
+      first = resumed.step + 1;
     } catch (const InputError& e) {
       error = e.what();
       input_error = true;
@@ -259,6 +308,7 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
       if (int(failed) % 2 == 0) throw InputError({}, "--resume", what);
       throw std::runtime_error(what);
     }
+    say_where_resumed(resumed, opt.resume_dir, comm.rank());
   }
   MuonStep step(state, comm);
   step.set_ns_variant(opt.symmetric_ns ? NsVariant::symmetric : NsVariant::plain);
@@ -286,6 +336,7 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
           "muonplan: rank " + std::to_string(comm.rank()) + ": " + what + ": step skipped\n";
       std::fwrite(line.data(), 1, line.size(), stderr);
       ++skipped;
+      if (opt.on_step) opt.on_step(s - first + 1, opt.steps, 0.0);
       continue;
     }
     comm.barrier();
@@ -311,6 +362,7 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
           "; the parameters hold it: check the learning rate and the NS schedule");
     }
     times.push_back(std::chrono::duration<double>(t1 - t0).count());
+    if (opt.on_step) opt.on_step(s - first + 1, opt.steps, times.back());
     const MemoryStats m = backend.memory();
     peak = std::max(peak, double(m.peak_bytes));
     transient = std::max(transient, double(m.peak_bytes - before));
@@ -404,6 +456,10 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
                {"last_step", last},
                {"plan_fingerprint", fingerprint},
                {"measured", to_json(measured)}};
+  if (!opt.resume_dir.empty()) {
+    r.metrics["resumed_from"] = resumed.dir;
+    r.metrics["resumed_step"] = resumed.step;
+  }
   return r;
 }
 

@@ -1,5 +1,7 @@
 #include "muonplan/exec/step.h"
 
+#include "cpu_kernels.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -511,6 +513,11 @@ void MuonStep::adamw_group(int64_t step) {
         Timed t(counters_.host_s);
         host::adamw(p.elems(), lr, b1, b2, eps, wd, step, p.g, p.w, p.m, p.v);
       }
+      {
+        Timed t(counters_.check_s);
+        scalar_check(static_cast<float>(cpu::sum_squares(p.w, p.elems())), nullptr,
+                     state_.plan().inventory.tensors[p.tensor].name);
+      }
       Span sp(*this, "bf16 weights H2D", Resource::pcie_h2d, cur_chunk_);
       Timed t(counters_.h2d_s);
       state_.refresh_compute_copy(p);
@@ -522,6 +529,12 @@ void MuonStep::adamw_group(int64_t step) {
       Span sp(*this, "AdamW kernel", Resource::gpu, cur_chunk_);
       Timed t(counters_.device_s);
       backend_.adamw(p.elems(), lr, b1, b2, eps, wd, step, p.g, p.w, s.m, s.v);
+    }
+    {
+      // Every AdamW weight finite, as every Muon update is (check_output): one read of w.
+      Timed t(counters_.check_s);
+      backend_.sum_squares_f32(p.elems(), p.w,
+                               check_sums_ + state_.plan().chunks.chunks.size() + p.tensor);
     }
     state_out(s);
   }
@@ -596,8 +609,9 @@ void MuonStep::run(int64_t step) {
     if (c.kind == Chunk::Kind::adamw_group) adamw_chunk = &c;
   }
   if (check_sums_) backend_.free(check_sums_);
-  // One float per chunk, zero-filled: chunks this rank does not orthogonalize stay 0.
-  const size_t slots = plan.chunks.chunks.size();
+  // One float per chunk, then one per tensor for AdamW's weights, zero-filled: chunks this rank
+  // does not orthogonalize stay 0.
+  const size_t slots = plan.chunks.chunks.size() + plan.inventory.tensors.size();
   check_sums_ = static_cast<float*>(backend_.alloc(slots * sizeof(float)));
   // Zero-filled on the current lane, written on every lane: no lane may write a sum before the
   // zeroing has run (a late zero-fill would erase a NaN).
@@ -647,10 +661,12 @@ void MuonStep::run(int64_t step) {
   backend_.copy_to_host(sums.data(), check_sums_, slots * sizeof(float));
   backend_.free(check_sums_);
   check_sums_ = nullptr;
+  const size_t chunks = plan.chunks.chunks.size();
   for (size_t i = 0; i < slots && nonfinite_.empty(); ++i) {
-    if (!std::isfinite(sums[i])) {
-      nonfinite_ = plan.inventory.tensors[plan.chunks.chunks[i].matrices[0].tensor].name;
-    }
+    if (std::isfinite(sums[i])) continue;
+    nonfinite_ =
+        plan.inventory.tensors[i < chunks ? plan.chunks.chunks[i].matrices[0].tensor : i - chunks]
+            .name;
   }
 }
 

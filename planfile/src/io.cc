@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -51,27 +52,6 @@ std::string too_large() {
          " MiB, more than any muonplan input";
 }
 
-// json::parse with its errors as InputError at LINE:COL of the text.
-json parse_json_text(const std::string& text, const std::string& path) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    // e.byte is the 1-based offset where parsing stopped: turn it into LINE:COL.
-    SourceLoc loc{path, 1, 1};
-    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      loc.col = text[i] == '\n' ? 1 : loc.col + 1;
-      loc.line += text[i] == '\n';
-    }
-    std::string what = e.what();
-    const size_t colon = what.find(": ");  // drop "[json.exception...] parse error at ...: "
-    throw InputError(loc, "json", colon == std::string::npos ? what : what.substr(colon + 2));
-  } catch (const json::exception& e) {
-    // A number too large for a double ("1e400") is an out_of_range, without an offset.
-    const std::string what = e.what();  // "[json.exception.out_of_range.406] number ..."
-    throw InputError({path, 0, 0}, "json", what.substr(what.find("] ") + 2));
-  }
-}
-
 [[noreturn]] void write_failed(const std::string& path, int err) {
   throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
 }
@@ -103,7 +83,75 @@ void write_in_place(const std::string& path, const std::string& data) {
   if (err) write_failed(path, err);
 }
 
+// LINE:COL of byte `offset` (0-based) of `text`.
+SourceLoc location(const std::string& text, size_t offset, const std::string& path) {
+  SourceLoc loc{path, 1, 1};
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    loc.col = text[i] == '\n' ? 1 : loc.col + 1;
+    loc.line += text[i] == '\n';
+  }
+  return loc;
+}
+
 }  // namespace
+
+// Refuses nesting past kMaxJsonDepth: one pass over the text, brackets inside strings skipped.
+void check_json_depth(const std::string& text, const std::string& path) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;  // the escaped character, '"' too
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        throw InputError(location(text, i, path), "json",
+                         "nested deeper than " + std::to_string(kMaxJsonDepth) +
+                             " levels; no muonplan input nests more than a few");
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
+json parse_json_text(const std::string& text, const std::string& path) {
+  check_json_depth(text, path);
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    // e.byte is the 1-based offset where parsing stopped.
+    const SourceLoc loc = location(text, e.byte > 0 ? e.byte - 1 : 0, path);
+    std::string what = e.what();
+    const size_t colon = what.find(": ");  // drop "[json.exception...] parse error at ...: "
+    throw InputError(loc, "json", colon == std::string::npos ? what : what.substr(colon + 2));
+  } catch (const json::exception& e) {
+    // A number too large for a double ("1e400") is an out_of_range, without an offset.
+    const std::string what = e.what();  // "[json.exception.out_of_range.406] number ..."
+    throw InputError({path, 0, 0}, "json", what.substr(what.find("] ") + 2));
+  }
+}
+
+std::string json_brief(const json& v) {
+  // A short list of numbers or words is shown as written ([512,512]); other containers by size.
+  const bool short_flat =
+      v.is_array() && v.size() <= 8 && std::all_of(v.begin(), v.end(), [](const json& e) {
+        return e.is_primitive() && !(e.is_string() && e.get_ref<const std::string&>().size() > 20);
+      });
+  if (short_flat) return v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (v.is_object()) return "an object of " + std::to_string(v.size()) + " keys";
+  if (v.is_array()) return "an array of " + std::to_string(v.size()) + " values";
+  if (v.is_string() && v.get_ref<const std::string&>().size() > 60) {
+    return json(v.get_ref<const std::string&>().substr(0, 57) + "...")
+        .dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 std::string read_input_file(const std::string& path, const std::string& field) {
   auto fail = [&](const std::string& message) -> void {

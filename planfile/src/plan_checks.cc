@@ -1,5 +1,7 @@
 #include "muonplan/plan_checks.h"
 
+#include "muonplan/io.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -39,9 +41,15 @@ class Checker {
   void non_negative(double v, const char* flag, const std::string& field) const {
     check(std::isfinite(v) && v >= 0, flag, field, "must be a finite number >= 0", v);
   }
+  // The step computes momentum and betas in fp32: 0.99999999 is 1 there, and AdamW's bias
+  // correction 1 - beta1^t is then 0 (every AdamW weight became NaN with exit 0).
   void fraction(double v, const char* flag, const std::string& field, bool open_low) const {
     const bool ok = open_low ? v > 0 && v < 1 : v >= 0 && v < 1;
-    check(ok, flag, field, open_low ? "must be in (0, 1)" : "must be in [0, 1)", v);
+    const std::string range = open_low ? "must be in (0, 1)" : "must be in [0, 1)";
+    check(ok, flag, field, range, v);
+    const float f = static_cast<float>(v);
+    check(open_low ? f > 0 && f < 1 : f < 1, flag, field,
+          range + " in fp32, the precision of the step (it rounds to " + num(f) + ")", v);
   }
   bool from_plan() const { return !path_.empty(); }
   const std::string& path() const { return path_; }
@@ -122,26 +130,27 @@ void check_metrics(const json& j, const std::string& path) {
                                                 "plan",
                                                 "plan_fingerprint",
                                                 "path",
+                                                "resumed_from",
                                                 "measured.state_digest",
                                                 "measured.offload",
                                                 "measured.ns_variant"};
   auto walk = [&](auto&& self, const json& v, const std::string& field) -> void {
     if (strings.count(field) && !v.is_string()) {
-      fail(field, "expected a string, got " + v.dump());
+      fail(field, "expected a string, got " + json_brief(v));
     } else if (v.is_object()) {
       for (const auto& [k, child] : v.items())
         self(self, child, field.empty() ? k : field + "." + k);
     } else if (v.is_array()) {
       for (size_t i = 0; i < v.size(); ++i) self(self, v[i], field + "[" + std::to_string(i) + "]");
     } else if (v.is_string()) {
-      if (!strings.count(field)) fail(field, "expected a number, got " + v.dump());
+      if (!strings.count(field)) fail(field, "expected a number, got " + json_brief(v));
     } else if (v.is_number()) {
       const double x = v.get<double>();
       if (!(std::isfinite(x) && x >= 0 && x <= kMaxMetric)) {
-        fail(field, "expected a number in [0, 1e18], got " + v.dump());
+        fail(field, "expected a number in [0, 1e18], got " + json_brief(v));
       }
     } else if (!v.is_null()) {
-      fail(field, "expected a number, got " + v.dump());
+      fail(field, "expected a number, got " + json_brief(v));
     }
   };
   walk(walk, j, "");

@@ -31,7 +31,7 @@ class Node {
   bool has(const std::string& key) const { return v_.is_object() && v_.contains(key); }
   // Refuses keys plan_to_json does not write: a misspelt key would otherwise be ignored.
   void only(std::initializer_list<const char*> known) const {
-    if (!v_.is_object()) fail("expected an object, got " + v_.dump());
+    if (!v_.is_object()) fail("expected an object, got " + json_brief(v_));
     for (const auto& item : v_.items()) {
       bool ok = false;
       for (const char* k : known) ok = ok || item.key() == k;
@@ -39,7 +39,7 @@ class Node {
     }
   }
   Node operator[](const std::string& key) const {
-    if (!v_.is_object()) fail("expected an object, got " + v_.dump());
+    if (!v_.is_object()) fail("expected an object, got " + json_brief(v_));
     const std::string field = field_.empty() ? key : field_ + "." + key;
     const auto it = v_.find(key);
     if (it == v_.end()) Node(path_, v_, field).fail("missing");
@@ -49,15 +49,15 @@ class Node {
     return Node(path_, v_.at(i), field_ + "[" + std::to_string(i) + "]");
   }
   size_t size() const {
-    if (!v_.is_array()) fail("expected an array, got " + v_.dump());
+    if (!v_.is_array()) fail("expected an array, got " + json_brief(v_));
     return v_.size();
   }
 
   int64_t integer(int64_t lo, int64_t hi = INT32_MAX) const {
-    if (!v_.is_number_integer()) fail("expected an integer, got " + v_.dump());
+    if (!v_.is_number_integer()) fail("expected an integer, got " + json_brief(v_));
     // Past INT64_MAX nlohmann holds an unsigned, which get<int64_t> would turn negative.
     if (v_.is_number_unsigned() && v_.get<uint64_t>() > uint64_t(INT64_MAX))
-      fail("expected an integer below 2^63, got " + v_.dump());
+      fail("expected an integer below 2^63, got " + json_brief(v_));
     const int64_t x = v_.get<int64_t>();
     if (x < lo || x > hi) {
       const std::string range = hi >= INT32_MAX
@@ -69,19 +69,19 @@ class Node {
   }
   // lo_open: the value must exceed lo (a positive rate), not merely reach it.
   double number(double lo = -HUGE_VAL, bool lo_open = false, double hi = HUGE_VAL) const {
-    if (!v_.is_number()) fail("expected a number, got " + v_.dump());
+    if (!v_.is_number()) fail("expected a number, got " + json_brief(v_));
     const double x = v_.get<double>();
     if (!std::isfinite(x) || x < lo || (lo_open && x == lo) || x > hi) {
-      fail("out of range: " + v_.dump());
+      fail("out of range: " + json_brief(v_));
     }
     return x;
   }
   bool boolean() const {
-    if (!v_.is_boolean()) fail("expected true or false, got " + v_.dump());
+    if (!v_.is_boolean()) fail("expected true or false, got " + json_brief(v_));
     return v_.get<bool>();
   }
   std::string string() const {
-    if (!v_.is_string()) fail("expected a string, got " + v_.dump());
+    if (!v_.is_string()) fail("expected a string, got " + json_brief(v_));
     return v_.get<std::string>();
   }
   // The enum value the string names, from the enum's name table (enum_names.h).
@@ -158,7 +158,7 @@ void read_options(const Node& root, Plan& plan) {
     coeffs.fail(ns_steps_message(coeffs.size()));
   for (size_t i = 0; i < coeffs.size(); ++i) {
     const Node step = coeffs[i];
-    if (step.size() != 3) step.fail("expected [a, b, c], got " + step.raw().dump());
+    if (step.size() != 3) step.fail("expected [a, b, c], got " + json_brief(step.raw()));
     s.steps.push_back({step[0].number(), step[1].number(), step[2].number()});
   }
   s.norm_scale = c["ns_norm_scale"].number();
@@ -231,7 +231,7 @@ void read_inventory(const Node& root, Plan& plan) {
     for (int64_t d : t.shape) numel *= double(d);
     params += numel;
     if (params > kMaxParams) {
-      shape.fail(shape.raw().dump() +
+      shape.fail(json_brief(shape.raw()) +
                  " brings the model past 1e15 parameters, more than muonplan plans for");
     }
     t.rule = n["rule"].named(kUpdateRuleNames);

@@ -2,7 +2,7 @@
 # tests/mpi/lib.sh; not a test itself). ctest passes the muonplan binary and the repo root
 # first; the scripts run from the repo root, with a scratch folder $work removed on exit, the
 # pass/fail count, and `finish` printing "N passed, N failed" (the exit status: 0 when none
-# failed).
+# failed and at least one check ran).
 bin="$1"; root="$2"
 cd "$root" || exit 1
 py=/usr/bin/python3
@@ -10,4 +10,9 @@ work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 pass=0; fail=0
 ok() { pass=$((pass + 1)); }
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-finish() { echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]; }
+# A script that ran no check fails: its checks were skipped by a mistake, not passed.
+finish() {
+  echo "$pass passed, $fail failed"
+  if [ $((pass + fail)) -eq 0 ]; then echo "FAIL: no check ran"; return 1; fi
+  [ "$fail" -eq 0 ]
+}

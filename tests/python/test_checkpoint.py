@@ -124,8 +124,26 @@ class Example(unittest.TestCase):
         with tempfile.TemporaryDirectory() as out:
             r = run_example("checkpoint_roundtrip.py", "--muonplan", BIN, "--out", out)
             self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertIn("params equal to the ones written", r.stdout)
-            self.assertIn("all 43 parameters moved", r.stdout)
+            # What it wrote, read back here: the seeded weights at step 0, and after one step
+            # every parameter moved by a finite amount, the Muon matrices by lr x update_rms.
+            start, after = (muonplan.read_checkpoint(os.path.join(out, d))
+                            for d in ("start", "after"))
+            plan = json.load(open(os.path.join(out, "plan-1rank.json")))
+            rng = np.random.default_rng(0)
+            self.assertEqual((start["step"], after["step"]), (0, 1))
+            self.assertEqual(len(plan["tensors"]), 43)
+            hyper = plan["optimizer_config"]
+            for t in plan["tensors"]:
+                name = t["name"] + "/param"
+                w0 = (0.02 * rng.standard_normal(t["shape"])).astype(np.float32)
+                np.testing.assert_array_equal(start["tensors"][name], w0)
+                delta = after["tensors"][name] - w0
+                self.assertTrue(np.all(np.isfinite(delta)) and np.any(delta != 0), name)
+            name = "model.layers.0.self_attn.qkv_proj.weight/param"
+            w0 = start["tensors"][name]
+            step = after["tensors"][name] - w0 * np.float32(1 - hyper["lr"] * hyper["weight_decay"])
+            rms = float(np.sqrt(np.mean(step.astype(np.float64) ** 2)))
+            self.assertAlmostEqual(rms / (hyper["lr"] * hyper["update_rms"]), 1.0, delta=0.05)
 
 
 if __name__ == "__main__":

@@ -30,13 +30,15 @@ TEST_CASE("memory terms: qwen3-8b on one node of 8 H200s against hand figures", 
   // of each batch's shards: bf16 send and receive buffers of both exchanges (2 x 2 B) and the
   // gathered bf16 matrix (2 B) per element. On top, the largest NS scratch among them, an MLP
   // matrix's: 2 x 2 m n + 2 x 2 m^2 bytes, m = 4096, n = 12288, and two floats (norm, scale),
-  // each region rounded up to 256 bytes. And one fp32 per chunk for the non-finite check.
+  // each region rounded up to 256 bytes. And the non-finite check's fp32 sums: one per chunk,
+  // and one per tensor for the AdamW weights: 36 layers of 11 tensors (q, k, v, o, q_norm,
+  // k_norm, gate, up, down and two layer norms), the embedding, the final norm and the LM head.
   const double mlp = 12288.0 * 4096, attn = 4096.0 * 4096;
   const double scratch = 2 * (2 * mlp) + 2 * (2 * 4096.0 * 4096) + 2 * 256;
   const double transient = 6 * (mlp + mlp + attn) + scratch;
   CHECK(term(p.gpu_transient_bytes, "step_buffers").value == transient);
   REQUIRE(p.gpu_transient_bytes.size() == 2);
-  const double check = 4.0 * double(none.chunks.chunks.size());
+  const double check = 4.0 * double(none.chunks.chunks.size() + 36 * 11 + 3);
   CHECK(term(p.gpu_transient_bytes, "nonfinite_check").value == check);
   // Fixed: the topology's 0.5 GiB CUDA context and 2% allocator slack on what is allocated.
   const double allocated = params_fp32 + grads_fp32 + momentum + moments + transient + check;

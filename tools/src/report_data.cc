@@ -1,6 +1,7 @@
 // The capacity report's data: a sweep of fixed-node, fixed-offload plans, the searched plan,
 // and the per-rank loads of each owner strategy on it. Plots come from reports/report.py.
 #include "muonplan/report_data.h"
+#include "muonplan/report_dir.h"
 
 #include <sys/wait.h>
 #include <algorithm>
@@ -204,17 +205,17 @@ json load_metrics(const std::string& path) {
   return j;
 }
 
-void render_report(const json& data, const std::string& out_dir, const std::string& script) {
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw std::runtime_error("cannot create " + out_dir + ": " + ec.message());
-  const std::string data_path = (std::filesystem::path(out_dir) / "report-data.json").string();
+namespace {
+
+// Writes the report into `staging` (report_dir.h) and runs the script there.
+void render_into(const json& data, const std::string& staging, const std::string& script) {
+  const std::string data_path = (std::filesystem::path(staging) / "report-data.json").string();
   write_file_atomic(data_path, data.dump(1) + "\n");
   const char* env = std::getenv("MUONPLAN_REPORT_PYTHON");
   const std::string python = env && *env ? env : "/usr/bin/python3";
   // stderr into the pipe, stdout dropped: the script's messages are what a failure reports.
   const std::string cmd = shell_quote(python) + " " + shell_quote(script) + " " +
-                          shell_quote(data_path) + " " + shell_quote(out_dir) + " 2>&1 >/dev/null";
+                          shell_quote(data_path) + " " + shell_quote(staging) + " 2>&1 >/dev/null";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) throw std::runtime_error("cannot run " + python);
   std::string err;
@@ -229,6 +230,26 @@ void render_report(const json& data, const std::string& out_dir, const std::stri
     throw std::runtime_error(python + " " + script + " failed (exit " + std::to_string(rc) +
                              (one_line ? "): " : "):\n") + err);
   }
+}
+
+// `text` with every `from` replaced by `to`.
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+}  // namespace
+
+void render_report(const json& data, const std::string& out_dir, const std::string& script) {
+  ReportDir dir(out_dir);  // refuses a directory that is not ours before anything is written
+  try {
+    render_into(data, dir.staging(), script);
+  } catch (const std::runtime_error& e) {
+    // The user named DIR, not its staging directory: messages say where the file was going.
+    throw std::runtime_error(replaced(e.what(), dir.staging(), dir.path()));
+  }
+  dir.publish();
 }
 
 }  // namespace muonplan

@@ -18,6 +18,22 @@ inline constexpr int64_t kMaxInputFileBytes = int64_t{64} << 20;
 // "PATH: FIELD: message" otherwise (missing, unreadable, a directory, a FIFO or device, larger).
 std::string read_input_file(const std::string& path, const std::string& field = "file");
 
+// No muonplan format, plan, metrics, trace or Hugging Face config, nests past a few levels; a
+// deeper file is refused before it is parsed (nlohmann's dump() recursed through 100,000
+// nested arrays and overflowed the stack).
+inline constexpr int kMaxJsonDepth = 64;
+
+// InputError "PATH:LINE:COL: json: nested deeper than ..." for such a text; one pass.
+void check_json_depth(const std::string& text, const std::string& path);
+
+// `text` parsed as JSON: a syntax error, or nesting deeper than kMaxJsonDepth, is an InputError
+// "PATH:LINE:COL: json: ...".
+nlohmann::json parse_json_text(const std::string& text, const std::string& path);
+
+// A JSON value for an error message, bounded whatever the input: scalars as written (strings cut
+// at 60 characters), containers as "an object of N keys" / "an array of N values".
+std::string json_brief(const nlohmann::json& v);
+
 // read_input_file parsed as JSON; a syntax error is an InputError "PATH:LINE:COL: json: ...",
 // and so is a key given twice in one object ("PATH:LINE:COL: KEY: given twice, at lines A and
 // B"): it reads muonplan's own formats (plans, metrics), not Hugging Face configs.

@@ -1,3 +1,5 @@
+#include <yaml-cpp/depthguard.h>
+
 #include "muonplan/yaml_reader.h"
 
 #include <cerrno>
@@ -61,6 +63,11 @@ YAML::Node parse_yaml_text(const std::string& text, const std::string& path) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's depth guard (its parser recurses): no muonplan format nests past a few levels.
+    throw InputError({path, e.mark.line + 1, e.mark.column + 1}, "yaml",
+                     "nested too deeply (depth " + std::to_string(e.depth()) +
+                         "); muonplan's formats nest a few levels");
   } catch (const YAML::Exception& e) {
     throw InputError({path, e.mark.line + 1, e.mark.column + 1}, "yaml", e.msg);
   }

@@ -377,7 +377,7 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
 
   // --- The rank whose allocations peak highest: persistent plus transient, its own (ties: the
   // larger transient, then the lower rank). Its terms are the prediction's.
-  const double check_bytes = 4.0 * double(plan.chunks.size());
+  const double check_bytes = 4.0 * double(plan.chunks.size() + inv.tensors.size());
   auto staged = [&](int r) {
     return pol.staging == StateStaging::whole ? state_bytes(o, local.muon[r], local.adamw[r]) : 0;
   };
@@ -402,10 +402,11 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
            "plus the largest NS scratch" +
            std::string(chunked ? " or staged state piece" : "") + " among them" +
            (o.nesterov ? ", Nesterov look-ahead" : "")});
-  // The step's non-finite check (docs/muon-step.md section 6) sums each chunk's update into
-  // one fp32 on the device and reads them all back at the end.
+  // The step's non-finite check (docs/muon-step.md section 6) sums each chunk's update and each
+  // tensor's AdamW weights into one fp32 on the device and reads them all back at the end.
   p.gpu_transient_bytes.push_back(
-      {"nonfinite_check", check_bytes, "one fp32 sum per chunk, read back after the step"});
+      {"nonfinite_check", check_bytes,
+       "one fp32 sum per chunk and per tensor (AdamW weights), read back after the step"});
   if (pol.staging == StateStaging::whole) {
     p.gpu_transient_bytes.push_back({"staged_optimizer_state", staged(peak_rank),
                                      "whole optimizer state of the rank, on GPU for the step"});

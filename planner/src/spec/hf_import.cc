@@ -60,6 +60,7 @@ size_t token_start(const std::string& text, size_t byte) {
 class Config {
  public:
   Config(const std::string& text, const std::string& path) : text_(text), path_(path) {
+    check_json_depth(text, path);
     try {
       j_ = json::parse(text);
     } catch (const json::parse_error& e) {
@@ -96,10 +97,10 @@ class Config {
   int64_t get_int(const std::string& key) const {
     if (!has(key)) fail(key, "is required but missing");
     const json& v = j_[key];
-    if (!v.is_number_integer()) fail(key, "expected an integer, got " + v.dump());
+    if (!v.is_number_integer()) fail(key, "expected an integer, got " + json_brief(v));
     // Past INT64_MAX nlohmann holds an unsigned, which get<int64_t> would turn negative.
     if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) {
-      fail(key, "is " + v.dump() + ", more than muonplan plans for (" +
+      fail(key, "is " + json_brief(v) + ", more than muonplan plans for (" +
                     std::to_string(detail::max_size_for(key)) + ")");
     }
     return v.get<int64_t>();
@@ -127,12 +128,12 @@ class Config {
   }
   bool get_bool(const std::string& key, bool fallback) const {
     if (!has(key)) return fallback;
-    if (!j_[key].is_boolean()) fail(key, "expected true or false, got " + j_[key].dump());
+    if (!j_[key].is_boolean()) fail(key, "expected true or false, got " + json_brief(j_[key]));
     return j_[key].get<bool>();
   }
   std::string get_string(const std::string& key) const {
     if (!has(key)) fail(key, "is required but missing");
-    if (!j_[key].is_string()) fail(key, "expected a string, got " + j_[key].dump());
+    if (!j_[key].is_string()) fail(key, "expected a string, got " + json_brief(j_[key]));
     return j_[key].get<std::string>();
   }
   std::vector<int64_t> get_int_list(const std::string& key) const {

@@ -111,6 +111,9 @@ class Backend {
   // Per matrix b of a batch: out[b] = sum of squares of x[b], accumulated in a fixed order
   // (the result must not depend on threads: the step is bit-exact across world sizes).
   virtual void sum_squares_bf16(int64_t batch, int64_t elems, const bf16* x, float* out) = 0;
+  // *out = sum of squares of the fp32 x (n elements), accumulated in double in a fixed order;
+  // the step's check that AdamW left every weight finite (docs/reliability.md).
+  virtual void sum_squares_f32(int64_t n, const float* x, float* out) = 0;
   // y = bf16(x * scale[b]) for matrix b (elems per matrix); y may alias x.
   virtual void scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float* scale,
                           bf16* y) = 0;

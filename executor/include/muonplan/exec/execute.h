@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <functional>
 #include <string>
 
 #include "muonplan/exec/backend.h"
@@ -26,6 +27,9 @@ struct ExecuteOptions {
   // Test hook: poison one element of this tensor's gradient at this step ("" = never).
   std::string inject_nonfinite_tensor;
   int64_t inject_nonfinite_step = 0;
+  // Called on every rank after each step (or skipped step): steps done of `total` this run,
+  // and that step's seconds (0 for a skipped one). The CLI prints progress from it on rank 0.
+  std::function<void(int64_t done, int64_t total, double step_s)> on_step;
 };
 
 struct ExecuteResult {

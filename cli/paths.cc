@@ -1,0 +1,124 @@
+// Path rules of the command line (paths.h).
+#include "paths.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "muonplan/error.h"
+
+namespace muonplan::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Where the file system will put or find `p`: absolute, links followed as far as they exist.
+fs::path resolved(const std::string& p) {
+  std::error_code ec;
+  const fs::path abs = fs::absolute(p, ec);
+  const fs::path r = fs::weakly_canonical(abs, ec);
+  return ec ? abs.lexically_normal() : r;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) {
+    const bool eq = fs::equivalent(a, b, ec);
+    if (!ec) return eq;
+  }
+  return resolved(a) == resolved(b);
+}
+
+// Whether `p` lies strictly below directory `dir`.
+bool inside(const std::string& p, const std::string& dir) {
+  const fs::path rp = resolved(p), rd = resolved(dir);
+  auto d = rd.begin(), q = rp.begin();
+  for (; d != rd.end(); ++d, ++q) {
+    if (q == rp.end() || *d != *q) return false;
+  }
+  return q != rp.end();
+}
+
+// Whether `dir` holds a muonplan checkpoint: its manifest names our schema.
+bool holds_checkpoint(const fs::path& dir) {
+  std::ifstream in(dir / "manifest.json");
+  char head[256] = {};
+  in.read(head, sizeof head - 1);
+  return std::string(head).find("\"muonplan.checkpoint/") != std::string::npos;
+}
+
+std::string named(const PathArg& a) {
+  return a.flag + " (" + a.path + ")";
+}
+
+[[noreturn]] void refuse(const PathArg& a, const std::string& why) {
+  throw InputError({}, a.flag, a.path + " " + why);
+}
+
+// An output against an input or an earlier output.
+void check_pair(const PathArg& out, const PathArg& other, bool other_is_input) {
+  if (out.flag == other.flag) return;  // one argument's own paths (DIR, DIR.tmp, ...)
+  const char* role = other_is_input ? "an input" : "another output";
+  if (!out.dir && !other.dir && same_file(out.path, other.path))
+    refuse(out, "is the same file as " + named(other) + ", " + role + "; write it elsewhere");
+  if (!out.dir && other.dir && inside(out.path, other.path))
+    refuse(out, "is inside the directory of " + named(other) + "; write it elsewhere");
+  if (out.dir && !other.dir && inside(other.path, out.path))
+    refuse(out, "holds " + named(other) + ", and the command replaces its contents");
+  if (out.dir && other.dir && !same_file(out.path, other.path) &&
+      (inside(out.path, other.path) || inside(other.path, out.path)))
+    refuse(out, "and " + named(other) + " are nested directories; keep them apart");
+}
+
+}  // namespace
+
+CLI::Validator non_empty_path() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        return value.empty() ? "an empty path; give a path (leave the option out to skip it)"
+                             : std::string();
+      },
+      "PATH", "non-empty path");
+}
+
+std::vector<PathArg> checkpoint_paths(const std::string& flag, const std::string& dir, bool save) {
+  if (dir.empty()) return {};
+  std::string d = dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  std::vector<PathArg> out = {{flag, d, true}, {flag, d + ".tmp", true}, {flag, d + ".old", true}};
+  if (save) out.push_back({flag, d + ".lock", false});
+  return out;
+}
+
+void refuse_overlaps(const std::vector<PathArg>& inputs, const std::vector<PathArg>& outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const PathArg& out = outputs[i];
+    if (out.path.empty()) continue;
+    for (const PathArg& in : inputs) {
+      if (!in.path.empty()) check_pair(out, in, true);
+    }
+    for (size_t j = 0; j < i; ++j) {
+      const PathArg& other = outputs[j];
+      if (other.path.empty()) continue;
+      // A file inside an output directory is named as the file's fault, whichever came first.
+      if (out.dir && !other.dir)
+        check_pair(other, out, false);
+      else
+        check_pair(out, other, false);
+    }
+    if (!out.dir && holds_checkpoint(resolved(out.path).parent_path())) {
+      refuse(out,
+             "is inside a muonplan checkpoint directory, which holds only the checkpoint's "
+             "files; write it elsewhere");
+    }
+  }
+}
+
+std::vector<PathArg> plan_inputs(const std::string& model, const std::string& topology,
+                                 const PlanFlags& flags) {
+  return {{"--model", model},
+          {"--topology", topology},
+          {"--workload", flags.workload},
+          {"--trainer-config", flags.trainer_config}};
+}
+
+}  // namespace muonplan::cli

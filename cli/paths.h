@@ -1,0 +1,40 @@
+// Paths given on the command line (docs/reliability.md, "Paths"): an empty path is an input
+// error, never "not given" (an empty --resume once trained from step 1 over a good checkpoint),
+// and no output may be an input, another output, or a file inside a checkpoint directory.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "muonplan/plan_request.h"
+
+namespace muonplan::cli {
+
+// Refuses an empty value of the option it checks: "--resume: an empty path; give a path".
+CLI::Validator non_empty_path();
+
+// One path argument of a command: a file, or a directory whose contents the command reads or
+// replaces (a checkpoint, a report directory).
+struct PathArg {
+  std::string flag, path;
+  bool dir = false;
+};
+
+// The path arguments of a checkpoint directory DIR: DIR, DIR.tmp and DIR.old (a save and a
+// resume touch all three) and, for a save, its lock file DIR.lock.
+std::vector<PathArg> checkpoint_paths(const std::string& flag, const std::string& dir, bool save);
+
+// InputError "--out: PATH is the same file as --model (...)" (exit 2) when an output is an input
+// or another output (resolved: links followed, hard links compared by inode), lies inside an
+// input or output directory or inside a muonplan checkpoint, or an input lies inside an output
+// directory. Empty paths (options not given) are skipped. An output directory may equal an
+// input one: `--resume ck --checkpoint ck` continues a run in place.
+void refuse_overlaps(const std::vector<PathArg>& inputs, const std::vector<PathArg>& outputs);
+
+// The input files of a planning command: --model, --topology and the plan flags' --workload and
+// --trainer-config.
+std::vector<PathArg> plan_inputs(const std::string& model, const std::string& topology,
+                                 const PlanFlags& flags);
+
+}  // namespace muonplan::cli

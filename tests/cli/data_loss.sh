@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# No silent loss, no crash (docs/reliability.md, "Paths and writes"): the third hostile-input
+# round's reproductions, each of which lost data, wrote a wrong result with exit 0, or crashed.
+#   1  an empty path is an input error, never "not given"
+#   2  no output is an input or another output, however spelled (links, hard links, ./)
+#   3  report --out writes only into a new or empty directory, or one muonplan wrote
+#   4  --resume DIR with only DIR.old left: loaded, and said on stderr and in the metrics
+#   5  a failed save or report leaves nothing behind; no output inside a checkpoint
+#   6  a write past `ulimit -f` is EFBIG (exit 1, named), not a SIGXFSZ kill
+#   7  AdamW weights: a beta that is 1 in fp32, an overflowing update, a loaded NaN or
+#      negative variance are refused, never saved with exit 0
+#   12 deep nesting in any JSON or YAML input is refused while reading
+set -u
+source "$(dirname "$0")/lib.sh"
+M=models/qwen3-8b.yaml
+T="--topology topologies/cpu-ci.yaml"
+"$bin" plan --model models/tiny-dense.yaml $T --nodes 1 --gpus-per-node 1 --offload none \
+  --out "$work/p.json" >/dev/null 2>"$work/err" || bad "plan: $(cat "$work/err")"
+edit_plan() {  # edit_plan OUT PYTHON: p.json edited by a statement on `p` (the plan as a dict)
+  "$py" - "$work/p.json" "$1" "$2" <<'EOF'
+import json, sys
+p = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+json.dump(p, open(sys.argv[2], "w"), indent=1)
+EOF
+}
+
+# --- 1. Empty paths ---------------------------------------------------------------------------
+timeout 60 "$bin" execute --plan "$work/p.json" --steps 3 --checkpoint "$work/good" >/dev/null \
+  2>"$work/err" || bad "save good: $(cat "$work/err")"
+cp "$work/good/manifest.json" "$work/good-manifest"
+empty="an empty path; give a path (leave the option out to skip it)"
+for flag in --resume --checkpoint --metrics --trace; do
+  expect "execute $flag ''" 2 "muonplan: $flag: $empty" \
+    "$bin" execute --plan "$work/p.json" --checkpoint "$work/good" $flag ''
+done
+cmp -s "$work/good/manifest.json" "$work/good-manifest" && ok || bad "--resume '' changed the checkpoint"
+expect "plan --out ''" 2 "muonplan: --out: $empty" "$bin" plan --model $M --out ''
+expect "report --out ''" 2 "muonplan: --out: $empty" "$bin" report --model $M --out ''
+expect "plan --model ''" 2 "muonplan: --model: $empty" "$bin" plan --model ''
+mkdir "$work/cwd"
+(cd "$work/cwd" && PYTHONPATH="$root/build/python" "$py" -c "
+import muonplan
+try:
+    ck = muonplan.read_checkpoint('$work/good')
+    muonplan.write_checkpoint('', ck['tensors'], ck['step'], '$work/p.json')
+except muonplan.InputError as e:
+    assert 'checkpoint directory: an empty path' in str(e), e
+else:
+    raise SystemExit('write_checkpoint(\"\") was accepted')
+" && [ -z "$(ls -A)" ]) && ok || bad "write_checkpoint(''): not refused, or wrote into the working directory"
+
+# --- 2. Outputs that are inputs ---------------------------------------------------------------
+cp $M "$work/m.yaml"; ln -s m.yaml "$work/link.yaml"; ln "$work/m.yaml" "$work/hard.yaml"
+for out in m.yaml link.yaml hard.yaml; do
+  expect "plan --out $out = --model" 2 "--out: $work/$out is the same file as --model ($work/m.yaml), an input; write it elsewhere" \
+    "$bin" plan --model "$work/m.yaml" --out "$work/$out"
+done
+cmp -s "$work/m.yaml" $M && ok || bad "plan --out overwrote the model spec"
+for flag in --metrics --trace; do
+  expect "execute $flag = --plan" 2 "$flag: $work/./p.json is the same file as --plan ($work/p.json), an input; write it elsewhere" \
+    "$bin" execute --plan "$work/p.json" $flag "$work/./p.json"
+done
+expect "plan --trace = --out" 2 "--trace: $work/x.json is the same file as --out ($work/x.json), another output; write it elsewhere" \
+  "$bin" plan --model $M --out "$work/x.json" --trace "$work/x.json"
+cp tests/data/calibration/cpu/dense-full.metrics.json "$work/cm.json"
+expect "calibrate --out = --metrics" 2 "--out: $work/cm.json is the same file as --metrics ($work/cm.json), an input; write it elsewhere" \
+  "$bin" calibrate --metrics "$work/cm.json" --out "$work/cm.json"
+
+# --- 5. Outputs inside a checkpoint directory, which would then not be muonplan's alone -------
+expect "metrics inside an existing checkpoint" 2 "--metrics: $work/good/metrics.json is inside a muonplan checkpoint directory, which holds only the checkpoint's files; write it elsewhere" \
+  "$bin" execute --plan "$work/p.json" --metrics "$work/good/metrics.json"
+expect "metrics inside --checkpoint" 2 "--metrics: $work/new/m.json is inside the directory of --checkpoint ($work/new); write it elsewhere" \
+  "$bin" execute --plan "$work/p.json" --checkpoint "$work/new" --metrics "$work/new/m.json"
+expect "nested --checkpoint" 2 "--checkpoint: $work/good/sub and --resume ($work/good) are nested directories; keep them apart" \
+  "$bin" execute --plan "$work/p.json" --resume "$work/good" --checkpoint "$work/good/sub"
+
+# --- 3. Report directories --------------------------------------------------------------------
+refusal="muonplan writes a report only into a new or empty directory, or one it wrote: give another --out"
+mkdir "$work/mine"; echo "my notes" > "$work/mine/report.md"
+expect "report into a user's directory" 2 "--out: $work/mine holds files muonplan did not write (report.md); $refusal" \
+  "$bin" report --model models/tiny-dense.yaml --nodes 1 --out "$work/mine"
+[ "$(cat "$work/mine/report.md")" = "my notes" ] && ok || bad "report overwrote a user's report.md"
+"$bin" report --model models/tiny-dense.yaml --nodes 1 --out "$work/rep" >/dev/null 2>"$work/err" \
+  && [ -f "$work/rep/.muonplan-report" ] && ok || bad "report into a new directory: $(cat "$work/err")"
+echo secret > "$work/target.txt"; ln -s ../target.txt "$work/rep/report-data.json.link"
+expect "report with a link inside" 2 "--out: $work/rep holds report-data.json.link, which is not a regular file; $refusal" \
+  "$bin" report --model models/tiny-dense.yaml --nodes 1 --out "$work/rep"
+[ "$(cat "$work/target.txt")" = secret ] && ok || bad "report wrote through a link"
+rm "$work/rep/report-data.json.link"; cp "$work/rep/report.md" "$work/rep-before.md"
+# 5. A report that fails half-way leaves its directory as it was, and no staging directory.
+MUONPLAN_REPORT_PYTHON=/bin/false "$bin" report --model models/qwen3-8b.yaml --nodes 1 \
+  --out "$work/rep" >/dev/null 2>&1 && bad "a failing report.py exited 0"
+cmp -s "$work/rep/report.md" "$work/rep-before.md" && [ -z "$(ls -A "$work" | grep '^\.rep\.')" ] \
+  && ok || bad "a failed report changed its directory or left a staging directory"
+"$bin" report --model models/qwen3-8b.yaml --nodes 1 --out "$work/rep" >/dev/null 2>"$work/err" \
+  && grep -q qwen3-8b "$work/rep/report.md" && ok || bad "a second report into its own directory: $(cat "$work/err")"
+
+# --- 5, 6. Writes past `ulimit -f` --------------------------------------------------------------
+expect "plan --out past ulimit -f" 1 "muonplan: error: cannot write $work/big.json: File too large" \
+  bash -c 'ulimit -f 8; exec "$@"' _ "$bin" plan --model models/tiny-dense.yaml $T --nodes 1 \
+  --gpus-per-node 1 --out "$work/big.json"
+[ -z "$(ls -A "$work" | grep big.json)" ] && ok || bad "plan --out left $(ls -A "$work" | grep big.json)"
+expect "checkpoint past ulimit -f" 1 "muonplan: rank 0: error: checkpoint $work/fz: $work/fz.tmp/rank-00000.safetensors: write failed: File too large" \
+  bash -c 'ulimit -f 1000; exec "$@"' _ "$bin" execute --plan "$work/p.json" --checkpoint "$work/fz"
+[ ! -e "$work/fz.tmp" ] && [ ! -e "$work/fz" ] && ok || bad "a failed save left $work/fz.tmp"
+
+# --- 4. A save interrupted between its renames: only DIR.old is left -------------------------
+cp -r "$work/good" "$work/int.old"
+expect "resume DIR.old" 0 "muonplan: rank 0: --resume: $work/int holds no manifest.json (a save was interrupted); resumed from $work/int.old, step 3" \
+  "$bin" execute --plan "$work/p.json" --resume "$work/int" --metrics "$work/int-m.json"
+json_check "resumed_from" "$work/int-m.json" "assert d['resumed_from'] == '$work/int.old' and d['resumed_step'] == 3 and d['first_step'] == 4, d"
+
+# --- 7. AdamW weights -------------------------------------------------------------------------
+expect "adamw beta1 = 1 in fp32" 2 "--adamw-betas: must be in [0, 1) in fp32, the precision of the step (it rounds to 1), got 0.99999999" \
+  "$bin" plan --model models/tiny-dense.yaml $T --nodes 1 --gpus-per-node 1 --adamw-betas 0.99999999,0.95
+edit_plan "$work/beta.json" 'p["optimizer_config"]["adamw"]["beta1"] = 0.99999999'
+expect "plan with beta1 = 1 in fp32" 2 "muonplan: rank 0: $work/beta.json: optimizer_config.adamw.beta1: must be in [0, 1) in fp32, the precision of the step (it rounds to 1), got 0.99999999" \
+  "$bin" execute --plan "$work/beta.json"
+edit_plan "$work/alr.json" 'p["optimizer_config"]["adamw"]["lr"] = 1e38'
+expect "AdamW update overflows" 1 "muonplan: rank 0: error: non-finite update in model.embed_tokens.weight at step 1; the parameters hold it: check the learning rate and the NS schedule" \
+  "$bin" execute --plan "$work/alr.json" --steps 2 --checkpoint "$work/nan"
+[ ! -e "$work/nan" ] && ok || bad "a NaN AdamW state was saved"
+PYTHONPATH="$root/build/python" "$py" - "$work" <<'EOF' && ok || bad "writing the damaged checkpoints failed"
+import sys, muonplan
+w = sys.argv[1]
+ck = muonplan.read_checkpoint(w + "/good")
+t = ck["tensors"]
+v = "model.embed_tokens.weight/variance"
+t[v] = t[v].copy(); t[v].flat[3] = -1.0
+muonplan.write_checkpoint(w + "/negv", t, ck["step"], w + "/p.json")
+t[v].flat[3] = 0.0
+p = "model.norm.weight/param"
+t[p] = t[p].copy(); t[p].flat[0] = float("nan")
+muonplan.write_checkpoint(w + "/nanp", t, ck["step"], w + "/p.json")
+EOF
+expect "resume a negative variance" 2 "muonplan: rank 0: $work/negv: model.embed_tokens.weight/variance: holds -1 at element 3; an AdamW variance is >= 0: the checkpoint is damaged, refusing to resume from it" \
+  "$bin" execute --plan "$work/p.json" --resume "$work/negv"
+expect "resume a NaN parameter" 2 "muonplan: rank 0: $work/nanp: model.norm.weight/param: holds nan at element 0; a checkpoint holds only finite values: the checkpoint is damaged, refusing to resume from it" \
+  "$bin" execute --plan "$work/p.json" --resume "$work/nanp"
+
+# --- 12. Deep nesting -------------------------------------------------------------------------
+deep="json: nested deeper than 64 levels; no muonplan input nests more than a few"
+"$py" -c "open('$work/deep.json','w').write('{\"model_type\": '+'['*100000+']'*100000+'}')"
+expect "inspect deep JSON" 2 "$work/deep.json:1:79: $deep" "$bin" inspect --model "$work/deep.json"
+edit_plan "$work/deep-plan.json" 'p["predicted"]["deep"] = eval("[" * 100 + "]" * 100)'
+EXPECT_MATCH=suffix expect "execute deep predicted" 2 "$deep" "$bin" execute --plan "$work/deep-plan.json"
+"$py" -c "open('$work/deep-trace.json','w').write('['*100000+']'*100000)"
+expect "report --trace deep" 2 "$work/deep-trace.json:1:65: $deep" \
+  "$bin" report --model models/tiny-dense.yaml --trace "$work/deep-trace.json" --out "$work/rd"
+expect "calibrate --metrics deep" 2 "$work/deep-trace.json:1:65: $deep" \
+  "$bin" calibrate --metrics "$work/deep-trace.json"
+"$py" -c "open('$work/deep.yaml','w').write('name: '+'['*100000+']'*100000+'\n')"
+EXPECT_MATCH=suffix expect "deep YAML" 2 "yaml: nested too deeply (depth 500); muonplan's formats nest a few levels" \
+  "$bin" inspect --model "$work/deep.yaml"
+
+# --- What execute prints: fixed formats, and rank 0's progress with --progress -------------
+"$bin" execute --plan "$work/p.json" --steps 2 --progress >"$work/out" 2>"$work/err" \
+  || bad "execute --progress: $(cat "$work/err")"
+grep -Eq '^  step [0-9]+\.[0-9]{4} s \(median' "$work/out" \
+  && grep -Eq '^  peak [0-9]+\.[0-9]{3} GiB, transient [0-9]+\.[0-9]{3} GiB' "$work/out" \
+  && ok || bad "execute summary formats: $(cat "$work/out")"
+[ "$(grep -Ec '^step [12]/2  [0-9.]+ s/step  ETA [0-9]+ s$' "$work/err")" = 2 ] \
+  && [ "$(wc -l <"$work/err")" = 2 ] && ok || bad "execute --progress lines: $(cat "$work/err")"
+
+finish
