@@ -6,11 +6,15 @@
 #   rehearsal:    GPU_CHECK_REHEARSAL=1 GPU_BUNDLE=build-bundle OUT=/tmp/rh bash bench/gpu_check.sh
 #
 # Stages, each with a time limit, in this order (a stage that no longer fits the budget is
-# skipped and says so; the whole check stays under GPU_CHECK_BUDGET_S, 450 s):
+# skipped and says so; the whole check stays under GPU_CHECK_BUDGET_S, 450 s). gpu_check.json
+# is rewritten after every stage ("status": "partial" until the end), and the script exits 1
+# unless every stage passed (0 with no device at all):
 #   bundle     gpu_bundle_check.py: every binary's libraries are in the bundle or the device's
 #   device     nvidia-smi (none: writes {"status": "no device"} and exits 0)
 #   libs       libcudart, libcublas(Lt), libnccl: the toolkit's lib64 first, then the pip
 #              wheels under torch's site-packages; libcuda from the driver; ldd of every binary
+#   tests      the gpu.* tests' binaries (ctest's commands, run from the bundle), gpu.execute
+#              with 2 and 4 ranks sharing the GPU (host-staged all-to-alls) in every offload mode
 #   ns         `muonplan bench ns --backend cuda --variant both --dump`: ours, plain and
 #              symmetric, on the five shapes; then symmetric at syrk tiles 128, 256, 512
 #   torch      bench/ns_torch.py: PyTorch's bf16 NS (baddbmm, as the reference) on the same
@@ -20,7 +24,6 @@
 #              one GPU (one rank, no mpirun): offload none and optimizer (Nesterov, wd 0.1),
 #              full (wd 0.1)
 #   calibrate  `muonplan calibrate` fits topologies/h200-ib.yaml to the step metrics
-#   tests      the gpu.* tests' binaries (ctest's commands, run from the bundle)
 # Writes under $OUT (default build-gpu-check), four files, no folders:
 #   gpu_check.json            everything: libraries, per-stage status and seconds, NS times
 #                             beside published/predicted/torch, ratios, errors, step metrics,
@@ -81,6 +84,9 @@ if len(sys.argv) > 5 and sys.argv[5]: d[name]["note"] = sys.argv[5]
 json.dump(d, open(path, "w"))
 EOF
   say "stage $1: $2${3:+ in $3 s}${4:+ ($4)}"
+  # After every stage: a check cut short by its time limit keeps what it measured so far
+  # (status "partial", pass false, until the last stage's write says "ran").
+  write_json partial "stopped after stage $1" >/dev/null
 }
 # need NAME SECONDS: true when SECONDS still fit the budget, else records NAME as skipped.
 need() {
@@ -278,6 +284,56 @@ else
   stage libs failed "$(($(date +%s) - t0))" "$missing unresolved (see libs.not_found) $note"
 fi
 
+# --- tests: ctest's gpu.* commands with the bundle's binaries; 77 = skipped (no device). Right
+# after the libraries: correctness first, so a wrong backend is known before any time is spent
+# on benchmarks, and a run cut short by its time limit still has it.
+if need tests 30; then
+  t0=$(date +%s)
+  l="$(stage_log tests)"
+  echo '{}' >"$work/tests.json"
+  run_test() {  # run_test NAME LIMIT CMD...
+    local name="$1" limit="$2" s rc
+    shift 2
+    if [ "$(left)" -lt 20 ]; then
+      "$py" "$root/bench/gpu_check_report.py" --add-test "$work/tests.json" "$name" skipped 0 0
+      return
+    fi
+    s=$(date +%s)
+    echo "--- $name: $*" >>"$l"
+    OMP_WAIT_POLICY=passive timeout "$(cap "$limit")" "$@" >>"$l" 2>&1
+    rc=$?
+    local result=failed
+    if [ "$rc" = 0 ]; then result=passed; elif [ "$rc" = 77 ]; then result=skipped; fi
+    [ "$rc" = 124 ] && result=timeout
+    "$py" "$root/bench/gpu_check_report.py" --add-test "$work/tests.json" "$name" "$result" \
+      "$rc" "$(($(date +%s) - s))"
+  }
+  run_test gpu.device 30 "$B/muonplan_gpu_device_test"
+  for tag in backend ns step; do
+    run_test "gpu.$tag" 150 "$B/muonplan_gpu_tests" "[$tag]"
+  done
+  run_test gpu.nccl_1 60 "$B/mpirun" "${mpiflags[@]}" -n 1 "$B/muonplan_gpu_nccl_test"
+  if [ "$gpus" -ge 2 ]; then
+    run_test gpu.nccl_2 60 "$B/mpirun" "${mpiflags[@]}" -n 2 "$B/muonplan_gpu_nccl_test"
+  fi
+  run_test gpu.execute 240 bash tests/gpu/execute_cuda.sh "$B/muonplan" "$root" "$B/mpirun" \
+    "${mpiflags[*]}" "$B/muonplan_gpu_device_test"
+  st="$("$py" - "$work/tests.json" "$rehearsal" <<'EOF'
+import json, sys
+t = json.load(open(sys.argv[1]))
+res = [v["result"] for v in t.values()]
+if sys.argv[2] == "1":  # every binary must load and reach its device probe
+    print("rehearsed" if res and all(r == "skipped" for r in res) else "failed")
+else:
+    print("failed" if any(r in ("failed", "timeout") for r in res)
+          else "ok" if any(r == "passed" for r in res) else "skipped")
+EOF
+)"
+  stage tests "$st" "$(($(date +%s) - t0))" "$("$py" -c "import json,sys; t=json.load(open(sys.argv[1]))
+print(', '.join(f'{k} {v[\"result\"]}' for k, v in t.items()))" "$work/tests.json")"
+fi
+
+
 # --- ns: ours, plain and symmetric, inputs and outputs kept for the torch stage.
 backend=cuda
 [ "$rehearsal" = 1 ] && backend=cpu
@@ -378,52 +434,8 @@ elif need calibrate 15; then
   stage calibrate "$(done_status "$rc")" "$(($(date +%s) - t0))" "$note"
 fi
 
-# --- tests: ctest's gpu.* commands with the bundle's binaries; 77 = skipped (no device).
-if need tests 30; then
-  t0=$(date +%s)
-  l="$(stage_log tests)"
-  echo '{}' >"$work/tests.json"
-  run_test() {  # run_test NAME LIMIT CMD...
-    local name="$1" limit="$2" s rc
-    shift 2
-    if [ "$(left)" -lt 20 ]; then
-      "$py" "$root/bench/gpu_check_report.py" --add-test "$work/tests.json" "$name" skipped 0 0
-      return
-    fi
-    s=$(date +%s)
-    echo "--- $name: $*" >>"$l"
-    OMP_WAIT_POLICY=passive timeout "$(cap "$limit")" "$@" >>"$l" 2>&1
-    rc=$?
-    local result=failed
-    if [ "$rc" = 0 ]; then result=passed; elif [ "$rc" = 77 ]; then result=skipped; fi
-    [ "$rc" = 124 ] && result=timeout
-    "$py" "$root/bench/gpu_check_report.py" --add-test "$work/tests.json" "$name" "$result" \
-      "$rc" "$(($(date +%s) - s))"
-  }
-  run_test gpu.device 30 "$B/muonplan_gpu_device_test"
-  for tag in backend ns step; do
-    run_test "gpu.$tag" 150 "$B/muonplan_gpu_tests" "[$tag]"
-  done
-  run_test gpu.nccl_1 60 "$B/mpirun" "${mpiflags[@]}" -n 1 "$B/muonplan_gpu_nccl_test"
-  if [ "$gpus" -ge 2 ]; then
-    run_test gpu.nccl_2 60 "$B/mpirun" "${mpiflags[@]}" -n 2 "$B/muonplan_gpu_nccl_test"
-  fi
-  run_test gpu.execute 120 bash tests/gpu/execute_cuda.sh "$B/muonplan" "$root" "$B/mpirun" \
-    "${mpiflags[*]}" "$B/muonplan_gpu_device_test"
-  st="$("$py" - "$work/tests.json" "$rehearsal" <<'EOF'
-import json, sys
-t = json.load(open(sys.argv[1]))
-res = [v["result"] for v in t.values()]
-if sys.argv[2] == "1":  # every binary must load and reach its device probe
-    print("rehearsed" if res and all(r == "skipped" for r in res) else "failed")
-else:
-    print("failed" if any(r in ("failed", "timeout") for r in res)
-          else "ok" if any(r == "passed" for r in res) else "skipped")
-EOF
-)"
-  stage tests "$st" "$(($(date +%s) - t0))" "$("$py" -c "import json,sys; t=json.load(open(sys.argv[1]))
-print(', '.join(f'{k} {v[\"result\"]}' for k, v in t.items()))" "$work/tests.json")"
-fi
-
 write_json ran
 say "done: $OUT/gpu_check.json"
+# Exit 1 unless the check passed (every stage ok or, in a rehearsal, rehearsed).
+"$py" -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1])).get('pass') else 1)" \
+  "$OUT/gpu_check.json" || { say "FAILED: see $OUT/gpu_check.json"; exit 1; }

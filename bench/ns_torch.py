@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's Newton-Schulz beside ours, on the same inputs (bench/gpu_check.sh, stage `torch`).
 
-    ns_torch.py --dump DIR [--device auto|cuda|cpu] [--warmup 3] [--reps 10] [--out FILE]
+    ns_torch.py --dump DIR [--device auto|cuda|cpu] [--warmup 1] [--reps 10] [--out FILE]
 
 DIR is what `muonplan bench ns --dump DIR --variant both` wrote: ns.json (our times, the
 schedule's coefficients, file names), each shape's bf16 input and our outputs. For each shape
@@ -9,7 +9,10 @@ this times PyTorch's NS in bf16 as the reference implementations write it (dion'
 zeropower_via_newtonschulz5: the adds folded into the GEMMs with baddbmm, the same schedule,
 normalization and orientation as ours), median of --reps calls after --warmup (CUDA events on
 a GPU, perf_counter on the CPU), and runs the same iteration in fp64 on the same input as the
-truth that ours and torch's bf16 result are measured against:
+truth that ours and torch's bf16 result are measured against. Like for like with ours: one
+warm-up call per shape by default (as `muonplan bench ns`), and on CUDA torch's bf16 GEMMs may
+not reduce in reduced precision (allow_bf16_reduced_precision_reduction = False), as our cuBLAS
+calls forbid it (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION):
 
     rel_err = ||X - X_fp64||_F / ||X_fp64||_F   over the whole batch (and the worst matrix)
 
@@ -88,7 +91,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dump", required=True)
     ap.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"])
-    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1)  # muonplan bench ns: one warm-up call
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--out")
     a = ap.parse_args()
@@ -116,6 +119,7 @@ def main():
         "shapes": [],
     }
     if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
         result["allow_bf16_reduced_precision_reduction"] = \
             torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
     rows = {}

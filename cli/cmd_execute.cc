@@ -34,7 +34,9 @@ struct ExecuteFlags {
   std::string plan, backend = "cpu", metrics, inject, trace;
   exec::ExecuteOptions options;
   bool json = false, progress = false;
-  double comm_timeout_s = 20;  // MPI waits: probe peers after this long (docs/reliability.md)
+  double comm_timeout_s = 20;   // MPI waits: probe peers after this long (docs/reliability.md)
+  exec::CpuAsyncOptions async;  // --backend cpu-async: --async-seed, --async-delay-us
+  bool host_staged = false;     // --host-staged-exchange
 };
 
 // Most steps one run takes: step numbers (from + steps - 1) then stay far from int64's end.
@@ -118,14 +120,18 @@ void print_progress(int64_t done, int64_t total, double step_s, double& sum_s, b
 }
 
 int run(const ExecuteFlags& f) {
+  prepare_backend_before_mpi(f.backend);
   exec::MpiSession mpi(nullptr, nullptr);
+  // Declared before the communicator, so it is destroyed after it: the NCCL communicator
+  // references the backend (its device, its lane streams) until it is gone.
+  std::unique_ptr<exec::Backend> backend;
   std::unique_ptr<exec::Communicator> comm = exec::make_mpi_communicator(f.comm_timeout_s);
   const int rank = comm->rank();
   exec::configure_cpu_threads(comm->local_size());
   try {
     // cuda: the CUDA backend on this rank's device, and comm becomes NCCL over MPI.
-    std::unique_ptr<exec::Backend> backend =
-        make_execute_backend(f.backend, comm, std::max(kExchangeTimeoutS, f.comm_timeout_s));
+    backend = make_execute_backend(f.backend, comm, std::max(kExchangeTimeoutS, f.comm_timeout_s),
+                                   f.async, f.host_staged);
     exec::ExecuteOptions opt = f.options;
     opt.trace = !f.trace.empty();
     const bool tty = ::isatty(STDERR_FILENO) != 0;
@@ -197,7 +203,26 @@ Runner add_execute(CLI::App& app) {
   c->add_option("--plan", f->plan, "Plan JSON from `muonplan plan --out`")
       ->required()
       ->check(non_empty_path());
-  c->add_option("--backend", f->backend, "cpu | cuda")->capture_default_str();
+  c->add_option("--backend", f->backend, "cpu | cpu-async | cuda")->capture_default_str();
+  c->add_option("--async-seed", f->async.seed,
+                "cpu-async: seed of the lanes' random delays (default: 1)");
+  c->add_option_function<int64_t>(
+       "--async-delay-us",
+       [f](const int64_t& v) {
+         if (v < 0 || v > 10'000'000) {
+           throw InputError({}, "--async-delay-us",
+                            "expected microseconds in [0, 10000000], got " + std::to_string(v));
+         }
+         f->async.max_delay_us = v;
+       },
+       "cpu-async: each operation may start up to this long late unless waited for (default: 0)")
+      ->type_name("INT");
+  c->add_flag("--host-staged-exchange", f->host_staged,
+              "All-to-alls through pinned host memory over MPI (automatic for cuda ranks "
+              "sharing a GPU)");
+  // Test hook (docs/executor.md, "Lanes"): a dropped wait must change the digest.
+  c->add_flag("--async-drop-joins", f->async.drop_joins,
+              "Test hook, cpu-async: join_lanes() does nothing");
   // --steps and --comm-timeout are checked here, before MPI starts, with one line naming the
   // flag (exit 2): CLI11 reads 99999999999999999999 as INT64_MAX and lets NaN pass.
   c->add_option_function<std::string>(

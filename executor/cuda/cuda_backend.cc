@@ -93,6 +93,8 @@ class CudaBackendImpl final : public CudaBackend {
       for (int k = 0; k < kMaxLanes; ++k) {
         check(cudaStreamCreateWithFlags(&streams_[k], cudaStreamNonBlocking), "cudaStreamCreate");
         check(cudaEventCreateWithFlags(&events_[k], cudaEventDisableTiming), "cudaEventCreate");
+        check(cudaEventCreateWithFlags(&join_events_[k], cudaEventDisableTiming),
+              "cudaEventCreate");
         check_blas(cublasCreate(&blas_[k]), "cublasCreate");
         check_blas(cublasSetStream(blas_[k], streams_[k]), "cublasSetStream");
         // One rounding per output: no split-K partial sums rounded to bf16.
@@ -115,6 +117,7 @@ class CudaBackendImpl final : public CudaBackend {
   ~CudaBackendImpl() override { release(); }
 
   std::string name() const override { return "cuda"; }
+  bool host_timed() const override { return false; }  // calls enqueue on a stream
   int device() const override { return device_; }
   int lane() const override { return lane_; }
   CUstream_st* lane_stream() const override { return streams_[lane_]; }
@@ -192,11 +195,40 @@ class CudaBackendImpl final : public CudaBackend {
   }
 
   MemoryStats memory() const override { return counter_.stats(); }
+  std::optional<RuntimeMemory> runtime_memory() const override {
+    RuntimeMemory r;
+    uint64_t v = 0;
+    check(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemHigh, &v),
+          "cudaMemPoolGetAttribute");
+    r.pool_reserved_high_bytes = v;
+    check(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemHigh, &v),
+          "cudaMemPoolGetAttribute");
+    r.pool_used_high_bytes = v;
+    size_t free_bytes = 0, total_bytes = 0;
+    check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    r.device_used_bytes = total_bytes - free_bytes;
+    return r;
+  }
   void reset_peak() override { counter_.reset_peak(); }
 
   void synchronize() override {
     for (int k = 0; k < kMaxLanes; ++k) {
       check(cudaStreamSynchronize(streams_[k]), "cudaStreamSynchronize");
+    }
+  }
+  void synchronize_lane() override {
+    check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
+  }
+  // An event per lane, recorded after its queued work; every lane waits for all of them.
+  void join_lanes() override {
+    for (int k = 0; k < kMaxLanes; ++k) {
+      check(cudaEventRecord(join_events_[k], streams_[k]), "cudaEventRecord (join)");
+    }
+    for (int j = 0; j < kMaxLanes; ++j) {
+      for (int k = 0; k < kMaxLanes; ++k) {
+        if (j != k)
+          check(cudaStreamWaitEvent(streams_[j], join_events_[k], 0), "cudaStreamWaitEvent");
+      }
     }
   }
 
@@ -264,6 +296,9 @@ class CudaBackendImpl final : public CudaBackend {
   void scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float* scale,
                   bf16* y) override {
     check(cuda::scale_bf16(batch, elems, x, scale, y, stream()), "scale_bf16");
+  }
+  void scale_bf16_by(int64_t elems, float s, const bf16* x, bf16* y) override {
+    check(cuda::scale_bf16_by(elems, s, x, y, stream()), "scale_bf16_by");
   }
   void ns_scale(int64_t batch, const float* sum_sq, double norm_scale, double eps,
                 float* scale) override {
@@ -335,6 +370,8 @@ class CudaBackendImpl final : public CudaBackend {
       if (blas_[k]) cublasDestroy(blas_[k]);
       if (blas_workspace_[k]) cudaFree(blas_workspace_[k]);
       if (events_[k]) cudaEventDestroy(events_[k]);
+      if (join_events_[k]) cudaEventDestroy(join_events_[k]);
+      join_events_[k] = nullptr;
       if (streams_[k]) cudaStreamDestroy(streams_[k]);
       blas_[k] = nullptr;
       blas_workspace_[k] = nullptr;
@@ -351,6 +388,7 @@ class CudaBackendImpl final : public CudaBackend {
   int lane_ = 0;
   std::array<cudaStream_t, kMaxLanes> streams_{};
   std::array<cudaEvent_t, kMaxLanes> events_{};
+  std::array<cudaEvent_t, kMaxLanes> join_events_{};  // join_lanes(): one per lane
   std::array<cublasHandle_t, kMaxLanes> blas_{};
   std::array<void*, kMaxLanes> blas_workspace_{};
   cudaMemPool_t pool_ = nullptr;
@@ -419,6 +457,29 @@ std::unique_ptr<CudaBackend> make_cuda_backend(int device) {
   return std::make_unique<CudaBackendImpl>(device);
 }
 
+namespace {
+
+// This rank's rank on its node, from the launcher's environment; -1 when none names it.
+int env_local_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return std::atoi(v);
+  }
+  return -1;
+}
+
+}  // namespace
+
+void set_cuda_device_before_mpi() {
+  const int local = env_local_rank();
+  int count = 0;
+  if (local < 0 || cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return;
+  }
+  if (cudaSetDevice(local % count) != cudaSuccess) cudaGetLastError();
+}
+
 int local_cuda_device(int rank, int local_size) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
@@ -427,14 +488,7 @@ int local_cuda_device(int rank, int local_size) {
     throw std::runtime_error(std::string("no usable CUDA device (") +
                              (err != cudaSuccess ? cudaGetErrorString(err) : "none visible") + ")");
   }
-  int local = -1;
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
-    const char* v = std::getenv(name);
-    if (v != nullptr && *v != '\0') {
-      local = std::atoi(v);
-      break;
-    }
-  }
+  int local = env_local_rank();
   if (local < 0) local = rank % std::max(local_size, 1);
   return local % count;
 }

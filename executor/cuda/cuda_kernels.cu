@@ -98,6 +98,12 @@ __global__ void scale_kernel(int64_t batch, int64_t elems, const bf16* x, const 
   }
 }
 
+__global__ void scale_by_kernel(int64_t elems, float s, const bf16* x, bf16* y) {
+  for (int64_t i = global_id(); i < elems; i += global_stride()) {
+    y[i] = formula::scale_bf16(x[i], s);
+  }
+}
+
 __global__ void ns_scale_kernel(int64_t batch, const float* sum_sq, double norm_scale, double eps,
                                 float* scale) {
   for (int64_t b = global_id(); b < batch; b += global_stride()) {
@@ -272,6 +278,12 @@ cudaError_t scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float*
   const dim3 grid(static_cast<unsigned>(std::min(grid_for(elems), 4096)),
                   static_cast<unsigned>(std::min<int64_t>(batch, kMaxGridYZ)));
   scale_kernel<<<grid, kThreads, 0, stream>>>(batch, elems, x, scale, y);
+  return cudaGetLastError();
+}
+
+cudaError_t scale_bf16_by(int64_t elems, float s, const bf16* x, bf16* y, cudaStream_t stream) {
+  if (elems <= 0) return cudaSuccess;
+  scale_by_kernel<<<grid_for(elems), kThreads, 0, stream>>>(elems, s, x, y);
   return cudaGetLastError();
 }
 

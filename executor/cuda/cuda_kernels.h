@@ -25,6 +25,8 @@ cudaError_t sum_squares_f32(int64_t n, const float* x, float* out, double* parti
 // y = bf16(float(x) * scale[b]) for matrix b; y may alias x.
 cudaError_t scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float* scale, bf16* y,
                        cudaStream_t stream);
+// y = bf16(float(x) * s), s a kernel argument; y may alias x.
+cudaError_t scale_bf16_by(int64_t elems, float s, const bf16* x, bf16* y, cudaStream_t stream);
 // scale[b] = fp32(1 / (norm_scale * sqrt(double(sum_sq[b])) + eps)), in double.
 cudaError_t ns_scale(int64_t batch, const float* sum_sq, double norm_scale, double eps,
                      float* scale, cudaStream_t stream);

@@ -15,6 +15,14 @@
 namespace muonplan::exec {
 
 void* Backend::alloc_host(size_t bytes) {
+  return alloc_pageable(bytes);
+}
+
+void Backend::free_host(void* ptr) {
+  free_pageable(ptr);
+}
+
+void* Backend::alloc_pageable(size_t bytes) {
   if (bytes == 0) return nullptr;
   // 64-byte lines: the host kernels use aligned vector loads where they can.
   const size_t rounded = (bytes + 63) / 64 * 64;
@@ -25,10 +33,18 @@ void* Backend::alloc_host(size_t bytes) {
   return p;
 }
 
-void Backend::free_host(void* ptr) {
+void Backend::free_pageable(void* ptr) {
   if (!ptr) return;
   track_host_free(ptr);
   std::free(ptr);
+}
+
+void Backend::scale_bf16_by(int64_t elems, float s, const bf16* x, bf16* y) {
+  if (elems <= 0) return;
+  void* factor = alloc(sizeof(float));
+  copy_to_device(factor, &s, sizeof s);
+  scale_bf16(1, elems, x, static_cast<const float*>(factor), y);
+  free(factor);
 }
 
 void Backend::ns_scale(int64_t batch, const float* sum_sq, double norm_scale, double eps,

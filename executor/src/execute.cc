@@ -474,6 +474,13 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
   measured.steps_skipped = skipped;
   measured.offload = to_string(plan.options.offload);
   measured.ns_variant = opt.symmetric_ns ? "symmetric" : "plain";
+  measured.device_busy_timed = backend.host_timed();
+  if (std::optional<RuntimeMemory> rm = backend.runtime_memory()) {  // every rank or none
+    double v[3] = {double(rm->pool_reserved_high_bytes), double(rm->pool_used_high_bytes),
+                   double(rm->device_used_bytes)};
+    comm.allreduce_max(v, 3);
+    measured.runtime_memory = RuntimeMemory{size_t(v[0]), size_t(v[1]), size_t(v[2])};
+  }
   if (opt.check_reference) {
     const Plan ref_plan = on_one_rank(plan);
     RankState ref(ref_plan, backend, 0);

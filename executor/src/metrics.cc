@@ -12,7 +12,12 @@ nlohmann::json to_json(const Measured& m) {
                                                       {Resource::pcie_h2d, m.busy_pcie_h2d_s},
                                                       {Resource::pcie_d2h, m.busy_pcie_d2h_s},
                                                       {Resource::cpu, m.busy_cpu_s}};
-  for (const auto& [resource, seconds] : per_resource) busy[to_string(resource)] = seconds;
+  for (const auto& [resource, seconds] : per_resource) {
+    const bool device = resource == Resource::gpu || resource == Resource::pcie_h2d ||
+                        resource == Resource::pcie_d2h;
+    if (device && !m.device_busy_timed) continue;
+    busy[to_string(resource)] = seconds;
+  }
   nlohmann::json j = {{"optimizer_step_s", m.optimizer_step_s},
                       {"gpu_peak_gib", m.gpu_peak_bytes / kGiB},
                       {"gpu_transient_gib", m.gpu_transient_bytes / kGiB},
@@ -28,6 +33,12 @@ nlohmann::json to_json(const Measured& m) {
                       {"offload", m.offload},
                       {"ns_variant", m.ns_variant}};
   if (m.reference_rel_error) j["reference_rel_error"] = *m.reference_rel_error;
+  if (m.runtime_memory) {
+    const RuntimeMemory& r = *m.runtime_memory;
+    j["gpu_runtime"] = {{"pool_reserved_high_gib", double(r.pool_reserved_high_bytes) / kGiB},
+                        {"pool_used_high_gib", double(r.pool_used_high_bytes) / kGiB},
+                        {"device_used_gib", double(r.device_used_bytes) / kGiB}};
+  }
   return j;
 }
 

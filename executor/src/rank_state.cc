@@ -24,6 +24,15 @@ RankState::RankState(const Plan& plan, Backend& backend, int rank)
     host_allocs_.push_back(p);
     return p;
   };
+  // `optimizer` offload's state where the plan puts it: pinned only with --pinned-state (the
+  // planner predicts pageable PCIe rates otherwise). Under `full` the host kernels own it.
+  const bool pageable_state =
+      plan.options.offload == OffloadMode::optimizer && !plan.options.pinned_host_state;
+  auto pageable = [&](size_t bytes) {
+    void* p = backend.alloc_pageable(bytes);
+    pageable_allocs_.push_back(p);
+    return p;
+  };
   auto master = [&](size_t bytes) { return master_on_host() ? host(bytes) : device(bytes); };
   for (size_t t = 0; t < inv.tensors.size(); ++t) {
     const ShardRange sr = shard_of(plan, static_cast<int>(t), rank);
@@ -37,7 +46,8 @@ RankState::RankState(const Plan& plan, Backend& backend, int rank)
     const size_t n = static_cast<size_t>(lp.elems());
     if (n > 0) {
       auto state = [&](size_t bytes) {
-        return state_on_host(lp.muon) ? host(bytes) : device(bytes);
+        if (!state_on_host(lp.muon)) return device(bytes);
+        return pageable_state ? pageable(bytes) : host(bytes);
       };
       lp.w = static_cast<float*>(master(n * sizeof(float)));
       lp.g = static_cast<float*>(master(n * sizeof(float)));
@@ -60,6 +70,7 @@ RankState::RankState(const Plan& plan, Backend& backend, int rank)
 RankState::~RankState() {
   for (void* p : device_allocs_) backend_.free(p);
   for (void* p : host_allocs_) backend_.free_host(p);
+  for (void* p : pageable_allocs_) backend_.free_pageable(p);
 }
 
 namespace {

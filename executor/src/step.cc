@@ -88,6 +88,9 @@ class MuonStep::Span {
 };
 
 void MuonStep::record(const char* what, Resource r, const Chunk* c, Clock::time_point t0) {
+  // Host time around enqueued device work is launch time, not run time: left out.
+  const bool device = r == Resource::gpu || r == Resource::pcie_h2d || r == Resource::pcie_d2h;
+  if (device && !backend_.host_timed()) return;
   const auto secs = [&](Clock::time_point t) {
     return std::chrono::duration<double>(t - run_start_).count();
   };
@@ -213,6 +216,8 @@ void MuonStep::stage_whole_state(bool in) {
           nullptr);
   std::vector<LocalParam>& params = state_.params();
   if (in) whole_.assign(params.size(), Staged{});
+  // Out: the copies run on this lane, after every lane's folds, AdamW and updates.
+  if (!in) backend_.join_lanes();
   for (size_t i = 0; i < params.size(); ++i) {
     LocalParam& p = params[i];
     const int64_t n = p.elems();
@@ -240,6 +245,8 @@ void MuonStep::stage_whole_state(bool in) {
       w = Staged{};
     }
   }
+  // In: the batches on the other lanes read the staged state (and its zero-fill) next.
+  if (in) backend_.join_lanes();
 }
 
 MuonStep::HostStaging& MuonStep::staging(int lane, int64_t elems) {
@@ -284,16 +291,14 @@ void MuonStep::momentum_input(LocalParam& p, int64_t off, int64_t len, bf16* u, 
 
 void MuonStep::scaled_update_to_host(bf16* u, int64_t len, float s, bf16* host_update) {
   Span sp(*this, "bf16 update D2H", Resource::pcie_d2h, cur_chunk_);
-  Buffer factor(backend_, sizeof(float));
-  const float neg_s = -s;
   {
     Timed t(counters_.device_s);
-    backend_.copy_to_device(factor.ptr, &neg_s, sizeof neg_s);
-    backend_.scale_bf16(1, len, u, factor.f32(), u);
+    backend_.scale_bf16_by(len, -s, u, u);  // the scalar as an argument: no pageable copy
   }
   Timed t(counters_.d2h_s);
   backend_.copy_to_host(host_update, u, len * sizeof(bf16));
-  backend_.synchronize();  // the host reads it next
+  // The host reads it next: wait for this lane only, so the other batches keep running.
+  backend_.synchronize_lane();
   counters_.d2h_bytes += len * sizeof(bf16);
 }
 
@@ -463,6 +468,10 @@ void MuonStep::local_chunk(const Chunk& c) {
   const int64_t stride = stack ? p.entry_elems : 0;
   Buffer u(backend_, size_t(count * mat) * sizeof(bf16));
   HostStaging* hs = policy_.host_fold ? &staging(0, count * mat) : nullptr;
+  // With four batches in flight one is on lane 0 too, and its momentum copy from these buffers
+  // may still be queued: the host rewrites them only after it. (A batch's buffers were last
+  // used by the batch its lane retired, whose update came back through synchronize_lane.)
+  if (hs) backend_.synchronize_lane();
   std::optional<Span> sp;
   sp.emplace(*this, momentum_stage(), momentum_resource(), &c);
   for (int64_t e = 0; e < count; ++e) {
@@ -604,6 +613,9 @@ void MuonStep::run(int64_t step) {
   // does not orthogonalize stay 0.
   const size_t slots = plan.chunks.chunks.size() + plan.inventory.tensors.size();
   check_sums_ = static_cast<float*>(backend_.alloc(slots * sizeof(float)));
+  // Zero-filled on the current lane, written on every lane: no lane may write a sum before the
+  // zeroing has run (a late zero-fill would erase a NaN).
+  backend_.join_lanes();
   const size_t depth =
       static_cast<size_t>(std::clamp(plan.batches_in_flight, 1, Backend::kMaxLanes));
   if (policy_.bf16_compute_copy) grads_to_host();

@@ -174,6 +174,11 @@ void read_options(const Node& root, Plan& plan) {
         to_string(o.offload) + " with " + enum_name(kOffloadStagingNames, o.optimizer_staging) +
         " staging (the prediction assumed it), got " + std::to_string(plan.batches_in_flight));
   }
+  // Where `optimizer` offload keeps the state: what the planner's PCIe rates assumed, so the
+  // executor allocates it so (pageable when the file predates the key).
+  if (c.has("optimizer_offload_pinned")) {
+    o.pinned_host_state = c["optimizer_offload_pinned"].boolean();
+  }
 }
 
 // Where the tensor's rows sit (shards.h): the rule the file states must be the one rule

@@ -112,6 +112,15 @@ TEST_CASE("the loaded plan carries the options the executor runs", "[plan_load]"
   CHECK(q.options.hyper.lr == 0.01);
   CHECK(q.options.hyper.update_rms == 0.2);
   CHECK(q.inventory.tensors.size() == p.inventory.tensors.size());
+  // Where `optimizer` offload keeps its state (the planner's PCIe rate assumed it): pageable
+  // unless pinned; RankState allocates it so.
+  CHECK_FALSE(q.options.pinned_host_state);
+  r.options.pinned_host_state = true;
+  const Plan pinned = plan_from_json(
+      plan_to_json(make_plan(load_model(repo_path("models/tiny-moe.yaml")),
+                             load_topology(repo_path("topologies/cpu-ci.yaml")), r)),
+      "plan.json");
+  CHECK(pinned.options.pinned_host_state);
 }
 
 TEST_CASE("bad plans are refused naming the file and the field", "[plan_load]") {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `muonplan execute --backend cuda` end to end: tiny-moe on 1 rank (and on 2 ranks where the
-# node has 2 devices), 2 steps with --check-reference. The update must match the unsharded
+# node has 2 devices), 2 steps with --check-reference; then 2 and 4 ranks sharing one GPU. The update must match the unsharded
 # recomputation within bf16 rounding (not bit for bit: cuBLAS may pick other kernels for the
 # owner's batch of one than for the reference's batches), and the all-to-all bytes the NCCL
 # communicator counts must equal the planner's prediction. Skips (77) without a device.
@@ -25,5 +25,27 @@ for world in 1 2; do
   echo "world $world: reference_rel_error $err, step $(field "$m" measured.optimizer_step_s) s"
   [ "$(field "$m" measured.alltoall_bytes_per_rank_max)" = "$(field "$m" predicted.alltoall_bytes_per_rank_max)" ] && ok \
     || bad "world $world: bytes $(field "$m" measured.alltoall_bytes_per_rank_max) != predicted $(field "$m" predicted.alltoall_bytes_per_rank_max)"
+done
+
+# Several ranks on one GPU (docs/executor.md, "Multi-rank CUDA on one GPU"): NCCL refuses two
+# ranks on a device, so the all-to-alls go device -> pinned -> MPI -> device
+# (--host-staged-exchange, automatic where ranks outnumber devices). fsdp > 1, so the batch
+# lanes 1..3, their pipelining and the staging paths run, as at 8 GPUs: every offload mode
+# and staging on 2 ranks, none and full on 4; --check-reference within 1% and the plan's bytes.
+# (Digests are not the CPU backend's: cuBLAS sums in another order than OpenBLAS.)
+for c in "2 none" "2 optimizer" "2 optimizer --offload-staging chunked" "2 full" "4 none" "4 full"; do
+  read -r world mode extra <<<"$c"
+  "$bin" plan --model models/tiny-moe.yaml --topology topologies/cpu-ci.yaml --nodes 1 \
+    --gpus-per-node "$world" --offload "$mode" $extra --bf16-momentum --out "$work/s.json" \
+    >/dev/null || { bad "plan $c"; continue; }
+  m="$("$mpiexec" "${mpiflags[@]}" -n "$world" "$bin" execute --plan "$work/s.json" \
+        --backend cuda --host-staged-exchange --steps 2 --check-reference --json 2>"$work/err")" \
+    || { bad "one GPU, $c: $(cat "$work/err")"; continue; }
+  err="$(field "$m" measured.reference_rel_error)"
+  "$py" -c "import sys; sys.exit(0 if float(sys.argv[1]) < 0.01 else 1)" "$err" && ok \
+    || bad "one GPU, $c: reference_rel_error $err"
+  [ "$(field "$m" measured.alltoall_bytes_per_rank_max)" = "$(field "$m" predicted.alltoall_bytes_per_rank_max)" ] && ok \
+    || bad "one GPU, $c: bytes $(field "$m" measured.alltoall_bytes_per_rank_max) != predicted"
+  echo "one GPU, $c: reference_rel_error $err, step $(field "$m" measured.optimizer_step_s) s"
 done
 finish

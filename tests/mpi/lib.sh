@@ -19,6 +19,11 @@ run() {
   launch "$world" "$bin" execute --plan "$@" --json \
     2>"$work/err"
 }
+# async SEED: execute flags for the CPU backend with asynchronous lanes (docs/executor.md,
+# "Lanes"), seeded, the delay cycling through 0, 300 and 3000 us with the seed. A script runs
+# some of its runs with them, so a missing wait between lanes changes a digest it compares,
+# at no extra run.
+async() { local d=(0 300 3000); echo "--backend cpu-async --async-seed $1 --async-delay-us ${d[$(($1 % 3))]}"; }
 # field JSON KEY.PATH
 field() { echo "$1" | "$py" -c "import json,sys; d=json.load(sys.stdin)
 for k in sys.argv[1].split('.'): d=d[k]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The offload pipelines under mpiexec (docs/muon-step.md section 5): `optimizer` offload, staged
 # whole or by chunk, ends in the state digest of `none`; `full` offload matches its own
-# unsharded recomputation bit for bit; H2D bytes equal the planner's; checkpoints cross modes;
+# unsharded recomputation bit for bit (both on the asynchronous-lanes backend, `none` on cpu, so
+# the digests also check the waits between lanes); H2D bytes equal the planner's; checkpoints cross modes;
 # Nesterov under `full` is refused on every rank; the symmetric NS variant runs sharded.
 source "$(dirname "$0")/lib.sh"
 W=4
@@ -18,18 +19,23 @@ digest() { field "$1" measured.state_digest; }
 # MUONPLAN_TEST_QUICK=1 (sanitizer runs): tiny-moe alone; the rest as always.
 cases=("tiny-moe --bf16-momentum" "tiny-dense")
 [ "$quick" = 1 ] && cases=("tiny-moe --bf16-momentum")
+seed=0  # of the asynchronous-lanes runs: one per run, across the cases
 for case in "${cases[@]}"; do
   read -r model extra <<<"$case"
   oplan "$work/none.json" $model none $extra
-  oplan "$work/opt.json" $model optimizer $extra
+  # Whole staging with pinned state (asynchronous copies), chunked with pageable state.
+  oplan "$work/opt.json" $model optimizer --pinned-state $extra
   oplan "$work/optc.json" $model optimizer --offload-staging chunked $extra
   oplan "$work/full.json" $model full $extra
   # none and optimizer offload are judged by their digests (the digest is the whole state, and
   # sharded_vs_one_rank ties none's to the unsharded recomputation); full, which rounds
   # differently, by its own recomputation.
+  # The offloaded runs on the asynchronous-lanes backend, a seed each (lib.sh's async): their
+  # digests then also say that every wait between lanes is there, in every staging.
   ref="$(run $W "$work/none.json" --steps 3)" || bad "none: $(cat "$work/err")"
   for p in opt optc; do
-    m="$(run $W "$work/$p.json" --steps 3)" || bad "$p: $(cat "$work/err")"
+    seed=$((seed + 1))
+    m="$(run $W "$work/$p.json" --steps 3 $(async $seed))" || bad "$p: $(cat "$work/err")"
     [ "$(digest "$m")" = "$(digest "$ref")" ] && ok \
       || bad "$model $extra $p: digest $(digest "$m") differs from none's $(digest "$ref")"
     # Whole staging moves the whole state each way: the planner's figure, byte for byte.
@@ -39,7 +45,8 @@ for case in "${cases[@]}"; do
         || bad "$model $extra optimizer: H2D $(field "$m" measured.h2d_gb_per_gpu) GB != planned $want"
     fi
   done
-  f="$(run $W "$work/full.json" --steps 3 --check-reference)" || bad "full: $(cat "$work/err")"
+  seed=$((seed + 1))
+  f="$(run $W "$work/full.json" --steps 3 --check-reference $(async $seed))" || bad "full: $(cat "$work/err")"
   [ "$(field "$f" measured.reference_rel_error)" = 0.0 ] && ok \
     || bad "$model $extra full: sharded vs unsharded error $(field "$f" measured.reference_rel_error)"
   [ "$(digest "$f")" != "$(digest "$ref")" ] && ok || bad "$model $extra full: no bf16 update rounding?"
@@ -58,8 +65,10 @@ oplan "$work/full.json" tiny-moe full
 n3="$(run $W "$work/none.json" --steps 3)" || bad "none 3 steps"
 f3="$(run $W "$work/full.json" --steps 3)" || bad "full 3 steps"
 run $W "$work/none.json" --steps 2 --checkpoint "$work/cn" >/dev/null || bad "save none"
-run $W "$work/full.json" --steps 2 --checkpoint "$work/cf" >/dev/null || bad "save full"
-m="$(run $W "$work/opt.json" --steps 1 --resume "$work/cn")" || bad "none -> optimizer: $(cat "$work/err")"
+# The full save and the optimizer resume on the asynchronous-lanes backend: their digests, equal
+# to the CPU backend's 3 steps, say its full offload and resumed optimizer state are exactly cpu's.
+run $W "$work/full.json" --steps 2 --checkpoint "$work/cf" $(async $((seed + 1))) >/dev/null || bad "save full"
+m="$(run $W "$work/opt.json" --steps 1 --resume "$work/cn" $(async $((seed + 2))))" || bad "none -> optimizer: $(cat "$work/err")"
 [ "$(digest "$m")" = "$(digest "$n3")" ] && ok || bad "none@2 -> optimizer: digest differs from none@3"
 m="$(run $W "$work/full.json" --steps 1 --resume "$work/cf")" || bad "full -> full: $(cat "$work/err")"
 [ "$(digest "$m")" = "$(digest "$f3")" ] && ok || bad "full@2 -> full: digest differs from full@3"

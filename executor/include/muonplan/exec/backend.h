@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "muonplan/exec/bf16.h"
@@ -25,10 +26,23 @@ struct MatrixBatch {
   int64_t rows = 0, cols = 0, ld = 0, stride = 0;
 };
 
+// What the device runtime really holds, beside the bytes alloc() counts (memory()): the pool's
+// high-water marks, and the device's used memory (context, library workspaces, NCCL buffers).
+struct RuntimeMemory {
+  size_t pool_reserved_high_bytes = 0;  // cudaMemPoolAttrReservedMemHigh
+  size_t pool_used_high_bytes = 0;      // cudaMemPoolAttrUsedMemHigh
+  size_t device_used_bytes = 0;         // cudaMemGetInfo: total - free, when asked
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+  // Whether every call is done when it returns, so that host wall time around calls is their
+  // run time (the CPU backend). False where calls only enqueue (CUDA, cpu-async): the step's
+  // device and PCIe busy times, and its trace spans of them, are then left out, not reported
+  // as launch times (docs/executor.md, "Metrics").
+  virtual bool host_timed() const { return true; }
 
   // --- memory
   virtual void* alloc(size_t bytes) = 0;  // zero-filled; throws std::bad_alloc on failure
@@ -37,6 +51,9 @@ class Backend {
   virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
   virtual MemoryStats memory() const = 0;
+  // The runtime's own figures (RuntimeMemory), where the backend has a device runtime; none on
+  // the CPU backends, whose memory is what alloc() counts.
+  virtual std::optional<RuntimeMemory> runtime_memory() const { return std::nullopt; }
   virtual void reset_peak() = 0;
   virtual void synchronize() = 0;
 
@@ -46,6 +63,11 @@ class Backend {
   // and destinations of copy_to_device / copy_to_host.
   virtual void* alloc_host(size_t bytes);
   virtual void free_host(void* ptr);
+  // Plain (pageable) host memory on every backend, zero-filled, counted in host_memory() as
+  // alloc_host's: `optimizer` offload's state unless the plan pins it (the planner's pageable
+  // PCIe rate). Copies to and from it return once the host side is done (the lane waits).
+  void* alloc_pageable(size_t bytes);
+  void free_pageable(void* ptr);
   MemoryStats host_memory() const { return host_counter_.stats(); }
   void reset_host_peak() { host_counter_.reset_peak(); }
 
@@ -56,6 +78,14 @@ class Backend {
   // concurrency ignore it. Lane 0 is the default; lanes are 0..kMaxLanes-1.
   static constexpr int kMaxLanes = kMaxBatchesInFlight;  // units.h: a plan asks for at most this
   virtual void set_lane(int lane) { (void)lane; }
+  // Every lane waits, without blocking the host, for all the work queued so far on every lane
+  // (CUDA: an event recorded on each stream, waited on by each stream). For state one lane
+  // writes and the others read next (whole staging in and out, the check sums). Backends
+  // without concurrency need nothing.
+  virtual void join_lanes() {}
+  // The host waits for the current lane's work only (synchronize() waits for every lane): before
+  // the host reads what a copy_to_host into alloc_host memory wrote, or rewrites a pinned source.
+  virtual void synchronize_lane() { synchronize(); }
 
   // --- bf16 GEMM, fp32 accumulation, one rounding of each output element:
   // C[b] = bf16(alpha * op(A[b]) op(B[b]) + beta * C[b]), op = transpose when trans_*.
@@ -87,6 +117,10 @@ class Backend {
   // y = bf16(x * scale[b]) for matrix b (elems per matrix); y may alias x.
   virtual void scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float* scale,
                           bf16* y) = 0;
+  // y = bf16(x * s) for one host scalar s (no device memory holds s: on CUDA it is a kernel
+  // argument, so there is no copy from pageable host memory, which would stall the lane). The
+  // default goes through a one-float buffer and scale_bf16, so it has scale_bf16's bits.
+  virtual void scale_bf16_by(int64_t elems, float s, const bf16* x, bf16* y);
   // NS normalization factor: scale[b] = fp32(1 / (norm_scale * sqrt(sum_sq[b]) + eps)), computed
   // in double and rounded once. sum_sq and scale are backend memory. The default goes through
   // host memory (copy, compute, copy back); a device backend overrides it to avoid the sync.

@@ -187,6 +187,15 @@ inline void Communicator::check_peers() {
 class Backend;
 std::unique_ptr<Communicator> make_self_communicator(Backend& backend);
 
+// `inner` (MPI) with its all-to-alls staged through the backend's pinned host memory: the send
+// buffer is copied to the host after the current lane's work, MPI exchanges host buffers, and
+// wait() queues the received segments' copies back on the current lane. For CUDA ranks that
+// share a GPU (NCCL refuses two ranks on one device); slower than NCCL (two PCIe copies and a
+// host wait per exchange, a synchronize when its buffers are freed), and its pinned buffers
+// count in host_memory(). Broadcasts go through the host too. `backend` must outlive it.
+std::unique_ptr<Communicator> make_host_staged_communicator(Backend& backend,
+                                                            std::unique_ptr<Communicator> inner);
+
 // MPI_COMM_WORLD; MPI must be initialized (MpiSession below does it). Collectives are polled:
 // a wait that has not completed after timeout_s probes every rank, and a rank that does not
 // answer within a few seconds more is reported as failed (RankFailure). A rank answers only

@@ -54,4 +54,9 @@ std::unique_ptr<CudaBackend> make_cuda_backend(int device);
 // Throws std::runtime_error when there is no device.
 int local_cuda_device(int rank, int local_size);
 
+// Before MPI_Init (rank and node size unknown yet): when the launcher's environment names this
+// rank's local rank, makes device (local rank modulo the devices visible) current, so that a
+// CUDA-aware MPI initializes on it. Silent when it cannot: the backend reports the error.
+void set_cuda_device_before_mpi();
+
 }  // namespace muonplan::exec

@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "muonplan/exec/backend.h"
+
 namespace muonplan::exec {
 
 struct Measured {
@@ -24,6 +26,15 @@ struct Measured {
   // pcie_d2h, cpu (host kernels).
   double busy_gpu_s = 0, busy_network_s = 0, busy_pcie_h2d_s = 0, busy_pcie_d2h_s = 0,
          busy_cpu_s = 0;
+  // False on a backend whose calls only enqueue (Backend::host_timed): gpu, pcie_h2d and
+  // pcie_d2h are then left out of busy_s (host time around a launch is not device time), so
+  // calibrate does not fit them.
+  bool device_busy_timed = true;
+  // The device runtime's figures (Backend::runtime_memory), max over ranks, after the steps (so
+  // NCCL has connected): the pool's high-water marks and the device's used memory, which hold
+  // what gpu_peak_bytes does not count (cuBLAS workspaces, NCCL buffers, the context, pool
+  // growth from stream-ordered frees). Absent on the CPU backends.
+  std::optional<RuntimeMemory> runtime_memory;
   double nonfinite_check_s = 0;  // the non-finite check's share of the step
   std::string state_digest;
   int64_t steps_skipped = 0;

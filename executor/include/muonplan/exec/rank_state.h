@@ -2,7 +2,8 @@
 // placed as the plan file's shard rules say (shards.h), in the memory the offload policy names
 // (offload_policy.h, docs/muon-step.md section 5):
 //   none       w, g, m / m_bf16, v on the device
-//   optimizer  w, g on the device; m / m_bf16, v in host memory (Backend::alloc_host)
+//   optimizer  w, g on the device; m / m_bf16, v in host memory: pinned (Backend::alloc_host)
+//              when the plan says optimizer_offload_pinned, else pageable (alloc_pageable)
 //   full       w (fp32 master), g (fp32 accumulator), m / m_bf16, v in host memory; the device
 //              holds the bf16 compute copy w_compute and backward's bf16 gradients g_compute
 #pragma once
@@ -93,7 +94,7 @@ class RankState {
   int rank_;
   std::vector<LocalParam> params_;
   std::vector<int> index_;  // tensor -> params_ position
-  std::vector<void*> host_allocs_, device_allocs_;
+  std::vector<void*> host_allocs_, pageable_allocs_, device_allocs_;
 };
 
 }  // namespace muonplan::exec

@@ -1,0 +1,348 @@
+// The CPU backend with asynchronous lanes (cpu_async_backend.h): the CPU reference's kernels,
+// queued per lane and run by one thread per lane with CUDA's stream ordering.
+#include "muonplan/exec/cpu_async_backend.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+
+namespace muonplan::exec {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One queued operation: work to run, or (wait_lane >= 0) an event wait: the lane stops until
+// lane wait_lane has completed its first wait_count operations.
+struct Op {
+  std::function<void()> run;
+  int wait_lane = -1;
+  uint64_t wait_count = 0;
+  Clock::time_point queued;
+};
+
+// Counts are of operations since construction: enqueued, completed, and the most that someone
+// (the host or another lane) waits for, which cuts the random delay short.
+struct Lane {
+  std::deque<Op> queue;
+  uint64_t enqueued = 0, done = 0, demand = 0;
+  Clock::time_point last_done;
+  std::mt19937_64 rng;
+  std::thread thread;
+};
+
+class CpuAsyncBackend final : public Backend {
+ public:
+  explicit CpuAsyncBackend(const CpuAsyncOptions& o) : opt_(o), inner_(make_cpu_backend()) {
+    for (int k = 0; k < kMaxLanes; ++k) {
+      lanes_[k].rng.seed(o.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(k));
+      lanes_[k].last_done = Clock::now();
+    }
+    for (int k = 0; k < kMaxLanes; ++k) lanes_[k].thread = std::thread([this, k] { drain(k); });
+  }
+
+  ~CpuAsyncBackend() override {
+    try {
+      synchronize();
+    } catch (...) {
+      // An operation's error: a destructor cannot report it, and the queues are empty now.
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (Lane& l : lanes_) l.thread.join();
+    for (void* p : counter_.live()) inner_->free(p);
+    for (auto& [at, bytes] : pinned_) Backend::free_host(reinterpret_cast<void*>(at));
+  }
+
+  std::string name() const override { return "cpu-async"; }
+  bool host_timed() const override { return false; }  // calls enqueue on a lane
+
+  void set_lane(int lane) override {
+    if (lane < 0 || lane >= kMaxLanes) {
+      throw std::invalid_argument("set_lane: lane " + std::to_string(lane) + " is not in 0.." +
+                                  std::to_string(kMaxLanes - 1));
+    }
+    lane_ = lane;
+  }
+
+  // --- memory
+  void* alloc(size_t bytes) override {
+    void* p = inner_->alloc(bytes);
+    std::memset(p, 0xFF, bytes);  // what a pool block holds before its zero-fill has run
+    counter_.add(p, bytes, lane_);
+    enqueue([p, bytes] { std::memset(p, 0, bytes); });
+    return p;
+  }
+
+  void free(void* ptr) override {
+    if (ptr == nullptr) return;
+    const std::optional<MemoryCounter::Allocation> a = counter_.remove(ptr);
+    if (!a)
+      throw std::invalid_argument("cpu-async backend: free() of a pointer alloc() did not return");
+    if (a->lane != lane_) lane_waits(a->lane, lane_);
+    const size_t bytes = a->bytes;
+    enqueue_on(a->lane, [this, ptr, bytes] {
+      std::memset(ptr, 0xFF, bytes);  // a use after the free reads NaN
+      inner_->free(ptr);
+    });
+  }
+
+  void copy_to_device(void* dst, const void* host_src, size_t bytes) override {
+    if (bytes == 0) return;
+    enqueue([this, dst, host_src, bytes] { inner_->copy_to_device(dst, host_src, bytes); });
+    if (!pinned(host_src, bytes)) synchronize_lane();  // pageable: returns once it was read
+  }
+  void copy_to_host(void* host_dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    enqueue([this, host_dst, src, bytes] { inner_->copy_to_host(host_dst, src, bytes); });
+    if (!pinned(host_dst, bytes)) synchronize_lane();
+  }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    enqueue([this, dst, src, bytes] { inner_->copy(dst, src, bytes); });
+  }
+
+  MemoryStats memory() const override { return counter_.stats(); }
+  void reset_peak() override { counter_.reset_peak(); }
+
+  void synchronize() override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    std::array<uint64_t, kMaxLanes> target{};
+    for (int k = 0; k < kMaxLanes; ++k) {
+      target[k] = lanes_[k].enqueued;
+      lanes_[k].demand = std::max(lanes_[k].demand, target[k]);
+    }
+    cv_.notify_all();
+    cv_.wait(lock, [&] {
+      for (int k = 0; k < kMaxLanes; ++k) {
+        if (lanes_[k].done < target[k]) return false;
+      }
+      return true;
+    });
+    rethrow(lock);
+  }
+
+  void synchronize_lane() override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    Lane& l = lanes_[lane_];
+    const uint64_t target = l.enqueued;
+    l.demand = std::max(l.demand, target);
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return l.done >= target; });
+    rethrow(lock);
+  }
+
+  void join_lanes() override {
+    if (opt_.drop_joins) return;
+    std::array<uint64_t, kMaxLanes> upto{};
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (int k = 0; k < kMaxLanes; ++k) upto[k] = lanes_[k].enqueued;
+    }
+    for (int j = 0; j < kMaxLanes; ++j) {
+      for (int k = 0; k < kMaxLanes; ++k) {
+        if (j != k && upto[k] > 0) enqueue_wait(j, k, upto[k]);
+      }
+    }
+  }
+
+  void* alloc_host(size_t bytes) override {
+    void* p = Backend::alloc_host(bytes);
+    if (p) pinned_[reinterpret_cast<uintptr_t>(p)] = bytes;
+    return p;
+  }
+  void free_host(void* ptr) override {
+    if (ptr == nullptr) return;
+    synchronize();  // a queued copy may still read or write it
+    pinned_.erase(reinterpret_cast<uintptr_t>(ptr));
+    Backend::free_host(ptr);
+  }
+
+  // --- kernels: the CPU backend's, queued on the current lane
+  void sum_squares_bf16(int64_t batch, int64_t elems, const bf16* x, float* out) override {
+    enqueue([=, this] { inner_->sum_squares_bf16(batch, elems, x, out); });
+  }
+  void sum_squares_f32(int64_t n, const float* x, float* out) override {
+    enqueue([=, this] { inner_->sum_squares_f32(n, x, out); });
+  }
+  void scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float* scale,
+                  bf16* y) override {
+    enqueue([=, this] { inner_->scale_bf16(batch, elems, x, scale, y); });
+  }
+  void scale_bf16_by(int64_t elems, float s, const bf16* x, bf16* y) override {
+    enqueue([=, this] { inner_->scale_bf16_by(elems, s, x, y); });
+  }
+  void ns_scale(int64_t batch, const float* sum_sq, double norm_scale, double eps,
+                float* scale) override {
+    enqueue([=, this] { inner_->ns_scale(batch, sum_sq, norm_scale, eps, scale); });
+  }
+  void transpose_bf16(int64_t batch, int64_t rows, int64_t cols, const bf16* x, bf16* y) override {
+    enqueue([=, this] { inner_->transpose_bf16(batch, rows, cols, x, y); });
+  }
+  void cast_to_bf16(int64_t n, const float* x, bf16* y) override {
+    enqueue([=, this] { inner_->cast_to_bf16(n, x, y); });
+  }
+  void cast_to_f32(int64_t n, const bf16* x, float* y) override {
+    enqueue([=, this] { inner_->cast_to_f32(n, x, y); });
+  }
+  void momentum_f32(int64_t n, float mu, bool nesterov, const float* g, float* m,
+                    bf16* u) override {
+    enqueue([=, this] { inner_->momentum_f32(n, mu, nesterov, g, m, u); });
+  }
+  void momentum_bf16(int64_t n, float mu, bool nesterov, const float* g, bf16* m,
+                     bf16* u) override {
+    enqueue([=, this] { inner_->momentum_bf16(n, mu, nesterov, g, m, u); });
+  }
+  void apply_update(int64_t n, float decay, float s, const bf16* o, float* w) override {
+    enqueue([=, this] { inner_->apply_update(n, decay, s, o, w); });
+  }
+  void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd, int64_t step,
+             const float* g, float* w, float* m, float* v) override {
+    enqueue([=, this] { inner_->adamw(n, lr, beta1, beta2, eps, wd, step, g, w, m, v); });
+  }
+
+ protected:
+  void run_gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                     float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
+                     const MatrixBatch& c) override {
+    enqueue(
+        [=, this] { inner_->gemm_bf16(batch, trans_a, trans_b, m, n, k, alpha, a, b, beta, c); });
+  }
+  void run_syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha, const MatrixBatch& a,
+                     float beta, const MatrixBatch& c) override {
+    enqueue([=, this] { inner_->syrk_bf16(batch, n, k, alpha, a, beta, c); });
+  }
+
+ private:
+  void enqueue(std::function<void()> run) { enqueue_on(lane_, std::move(run)); }
+
+  void enqueue_on(int lane, std::function<void()> run) {
+    Op op;
+    op.run = std::move(run);
+    push(lane, std::move(op));
+  }
+
+  // Lane `waiter` continues only after lane `signaller`'s first `count` operations.
+  void enqueue_wait(int waiter, int signaller, uint64_t count) {
+    Op op;
+    op.wait_lane = signaller;
+    op.wait_count = count;
+    push(waiter, std::move(op));
+  }
+
+  // An event recorded on `signaller` now, waited for on `waiter`.
+  void lane_waits(int waiter, int signaller) {
+    uint64_t count = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      count = lanes_[signaller].enqueued;
+    }
+    if (count > 0) enqueue_wait(waiter, signaller, count);
+  }
+
+  void push(int lane, Op op) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      op.queued = Clock::now();
+      lanes_[lane].queue.push_back(std::move(op));
+      ++lanes_[lane].enqueued;
+    }
+    cv_.notify_all();
+  }
+
+  // Lane k's thread: runs its operations in order, each after its delay unless waited for.
+  void drain(int k) {
+    Lane& l = lanes_[k];
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stop_ || !l.queue.empty(); });
+      if (l.queue.empty()) return;
+      const uint64_t index = l.done + 1;  // the front operation's count
+      if (opt_.max_delay_us > 0) {
+        std::uniform_int_distribution<int64_t> delay(0, opt_.max_delay_us);
+        const Clock::time_point due =
+            std::max(l.queue.front().queued, l.last_done) + std::chrono::microseconds(delay(l.rng));
+        cv_.wait_until(lock, due, [&] { return stop_ || l.demand >= index; });
+      }
+      Op op = std::move(l.queue.front());
+      l.queue.pop_front();
+      if (op.wait_lane >= 0) {
+        Lane& s = lanes_[op.wait_lane];
+        s.demand = std::max(s.demand, op.wait_count);
+        cv_.notify_all();
+        cv_.wait(lock, [&] { return s.done >= op.wait_count; });
+      } else {
+        lock.unlock();
+        run(op);
+        lock.lock();
+      }
+      ++l.done;
+      l.last_done = Clock::now();
+      cv_.notify_all();
+    }
+  }
+
+  // One operation at a time over all lanes: the CPU backend takes one caller at a time.
+  // After a failure the rest are skipped; the next synchronize throws the first error.
+  void run(Op& op) {
+    std::lock_guard<std::mutex> turn(run_mutex_);
+    if (failed_) return;
+    try {
+      op.run();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      error_ = std::current_exception();
+      failed_ = true;
+    }
+  }
+
+  void rethrow(std::unique_lock<std::mutex>& lock) {
+    if (!error_) return;
+    std::exception_ptr e = error_;
+    lock.unlock();
+    std::rethrow_exception(e);
+  }
+
+  // Whether [p, p + bytes) lies in one alloc_host allocation (touched by the host thread only).
+  bool pinned(const void* p, size_t bytes) const {
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    auto it = pinned_.upper_bound(at);
+    if (it == pinned_.begin()) return false;
+    --it;
+    return at + bytes <= it->first + it->second;
+  }
+
+  const CpuAsyncOptions opt_;
+  std::unique_ptr<Backend> inner_;
+  int lane_ = 0;
+  MemoryCounter counter_;
+  std::map<uintptr_t, size_t> pinned_;
+  std::mutex mutex_;  // the lanes' queues and counts, error_
+  std::condition_variable cv_;
+  std::mutex run_mutex_;
+  bool stop_ = false, failed_ = false;
+  std::exception_ptr error_;
+  std::array<Lane, kMaxLanes> lanes_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_async_backend(const CpuAsyncOptions& options) {
+  return std::make_unique<CpuAsyncBackend>(options);
+}
+
+}  // namespace muonplan::exec
