@@ -61,8 +61,8 @@ const bf16* row_of(const MatrixBatch& x, int64_t b, int64_t i) {
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(CpuGemm gemm) {
-    // Links openblas_core.cc, whose preinit hook picks OpenBLAS's kernel, into every program
-    // with a CPU backend.
+    // Links libmuonplan_openblas_core.so, whose constructor picks OpenBLAS's kernel, into every
+    // program with a CPU backend (a library nothing calls may be left out of the link).
     (void)openblas_core_origin();
     openblas_set_num_threads(1);
     if (gemm == CpuGemm::onednn) onednn_ = cpu::OnednnGemm::create();
