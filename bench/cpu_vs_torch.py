@@ -3,7 +3,7 @@
 PyTorch").
 
     cpu_vs_torch.py [--bin build/cli/muonplan] [--shapes B,R,C;...] [--reps 5] [--rounds 3]
-                    [--elems N] [--json]
+                    [--elems N] [--threads N] [--json]
 
 Rows:
   ns_BxRxC   one batched Newton-Schulz call (quintic): ours is `muonplan bench ns --backend cpu`
@@ -127,11 +127,16 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--elems", type=int, default=1 << 24, help="elements per host-pass array")
+    ap.add_argument("--threads", type=int, default=os.cpu_count(),
+                    help="PyTorch's threads (ours: the executor's, all cores unless "
+                         "OMP_NUM_THREADS is set); default: every core")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    if args.reps < 1 or args.rounds < 1 or args.elems < 1:
-        print("cpu_vs_torch.py: --reps, --rounds and --elems must be positive", file=sys.stderr)
+    if args.reps < 1 or args.rounds < 1 or args.elems < 1 or args.threads < 1:
+        print("cpu_vs_torch.py: --reps, --rounds, --elems and --threads must be positive",
+              file=sys.stderr)
         return 2
+    torch.set_num_threads(args.threads)  # torch may count fewer cores than the machine has
 
     shapes = parse_shapes(args.shapes)
     ns_ours = {s: float("inf") for s in shapes}

@@ -39,6 +39,6 @@ assert d['ours']['host_isa'] in ('avx2', 'avx512', 'avx512_bf16'), d['ours']"
 grep -q '^row  *ours ms  *torch ms  *speed$' "$work/table.txt" &&
   grep -q '^ns_1x16x24 ' "$work/table.txt" && grep -q '^adamw ' "$work/table.txt" && ok ||
   bad "table: $(cat "$work/table.txt")"
-expect "--reps 0" 2 "cpu_vs_torch.py: --reps, --rounds and --elems must be positive" \
+expect "--reps 0" 2 "cpu_vs_torch.py: --reps, --rounds, --elems and --threads must be positive" \
   "$py" "$script" --bin "$bin" --reps 0
 finish
