@@ -1,10 +1,12 @@
 // The CPU reference backend: exact bf16 emulation (docs/executor-numerics.md).
 //
-// Every stored bf16 is rounded once, to nearest even. A GEMM converts its bf16 operands to fp32
-// (exact), runs OpenBLAS sgemm with alpha and beta folded in, and rounds the fp32 result to bf16
-// once. Nothing depends on the number of threads: sgemm runs single-threaded on row blocks whose
-// size is a function of the shape alone, elementwise kernels compute each element on its own,
-// and reductions sum fixed blocks combined in index order.
+// Every stored bf16 is rounded once, to nearest even. A GEMM runs on one of two paths ("GEMM
+// paths"): oneDNN's bf16 matmul (cpu_gemm_onednn.cc, the default), or the oracle here, which
+// converts the bf16 operands to fp32 (exact), runs OpenBLAS sgemm with alpha and beta folded
+// in, and rounds the fp32 result to bf16 once. Nothing depends on the number of threads: each
+// GEMM call runs single-threaded on row blocks whose size is a function of the shape alone,
+// elementwise kernels compute each element on its own, and reductions sum fixed blocks combined
+// in index order.
 #include <cblas.h>
 #include <omp.h>
 

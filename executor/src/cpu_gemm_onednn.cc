@@ -22,17 +22,29 @@ using Dims = memory::dims;
 
 constexpr size_t kPackBudgetBytes = size_t{64} << 20;  // packed B of a group of matrices
 
-// What fixes a primitive: the block's rows, n, k, the transposes and the leading dimensions
-// (oneDNN compiles the strides into its kernel), and whether B's packed layout is the full
-// block's (`shared`) or oneDNN's choice: one key, one kernel, whatever the calls before it, so
-// the bits of a shape never depend on the history of the process (a sharded rank's differs).
-using Key = std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t, int64_t, bool>;
+// What fixes a primitive: the block's rows, n, k, the transposes and leading dimensions (oneDNN
+// compiles the strides into its kernel), alpha and beta (its output scale and sum post-op), and
+// whether B's packed layout is the full block's (`shared`) or oneDNN's choice: one key, one
+// kernel, whatever the calls before it, so the bits of a shape never depend on the history of
+// the process (a sharded rank's differs from the one-rank run's).
+struct Key {
+  int64_t rows, n, k;
+  bool trans_a, trans_b;
+  int64_t lda, ldb, ldc;
+  float alpha, beta;
+  bool shared;
+  auto tie() const {
+    return std::tie(rows, n, k, trans_a, trans_b, lda, ldb, ldc, alpha, beta, shared);
+  }
+  bool operator<(const Key& o) const { return tie() < o.tie(); }
+};
 
 const bf16* elem(const MatrixBatch& x, int64_t mat, int64_t row, int64_t col) {
   return static_cast<const bf16*>(x.ptr) + mat * x.stride + row * x.ld + col;
 }
 
-// C = bf16(alpha * acc + beta * C) on one row, each operation rounded as written (no FMA: the
+// k == 0 (no oneDNN call): C = bf16(alpha * 0 + beta * C) on one row, each operation rounded as
+// written (no FMA: the
 // library builds with -ffp-contract=off); beta == 0 never reads C.
 void round_row(const float* acc, int64_t n, float alpha, float beta, bool read_c, bf16* out) {
   if (read_c) {
@@ -66,7 +78,7 @@ struct Blocks {
   size_t per_matrix, full_bytes;
 };
 
-// Per OpenMP thread: its stream, scratchpad and fp32 block of C.
+// Per OpenMP thread: its stream, scratchpad, and zeros for k == 0.
 struct ThreadState {
   std::unique_ptr<dnnl::stream> stream;
   std::vector<char> scratchpad;
@@ -88,14 +100,22 @@ struct OnednnGemm::Impl {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = primitives.find(key);
     if (it != primitives.end()) return it->second;
-    const auto [rows, n, k, trans_a, trans_b, lda, ldb, shared] = key;
+    const auto [rows, n, k, trans_a, trans_b, lda, ldb, ldc, alpha, beta, shared] = key;
     (void)shared;  // packed_b != nullptr
     const memory::desc a({rows, k}, memory::data_type::bf16, trans_a ? Dims{1, lda} : Dims{lda, 1});
     const memory::desc b({k, n}, memory::data_type::bf16, trans_b ? Dims{1, ldb} : Dims{ldb, 1});
-    const memory::desc c({rows, n}, memory::data_type::f32, Dims{n, 1});
+    const memory::desc c({rows, n}, memory::data_type::bf16, Dims{ldc, 1});
     const memory::desc any_b({k, n}, memory::data_type::bf16, memory::format_tag::any);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // per thread, ours
+    // C = bf16(alpha * AB + beta * C), rounded once by oneDNN (nearest even); C is read only
+    // when beta != 0 (the sum post-op).
+    if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+    if (beta != 0.0f) {
+      dnnl::post_ops ops;
+      ops.append_sum(beta);
+      attr.set_post_ops(ops);
+    }
     const int threads = omp_get_max_threads();
     omp_set_num_threads(1);
     dnnl::matmul::primitive_desc pd;
@@ -121,7 +141,7 @@ struct OnednnGemm::Impl {
     p.pack.execute(*caller_stream, from, to);
   }
 
-  void block(const Primitive& p, ThreadState& t, const bf16* a, const void* packed_b, float* c) {
+  void block(const Primitive& p, ThreadState& t, const bf16* a, const void* packed_b, bf16* c) {
     const dnnl::matmul::primitive_desc& pd = p.pd;
     if (t.scratchpad.size() < p.scratch_bytes) t.scratchpad.resize(p.scratch_bytes);
     if (!t.stream) t.stream = std::make_unique<dnnl::stream>(engine);
@@ -152,13 +172,13 @@ OnednnGemm::OnednnGemm(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 OnednnGemm::~OnednnGemm() = default;
 
 std::string OnednnGemm::implementation(int64_t m, int64_t n, int64_t k) {
-  return impl_->primitive(Key{m, n, k, false, false, k, n, false}).pd.impl_info_str();
+  return impl_->primitive(Key{m, n, k, false, false, k, n, n, 1.0f, 0.0f, false})
+      .pd.impl_info_str();
 }
 
 namespace {
 
-// One task per (matrix, row block) of a group: multiply into fp32, round into C while the block
-// is in cache. Each oneDNN call runs on its task's thread alone.
+// One task per (matrix, row block) of a group, each oneDNN call on its task's thread alone.
 void run_blocks(OnednnGemm::Impl& impl, const Blocks& p, int64_t g0, int64_t gn, float alpha,
                 const MatrixBatch& a, float beta, const MatrixBatch& c) {
   const int64_t blocks = (p.m + p.row_block - 1) / p.row_block;
@@ -168,22 +188,21 @@ void run_blocks(OnednnGemm::Impl& impl, const Blocks& p, int64_t g0, int64_t gn,
   {
     omp_set_num_threads(1);  // this thread's oneDNN calls: one thread each
     ThreadState& t = impl.threads[omp_get_thread_num()];
-    if (t.acc.size() < static_cast<size_t>(p.row_block * p.n)) t.acc.resize(p.row_block * p.n);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < gn * blocks; ++task) {
       const int64_t j = task / blocks, mat = g0 + j, i0 = (task % blocks) * p.row_block;
       const int64_t rows = std::min(p.row_block, p.m - i0);
+      bf16* const cblock = static_cast<bf16*>(c.ptr) + mat * c.stride + i0 * c.ld;
       if (p.k == 0) {
-        std::fill_n(t.acc.data(), rows * p.n, 0.0f);
+        if (t.acc.size() < static_cast<size_t>(p.n)) t.acc.assign(p.n, 0.0f);
+        for (int64_t i = 0; i < rows; ++i) {
+          round_row(t.acc.data(), p.n, alpha, beta, read_c, cblock + i * c.ld);
+        }
       } else {
         const bool is_full = rows == p.row_block && p.full != nullptr;
         const size_t offset = j * p.per_matrix + (is_full || p.shared_pack ? 0 : p.full_bytes);
         const bf16* ablock = p.trans_a ? elem(a, mat, 0, i0) : elem(a, mat, i0, 0);
-        impl.block(is_full ? *p.full : *p.last, t, ablock, packs + offset, t.acc.data());
-      }
-      for (int64_t i = 0; i < rows; ++i) {
-        bf16* out = static_cast<bf16*>(c.ptr) + mat * c.stride + (i0 + i) * c.ld;
-        round_row(t.acc.data() + i * p.n, p.n, alpha, beta, read_c, out);
+        impl.block(is_full ? *p.full : *p.last, t, ablock, packs + offset, cblock);
       }
     }
   }
@@ -194,17 +213,18 @@ void run_blocks(OnednnGemm::Impl& impl, const Blocks& p, int64_t g0, int64_t gn,
 void OnednnGemm::run(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                      float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
                      const MatrixBatch& c) {
-  const int64_t row_block = gemm_row_block(m), blocks = (m + row_block - 1) / row_block;
+  const int64_t row_block = onednn_row_block(m), blocks = (m + row_block - 1) / row_block;
   const int64_t tail = m - (blocks - 1) * row_block;
   // The primitives of the block sizes this call has (a full block may be more rows than m); the
   // tail block takes the full block's packed B where oneDNN accepts that layout for it.
   const Primitive* full = nullptr;
   const Primitive* last = nullptr;
   if (k > 0 && m >= row_block) {
-    full = &impl_->primitive(Key{row_block, n, k, trans_a, trans_b, a.ld, b.ld, false});
+    full = &impl_->primitive(
+        Key{row_block, n, k, trans_a, trans_b, a.ld, b.ld, c.ld, alpha, beta, false});
   }
   if (k > 0 && tail != row_block) {
-    const Key shared{tail, n, k, trans_a, trans_b, a.ld, b.ld, true};
+    const Key shared{tail, n, k, trans_a, trans_b, a.ld, b.ld, c.ld, alpha, beta, true};
     if (full != nullptr && impl_->no_shared_pack.count(shared) == 0) {
       const memory::desc packed = full->pd.weights_desc();
       try {
@@ -214,7 +234,8 @@ void OnednnGemm::run(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64
       }
     }
     if (last == nullptr)
-      last = &impl_->primitive(Key{tail, n, k, trans_a, trans_b, a.ld, b.ld, false});
+      last = &impl_->primitive(
+          Key{tail, n, k, trans_a, trans_b, a.ld, b.ld, c.ld, alpha, beta, false});
   }
   const bool shared_pack =
       full == nullptr || last == nullptr || last->pd.weights_desc() == full->pd.weights_desc();
