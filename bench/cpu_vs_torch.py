@@ -33,14 +33,7 @@ import subprocess
 import sys
 import time
 
-try:
-    import torch
-except ImportError:
-    print("cpu_vs_torch.py: skipped, no torch (apt-get install python3-torch)")
-    sys.exit(77)
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ns_torch import newton_schulz  # noqa: E402 (the same NS as the GPU check's)
+torch = None  # imported in main(), after the arguments are checked (it takes seconds)
 
 HOST_KERNELS = ["triad", "fold_momentum_f32", "fold_momentum_bf16", "add_update_bf16", "adamw",
                 "cast_to_bf16"]
@@ -136,6 +129,14 @@ def main():
         print("cpu_vs_torch.py: --reps, --rounds, --elems and --threads must be positive",
               file=sys.stderr)
         return 2
+    global torch, newton_schulz
+    try:
+        import torch
+    except ImportError:
+        print("cpu_vs_torch.py: skipped, no torch (apt-get install python3-torch)")
+        return 77
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from ns_torch import newton_schulz  # the same NS as the GPU check's
     torch.set_num_threads(args.threads)  # torch may count fewer cores than the machine has
 
     shapes = parse_shapes(args.shapes)
