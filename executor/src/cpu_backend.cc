@@ -62,7 +62,7 @@ const bf16* row_of(const MatrixBatch& x, int64_t b, int64_t i) {
 // alloc, free and memory may also be called from other threads.
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(CpuGemm gemm) {
+  CpuBackend(CpuGemm gemm, int64_t onednn_min_macs) : onednn_min_macs_(onednn_min_macs) {
     // Links libmuonplan_openblas_core.so, whose constructor picks OpenBLAS's kernel, into every
     // program with a CPU backend (a library nothing calls may be left out of the link).
     (void)openblas_core_origin();
@@ -123,7 +123,10 @@ class CpuBackend final : public Backend {
   void run_gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                      float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
                      const MatrixBatch& c) override {
-    if (onednn_) {
+    // Small GEMMs stay on OpenBLAS: a oneDNN primitive costs 0.2-9 ms to create, once per shape
+    // and coefficients in each process, more than such a GEMM's whole run (a function of the
+    // shape, so the bits still depend on nothing else).
+    if (onednn_ && m * n * k >= onednn_min_macs_) {
       onednn_->run(batch, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
     } else {
       run_gemm_openblas(batch, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
@@ -234,6 +237,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<float, FreeDeleter> scratch_;
   int64_t scratch_floats_ = 0;
   std::unique_ptr<cpu::OnednnGemm> onednn_;  // null: the OpenBLAS path
+  int64_t onednn_min_macs_;                  // smaller GEMMs (m n k) run on OpenBLAS
 };
 
 // The oracle: fp32 copies of the operands, OpenBLAS sgemm. Arguments checked by
@@ -325,12 +329,12 @@ CpuGemm default_cpu_gemm() {
   throw std::invalid_argument("MUONPLAN_CPU_GEMM: '" + v + "' is not onednn or openblas");
 }
 
-std::unique_ptr<Backend> make_cpu_backend(CpuGemm gemm) {
-  return std::make_unique<CpuBackend>(gemm);
+std::unique_ptr<Backend> make_cpu_backend(CpuGemm gemm, int64_t onednn_min_macs) {
+  return std::make_unique<CpuBackend>(gemm, onednn_min_macs);
 }
 
 std::unique_ptr<Backend> make_cpu_backend() {
-  return make_cpu_backend(default_cpu_gemm());
+  return make_cpu_backend(default_cpu_gemm(), kOnednnMinMacs);
 }
 
 CpuGemm cpu_gemm_path(const Backend& backend) {

@@ -120,26 +120,30 @@ TEST_CASE("cpu backend counts current and peak bytes, and alloc zero-fills", "[e
 
 TEST_CASE("gemm_bf16 equals a double loop rounded once (exact operands)", "[exec][cpu]") {
   // Small integers keep every fp32 partial sum exact, so the only rounding left is the final
-  // bf16 one, and it must match the double result's bit for bit (ties included).
-  auto backend = make_cpu_backend();
-  for (const GemmCase& g : kCases) {
-    for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, {0.5f, -1.5f}, {-2.0f, 1.0f}}) {
-      INFO("batch " << g.batch << " m " << g.m << " n " << g.n << " k " << g.k << " ta " << g.ta
-                    << " tb " << g.tb << " alpha " << alpha << " beta " << beta);
-      const GemmRun r = run_gemm(*backend, g, alpha, beta, fill_small_integers);
-      const std::vector<double> ref =
-          gemm_reference(g, alpha, r.a, r.sa, r.b, r.sb, beta, r.c, r.sc);
-      for (int64_t bi = 0; bi < g.batch; ++bi) {
-        for (int64_t i = 0; i < g.m; ++i) {
-          for (int64_t j = 0; j < g.n; ++j) {
-            const double want = ref[(bi * g.m + i) * g.n + j];
-            REQUIRE(static_cast<double>(static_cast<float>(want)) == want);
-            REQUIRE(r.result[r.sc.index(bi, i, j)].bits == to_bf16(static_cast<float>(want)).bits);
+  // bf16 one, and it must match the double result's bit for bit (ties included), on each path
+  // (the oneDNN one for these small shapes too).
+  for (auto gemm : {CpuGemm::onednn, CpuGemm::openblas}) {
+    auto backend = make_cpu_backend(gemm, 0);
+    for (const GemmCase& g : kCases) {
+      for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, {0.5f, -1.5f}, {-2.0f, 1.0f}}) {
+        INFO("batch " << g.batch << " m " << g.m << " n " << g.n << " k " << g.k << " ta " << g.ta
+                      << " tb " << g.tb << " alpha " << alpha << " beta " << beta);
+        const GemmRun r = run_gemm(*backend, g, alpha, beta, fill_small_integers);
+        const std::vector<double> ref =
+            gemm_reference(g, alpha, r.a, r.sa, r.b, r.sb, beta, r.c, r.sc);
+        for (int64_t bi = 0; bi < g.batch; ++bi) {
+          for (int64_t i = 0; i < g.m; ++i) {
+            for (int64_t j = 0; j < g.n; ++j) {
+              const double want = ref[(bi * g.m + i) * g.n + j];
+              REQUIRE(static_cast<double>(static_cast<float>(want)) == want);
+              REQUIRE(r.result[r.sc.index(bi, i, j)].bits ==
+                      to_bf16(static_cast<float>(want)).bits);
+            }
           }
-        }
-        // Padding between rows and matrices is left alone.
-        for (int64_t i = 0; i < g.m; ++i) {
-          REQUIRE(r.result[r.sc.index(bi, i, g.n)].bits == r.c[r.sc.index(bi, i, g.n)].bits);
+          // Padding between rows and matrices is left alone.
+          for (int64_t i = 0; i < g.m; ++i) {
+            REQUIRE(r.result[r.sc.index(bi, i, g.n)].bits == r.c[r.sc.index(bi, i, g.n)].bits);
+          }
         }
       }
     }
@@ -379,7 +383,7 @@ TEST_CASE("the oneDNN and OpenBLAS GEMM paths differ by fp32 accumulation order 
   // differ only in the order: each is within gamma * sum |a_i b_i| of the exact sum (the test
   // above), so they are within twice that of each other, plus a bf16 spacing for each one's
   // final rounding (docs/executor-numerics.md, "GEMM paths").
-  auto onednn = make_cpu_backend(CpuGemm::onednn);
+  auto onednn = make_cpu_backend(CpuGemm::onednn, 0);  // every shape on oneDNN
   auto openblas = make_cpu_backend(CpuGemm::openblas);
   CHECK(cpu_gemm_path(*openblas) == CpuGemm::openblas);
   if (cpu_gemm_path(*onednn) != CpuGemm::onednn) {
@@ -423,7 +427,7 @@ TEST_CASE("the oneDNN GEMM path gives the same bits on 1 and 2 threads",
           "[exec][cpu][gemm_paths]") {
   // Sharded runs equal one-rank runs because no result depends on the thread count: fixed row
   // blocks, each oneDNN call on one thread.
-  auto backend = make_cpu_backend(CpuGemm::onednn);
+  auto backend = make_cpu_backend(CpuGemm::onednn, 0);
   const int threads = omp_get_max_threads();
   const GemmCase g{3, 300, 70, 130, false, true};  // two row blocks per matrix
   std::vector<std::vector<bf16>> results;

@@ -139,8 +139,11 @@ enum class CpuGemm { onednn, openblas };
 // The environment's choice: MUONPLAN_CPU_GEMM=onednn|openblas (unset or empty: onednn); throws
 // std::invalid_argument on another value.
 CpuGemm default_cpu_gemm();
-std::unique_ptr<Backend> make_cpu_backend();  // default_cpu_gemm()'s path
-std::unique_ptr<Backend> make_cpu_backend(CpuGemm gemm);
+// On the onednn path, GEMMs with m * n * k below onednn_min_macs run on OpenBLAS (creating a
+// oneDNN primitive costs more than a small GEMM; the choice depends on the shape alone).
+constexpr int64_t kOnednnMinMacs = int64_t{1} << 21;  // 128^3
+std::unique_ptr<Backend> make_cpu_backend();          // default_cpu_gemm()'s path, kOnednnMinMacs
+std::unique_ptr<Backend> make_cpu_backend(CpuGemm gemm, int64_t onednn_min_macs = kOnednnMinMacs);
 // The path a CPU backend runs (throws std::invalid_argument for another backend), and its name.
 CpuGemm cpu_gemm_path(const Backend& backend);
 const char* cpu_gemm_name(CpuGemm gemm);
