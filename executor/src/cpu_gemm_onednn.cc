@@ -129,15 +129,15 @@ struct OnednnGemm::Impl {
 };
 
 std::unique_ptr<OnednnGemm> OnednnGemm::create() {
-  try {
-    auto impl = std::make_unique<Impl>();
-    // A probe: oneDNN refuses bf16 matmul on CPUs without AVX-512 (it has no bf16 kernel there).
-    std::unique_ptr<OnednnGemm> gemm(new OnednnGemm(std::move(impl)));
-    gemm->implementation(16, 16, 16);
-    return gemm;
-  } catch (const dnnl::error&) {
+  // oneDNN's bf16 matmul needs AVX-512 (F, BW, VL, DQ: its avx512_core). Decided by CPUID, not
+  // by a probe primitive: the first primitive of a process costs 20-50 ms (oneDNN's setup),
+  // which a process whose GEMMs all stay below kOnednnMinMacs should not pay.
+  __builtin_cpu_init();
+  if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))) {
     return nullptr;
   }
+  return std::unique_ptr<OnednnGemm>(new OnednnGemm(std::make_unique<Impl>()));
 }
 
 OnednnGemm::OnednnGemm(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

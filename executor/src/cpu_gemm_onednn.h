@@ -16,8 +16,8 @@ namespace muonplan::exec::cpu {
 
 class OnednnGemm {
  public:
-  // nullptr where oneDNN has no bf16 matmul on this CPU (no AVX-512: the backend then runs the
-  // OpenBLAS path).
+  // nullptr where oneDNN has no bf16 matmul on this CPU (no AVX-512 by CPUID: the backend then
+  // runs the OpenBLAS path). Creates no primitive yet (the first costs oneDNN's setup).
   static std::unique_ptr<OnednnGemm> create();
   ~OnednnGemm();
 
