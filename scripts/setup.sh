@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(cmake g++ make libopenmpi-dev openmpi-bin libboost-graph-dev libyaml-cpp-dev pybind11-dev
       python3-dev catch2 python3-matplotlib python3-numpy libcli11-dev nlohmann-json3-dev
-      libopenblas-dev clang libclang-rt-14-dev  # clang + its runtimes: libFuzzer, ASan (scripts/fuzz.sh)
+      libopenblas-dev libdnnl-dev  # the CPU backend's GEMMs: oracle (OpenBLAS) and bf16 (oneDNN)
+      clang libclang-rt-14-dev  # clang + its runtimes: libFuzzer, ASan (scripts/fuzz.sh)
       libtomlplusplus-dev  # toml++: prime-rl trainer configs (planner/src/plan/toml_tree.cc)
       patchelf)  # bench/gpu_bundle.sh (and its test, gpu_bundle)
 missing=()

@@ -24,6 +24,7 @@
 #include "muonplan/error.h"
 #include "muonplan/exec/backend.h"
 #include "muonplan/exec/newton_schulz.h"
+#include "muonplan/exec/openblas_core.h"
 #include "muonplan/exec/sgemm_rate.h"
 #include "muonplan/ns_model.h"
 
@@ -37,6 +38,7 @@ struct Shape {
 struct BenchFlags {
   std::string backend = "cpu", shapes = "4,256,1024;2,1024,1024;8,512,512", schedule = "quintic";
   std::string variant = "plain";  // plain | symmetric | both (newton_schulz.h, NsVariant)
+  std::string gemm;               // the CPU backend's GEMM path; empty: MUONPLAN_CPU_GEMM's
   int reps = 3;
   int64_t sgemm_n = 1024;
   std::string dump;  // folder for the inputs, outputs and ns.json; empty: none
@@ -150,6 +152,9 @@ Runner add_bench(CLI::App& app) {
   ns->add_option("--dump", f->dump,
                  "Write each shape's input and each variant's output (raw bf16) and ns.json "
                  "(the JSON output, with file names) to this folder");
+  ns->add_option("--gemm", f->gemm,
+                 "CPU backend's GEMM path: onednn | openblas (default: MUONPLAN_CPU_GEMM, else "
+                 "onednn)");
   ns->add_flag("--json", f->json, "Machine-readable output");
   Runner cpu_kernels = add_bench_cpu_kernels(*bench);
   return [f, ns, cpu_kernels]() {
@@ -169,7 +174,16 @@ Runner add_bench(CLI::App& app) {
     if (f->sgemm_n <= 0) throw InputError({}, "--sgemm-size", "must be positive");
     const std::vector<Shape> shapes = parse_shapes(f->shapes);
     const NsSchedule schedule = ns_schedule(f->schedule);
-    std::unique_ptr<exec::Backend> backend = make_backend(f->backend);
+    if (!f->gemm.empty() && f->gemm != "onednn" && f->gemm != "openblas") {
+      throw InputError({}, "--gemm", "expected onednn or openblas, got '" + f->gemm + "'");
+    }
+    if (!f->gemm.empty() && f->backend != "cpu") {
+      throw InputError({}, "--gemm", "only the cpu backend has GEMM paths");
+    }
+    std::unique_ptr<exec::Backend> backend =
+        f->gemm.empty() ? make_backend(f->backend)
+                        : exec::make_cpu_backend(f->gemm == "onednn" ? exec::CpuGemm::onednn
+                                                                     : exec::CpuGemm::openblas);
     // The OpenBLAS sgemm yardstick is the CPU backend's; a device backend reports its rate alone.
     const bool cpu = backend->name() == "cpu";
     const int threads = omp_get_max_threads();
@@ -192,12 +206,19 @@ Runner add_bench(CLI::App& app) {
                           {"threads", threads},
                           {"sgemm_size", f->sgemm_n},
                           {"shapes", nlohmann::json::array()}};
+    if (cpu) {
+      out["gemm_path"] = exec::cpu_gemm_name(exec::cpu_gemm_path(*backend));
+      out["openblas_core"] = exec::openblas_core_name();
+      out["openblas_core_origin"] = exec::openblas_core_origin();
+    }
     if (!f->json && cpu) {
       std::printf(
-          "NS on the %s backend, %s (%zu iterations), %d threads; reference: OpenBLAS "
-          "sgemm %lld^3, %d threads, measured just before each shape\n",
-          backend->name().c_str(), schedule.name.c_str(), schedule.steps.size(), threads,
-          (long long)f->sgemm_n, threads);
+          "NS on the %s backend (GEMM path %s), %s (%zu iterations), %d threads; reference: "
+          "OpenBLAS sgemm %lld^3 (%s kernel, chosen by %s), %d threads, measured just before "
+          "each shape\n",
+          backend->name().c_str(), exec::cpu_gemm_name(exec::cpu_gemm_path(*backend)),
+          schedule.name.c_str(), schedule.steps.size(), threads, (long long)f->sgemm_n,
+          exec::openblas_core_name().c_str(), exec::openblas_core_origin().c_str(), threads);
       std::printf("%6s %6s %6s %10s %9s %12s %7s\n", "batch", "rows", "cols", "ms", "GFLOP/s",
                   "sgemm GF/s", "ratio");
     } else if (!f->json) {

@@ -1,10 +1,12 @@
 // The CPU reference backend: exact bf16 emulation (docs/executor-numerics.md).
 //
-// Every stored bf16 is rounded once, to nearest even. A GEMM converts its bf16 operands to fp32
-// (exact), runs OpenBLAS sgemm with alpha and beta folded in, and rounds the fp32 result to bf16
-// once. Nothing depends on the number of threads: sgemm runs single-threaded on row blocks whose
-// size is a function of the shape alone, elementwise kernels compute each element on its own,
-// and reductions sum fixed blocks combined in index order.
+// Every stored bf16 is rounded once, to nearest even. A GEMM runs on one of two paths ("GEMM
+// paths"): oneDNN's bf16 matmul (cpu_gemm_onednn.cc, the default), or the oracle here, which
+// converts the bf16 operands to fp32 (exact), runs OpenBLAS sgemm with alpha and beta folded
+// in, and rounds the fp32 result to bf16 once. Nothing depends on the number of threads: each
+// GEMM call runs single-threaded on row blocks whose size is a function of the shape alone,
+// elementwise kernels compute each element on its own, and reductions sum fixed blocks combined
+// in index order.
 #include <cblas.h>
 #include <omp.h>
 
@@ -19,8 +21,10 @@
 #include <utility>
 #include <vector>
 
+#include "cpu_gemm_onednn.h"
 #include "cpu_kernels.h"
 #include "muonplan/exec/backend.h"
+#include "muonplan/exec/openblas_core.h"
 #include "muonplan/exec/optimizer_formulas.h"
 
 namespace muonplan::exec {
@@ -36,14 +40,6 @@ int64_t ceil_div(int64_t a, int64_t b) {
 }
 int64_t round_up(int64_t a, int64_t b) {
   return ceil_div(a, b) * b;
-}
-
-// Rows of C per sgemm call. A function of m alone (never of the thread count or the batch), so
-// the same shape always runs the same sgemm calls and gets the same bits. Blocks of 128-256
-// rows keep sgemm near its peak (64-row blocks lose about 12% on m = 256); two blocks per
-// matrix keep two cores busy on a single matrix (an owner usually orthogonalizes one matrix).
-int64_t gemm_row_block(int64_t m) {
-  return std::clamp<int64_t>(round_up(ceil_div(m, 2), 16), 64, 256);
 }
 
 struct FreeDeleter {
@@ -66,12 +62,19 @@ const bf16* row_of(const MatrixBatch& x, int64_t b, int64_t i) {
 // alloc, free and memory may also be called from other threads.
 class CpuBackend final : public Backend {
  public:
-  CpuBackend() { openblas_set_num_threads(1); }
+  CpuBackend(CpuGemm gemm, int64_t onednn_min_macs) : onednn_min_macs_(onednn_min_macs) {
+    // Links libmuonplan_openblas_core.so, whose constructor picks OpenBLAS's kernel, into every
+    // program with a CPU backend (a library nothing calls may be left out of the link).
+    (void)openblas_core_origin();
+    openblas_set_num_threads(1);
+    if (gemm == CpuGemm::onednn) onednn_ = cpu::OnednnGemm::create();
+  }
   ~CpuBackend() override {
     for (void* ptr : counter_.live()) std::free(ptr);
   }
 
   std::string name() const override { return "cpu"; }
+  CpuGemm gemm_path() const { return onednn_ ? CpuGemm::onednn : CpuGemm::openblas; }
 
   void* alloc(size_t bytes) override {
     void* p = aligned_zeroed(bytes);
@@ -119,7 +122,16 @@ class CpuBackend final : public Backend {
 
   void run_gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                      float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
-                     const MatrixBatch& c) override;
+                     const MatrixBatch& c) override {
+    // Small GEMMs stay on OpenBLAS: a oneDNN primitive costs 0.2-9 ms to create, once per shape
+    // and coefficients in each process, more than such a GEMM's whole run (a function of the
+    // shape, so the bits still depend on nothing else).
+    if (onednn_ && m * n * k >= onednn_min_macs_) {
+      onednn_->run(batch, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+    } else {
+      run_gemm_openblas(batch, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+    }
+  }
 
   void sum_squares_bf16(int64_t batch, int64_t elems, const bf16* x, float* out) override {
     const int64_t blocks = std::max<int64_t>(1, ceil_div(elems, kSumBlock));
@@ -222,6 +234,10 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  void run_gemm_openblas(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                         float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
+                         const MatrixBatch& c);
+
   float* scratch(int64_t floats) {
     if (floats > scratch_floats_) {
       scratch_.reset(static_cast<float*>(aligned_zeroed(floats * sizeof(float))));
@@ -234,12 +250,15 @@ class CpuBackend final : public Backend {
   // fp32 copies of GEMM operands: backend-internal, not counted in memory().
   std::unique_ptr<float, FreeDeleter> scratch_;
   int64_t scratch_floats_ = 0;
+  std::unique_ptr<cpu::OnednnGemm> onednn_;  // null: the OpenBLAS path
+  int64_t onednn_min_macs_;                  // smaller GEMMs (m n k) run on OpenBLAS
 };
 
-// Arguments checked by Backend::gemm_bf16.
-void CpuBackend::run_gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n,
-                               int64_t k, float alpha, const MatrixBatch& a, const MatrixBatch& b,
-                               float beta, const MatrixBatch& c) {
+// The oracle: fp32 copies of the operands, OpenBLAS sgemm. Arguments checked by
+// Backend::gemm_bf16.
+void CpuBackend::run_gemm_openblas(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                                   int64_t k, float alpha, const MatrixBatch& a,
+                                   const MatrixBatch& b, float beta, const MatrixBatch& c) {
   // Stored shapes: op(A) is m x k, so A is k x m when transposed.
   const int64_t ar = trans_a ? k : m, ac = trans_a ? m : k;
   const int64_t br = trans_b ? n : k, bc = trans_b ? k : n;
@@ -255,7 +274,7 @@ void CpuBackend::run_gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_
   float* const sb = same_ab ? sa : sa + group * fa;
   float* const sc = sa + group * (fa + fb);
   const int64_t ldb = same_ab ? ac : bc;
-  const int64_t row_block = gemm_row_block(m), blocks = ceil_div(m, row_block);
+  const int64_t row_block = cpu::gemm_row_block(m), blocks = ceil_div(m, row_block);
   const bool read_c = beta != 0.0f;
 
   // A is converted whole up front when every block reads all of it (X X^T reads A as B, and a
@@ -315,8 +334,31 @@ void CpuBackend::run_gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_
 
 }  // namespace
 
+CpuGemm default_cpu_gemm() {
+  const char* env = std::getenv("MUONPLAN_CPU_GEMM");
+  if (env == nullptr || *env == '\0') return CpuGemm::onednn;
+  const std::string v = env;
+  if (v == "onednn") return CpuGemm::onednn;
+  if (v == "openblas") return CpuGemm::openblas;
+  throw std::invalid_argument("MUONPLAN_CPU_GEMM: '" + v + "' is not onednn or openblas");
+}
+
+std::unique_ptr<Backend> make_cpu_backend(CpuGemm gemm, int64_t onednn_min_macs) {
+  return std::make_unique<CpuBackend>(gemm, onednn_min_macs);
+}
+
 std::unique_ptr<Backend> make_cpu_backend() {
-  return std::make_unique<CpuBackend>();
+  return make_cpu_backend(default_cpu_gemm(), kOnednnMinMacs);
+}
+
+CpuGemm cpu_gemm_path(const Backend& backend) {
+  const auto* cpu = dynamic_cast<const CpuBackend*>(&backend);
+  if (cpu == nullptr) throw std::invalid_argument("cpu_gemm_path: not the cpu backend");
+  return cpu->gemm_path();
+}
+
+const char* cpu_gemm_name(CpuGemm gemm) {
+  return gemm == CpuGemm::onednn ? "onednn" : "openblas";
 }
 
 }  // namespace muonplan::exec

@@ -1,5 +1,6 @@
-// The host kernels of host_kernels.h with AVX2 intrinsics and OpenMP (this file is compiled with
-// -mavx2; the library with -ffp-contract=off, so no multiply-add below becomes an FMA).
+// The host kernels of host_kernels.h with AVX2 intrinsics and OpenMP, the `avx2` Isa (this file is
+// compiled with -mavx2; the library with -ffp-contract=off, so no multiply-add below becomes an
+// FMA).
 //
 // Each kernel runs fixed blocks of kBlock elements, split statically over the threads; a block
 // runs 8 or 16 elements per vector step and its last few elements through the scalar formula
@@ -16,7 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "muonplan/exec/host_kernels.h"
+#include "host_kernels_isa.h"
 #include "muonplan/exec/optimizer_formulas.h"
 
 namespace muonplan::exec::host {
@@ -195,6 +196,8 @@ void triad_block(int64_t first, int64_t last, float q, const float* b, const flo
 
 }  // namespace
 
+namespace avx2 {
+
 void fold_momentum_f32(int64_t n, float mu, float scale, const float* g, float* m) {
   for_blocks(n, false,
              [=](int64_t first, int64_t last) { fold_f32_block(first, last, mu, scale, g, m); });
@@ -235,5 +238,7 @@ void triad(int64_t n, float q, const float* b, const float* c, float* a) {
                [=](int64_t first, int64_t last) { triad_block<false>(first, last, q, b, c, a); });
   }
 }
+
+}  // namespace avx2
 
 }  // namespace muonplan::exec::host

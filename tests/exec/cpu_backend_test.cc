@@ -3,6 +3,8 @@
 // and results that do not depend on the number of threads.
 #include <omp.h>
 
+#include <cstring>
+
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -118,26 +120,30 @@ TEST_CASE("cpu backend counts current and peak bytes, and alloc zero-fills", "[e
 
 TEST_CASE("gemm_bf16 equals a double loop rounded once (exact operands)", "[exec][cpu]") {
   // Small integers keep every fp32 partial sum exact, so the only rounding left is the final
-  // bf16 one, and it must match the double result's bit for bit (ties included).
-  auto backend = make_cpu_backend();
-  for (const GemmCase& g : kCases) {
-    for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, {0.5f, -1.5f}, {-2.0f, 1.0f}}) {
-      INFO("batch " << g.batch << " m " << g.m << " n " << g.n << " k " << g.k << " ta " << g.ta
-                    << " tb " << g.tb << " alpha " << alpha << " beta " << beta);
-      const GemmRun r = run_gemm(*backend, g, alpha, beta, fill_small_integers);
-      const std::vector<double> ref =
-          gemm_reference(g, alpha, r.a, r.sa, r.b, r.sb, beta, r.c, r.sc);
-      for (int64_t bi = 0; bi < g.batch; ++bi) {
-        for (int64_t i = 0; i < g.m; ++i) {
-          for (int64_t j = 0; j < g.n; ++j) {
-            const double want = ref[(bi * g.m + i) * g.n + j];
-            REQUIRE(static_cast<double>(static_cast<float>(want)) == want);
-            REQUIRE(r.result[r.sc.index(bi, i, j)].bits == to_bf16(static_cast<float>(want)).bits);
+  // bf16 one, and it must match the double result's bit for bit (ties included), on each path
+  // (the oneDNN one for these small shapes too).
+  for (auto gemm : {CpuGemm::onednn, CpuGemm::openblas}) {
+    auto backend = make_cpu_backend(gemm, 0);
+    for (const GemmCase& g : kCases) {
+      for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, {0.5f, -1.5f}, {-2.0f, 1.0f}}) {
+        INFO("batch " << g.batch << " m " << g.m << " n " << g.n << " k " << g.k << " ta " << g.ta
+                      << " tb " << g.tb << " alpha " << alpha << " beta " << beta);
+        const GemmRun r = run_gemm(*backend, g, alpha, beta, fill_small_integers);
+        const std::vector<double> ref =
+            gemm_reference(g, alpha, r.a, r.sa, r.b, r.sb, beta, r.c, r.sc);
+        for (int64_t bi = 0; bi < g.batch; ++bi) {
+          for (int64_t i = 0; i < g.m; ++i) {
+            for (int64_t j = 0; j < g.n; ++j) {
+              const double want = ref[(bi * g.m + i) * g.n + j];
+              REQUIRE(static_cast<double>(static_cast<float>(want)) == want);
+              REQUIRE(r.result[r.sc.index(bi, i, j)].bits ==
+                      to_bf16(static_cast<float>(want)).bits);
+            }
           }
-        }
-        // Padding between rows and matrices is left alone.
-        for (int64_t i = 0; i < g.m; ++i) {
-          REQUIRE(r.result[r.sc.index(bi, i, g.n)].bits == r.c[r.sc.index(bi, i, g.n)].bits);
+          // Padding between rows and matrices is left alone.
+          for (int64_t i = 0; i < g.m; ++i) {
+            REQUIRE(r.result[r.sc.index(bi, i, g.n)].bits == r.c[r.sc.index(bi, i, g.n)].bits);
+          }
         }
       }
     }
@@ -159,7 +165,8 @@ TEST_CASE("gemm_bf16 on real operands is within fp32 accumulation error of the e
     const std::vector<double> ref = gemm_reference(g, alpha, r.a, r.sa, r.b, r.sb, beta, r.c, r.sc);
     std::vector<bf16> abs_a(r.a.size()), abs_b(r.b.size()), abs_c(r.c.size());
     auto absolute = [](const std::vector<bf16>& v, std::vector<bf16>& out) {
-      for (size_t i = 0; i < v.size(); ++i) out[i] = bf16{static_cast<uint16_t>(v[i].bits & 0x7fff)};
+      for (size_t i = 0; i < v.size(); ++i)
+        out[i] = bf16{static_cast<uint16_t>(v[i].bits & 0x7fff)};
     };
     absolute(r.a, abs_a);
     absolute(r.b, abs_b);
@@ -368,4 +375,67 @@ TEST_CASE("sum_squares and gemm give the same bits on 1 and 2 threads", "[exec][
   const GemmRun two = run_gemm(*backend, g, 1.0f, 0.5f, fill_normal);
   omp_set_num_threads(threads);
   CHECK(same_bits(one.result, two.result));
+}
+
+TEST_CASE("the oneDNN and OpenBLAS GEMM paths differ by fp32 accumulation order only",
+          "[exec][cpu][gemm_paths]") {
+  // The products of bf16 operands are exact in fp32, so the two paths sum the same k terms and
+  // differ only in the order: each is within gamma * sum |a_i b_i| of the exact sum (the test
+  // above), so they are within twice that of each other, plus a bf16 spacing for each one's
+  // final rounding (docs/executor-numerics.md, "GEMM paths").
+  auto onednn = make_cpu_backend(CpuGemm::onednn, 0);  // every shape on oneDNN
+  auto openblas = make_cpu_backend(CpuGemm::openblas);
+  CHECK(cpu_gemm_path(*openblas) == CpuGemm::openblas);
+  if (cpu_gemm_path(*onednn) != CpuGemm::onednn) {
+    WARN("oneDNN has no bf16 matmul on this CPU: the backend runs OpenBLAS, nothing to compare");
+    return;
+  }
+  const float alpha = 0.75f, beta = 0.3f;
+  int64_t differing = 0, total = 0;
+  for (const GemmCase& g : kCases) {
+    const GemmRun x = run_gemm(*onednn, g, alpha, beta, fill_normal);
+    const GemmRun y = run_gemm(*openblas, g, alpha, beta, fill_normal);  // same seeds
+    std::vector<bf16> abs_a(x.a), abs_b(x.b), abs_c(x.c);
+    for (auto* v : {&abs_a, &abs_b, &abs_c}) {
+      for (bf16& e : *v) e.bits &= 0x7fff;
+    }
+    const std::vector<double> magnitude =
+        gemm_reference(g, alpha, abs_a, x.sa, abs_b, x.sb, beta, abs_c, x.sc);
+    const double u = std::ldexp(1.0, -24);
+    const double gamma = (g.k + 2) * u / (1 - (g.k + 2) * u);
+    for (int64_t bi = 0; bi < g.batch; ++bi) {
+      for (int64_t i = 0; i < g.m; ++i) {
+        for (int64_t j = 0; j < g.n; ++j) {
+          const double a = to_float(x.result[x.sc.index(bi, i, j)]);
+          const double b = to_float(y.result[y.sc.index(bi, i, j)]);
+          const double accumulation = 2 * gamma * magnitude[(bi * g.m + i) * g.n + j];
+          const double top = std::max(std::fabs(a), std::fabs(b)) + accumulation;
+          const double spacing = top == 0 ? 0 : std::ldexp(1.0, std::ilogb(top) - 7);
+          INFO("onednn " << a << " openblas " << b << " accumulation bound " << accumulation);
+          REQUIRE(std::fabs(a - b) <= accumulation + 2 * spacing);
+          differing += a != b;
+          ++total;
+        }
+      }
+    }
+  }
+  INFO(differing << " of " << total << " elements differ");
+  CHECK(differing < total);
+}
+
+TEST_CASE("the oneDNN GEMM path gives the same bits on 1 and 2 threads",
+          "[exec][cpu][gemm_paths]") {
+  // Sharded runs equal one-rank runs because no result depends on the thread count: fixed row
+  // blocks, each oneDNN call on one thread.
+  auto backend = make_cpu_backend(CpuGemm::onednn, 0);
+  const int threads = omp_get_max_threads();
+  const GemmCase g{3, 300, 70, 130, false, true};  // two row blocks per matrix
+  std::vector<std::vector<bf16>> results;
+  for (int t : {1, 2}) {
+    omp_set_num_threads(t);
+    results.push_back(run_gemm(*backend, g, 1.0f, 0.5f, fill_normal).result);
+  }
+  omp_set_num_threads(threads);
+  REQUIRE(results[0].size() == results[1].size());
+  CHECK(std::memcmp(results[0].data(), results[1].data(), results[0].size() * sizeof(bf16)) == 0);
 }

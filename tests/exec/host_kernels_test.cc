@@ -1,6 +1,7 @@
-// Host kernels (host_kernels.h): each AVX2 + OpenMP kernel equals its plain scalar loop bit for
-// bit on awkward sizes and values (denormals, NaN, Inf, -0, bf16 ties), on 1 and 2 threads and on
-// aligned (streaming stores) and misaligned arrays; and they compute the Backend's formulas.
+// Host kernels (host_kernels.h): each vector + OpenMP kernel (the form host::active_isa() runs;
+// ctest's exec.host_isa_* run this file under each form the CPU has) equals its plain scalar loop
+// bit for bit on awkward sizes and values (denormals, NaN, Inf, -0, bf16 ties), on 1 and 2 threads
+// and on aligned (streaming stores) and misaligned arrays; and they compute the Backend's formulas.
 //
 // NaN results compare as "both NaN": when two different NaNs meet in one operation, x86 returns
 // the first operand's, and the compiler may swap the operands of a commutative + or *, so which
@@ -13,13 +14,16 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <iterator>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "exec_test_util.h"
@@ -49,8 +53,18 @@ const uint32_t kSpecialF32[] = {
 const uint16_t kSpecialBf16[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x007f, 0x0080, 0x7f7f,
                                  0xff7f, 0x7f80, 0xff80, 0x7fc0, 0x7f81, 0xffc1, 0x3f80};
 
+bool is_denormal(float x) {
+  return (float_bits(x) & 0x7f800000u) == 0 && (float_bits(x) & 0x007fffffu) != 0;
+}
+
+// Whether the arrays hold denormals. Nearly every vector of the mixed arrays has one, and a
+// vector with a denormal takes the integer rounding on every form; without them, the
+// avx512_bf16 form rounds with vcvtneps2bf16 (host_kernels_avx512.cc), so both are tested.
+bool g_denormals = true;
+
 // n fp32 values: one in eight a special pattern, the rest N(0, 1) times a scale from 1e-39
-// (denormal) to 1e30; `positive` takes absolute values of the random ones (AdamW's v).
+// (denormal) to 1e30; `positive` takes absolute values of the random ones (AdamW's v). Without
+// g_denormals, a denormal becomes 1.
 std::vector<float> mixed_f32(int64_t n, uint32_t seed, bool positive = false) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -63,6 +77,7 @@ std::vector<float> mixed_f32(int64_t n, uint32_t seed, bool positive = false) {
       x = normal(rng) * scales[rng() % std::size(scales)];
       if (positive) x = std::fabs(x);
     }
+    if (!g_denormals && is_denormal(x)) x = 1.0f;
   }
   return v;
 }
@@ -73,6 +88,7 @@ std::vector<bf16> mixed_bf16(int64_t n, uint32_t seed) {
   std::vector<bf16> v(n);
   for (int64_t i = 0; i < n; ++i) {
     v[i] = rng() % 8 == 0 ? bf16{kSpecialBf16[rng() % std::size(kSpecialBf16)]} : to_bf16(f[i]);
+    if (!g_denormals && is_denormal(to_float(v[i]))) v[i] = to_bf16(1.0f);
   }
   return v;
 }
@@ -94,6 +110,9 @@ class Array {
     return reinterpret_cast<T*>((p + 63) / 64 * 64) + offset_;
   }
   std::vector<T> values() const { return std::vector<T>(data(), data() + n_); }
+  // Copies without allocating (the large sizes would otherwise spend their time in page faults).
+  void restore(const Array& from) { std::copy(from.data(), from.data() + n_, data()); }
+  void values_into(std::vector<T>& out) const { out.assign(data(), data() + n_); }
 
  private:
   int64_t n_, offset_;
@@ -141,6 +160,19 @@ struct State {
         mb(mixed_bf16(n, 6), offset),
         u(mixed_bf16(n, 7), offset),
         y(std::vector<bf16>(n), offset) {}
+  void restore(const State& from) {
+    for (auto [to, src] : {std::pair{&g, &from.g},
+                           {&x, &from.x},
+                           {&w, &from.w},
+                           {&m, &from.m},
+                           {&v, &from.v},
+                           {&a, &from.a}}) {
+      to->restore(*src);
+    }
+    mb.restore(from.mb);
+    u.restore(from.u);
+    y.restore(from.y);
+  }
   Array<float> g, x, w, m, v, a;
   Array<bf16> mb, u, y;
 };
@@ -206,9 +238,16 @@ struct Snapshot {
   std::vector<float> g, x, w, m, v, a;
   std::vector<bf16> mb, u, y;
 };
-Snapshot snapshot(const State& s) {
-  return {s.g.values(), s.x.values(),  s.w.values(), s.m.values(), s.v.values(),
-          s.a.values(), s.mb.values(), s.u.values(), s.y.values()};
+void snapshot(const State& s, Snapshot& out) {
+  s.g.values_into(out.g);
+  s.x.values_into(out.x);
+  s.w.values_into(out.w);
+  s.m.values_into(out.m);
+  s.v.values_into(out.v);
+  s.a.values_into(out.a);
+  s.mb.values_into(out.mb);
+  s.u.values_into(out.u);
+  s.y.values_into(out.y);
 }
 
 int64_t differences(const Snapshot& got, const Snapshot& want) {
@@ -226,33 +265,89 @@ bool identical(const Snapshot& a, const Snapshot& b) {
          eq(a.a, b.a) && eq(a.mb, b.mb) && eq(a.u, b.u) && eq(a.y, b.y);
 }
 
-}  // namespace
-
-TEST_CASE("host kernels equal their scalar loops bit for bit, on 1 and 2 threads", "[exec][host]") {
+// Each kernel against its scalar loop on every size, aligned and not, on 1 and 2 threads, in
+// each of `forms` (those the CPU lacks are left out).
+void check_against_scalar(const std::vector<int64_t>& sizes, const std::vector<host::Isa>& forms) {
   const int threads = omp_get_max_threads();
-  for (int64_t n : kSizes) {
+  const host::Isa active = host::active_isa();
+  for (int64_t n : sizes) {
     for (int64_t offset : {0, 1}) {
       const State start(n, offset);
+      State s = start;
+      Snapshot want;
+      std::vector<Snapshot> runs(2);
       for (const NamedKernel& k : kernels()) {
-        INFO(k.name << ", n " << n << ", offset " << offset);
-        State reference = start;
-        k.run(false, n, reference);
-        const Snapshot want = snapshot(reference);
-        std::vector<Snapshot> runs;
-        for (int t : {1, 2}) {
-          omp_set_num_threads(t);
-          State s = start;
-          k.run(true, n, s);
-          runs.push_back(snapshot(s));
-          INFO(t << " thread(s)");
-          CHECK(differences(runs.back(), want) == 0);
+        k.run(false, n, s);
+        snapshot(s, want);
+        for (host::Isa isa : forms) {
+          if (!host::isa_supported(isa)) continue;
+          host::set_active_isa(isa);
+          INFO(k.name << ", n " << n << ", offset " << offset << ", denormals " << g_denormals
+                      << ", form " << host::isa_name(isa));
+          for (int t : {1, 2}) {
+            omp_set_num_threads(t);
+            s.restore(start);
+            k.run(true, n, s);
+            snapshot(s, runs[t - 1]);
+            INFO(t << " thread(s)");
+            CHECK(differences(runs[t - 1], want) == 0);
+          }
+          // The same code per element whatever the thread count: identical bits, NaNs included.
+          CHECK(identical(runs[0], runs[1]));
         }
-        // The same code per element whatever the thread count: identical bits, NaNs included.
-        CHECK(identical(runs[0], runs[1]));
+        s.restore(start);
       }
     }
   }
+  host::set_active_isa(active);
   omp_set_num_threads(threads);
+}
+
+const std::vector<host::Isa> kAllForms = {host::Isa::avx2, host::Isa::avx512,
+                                          host::Isa::avx512_bf16};
+
+}  // namespace
+
+TEST_CASE("host kernels equal their scalar loops bit for bit, on 1 and 2 threads", "[exec][host]") {
+  // Every form the CPU has, against one scalar run each.
+  for (host::Isa isa : kAllForms) {
+    if (!host::isa_supported(isa))
+      WARN("not tested here, the CPU lacks it: " << host::isa_name(isa));
+  }
+  // The widest form (what the CPU runs) on every size; the narrower ones on fewer and smaller
+  // sizes that still cover the tails, several threads' blocks and the streaming stores (the
+  // kernels' inputs are full of denormals, slow on x86, so the sizes set the test's time).
+  const std::vector<int64_t> narrower = {0, 1, 7, 33, 100003, (int64_t{1} << 20) + 5};
+  g_denormals = true;
+  check_against_scalar(kSizes, {host::active_isa()});
+  std::vector<host::Isa> others;
+  for (host::Isa isa : kAllForms) {
+    if (isa != host::active_isa()) others.push_back(isa);
+  }
+  check_against_scalar(narrower, others);
+  // The hardware bf16 rounding's own path: vectors without denormals.
+  g_denormals = false;
+  check_against_scalar({33, 100003, (int64_t{1} << 20) + 5}, kAllForms);
+  g_denormals = true;
+}
+
+TEST_CASE("host kernels run the form MUONPLAN_HOST_ISA names, else the widest",
+          "[exec][host][isa]") {
+  // ctest's exec.host_isa_<form> runs this (and the next) under each form the CPU has, skipped
+  // (77) elsewhere: the form is the one asked for, and small cases of every kernel equal the
+  // scalar loops on it (the full sizes run above, for every form, in one process).
+  const char* env = std::getenv("MUONPLAN_HOST_ISA");
+  if (env != nullptr && *env != '\0') {
+    CHECK(std::string(host::isa_name(host::active_isa())) == env);
+  } else {
+    CHECK(host::isa_supported(host::active_isa()));
+    for (host::Isa wider : {host::Isa::avx512, host::Isa::avx512_bf16}) {
+      if (host::isa_supported(wider)) CHECK(host::active_isa() >= wider);
+    }
+  }
+  CHECK(host::isa_supported(host::Isa::avx2));  // the CPU backend's minimum
+  CHECK_THROWS_AS(host::set_active_isa(static_cast<host::Isa>(99)), std::invalid_argument);
+  check_against_scalar({0, 1, 7, 33, 40000}, {host::active_isa()});
 }
 
 TEST_CASE("host kernels compute the Backend's formulas", "[exec][host]") {

@@ -9,7 +9,8 @@ if ! bash "$root/scripts/openblas-core.sh" "$core"; then
   echo "skipped: this CPU lacks the instructions of OpenBLAS's $core kernels"
   exit 77
 fi
-export OPENBLAS_CORETYPE="$core" OMP_WAIT_POLICY=passive
+# MUONPLAN_CPU_GEMM=openblas: the GEMMs run on OpenBLAS (the oracle path), not on oneDNN.
+export OPENBLAS_CORETYPE="$core" OMP_WAIT_POLICY=passive MUONPLAN_CPU_GEMM=openblas
 # OpenBLAS takes the kernel it is told only if it has one by that name: check that it did.
 name="$(python3 -c 'import ctypes; l = ctypes.CDLL("libopenblas.so.0")
 l.openblas_get_corename.restype = ctypes.c_char_p; print(l.openblas_get_corename().decode())')"

@@ -168,6 +168,21 @@ class Backend {
 // The CPU reference backend (cpu_backend.cc, docs/executor-numerics.md): exact bf16 emulation;
 // results do not depend on the number of OpenMP threads. Sets OpenBLAS to one thread per call
 // (process-wide): the backend runs single-threaded sgemm calls on fixed row blocks in parallel.
-std::unique_ptr<Backend> make_cpu_backend();
+// Its GEMM path (docs/executor-numerics.md, "GEMM paths"): `onednn`, bf16 operands on the CPU's
+// bf16 units (AMX, AVX512_BF16), the default; `openblas`, the fp32-emulated oracle (OpenBLAS
+// sgemm on exact fp32 copies). The two differ only in the fp32 accumulation order. Without
+// AVX-512 oneDNN has no bf16 matmul and the backend runs `openblas` whatever was asked.
+enum class CpuGemm { onednn, openblas };
+// The environment's choice: MUONPLAN_CPU_GEMM=onednn|openblas (unset or empty: onednn); throws
+// std::invalid_argument on another value.
+CpuGemm default_cpu_gemm();
+// On the onednn path, GEMMs with m * n * k below onednn_min_macs run on OpenBLAS (creating a
+// oneDNN primitive costs more than a small GEMM; the choice depends on the shape alone).
+constexpr int64_t kOnednnMinMacs = int64_t{1} << 21;  // 128^3
+std::unique_ptr<Backend> make_cpu_backend();          // default_cpu_gemm()'s path, kOnednnMinMacs
+std::unique_ptr<Backend> make_cpu_backend(CpuGemm gemm, int64_t onednn_min_macs = kOnednnMinMacs);
+// The path a CPU backend runs (throws std::invalid_argument for another backend), and its name.
+CpuGemm cpu_gemm_path(const Backend& backend);
+const char* cpu_gemm_name(CpuGemm gemm);
 
 }  // namespace muonplan::exec

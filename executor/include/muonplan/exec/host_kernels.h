@@ -1,7 +1,8 @@
 // Host-side optimizer kernels of the offload pipelines (docs/muon-step.md section 5): the momentum
 // fold of `full` offload, AdamW on host state, the bf16 update added into the fp32 master, and
-// the casts around the copies. Memory-bound by design: AVX2 + OpenMP (cpu_host_kernels.cc);
-// GB/s beside STREAM triad: `muonplan bench cpu-kernels` (docs/executor-numerics.md).
+// the casts around the copies. Memory-bound by design: OpenMP and the widest vector form the CPU
+// has, chosen by CPUID (Isa below); GB/s beside STREAM triad: `muonplan bench cpu-kernels`
+// (docs/executor-numerics.md).
 //
 // Every kernel is elementwise with each fp32 operation rounded as written (no FMA), so the
 // result does not depend on the thread count or the vector width, and equals the scalar form
@@ -17,6 +18,21 @@
 #include "muonplan/exec/bf16.h"
 
 namespace muonplan::exec::host {
+
+// The vector forms. Every form gives the scalar loops' bits; they differ only in speed.
+//   avx2         8 lanes (cpu_host_kernels.cc), the CPU backend's minimum
+//   avx512       16 lanes, bf16 rounding by to_bf16's integer rule (host_kernels_avx512.cc)
+//   avx512_bf16  avx512 with the CPU's vcvtneps2bf16 rounding (same file)
+enum class Isa { avx2, avx512, avx512_bf16 };
+const char* isa_name(Isa isa);
+bool isa_supported(Isa isa);  // CPUID (and the OS's AVX-512 state)
+// The form the kernels below run, chosen once per process: MUONPLAN_HOST_ISA=avx2|avx512|
+// avx512_bf16 when set (std::invalid_argument where unknown or not supported here; the tests
+// use it to run each form), else the widest supported.
+Isa active_isa();
+// Switches the form for the whole process (the tests run every form; not while a kernel runs);
+// std::invalid_argument where the CPU lacks it.
+void set_active_isa(Isa isa);
 
 // m = mu * m + scale * g                                     (fp32 momentum)
 void fold_momentum_f32(int64_t n, float mu, float scale, const float* g, float* m);
