@@ -199,6 +199,16 @@ for f in "$dest"/bin/* "$dest"/lib/*.so* "$dest"/lib/openmpi/*.so "$dest"/lib/pm
   esac
 done
 
+# --- 4b. A library too large to travel whole (oneDNN, 40 MB: the CPU backend's bf16 GEMMs)
+# goes as xz -1 (about 8 MB, 1.5 s); env.sh unpacks it beside itself on first use. The bundle
+# must fit the device's 64 MiB working tree with the repository.
+for f in "$dest"/lib/*.so*; do
+  { [ -L "$f" ] || [ "$(stat -c %s "$f")" -le $((16 << 20)) ]; } && continue
+  xz -1 -T1 "$f"
+  name="$(basename "$f")"
+  sed -i "s|^lib/$name\t|lib/$name.xz\t|" "$origins"
+done
+
 # --- 5. env.sh: OpenMPI relocated to the bundle (OPAL_PREFIX and the directories it derives
 # from Debian's absolute configure paths), PMIx's plugins, nothing from /etc/openmpi.
 cat >"$dest/env.sh" <<'EOF'
@@ -207,6 +217,13 @@ cat >"$dest/env.sh" <<'EOF'
 # carry DT_RPATH $ORIGIN/../lib.
 MUONPLAN_BUNDLE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export MUONPLAN_BUNDLE
+# Libraries that travel compressed (gpu_bundle.sh, step 4b): unpacked once, beside the .xz.
+for z in "$MUONPLAN_BUNDLE"/lib/*.xz; do
+  [ -e "$z" ] && [ ! -e "${z%.xz}" ] || continue
+  if command -v xz >/dev/null; then xz -dc "$z"; else
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$z"
+  fi >"${z%.xz}.part.$$" && mv "${z%.xz}.part.$$" "${z%.xz}"
+done
 export OPAL_PREFIX="$MUONPLAN_BUNDLE" OPAL_EXEC_PREFIX="$MUONPLAN_BUNDLE"
 export OPAL_BINDIR="$MUONPLAN_BUNDLE/bin" OPAL_SBINDIR="$MUONPLAN_BUNDLE/bin"
 export OPAL_LIBEXECDIR="$MUONPLAN_BUNDLE/bin" OPAL_LIBDIR="$MUONPLAN_BUNDLE/lib"

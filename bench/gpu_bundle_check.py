@@ -100,7 +100,8 @@ def folder_bytes(bundle):
 
 def check(bundle, max_mib):
     problems = []
-    libs = set(os.listdir(os.path.join(bundle, "lib")))
+    # A library that travels as NAME.xz (gpu_bundle.sh, step 4b) is there: env.sh unpacks it.
+    libs = {n[:-3] if n.endswith(".xz") else n for n in os.listdir(os.path.join(bundle, "lib"))}
     files = {}
     for rel in elf_files(bundle):
         needed, rpath, runpath = dynamic(os.path.join(bundle, rel))
