@@ -96,33 +96,8 @@ SourceLoc location(const std::string& text, size_t offset, const std::string& pa
 
 }  // namespace
 
-// Refuses nesting past kMaxJsonDepth: one pass over the text, brackets inside strings skipped.
-void check_json_depth(const std::string& text, const std::string& path) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\')
-        ++i;  // the escaped character, '"' too
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) {
-        throw InputError(location(text, i, path), "json",
-                         "nested deeper than " + std::to_string(kMaxJsonDepth) +
-                             " levels; no muonplan input nests more than a few");
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-}
-
 json parse_json_text(const std::string& text, const std::string& path) {
-  check_json_depth(text, path);
+  check_json_bounds(text, path);  // json_bounds.h: before nlohmann recurses or allocates
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {
@@ -189,7 +164,6 @@ std::string read_input_file(const std::string& path, const std::string& field) {
 
 json read_json_file(const std::string& path, const std::string& field) {
   const std::string text = read_input_file(path, field);
-  check_json_counts(text, path);  // json_bounds.h: before nlohmann allocates
   json j = parse_json_text(text, path);
   refuse_duplicate_keys(text, path);  // our formats only (plan_checks.h): JSON keeps the last
   return j;

@@ -19,7 +19,7 @@ namespace {
 
 }  // namespace
 
-void check_json_counts(const std::string& text, const std::string& path) {
+void check_json_bounds(const std::string& text, const std::string& path) {
   // Per open container: elements so far in an array (commas + 1), -1 for an object.
   std::vector<int64_t> open;
   int64_t values = 1;
@@ -37,6 +37,11 @@ void check_json_counts(const std::string& text, const std::string& path) {
       in_string = true;
     } else if (c == '[' || c == '{') {
       open.push_back(c == '[' ? 1 : -1);
+      if (open.size() > size_t(kMaxJsonDepth)) {
+        refuse(text, i, path,
+               "nested deeper than " + std::to_string(kMaxJsonDepth) +
+                   " levels; no muonplan input nests more than a few");
+      }
     } else if ((c == ']' || c == '}') && !open.empty()) {
       open.pop_back();
     } else if (c == ',') {

@@ -18,16 +18,8 @@ inline constexpr int64_t kMaxInputFileBytes = int64_t{64} << 20;
 // "PATH: FIELD: message" otherwise (missing, unreadable, a directory, a FIFO or device, larger).
 std::string read_input_file(const std::string& path, const std::string& field = "file");
 
-// No muonplan format, plan, metrics, trace or Hugging Face config, nests past a few levels; a
-// deeper file is refused before it is parsed (nlohmann's dump() recursed through 100,000
-// nested arrays and overflowed the stack).
-inline constexpr int kMaxJsonDepth = 64;
-
-// InputError "PATH:LINE:COL: json: nested deeper than ..." for such a text; one pass.
-void check_json_depth(const std::string& text, const std::string& path);
-
-// `text` parsed as JSON: a syntax error, or nesting deeper than kMaxJsonDepth, is an InputError
-// "PATH:LINE:COL: json: ...".
+// `text` parsed as JSON: a syntax error, or a text past json_bounds.h's bounds (depth, array
+// length, values), is an InputError "PATH:LINE:COL: json: ...".
 nlohmann::json parse_json_text(const std::string& text, const std::string& path);
 
 // A JSON value for an error message, bounded whatever the input: scalars as written (strings cut

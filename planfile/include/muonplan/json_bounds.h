@@ -1,5 +1,5 @@
-// Bounds on how many values a JSON input may hold, checked on the text before it is parsed:
-// nlohmann builds ~40 bytes a value, and frees an array through a vector it allocates in a
+// Bounds on how deep and how many values a JSON input may hold, checked on the text before it is
+// parsed: nlohmann builds ~40 bytes a value, and frees an array through a vector it allocates in a
 // noexcept destructor, so a 60 MB file of 30M integers took 1.1 GB and, out of memory,
 // aborted instead of failing (docs/reliability.md).
 #pragma once
@@ -15,8 +15,14 @@ inline constexpr int64_t kMaxJsonArrayElements = int64_t{1} << 20;
 // Values (scalars, arrays, objects) in one input: room for the largest trace, ~300 MB parsed.
 inline constexpr int64_t kMaxJsonValues = int64_t{8} << 20;
 
-// InputError "FILE:LINE:COL: json: ..." at the first array past kMaxJsonArrayElements
-// elements, or the value past kMaxJsonValues in all. One pass; strings skipped.
-void check_json_counts(const std::string& text, const std::string& path);
+// No muonplan format (plan, metrics, trace, Hugging Face config) nests past a few levels; a
+// deeper file is refused before it is parsed (nlohmann's dump() recursed through 100,000
+// nested arrays and overflowed the stack).
+inline constexpr int kMaxJsonDepth = 64;
+
+// InputError "FILE:LINE:COL: json: ..." at the first container nested deeper than
+// kMaxJsonDepth, the first array past kMaxJsonArrayElements elements, or the value past
+// kMaxJsonValues in all. One pass over the text, strings skipped, before anything is parsed.
+void check_json_bounds(const std::string& text, const std::string& path);
 
 }  // namespace muonplan

@@ -61,8 +61,7 @@ size_t token_start(const std::string& text, size_t byte) {
 class Config {
  public:
   Config(const std::string& text, const std::string& path) : text_(text), path_(path) {
-    check_json_depth(text, path);
-    check_json_counts(text, path);  // json_bounds.h: before nlohmann allocates
+    check_json_bounds(text, path);  // json_bounds.h: before nlohmann recurses or allocates
     try {
       j_ = json::parse(text);
     } catch (const json::parse_error& e) {

@@ -175,7 +175,7 @@ ModelSpec load_model(const std::string& path) {
   if (json_object && text.find("\"model_type\"") != std::string::npos) {
     return parse_hf_config(text, path);
   }
-  if (json_object) check_json_counts(text, path);  // JSON read as YAML: yaml-cpp builds it all
+  if (json_object) check_json_bounds(text, path);  // JSON read as YAML: yaml-cpp builds it all
   try {
     return parse_model_yaml(text, path);
   } catch (const InputError& e) {
