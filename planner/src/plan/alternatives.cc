@@ -123,10 +123,13 @@ TrainerAnswer trainer_answer(const ModelSpec& spec, const Topology& topo, const 
       {"fewest GPU-seconds per step",
        [](const Candidate& c) { return Key(c.gpu_seconds, c.nodes); }},
       {"shortest step", [](const Candidate& c) { return Key(c.step_s, c.nodes); }}};
-  for (const auto& [name, key] : objectives) {
+  for (const auto& objective : objectives) {
+    // Not a structured binding: clang before 16 cannot capture one in a lambda (the fuzz build).
+    const auto& key = objective.second;
     const Candidate& best = *std::min_element(
         runs.begin(), runs.end(), [&](const auto& x, const auto& y) { return key(x) < key(y); });
-    a.alternatives.push_back({name, best, keys_to_change(*in.trainer, spec, written, best)});
+    a.alternatives.push_back(
+        {objective.first, best, keys_to_change(*in.trainer, spec, written, best)});
   }
   return a;
 }
