@@ -5,6 +5,7 @@
 #include <toml++/toml.h>
 #include <algorithm>
 #include <cstdio>
+#include <tuple>
 
 #include "muonplan/error.h"
 
@@ -32,9 +33,12 @@ TomlNode convert_table(const toml::table& t) {
     }
     out.members.emplace_back(std::string(k.str()), std::move(child));
   }
-  std::stable_sort(out.members.begin(), out.members.end(), [](const auto& a, const auto& b) {
-    return std::pair(a.second.key_line, a.second.key_col) <
-           std::pair(b.second.key_line, b.second.key_col);
+  // std::sort with the name as the last key gives stable_sort's order (toml++ lists the keys
+  // by name); stable_sort's buffer of pair<string, TomlNode> does not compile with clang 14
+  // (the fuzz build), which takes TomlNode for incomplete there.
+  std::sort(out.members.begin(), out.members.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.second.key_line, a.second.key_col, a.first) <
+           std::tie(b.second.key_line, b.second.key_col, b.first);
   });
   return out;
 }
