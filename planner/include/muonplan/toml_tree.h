@@ -10,6 +10,8 @@
 
 namespace muonplan {
 
+struct TomlMember;  // a table's key and value, below
+
 struct TomlNode {
   enum class Kind { table, array, string, integer, floating, boolean, other };
   Kind kind = Kind::table;
@@ -17,15 +19,23 @@ struct TomlNode {
   int64_t integer = 0;
   double floating = 0;
   bool boolean = false;
-  int line = 0, col = 0;          // where the value starts
-  int key_line = 0, key_col = 0;  // where its key is written (0 for array items)
-  std::vector<std::pair<std::string, TomlNode>> members;  // a table's, by source position
-  std::vector<TomlNode> items;                            // an array's
+  int line = 0, col = 0;            // where the value starts
+  int key_line = 0, key_col = 0;    // where its key is written (0 for array items)
+  std::vector<TomlMember> members;  // a table's, by source position
+  std::vector<TomlNode> items;      // an array's
 
   const TomlNode* get(const std::string& key) const;
   bool is_number() const { return kind == Kind::integer || kind == Kind::floating; }
   double number() const { return kind == Kind::integer ? double(integer) : floating; }
   std::string shown() const;  // the value as TOML writes it, for messages
+};
+
+// One key of a table. Not a std::pair: a pair of an incomplete TomlNode inside TomlNode itself
+// is undefined, and clang 14 (the fuzz build) refuses it; a vector of a declared struct is not.
+struct TomlMember {
+  TomlMember(std::string key, TomlNode value) : first(std::move(key)), second(std::move(value)) {}
+  std::string first;
+  TomlNode second;
 };
 
 // Parses TOML 1.0. InputError "PATH:LINE:COL: toml: what toml++ says" on a syntax error.

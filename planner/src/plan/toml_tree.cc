@@ -33,9 +33,7 @@ TomlNode convert_table(const toml::table& t) {
     }
     out.members.emplace_back(std::string(k.str()), std::move(child));
   }
-  // std::sort with the name as the last key gives stable_sort's order (toml++ lists the keys
-  // by name); stable_sort's buffer of pair<string, TomlNode> does not compile with clang 14
-  // (the fuzz build), which takes TomlNode for incomplete there.
+  // By where each key is written; the name breaks a tie as toml++'s own order (by name) would.
   std::sort(out.members.begin(), out.members.end(), [](const auto& a, const auto& b) {
     return std::tie(a.second.key_line, a.second.key_col, a.first) <
            std::tie(b.second.key_line, b.second.key_col, b.first);
