@@ -16,14 +16,7 @@ M=models/qwen3-8b.yaml
 T="--topology topologies/cpu-ci.yaml"
 "$bin" plan --model models/tiny-dense.yaml $T --nodes 1 --gpus-per-node 1 --offload none \
   --out "$work/p.json" >/dev/null 2>"$work/err" || bad "plan: $(cat "$work/err")"
-edit_plan() {  # edit_plan OUT PYTHON: p.json edited by a statement on `p` (the plan as a dict)
-  "$py" - "$work/p.json" "$1" "$2" <<'EOF'
-import json, sys
-p = json.load(open(sys.argv[1]))
-exec(sys.argv[3])
-json.dump(p, open(sys.argv[2], "w"), indent=1)
-EOF
-}
+edit_plan() { edit_json "$work/p.json" "$1" "$2"; }  # OUT PYTHON (lib.sh)
 
 # --- 1. Empty paths ---------------------------------------------------------------------------
 timeout 60 "$bin" execute --plan "$work/p.json" --steps 3 --checkpoint "$work/good" >/dev/null \

@@ -57,14 +57,7 @@ expect "ns-schedule 65 steps" 2 "--ns-schedule: expected 1 to 64 (a, b, c) steps
 if "$bin" plan --model $M --ns-schedule "$s64" >/dev/null 2>&1; then ok; else bad "64 steps refused"; fi
 
 # edit_plan OUT PYTHON: p.json edited by a Python statement on `p` (the plan as a dict).
-edit_plan() {
-  "$py" - "$work/p.json" "$1" "$2" <<'EOF'
-import json, sys
-p = json.load(open(sys.argv[1]))
-exec(sys.argv[3])
-json.dump(p, open(sys.argv[2], "w"), indent=1)
-EOF
-}
+edit_plan() { edit_json "$work/p.json" "$1" "$2"; }
 edit_plan "$work/ns65.json" 'p["optimizer_config"]["newton_schulz_coefficients"] *= 13'
 expect "plan with 65 NS rows" 2 "muonplan: rank 0: $work/ns65.json: optimizer_config.newton_schulz_coefficients: expected 1 to 64 (a, b, c) steps, got 65" \
   "$bin" execute --plan "$work/ns65.json"

@@ -14,15 +14,6 @@ set -u
 source "$(dirname "$0")/lib.sh"
 T="--topology topologies/cpu-ci.yaml"
 plan_micro "$work/p.json" || bad "plan micro"
-# edit_json IN OUT PYTHON: the JSON in IN, edited by a Python statement on `p`, into OUT.
-edit_json() {
-  "$py" - "$1" "$2" "$3" <<'PYEOF'
-import json, sys
-p = json.load(open(sys.argv[1]))
-exec(sys.argv[3])
-json.dump(p, open(sys.argv[2], "w"), indent=1)
-PYEOF
-}
 
 # --- Item 8: the step counter -------------------------------------------------------------
 timeout 60 "$bin" execute --plan "$work/p.json" --checkpoint "$work/ck" >/dev/null 2>"$work/err" \

@@ -33,6 +33,15 @@ json_check() {
 d = json.load(open(sys.argv[1]))
 $code" "$file" 2>&1)" && ok || bad "$name: ${why:0:600}"
 }
+# edit_json IN OUT PYTHON: the JSON in IN, edited by a Python statement on `p`, into OUT.
+edit_json() {
+  "$py" - "$1" "$2" "$3" <<'PYEOF'
+import json, sys
+p = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+json.dump(p, open(sys.argv[2], "w"), indent=1)
+PYEOF
+}
 # plan_micro OUT [plan flags]: the micro-dense test model (tests/data/micro-dense.yaml) on one
 # CPU rank, no offload.
 plan_micro() {
