@@ -84,16 +84,6 @@ void write_in_place(const std::string& path, const std::string& data) {
   if (err) write_failed(path, err);
 }
 
-// LINE:COL of byte `offset` (0-based) of `text`.
-SourceLoc location(const std::string& text, size_t offset, const std::string& path) {
-  SourceLoc loc{path, 1, 1};
-  for (size_t i = 0; i < offset && i < text.size(); ++i) {
-    loc.col = text[i] == '\n' ? 1 : loc.col + 1;
-    loc.line += text[i] == '\n';
-  }
-  return loc;
-}
-
 }  // namespace
 
 json parse_json_text(const std::string& text, const std::string& path) {
@@ -102,7 +92,7 @@ json parse_json_text(const std::string& text, const std::string& path) {
     return json::parse(text);
   } catch (const json::parse_error& e) {
     // e.byte is the 1-based offset where parsing stopped.
-    const SourceLoc loc = location(text, e.byte > 0 ? e.byte - 1 : 0, path);
+    const SourceLoc loc = text_location(text, e.byte > 0 ? e.byte - 1 : 0, path);
     std::string what = e.what();
     const size_t colon = what.find(": ");  // drop "[json.exception...] parse error at ...: "
     throw InputError(loc, "json", colon == std::string::npos ? what : what.substr(colon + 2));

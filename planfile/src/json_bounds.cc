@@ -9,15 +9,19 @@ namespace {
 
 [[noreturn]] void refuse(const std::string& text, size_t offset, const std::string& path,
                          const std::string& message) {
+  throw InputError(text_location(text, offset, path), "json", message);
+}
+
+}  // namespace
+
+SourceLoc text_location(const std::string& text, size_t offset, const std::string& path) {
   SourceLoc loc{path, 1, 1};
   for (size_t i = 0; i < offset && i < text.size(); ++i) {
     loc.col = text[i] == '\n' ? 1 : loc.col + 1;
     loc.line += text[i] == '\n';
   }
-  throw InputError(loc, "json", message);
+  return loc;
 }
-
-}  // namespace
 
 void check_json_bounds(const std::string& text, const std::string& path) {
   // Per open container: elements so far in an array (commas + 1), -1 for an object.

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "muonplan/error.h"
+
 namespace muonplan {
 
 // Longest array in any muonplan input: a plan's per-rank lists hold at most kMaxWorldRanks
@@ -24,5 +26,8 @@ inline constexpr int kMaxJsonDepth = 64;
 // kMaxJsonDepth, the first array past kMaxJsonArrayElements elements, or the value past
 // kMaxJsonValues in all. One pass over the text, strings skipped, before anything is parsed.
 void check_json_bounds(const std::string& text, const std::string& path);
+
+// LINE:COL (1-based) of byte `offset` (0-based) of `text`, for an error at that byte.
+SourceLoc text_location(const std::string& text, size_t offset, const std::string& path);
 
 }  // namespace muonplan
