@@ -45,6 +45,18 @@ bool stream_output(int64_t n, const void* out) {
   return n >= kStreamMin && reinterpret_cast<uintptr_t>(out) % 64 == 0;
 }
 
+// Software prefetch distance, in elements: 2 KiB of fp32 ahead. The kernels that read one fp32
+// stream per element and write bf16 (fold_momentum_bf16, cast_to_bf16) move 6-8 B an element
+// against triad's 12, and on Sapphire Rapids (2-core VM, measured by bench cpu-kernels) the
+// hardware prefetcher alone left them at 61-68% of triad's GB/s; prefetching the fp32 input
+// this far ahead lifts them to 93-97% and 87-89% (fold, cast; quiet machine, 64 Mi elements).
+// 1, 3, 4 and 8 KiB ahead gave the same or less; the fpclass denormal test saves 1-2%.
+constexpr int64_t kPrefetchAhead = 512;
+
+void prefetch(const void* p) {
+  _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0);
+}
+
 int64_t vector_end(int64_t first, int64_t last, int64_t width) {
   return first + (last - first) / width * width;
 }
@@ -70,10 +82,9 @@ __m512i round_lanes(__m512 x) {
 }
 
 // Lanes holding a denormal (exponent 0, mantissa not 0): where vcvtneps2bf16 differs.
+// vfpclassps's class bit 5 (0x20) is "denormal", one instruction where two bit tests were.
 __mmask16 denormal(__m512 x) {
-  const __m512i u = _mm512_castps_si512(x);
-  return _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000)) &
-         _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x007fffff));
+  return _mm512_fpclass_ps_mask(x, 0x20);
 }
 
 // to_bf16 of 16 lanes, packed: 16 bf16 in order.
@@ -114,6 +125,8 @@ void fold_bf16_block(int64_t first, int64_t last, float mu, float scale, const f
   const int64_t end = vector_end(first, last, 16);
   int64_t i = first;
   for (; i < end; i += 16) {
+    prefetch(g + i + kPrefetchAhead);
+    prefetch(m + i + kPrefetchAhead);
     const __m512 gb = widen(round16<kHw>(_mm512_mul_ps(vscale, _mm512_loadu_ps(g + i))));
     const __m512 mi = _mm512_add_ps(_mm512_mul_ps(vmu, load_bf16(m + i)), gb);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(m + i), round16<kHw>(mi));
@@ -161,6 +174,8 @@ void cast_block(int64_t first, int64_t last, const float* x, bf16* y) {
   const int64_t end = vector_end(first, last, 32);
   int64_t i = first;
   for (; i < end; i += 32) {
+    prefetch(x + i + kPrefetchAhead);
+    prefetch(x + i + kPrefetchAhead + 16);
     const __m512i r = round32<kHw>(_mm512_loadu_ps(x + i), _mm512_loadu_ps(x + i + 16));
     if constexpr (kStream) {
       _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i), r);
