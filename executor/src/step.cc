@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "muonplan/exec/host_kernels.h"
+#include "muonplan/stage_names.h"
 
 namespace muonplan::exec {
 namespace {
@@ -55,14 +56,6 @@ class Timed {
   double& sink_;
   std::chrono::steady_clock::time_point t0_;
 };
-
-// Stage names shared with the planner's schedule (cost_model.cc), so a measured trace and a
-// predicted one have the same categories.
-constexpr const char* kMomentum = "momentum";
-constexpr const char* kToOwners = "all-to-all to owners";
-constexpr const char* kNs = "Newton-Schulz";
-constexpr const char* kBack = "all-to-all back";
-constexpr const char* kUpdate = "update + decay";
 
 }  // namespace
 
@@ -188,7 +181,7 @@ MuonStep::StateSlice MuonStep::state_in(LocalParam& p, int64_t off, int64_t len)
   if (p.m_bf16) s.m_bf16 = reinterpret_cast<bf16*>(base) + at;
   if (p.v) s.v = vbase + at;
   if (!whole_staging()) {
-    Span sp(*this, "state H2D", Resource::pcie_h2d, cur_chunk_);
+    Span sp(*this, stage::kStateH2D, Resource::pcie_h2d, cur_chunk_);
     Timed t(counters_.h2d_s);
     backend_.copy_to_device(base, p.m ? static_cast<void*>(p.m + off) : p.m_bf16 + off, len * mb);
     if (p.v) backend_.copy_to_device(s.v, p.v + off, len * sizeof(float));
@@ -201,7 +194,7 @@ void MuonStep::state_out(StateSlice& s) {
   if (!s.hold.ptr) return;  // on the device already, or staged whole
   LocalParam& p = *s.p;
   const size_t mb = p.m_bf16 ? sizeof(bf16) : sizeof(float);
-  Span sp(*this, "state D2H", Resource::pcie_d2h, cur_chunk_);
+  Span sp(*this, stage::kStateD2H, Resource::pcie_d2h, cur_chunk_);
   Timed t(counters_.d2h_s);
   backend_.copy_to_host(p.m ? static_cast<void*>(p.m + s.off) : p.m_bf16 + s.off, s.hold.ptr,
                         s.len * mb);
@@ -212,8 +205,8 @@ void MuonStep::state_out(StateSlice& s) {
 // `whole` staging (what torch's optimizer-state offload does): every state array to the
 // device before the step, back after it.
 void MuonStep::stage_whole_state(bool in) {
-  Span sp(*this, in ? "state H2D" : "state D2H", in ? Resource::pcie_h2d : Resource::pcie_d2h,
-          nullptr);
+  Span sp(*this, in ? stage::kStateH2D : stage::kStateD2H,
+          in ? Resource::pcie_h2d : Resource::pcie_d2h, nullptr);
   std::vector<LocalParam>& params = state_.params();
   if (in) whole_.assign(params.size(), Staged{});
   // Out: the copies run on this lane, after every lane's folds, AdamW and updates.
@@ -290,7 +283,7 @@ void MuonStep::momentum_input(LocalParam& p, int64_t off, int64_t len, bf16* u, 
 }
 
 void MuonStep::scaled_update_to_host(bf16* u, int64_t len, float s, bf16* host_update) {
-  Span sp(*this, "bf16 update D2H", Resource::pcie_d2h, cur_chunk_);
+  Span sp(*this, stage::kUpdateD2H, Resource::pcie_d2h, cur_chunk_);
   {
     Timed t(counters_.device_s);
     backend_.scale_bf16_by(len, -s, u, u);  // the scalar as an argument: no pageable copy
@@ -310,12 +303,12 @@ void MuonStep::apply(LocalParam& p, int64_t off, int64_t len, const bf16* o, flo
     return;
   }
   {
-    Span sp(*this, "CPU apply", Resource::cpu, cur_chunk_);
+    Span sp(*this, stage::kCpuApply, Resource::cpu, cur_chunk_);
     Timed t(counters_.host_s);
     host::add_update_bf16(len, decay, host_update, p.w + off);
     host::cast_to_bf16(len, p.w + off, host_weights);
   }
-  Span sp(*this, "bf16 weights H2D", Resource::pcie_h2d, cur_chunk_);
+  Span sp(*this, stage::kWeightsH2D, Resource::pcie_h2d, cur_chunk_);
   Timed t(counters_.h2d_s);
   backend_.copy_to_device(p.w_compute + off, host_weights, len * sizeof(bf16));
   counters_.h2d_bytes += len * sizeof(bf16);
@@ -403,11 +396,11 @@ void MuonStep::orthogonalize(Flight& f) {
   if (f.orthogonalized) return;
   f.orthogonalized = true;
   backend_.set_lane(f.lane);
-  await_exchange(*f.ex1, kToOwners, f.chunk, f.ex1_at);
+  await_exchange(*f.ex1, stage::kToOwners, f.chunk, f.ex1_at);
   const Plan& plan = state_.plan();
   const Chunk& c = *f.chunk;
   if (f.owned >= 0) {
-    Span sp(*this, kNs, Resource::gpu, &c);
+    Span sp(*this, stage::kNewtonSchulz, Resource::gpu, &c);
     Timed t(counters_.device_s);
     NsWorkspace ws(backend_, 1, c.rows, c.cols);
     newton_schulz(backend_, plan.options.schedule, 1, c.rows, c.cols, f.gathered.bf(), ws,
@@ -423,7 +416,7 @@ void MuonStep::orthogonalize(Flight& f) {
 void MuonStep::finish(Flight& f) {
   orthogonalize(f);
   backend_.set_lane(f.lane);
-  await_exchange(*f.ex2, kBack, f.chunk, f.ex2_at);
+  await_exchange(*f.ex2, stage::kBack, f.chunk, f.ex2_at);
   const Plan& plan = state_.plan();
   const Chunk& c = *f.chunk;
   cur_chunk_ = &c;
@@ -439,7 +432,7 @@ void MuonStep::finish(Flight& f) {
     scaled_update_to_host(f.recv2.bf(), f.my_total, s, host_update);
   }
   // Under full offload apply() records its host and copy stages itself.
-  Span sp(*this, policy_.host_apply ? nullptr : kUpdate, Resource::gpu, &c);
+  Span sp(*this, policy_.host_apply ? nullptr : stage::kUpdate, Resource::gpu, &c);
   for (size_t k = 0; k < c.matrices.size(); ++k) {
     if (f.my_len[k] == 0) continue;
     const MatrixRef& m = c.matrices[k];
@@ -478,7 +471,7 @@ void MuonStep::local_chunk(const Chunk& c) {
     const int64_t off = e * stride + m.row_offset * m.cols;
     momentum_input(p, off, mat, u.bf() + e * mat, hs ? hs->momentum + e * mat : nullptr);
   }
-  sp.emplace(*this, kNs, Resource::gpu, &c);
+  sp.emplace(*this, stage::kNewtonSchulz, Resource::gpu, &c);
   {
     Timed tm(counters_.device_s);
     NsWorkspace ws(backend_, count, m.rows, m.cols);
@@ -490,7 +483,7 @@ void MuonStep::local_chunk(const Chunk& c) {
   scalar_check(s * decay, &c, "");
   sp.reset();
   if (hs) scaled_update_to_host(u.bf(), count * mat, s, hs->update);
-  sp.emplace(*this, hs ? nullptr : kUpdate, Resource::gpu, &c);
+  sp.emplace(*this, hs ? nullptr : stage::kUpdate, Resource::gpu, &c);
   for (int64_t e = 0; e < count; ++e) {
     const int64_t off = e * stride + m.row_offset * m.cols;
     apply(p, off, mat, u.bf() + e * mat, decay, s, hs ? hs->update + e * mat : nullptr,
@@ -509,7 +502,7 @@ void MuonStep::adamw_group(int64_t step) {
     scalar_check(lr + wd + b1 + b2 + eps, nullptr, state_.plan().inventory.tensors[p.tensor].name);
     if (policy_.host_adamw) {
       {
-        Span sp(*this, "CPU AdamW", Resource::cpu, cur_chunk_);
+        Span sp(*this, stage::kCpuAdamw, Resource::cpu, cur_chunk_);
         Timed t(counters_.host_s);
         host::adamw(p.elems(), lr, b1, b2, eps, wd, step, p.g, p.w, p.m, p.v);
       }
@@ -518,7 +511,7 @@ void MuonStep::adamw_group(int64_t step) {
         scalar_check(static_cast<float>(cpu::sum_squares(p.w, p.elems())), nullptr,
                      state_.plan().inventory.tensors[p.tensor].name);
       }
-      Span sp(*this, "bf16 weights H2D", Resource::pcie_h2d, cur_chunk_);
+      Span sp(*this, stage::kWeightsH2D, Resource::pcie_h2d, cur_chunk_);
       Timed t(counters_.h2d_s);
       state_.refresh_compute_copy(p);
       counters_.h2d_bytes += p.elems() * sizeof(bf16);
@@ -526,7 +519,7 @@ void MuonStep::adamw_group(int64_t step) {
     }
     StateSlice s = state_in(p, 0, p.elems());
     {
-      Span sp(*this, "AdamW kernel", Resource::gpu, cur_chunk_);
+      Span sp(*this, stage::kAdamwKernel, Resource::gpu, cur_chunk_);
       Timed t(counters_.device_s);
       backend_.adamw(p.elems(), lr, b1, b2, eps, wd, step, p.g, p.w, s.m, s.v);
     }
@@ -550,7 +543,7 @@ void MuonStep::grads_to_host() {
     if (!p.g_compute || p.elems() == 0) continue;
     stage.resize(static_cast<size_t>(p.elems()));
     {
-      Span sp(*this, "bf16 grads D2H", Resource::pcie_d2h, nullptr);
+      Span sp(*this, stage::kGradsD2H, Resource::pcie_d2h, nullptr);
       Timed t(counters_.d2h_s);
       backend_.copy_to_host(stage.data(), p.g_compute, stage.size() * sizeof(bf16));
       backend_.synchronize();
@@ -565,7 +558,7 @@ void MuonStep::fold_all() {
   const Plan& plan = state_.plan();
   const float mu = float(plan.options.hyper.momentum);
   std::vector<char> folded(plan.inventory.tensors.size(), 0);
-  Span sp(*this, "CPU fold", Resource::cpu, nullptr);
+  Span sp(*this, stage::kCpuFold, Resource::cpu, nullptr);
   Timed t(counters_.host_s);
   for (const Chunk& c : plan.chunks.chunks) {
     for (const MatrixRef& m : c.matrices) {

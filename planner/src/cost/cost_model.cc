@@ -13,6 +13,7 @@
 #include "muonplan/ns_workspace.h"
 #include "muonplan/offload_policy.h"
 #include "muonplan/owners.h"
+#include "muonplan/stage_names.h"
 #include "muonplan/units.h"
 
 namespace muonplan {
@@ -301,14 +302,14 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
       state_elems = muon ? aw * adamw_state_bytes() : state_bytes(o, 0, aw);
       if (pol.host_adamw) {
         st.push_back(
-            {Resource::pcie_d2h, 2 * elems / rt.d2h_bps, "bf16 grads D2H", StagePhase::backward});
-        st.push_back({Resource::cpu, elems * cpu_adamw_bpe / rt.cpu_bps_per_rank, "CPU AdamW",
+            {Resource::pcie_d2h, 2 * elems / rt.d2h_bps, stage::kGradsD2H, StagePhase::backward});
+        st.push_back({Resource::cpu, elems * cpu_adamw_bpe / rt.cpu_bps_per_rank, stage::kCpuAdamw,
                       StagePhase::backward});
-        st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, "bf16 weights H2D",
+        st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, stage::kWeightsH2D,
                       StagePhase::weight_upload});
       } else {
         const double bpe = o.optimizer == OptimizerKind::signsgd ? 14 : adamw_bpe;
-        st.push_back({Resource::gpu, elems * bpe / rt.hbm_bps, "AdamW kernel"});
+        st.push_back({Resource::gpu, elems * bpe / rt.hbm_bps, stage::kAdamwKernel});
       }
     } else {
       double ns_s = 0, exch_s = 0;
@@ -325,34 +326,35 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
       alltoall_s_total += 2 * exch_s;
       if (pol.host_fold) {
         st.push_back(
-            {Resource::pcie_d2h, 2 * elems / rt.d2h_bps, "bf16 grads D2H", StagePhase::backward});
-        st.push_back({Resource::cpu, elems * cpu_fold_bpe / rt.cpu_bps_per_rank, "CPU fold",
+            {Resource::pcie_d2h, 2 * elems / rt.d2h_bps, stage::kGradsD2H, StagePhase::backward});
+        st.push_back({Resource::cpu, elems * cpu_fold_bpe / rt.cpu_bps_per_rank, stage::kCpuFold,
                       StagePhase::backward});
         // A PyTorch trainer casts the fp32 momentum to bf16 in its own host pass after backward.
         if (passes.momentum_cast_bpe > 0)
           st.push_back({Resource::cpu, elems * passes.momentum_cast_bpe / rt.cpu_bps_per_rank,
-                        "CPU momentum cast"});
-        st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, "bf16 momentum H2D"});
+                        stage::kCpuMomentumCast});
+        st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, stage::kMomentumH2D});
       } else {
-        st.push_back({Resource::gpu, elems * momentum_bpe / rt.hbm_bps, "momentum"});
+        st.push_back({Resource::gpu, elems * momentum_bpe / rt.hbm_bps, stage::kMomentum});
       }
-      if (exch_s > 0) st.push_back({Resource::network, exch_s, "all-to-all to owners"});
-      st.push_back({Resource::gpu, ns_s, "Newton-Schulz"});
-      if (exch_s > 0) st.push_back({Resource::network, exch_s, "all-to-all back"});
+      if (exch_s > 0) st.push_back({Resource::network, exch_s, stage::kToOwners});
+      st.push_back({Resource::gpu, ns_s, stage::kNewtonSchulz});
+      if (exch_s > 0) st.push_back({Resource::network, exch_s, stage::kBack});
       if (pol.host_apply) {
-        st.push_back({Resource::pcie_d2h, 2 * elems / rt.d2h_bps, "bf16 update D2H"});
-        st.push_back({Resource::cpu, elems * passes.apply_bpe / rt.cpu_bps_per_rank, "CPU apply"});
+        st.push_back({Resource::pcie_d2h, 2 * elems / rt.d2h_bps, stage::kUpdateD2H});
+        st.push_back(
+            {Resource::cpu, elems * passes.apply_bpe / rt.cpu_bps_per_rank, stage::kCpuApply});
         if (passes.weight_cast_bpe > 0)
           st.push_back({Resource::cpu, elems * passes.weight_cast_bpe / rt.cpu_bps_per_rank,
-                        "CPU weight cast"});
-        st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, "bf16 weights H2D"});
+                        stage::kCpuWeightCast});
+        st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, stage::kWeightsH2D});
       } else {
-        st.push_back({Resource::gpu, elems * update_bpe / rt.hbm_bps, "update + decay"});
+        st.push_back({Resource::gpu, elems * update_bpe / rt.hbm_bps, stage::kUpdate});
       }
     }
     if (chunked) {
-      st.insert(st.begin(), {Resource::pcie_h2d, state_elems / rt.h2d_bps, "state H2D"});
-      st.push_back({Resource::pcie_d2h, state_elems / rt.d2h_bps, "state D2H"});
+      st.insert(st.begin(), {Resource::pcie_h2d, state_elems / rt.h2d_bps, stage::kStateH2D});
+      st.push_back({Resource::pcie_d2h, state_elems / rt.d2h_bps, stage::kStateD2H});
     }
     stages.push_back(std::move(st));
     // The chunk's buffers on each rank, into that rank's windows. A batch: send and receive
@@ -511,15 +513,16 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   // The schedule a trace draws: under whole staging the state upload comes first (chunk -1:
   // no chunk's) and its download last.
   const double upload_s = staged_s > 0 ? state / rt.h2d_bps : 0;
-  if (staged_s > 0) p.schedule.push_back({-1, 0, Resource::pcie_h2d, "state H2D", 0, upload_s});
+  if (staged_s > 0)
+    p.schedule.push_back({-1, 0, Resource::pcie_h2d, stage::kStateH2D, 0, upload_s});
   for (StageSpan sp : pr.spans) {
     sp.start_s += upload_s;
     sp.end_s += upload_s;
     p.schedule.push_back(std::move(sp));
   }
   if (staged_s > 0) {
-    p.schedule.push_back(
-        {-1, 0, Resource::pcie_d2h, "state D2H", upload_s + pr.makespan_s, p.optimizer_step_s});
+    p.schedule.push_back({-1, 0, Resource::pcie_d2h, stage::kStateD2H, upload_s + pr.makespan_s,
+                          p.optimizer_step_s});
   }
   (void)alltoall_s_total;
 

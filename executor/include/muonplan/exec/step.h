@@ -25,6 +25,7 @@
 #include "muonplan/exec/communicator.h"
 #include "muonplan/exec/newton_schulz.h"
 #include "muonplan/exec/rank_state.h"
+#include "muonplan/stage_names.h"
 #include "muonplan/trace.h"
 
 namespace muonplan::exec {
@@ -77,7 +78,7 @@ class MuonStep {
   // The momentum stage as the planner names it: on the device, or (full offload, folded on the
   // host already) the bf16 copy going to it.
   const char* momentum_stage() const {
-    return policy_.host_fold ? "bf16 momentum H2D" : "momentum";
+    return policy_.host_fold ? stage::kMomentumH2D : stage::kMomentum;
   }
   Resource momentum_resource() const {
     return policy_.host_fold ? Resource::pcie_h2d : Resource::gpu;
