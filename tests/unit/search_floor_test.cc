@@ -29,6 +29,72 @@ TEST_CASE("no plan needs less GPU memory than the search floor", "[search]") {
   }
 }
 
+// The world-dependent bound (rank 0's persistent arrays and local expert NS) against the
+// predicted peak of plans at many worlds, layouts and modes: never above it, for a dense model
+// and two MoE models (expert stacks are where rank 0's share stops shrinking).
+TEST_CASE("no plan at a world needs less GPU memory than the search floor there", "[search]") {
+  const std::vector<OffloadMode> modes = {OffloadMode::none, OffloadMode::optimizer,
+                                          OffloadMode::full};
+  for (const char* name : {"qwen3-8b", "qwen3-30b-a3b", "kimi-k2"}) {
+    for (int nodes : {1, 3, 16, 64}) {
+      for (const char* layout : {"", "ep=8"}) {
+        for (OffloadMode m : modes) {
+          PlanRequest r;
+          r.options.nodes = nodes;
+          r.options.offload = m;
+          if (*layout && std::string(name) != "qwen3-8b") r.options.layout = parse_layout(layout);
+          const Plan p = make_plan(model(name), h200(), r);
+          const SearchFloor floor(p.inventory, p.topology, p.options, modes);
+          INFO(name << " on " << nodes << " node(s), layout " << to_string(p.options.layout)
+                    << ", offload " << to_string(m));
+          const double bound = floor.gpu_bytes(m, p.world);
+          CHECK(bound > floor.gpu_bytes(m, 0) * 0.999);  // non-increasing towards infinity
+          CHECK(p.predicted.gpu_peak_bytes() >= bound);
+          CHECK(floor.min_gpu_bytes(p.world) <= bound);
+        }
+      }
+    }
+  }
+}
+
+// Kimi-K2 in 60 GiB per GPU, offload none, over a topology of 16384 nodes: the bound skips
+// 1..47 nodes and the search evaluates from 48, where the first fit is. The skipped counts are
+// listed with their bound, the answer is the fewest nodes (47 does not fit when planned at a
+// fixed count), and 20 GiB, below the floor at any world, evaluates one count only.
+TEST_CASE("the search skips the node counts its lower bound rules out", "[search]") {
+  Topology big = h200();
+  big.max_nodes = 16384;
+  PlanRequest r;
+  r.auto_nodes = true;
+  r.options.offload = OffloadMode::none;
+  r.options.gpu_memory_gib = 60;
+  const Plan p = make_plan(model("kimi-k2"), big, r);
+  REQUIRE(p.fits);
+  CHECK(p.options.nodes == 48);
+  int skipped = 0;
+  for (const Candidate& c : p.candidates) {
+    if (c.nodes < 48) {
+      CHECK_FALSE(c.evaluated);
+      CHECK_THAT(c.note, Catch::StartsWith("not evaluated: at this world every candidate needs"));
+      ++skipped;
+    }
+    CHECK(c.nodes <= 48);
+  }
+  CHECK(skipped == 47);
+  CHECK_THAT(p.reason, Catch::Contains("node counts up to 47 not evaluated"));
+  PlanRequest fixed = r;
+  fixed.auto_nodes = false;
+  fixed.options.nodes = 47;
+  fixed.search_ep = true;
+  CHECK_FALSE(make_plan(model("kimi-k2"), big, fixed).fits);
+
+  r.options.gpu_memory_gib = 20;
+  const Plan none = make_plan(model("kimi-k2"), big, r);
+  CHECK_FALSE(none.fits);
+  for (const Candidate& c : none.candidates) CHECK(c.nodes == 1);
+  CHECK_THAT(none.reason, Catch::Contains("only the first of 16384 node counts was evaluated"));
+}
+
 TEST_CASE("a limit below the floor stops the search after one node count", "[search]") {
   PlanRequest r;
   r.auto_nodes = r.auto_offload = true;

@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 
+#include "cost/gpu_persistent.h"
 #include "cost/runtime_memory.h"
 #include "cost/workload_cost.h"
 #include "muonplan/layout.h"
@@ -54,19 +55,6 @@ LocalElems count_local(const ParamInventory& inv, const PlanOptions& o, int worl
     }
   }
   return e;
-}
-
-// Optimizer-state bytes per element (docs/muon-step.md section 5).
-double muon_state_bytes(const PlanOptions& o) {
-  return o.bf16_momentum ? 2 : 4;
-}
-double adamw_state_bytes() {
-  return 8;
-}
-
-double state_bytes(const PlanOptions& o, double muon_elems, double adamw_elems) {
-  if (o.optimizer == OptimizerKind::signsgd) return 0;
-  return muon_elems * muon_state_bytes(o) + adamw_elems * adamw_state_bytes();
 }
 
 // Rates the time model uses, from the topology and its calibration.
@@ -229,32 +217,9 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   const double state = state_bytes(o, mu, aw);
 
   // --- GPU persistent bytes of a rank holding `n_all` elements, `n_mu` of them Muon's
-  // (`n_aw` AdamW's).
+  // (`n_aw` AdamW's): gpu_persistent.cc, which the search's lower bound uses as well.
   auto persistent_terms = [&](double n_all, double n_mu, double n_aw) {
-    std::vector<Term> t;
-    if (pol.bf16_compute_copy) {
-      t.push_back({"params_bf16", 2 * n_all, "2 B x local params (compute copy)"});
-      // In a training step each unit's gradients leave during backward (workload_cost.cc
-      // counts the units in flight); the optimizer step alone holds them until its chunks copy
-      // them.
-      if (!o.workload)
-        t.push_back({"grads_bf16", 2 * n_all, "2 B x local params, until copied to host"});
-    }
-    if (pol.master == Residence::gpu) {
-      t.push_back({"params_fp32", 4 * n_all, "4 B x local params (FSDP master)"});
-      t.push_back({"grads_fp32", 4 * n_all, "4 B x local params"});
-    }
-    if (o.optimizer == OptimizerKind::muon) {
-      if (pol.muon_momentum == Residence::gpu) {
-        t.push_back({"muon_momentum", n_mu * muon_state_bytes(o),
-                     std::to_string(int(muon_state_bytes(o))) + " B x local Muon params"});
-      }
-      if (pol.adamw_moments == Residence::gpu)
-        t.push_back({"adamw_moments", n_aw * adamw_state_bytes(), "8 B x local AdamW params"});
-    } else if (o.optimizer == OptimizerKind::adamw && pol.adamw_moments == Residence::gpu) {
-      t.push_back({"adamw_moments", state_bytes(o, n_mu, n_aw), "8 B x local params"});
-    }
-    return t;
+    return gpu_persistent_terms(o, pol, n_all, n_mu, n_aw);
   };
   // The terms are linear in the element counts: per-element bytes, to sum a rank's quickly.
   const double per_all = sum(persistent_terms(1, 0, 0)), per_mu = sum(persistent_terms(0, 1, 0)),

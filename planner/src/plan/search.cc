@@ -77,13 +77,10 @@ void resolve_for_executor(Plan& plan) {
   }
 }
 
-}  // namespace
-
-Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& req) {
-  const int gpn = req.options.gpus_per_node > 0 ? req.options.gpus_per_node : topo.node.gpus;
+// The limits and sizes make_plan refuses before it evaluates anything: ones that leave no
+// room for any tensor are input errors, not "does not fit" answers.
+void check_request(const Topology& topo, const PlanRequest& req, int gpn) {
   if (gpn <= 0) throw InputError({}, "--gpus-per-node", "must be positive");
-  const int max_nodes = req.max_nodes > 0 ? req.max_nodes : topo.max_nodes;
-  // Limits that leave no room for any tensor are input errors, not "does not fit" answers.
   const PlanOptions& in = req.options;
   if (in.gpu_memory_gib < 0 || in.host_ram_gib < 0) {
     throw InputError({}, in.gpu_memory_gib < 0 ? "--gpu-memory-gib" : "--host-ram-gib",
@@ -114,49 +111,73 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
                          " ranks is more than muonplan plans for (" +
                          std::to_string(kMaxWorldRanks) + ")");
   }
-  std::vector<int> node_counts;
+}
+
+// The node counts to try, in order: the listed ones in range, 1..max, or the one asked for.
+std::vector<int> node_counts_to_try(const PlanRequest& req, int max_nodes, int gpn) {
+  std::vector<int> counts;
   if (req.auto_nodes && !req.node_counts.empty()) {
     for (int n : req.node_counts) {
-      if (n >= 1 && n <= max_nodes && int64_t(n) * gpn <= kMaxWorldRanks) node_counts.push_back(n);
+      if (n >= 1 && n <= max_nodes && int64_t(n) * gpn <= kMaxWorldRanks) counts.push_back(n);
     }
-    if (node_counts.empty()) {
+    if (counts.empty()) {
       throw InputError({}, "--nodes",
                        "no node count between 1 and " + std::to_string(max_nodes) +
                            " with a world of at most " + std::to_string(kMaxWorldRanks) + " ranks");
     }
   } else if (req.auto_nodes) {
-    for (int n = 1; n <= max_nodes && int64_t(n) * gpn <= kMaxWorldRanks; ++n)
-      node_counts.push_back(n);
+    for (int n = 1; n <= max_nodes && int64_t(n) * gpn <= kMaxWorldRanks; ++n) counts.push_back(n);
   } else {
     if (req.options.nodes <= 0) {
       throw InputError(
           {}, "--nodes",
           "must be a positive integer or auto, got " + std::to_string(req.options.nodes));
     }
-    node_counts.push_back(req.options.nodes);
+    counts.push_back(req.options.nodes);
   }
-  std::vector<OffloadMode> modes = {req.options.offload};
-  if (req.auto_offload) modes = {OffloadMode::none, OffloadMode::optimizer, OffloadMode::full};
+  return counts;
+}
 
+// The search's running state: every candidate so far (in `best.candidates`) and the best one.
+struct Search {
+  Search(const ModelSpec& s, const Topology& t, const PlanRequest& r, const ParamInventory& i,
+         const std::vector<OffloadMode>& m)
+      : spec(s), topo(t), req(r), inv(i), modes(m) {}
+  const ModelSpec& spec;
+  const Topology& topo;
+  const PlanRequest& req;
+  const ParamInventory& inv;
+  const std::vector<OffloadMode>& modes;
   Plan best;
-  best.model_name = spec.name;
-  best.topology_name = topo.name;
-  best.topology = topo;
-  best.gpus_per_node = gpn;
-  const ParamInventory inv = planned_inventory(spec, req.options.optimizer);
   bool have_best = false, best_fits = false;
   double best_key = 0;
   std::string last_layout_error;
-  // Over the limit at any node count: the first one shows how far, the rest are not tried
-  // (32768 node counts took half an hour).
-  const NoFitFloor floor = no_fit_floor(inv, topo, req.options);
-  for (int nodes : node_counts) {
-    if (floor.over_limit && nodes != node_counts.front()) break;
+
+  // Fitting beats not fitting; among fits, fewer nodes then fewer GPU-seconds; among misfits,
+  // the one closest to fitting.
+  void offer(const Candidate& c, const PlanOptions& o, int world, const ChunkPlan& chunks,
+             Prediction& p) {
+    const double key = c.fits ? c.nodes * 1e12 + c.gpu_seconds : pressure(p);
+    const bool better =
+        !have_best || (c.fits && !best_fits) || (c.fits == best_fits && key < best_key);
+    if (!better) return;
+    have_best = true;
+    best_fits = c.fits;
+    best_key = key;
+    best.options = o;
+    best.world = world;
+    best.chunks = chunks;
+    best.predicted = std::move(p);
+    best.fits = c.fits;
+  }
+
+  // Every layout and mode at `nodes`; whether one of them fits.
+  bool evaluate(int nodes, int gpn) {
     const int world = nodes * gpn;
     PlanOptions o = req.options;
     o.nodes = nodes;
     o.gpus_per_node = gpn;
-    bool any_fit_here = false;
+    bool any_fit = false;
     for (const Layout& asked : layouts_to_try(req, spec, world)) {
       try {
         o.layout = resolve_layout(asked, world, spec);
@@ -165,9 +186,8 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
         // The one world and layout asked for must work; a searched one may not.
         if (!req.auto_nodes && !req.search_ep && !req.search_cp) throw;
         last_layout_error = e.message();
-        for (OffloadMode m : modes) {
+        for (OffloadMode m : modes)
           best.candidates.push_back({nodes, m, "", false, false, 0, 0, 0, 0, e.message()});
-        }
         continue;
       }
       const ChunkPlan chunks = build_chunks(inv, o.include_mtp, o.layout, world, o.owners,
@@ -180,44 +200,29 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
           continue;
         }
         Prediction p = predict(spec, inv, topo, o, chunks);
-        Candidate c{nodes,
-                    m,
-                    to_string(o.layout),
-                    true,
-                    p.fits(),
-                    p.gpu_peak_bytes() / kGiB,
-                    p.host_bytes() / kGiB,
-                    p.step_s(),
-                    p.step_s() * world,
-                    "",
-                    p.fit_margin()};
+        const Candidate c{nodes,
+                          m,
+                          to_string(o.layout),
+                          true,
+                          p.fits(),
+                          p.gpu_peak_bytes() / kGiB,
+                          p.host_bytes() / kGiB,
+                          p.step_s(),
+                          p.step_s() * world,
+                          "",
+                          p.fit_margin()};
         best.candidates.push_back(c);
-        any_fit_here = any_fit_here || c.fits;
-        // Fitting beats not fitting; among fits, fewer nodes then fewer GPU-seconds; among
-        // misfits, the one closest to fitting.
-        const double key = c.fits ? nodes * 1e12 + c.gpu_seconds : pressure(p);
-        const bool better =
-            !have_best || (c.fits && !best_fits) || (c.fits == best_fits && key < best_key);
-        if (better) {
-          have_best = true;
-          best_fits = c.fits;
-          best_key = key;
-          best.options = o;
-          best.world = world;
-          best.chunks = chunks;
-          best.predicted = std::move(p);
-          best.fits = c.fits;
-        }
+        any_fit = any_fit || c.fits;
+        offer(c, o, world, chunks, p);
       }
     }
-    if (any_fit_here && req.auto_nodes) break;  // fewer nodes cannot come later
+    return any_fit;
   }
-  if (!have_best) {
-    throw InputError({}, "--layout",
-                     "no candidate node count can take this layout (" + last_layout_error + ")");
-  }
-  best.inventory = inv;
-  resolve_for_executor(best);
+};
+
+// The decision in words: why this candidate, or how close the closest came.
+std::string explain(const Plan& best, const PlanRequest& req, const std::vector<int>& counts,
+                    const std::string& floor_why, int skipped) {
   const Candidate* chosen = nullptr;
   for (const Candidate& c : best.candidates) {
     if (c.nodes == best.options.nodes && c.offload == best.options.offload && c.evaluated &&
@@ -225,28 +230,85 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
       chosen = &c;
     }
   }
-  if (best.fits) {
-    best.reason = "fewest nodes that fit: " + std::to_string(chosen->nodes) + " node(s), offload " +
-                  to_string(chosen->offload) + ": GPU peak " + fmt("%.1f", chosen->gpu_peak_gib) +
-                  " of " + fmt("%.1f", best.predicted.gpu_limit_bytes / kGiB) + " GiB, host RAM " +
-                  fmt("%.0f", chosen->host_ram_per_node_gib) + " of " +
-                  fmt("%.0f", best.predicted.host_limit_bytes / kGiB) + " GiB per node";
-    int alternatives = 0;
-    for (const Candidate& c : best.candidates) {
-      alternatives += c.nodes == chosen->nodes && c.fits && &c != chosen;
-    }
-    if (alternatives > 0) {
-      best.reason += "; fewest GPU-seconds per step among the " + std::to_string(alternatives + 1) +
-                     std::string(req.search_ep || req.search_cp ? " layouts and modes" : " modes") +
-                     " that fit there (" + fmt("%.3f", chosen->gpu_seconds) + " GPU-s)";
-    }
-  } else {
-    best.reason = "does not fit on any candidate up to " + std::to_string(node_counts.back()) +
-                  " node(s)" + floor.why(node_counts.size()) +
-                  "; closest: " + std::to_string(chosen->nodes) + " node(s), offload " +
-                  to_string(chosen->offload) + " (GPU peak " + fmt("%.1f", chosen->gpu_peak_gib) +
-                  " GiB, host RAM " + fmt("%.0f", chosen->host_ram_per_node_gib) + " GiB per node)";
+  const std::string skip_why =
+      skipped > 0 ? "; node counts up to " + std::to_string(skipped) +
+                        " not evaluated: their lower bound on the GPU peak is over the limit"
+                  : "";
+  if (!best.fits) {
+    return "does not fit on any candidate up to " + std::to_string(counts.back()) + " node(s)" +
+           floor_why + skip_why + "; closest: " + std::to_string(chosen->nodes) +
+           " node(s), offload " + to_string(chosen->offload) + " (GPU peak " +
+           fmt("%.1f", chosen->gpu_peak_gib) + " GiB, host RAM " +
+           fmt("%.0f", chosen->host_ram_per_node_gib) + " GiB per node)";
   }
+  std::string reason = "fewest nodes that fit: " + std::to_string(chosen->nodes) +
+                       " node(s), offload " + to_string(chosen->offload) + ": GPU peak " +
+                       fmt("%.1f", chosen->gpu_peak_gib) + " of " +
+                       fmt("%.1f", best.predicted.gpu_limit_bytes / kGiB) + " GiB, host RAM " +
+                       fmt("%.0f", chosen->host_ram_per_node_gib) + " of " +
+                       fmt("%.0f", best.predicted.host_limit_bytes / kGiB) + " GiB per node";
+  int alternatives = 0;
+  for (const Candidate& c : best.candidates)
+    alternatives += c.nodes == chosen->nodes && c.fits && &c != chosen;
+  if (alternatives > 0) {
+    reason += "; fewest GPU-seconds per step among the " + std::to_string(alternatives + 1) +
+              std::string(req.search_ep || req.search_cp ? " layouts and modes" : " modes") +
+              " that fit there (" + fmt("%.3f", chosen->gpu_seconds) + " GPU-s)";
+  }
+  return reason + skip_why;
+}
+
+}  // namespace
+
+// Node counts from the first up, each with every layout and mode, until one fits. A node count
+// whose lower bound (search_floor.h) is over the limit in every mode is listed, not evaluated;
+// the bound only falls with more nodes, so those are a prefix of the counts and the search
+// starts near the first fit instead of costing time quadratic in it. Where even the last count
+// cannot fit, only the first is evaluated, to show how far off it is.
+Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& req) {
+  const int gpn = req.options.gpus_per_node > 0 ? req.options.gpus_per_node : topo.node.gpus;
+  check_request(topo, req, gpn);
+  const int max_nodes = req.max_nodes > 0 ? req.max_nodes : topo.max_nodes;
+  const std::vector<int> counts = node_counts_to_try(req, max_nodes, gpn);
+  std::vector<OffloadMode> modes = {req.options.offload};
+  if (req.auto_offload) modes = {OffloadMode::none, OffloadMode::optimizer, OffloadMode::full};
+  const ParamInventory inv = planned_inventory(spec, req.options.optimizer);
+  std::vector<OffloadMode> allowed;  // the modes whose candidates are predicted
+  for (OffloadMode m : modes) {
+    if (!req.options.nesterov || nesterov_supported(m)) allowed.push_back(m);
+  }
+  const SearchFloor floor(inv, topo, req.options, allowed);
+
+  Search search(spec, topo, req, inv, modes);
+  search.best.model_name = spec.name;
+  search.best.topology_name = topo.name;
+  search.best.topology = topo;
+  search.best.gpus_per_node = gpn;
+  const bool first_only = !floor.may_fit(int64_t(counts.back()) * gpn);
+  int skipped = 0;  // the prefix of counts not evaluated
+  for (int nodes : counts) {
+    if (first_only && nodes != counts.front()) break;
+    const int64_t world = int64_t(nodes) * gpn;
+    if (req.auto_nodes && !first_only && !allowed.empty() && !floor.may_fit(world)) {
+      for (OffloadMode m : modes)
+        search.best.candidates.push_back(
+            {nodes, m, "", false, false, 0, 0, 0, 0, floor.skip_note(m, world)});
+      skipped = nodes;
+      continue;
+    }
+    if (search.evaluate(nodes, gpn) && req.auto_nodes) break;  // fewer nodes cannot come later
+  }
+  Plan& best = search.best;
+  if (!search.have_best) {
+    throw InputError(
+        {}, "--layout",
+        "no candidate node count can take this layout (" + search.last_layout_error + ")");
+  }
+  best.inventory = inv;
+  resolve_for_executor(best);
+  const std::string floor_why =
+      first_only ? floor.why_first_only(counts.size(), int64_t(counts.back()) * gpn) : "";
+  best.reason = explain(best, req, counts, floor_why, skipped);
   return best;
 }
 

@@ -2,16 +2,20 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 
+#include "cost/gpu_persistent.h"
 #include "muonplan/ns_workspace.h"
+#include "muonplan/offload_policy.h"
 #include "muonplan/units.h"
 
 namespace muonplan {
+namespace {
 
-double gpu_floor_bytes(const ParamInventory& inv, const Topology& topo, const PlanOptions& o) {
-  // The cost model's step buffers (cost_model.cc): an owner holds a batch's matrix gathered
-  // in bf16 (2 bytes an element) and, while it runs NS, the workspace of one matrix; a local
-  // chunk holds as much for each of its matrices. Some rank owns the largest matrix.
+// The cost model's step buffers (cost_model.cc): an owner holds a batch's matrix gathered in
+// bf16 (2 bytes an element) and, while it runs NS, the workspace of one matrix; a local chunk
+// holds as much for each of its matrices. Some rank owns the largest matrix.
+double largest_owner_bytes(const ParamInventory& inv, const PlanOptions& o) {
   double owner_bytes = 0;
   for (const ParamTensor& t : inv.tensors) {
     if (t.rule != UpdateRule::muon || (t.mtp && !o.include_mtp)) continue;
@@ -22,29 +26,105 @@ double gpu_floor_bytes(const ParamInventory& inv, const Topology& topo, const Pl
     }
   }
   const double check_bytes = 4;  // one chunk's fp32 non-finite sum
-  const double allocated_bytes = owner_bytes + check_bytes;
-  const double slack_bytes = allocated_bytes * topo.overheads.allocator_slack_fraction;
-  const double context_bytes = topo.overheads.cuda_context_gib * kGiB;
-  return context_bytes + allocated_bytes + slack_bytes;
+  return owner_bytes + check_bytes;
 }
 
-NoFitFloor no_fit_floor(const ParamInventory& inv, const Topology& topo, const PlanOptions& o) {
-  NoFitFloor f;
-  f.floor_bytes = gpu_floor_bytes(inv, topo, o);
-  f.limit_bytes = (o.gpu_memory_gib > 0 ? o.gpu_memory_gib : topo.node.gpu.memory_gib) * kGiB;
-  f.over_limit = f.floor_bytes > f.limit_bytes;
-  return f;
+// Rank 0 holds at least one entry of every expert stack at any world (whole entries, the first
+// shard the largest) and orthogonalizes it in a local chunk: the largest such matrix, as bf16
+// with its NS workspace (and the Nesterov look-ahead), is on rank 0 beside its persistent arrays.
+double largest_local_bytes(const ParamInventory& inv, const PlanOptions& o) {
+  double local_bytes = 0;
+  for (const ParamTensor& t : inv.tensors) {
+    if (t.rule != UpdateRule::muon || t.stack_dim != 0 || (t.mtp && !o.include_mtp)) continue;
+    for (const Partition& part : t.muon_partitions()) {
+      const double mat = double(part.rows) * double(t.cols());
+      const double ns_bytes = double(ns_workspace_layout(1, part.rows, t.cols()).total);
+      local_bytes = std::max(local_bytes, 2.0 * mat + ns_bytes + (o.nesterov ? 4.0 * mat : 0));
+    }
+  }
+  return local_bytes;
 }
 
-std::string NoFitFloor::why(size_t node_counts) const {
-  if (!over_limit || node_counts <= 1) return "";
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                ": every candidate needs at least %.6g GiB per GPU (the largest Muon matrix "
-                "gathered with its NS workspace, and the fixed overhead), over the %.3g GiB "
-                "limit, so only the first of %zu node counts was evaluated",
-                floor_bytes / kGiB, limit_bytes / kGiB, node_counts);
+// Elements on rank 0 at `world` ranks, of the tensors in `rows` (n -> elements per row).
+double rank0_elems(const std::map<int64_t, double>& rows, int64_t world) {
+  double elems = 0;
+  for (const auto& [n, per_row] : rows) {
+    const int64_t first_shard = world <= 0 ? 1 : (n + world - 1) / world;
+    elems += double(std::min(n, first_shard)) * per_row;
+  }
+  return elems;
+}
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", bytes / kGiB);
   return buf;
+}
+
+}  // namespace
+
+SearchFloor::SearchFloor(const ParamInventory& inv, const Topology& topo, const PlanOptions& o,
+                         const std::vector<OffloadMode>& modes) {
+  limit_bytes = (o.gpu_memory_gib > 0 ? o.gpu_memory_gib : topo.node.gpu.memory_gib) * kGiB;
+  for (OffloadMode m : modes) {
+    PlanOptions om = o;
+    om.offload = m;
+    const OffloadPolicy& pol = offload_policy(m, o.optimizer_staging);
+    modes_.push_back({m, sum(gpu_persistent_terms(om, pol, 1, 1, 0)),
+                      sum(gpu_persistent_terms(om, pol, 1, 0, 1))});
+  }
+  for (const ParamTensor& t : inv.tensors) {
+    if ((t.mtp && !o.include_mtp) || t.shape.empty() || t.shape[0] <= 0) continue;
+    auto& rows = t.rule == UpdateRule::muon ? muon_rows_ : adamw_rows_;
+    rows[t.shape[0]] += double(t.numel()) / double(t.shape[0]);
+  }
+  owner_bytes_ = largest_owner_bytes(inv, o);
+  // Every rank's non-finite check holds one fp32 per tensor at least (cost_model.cc).
+  rank0_transient_bytes_ = largest_local_bytes(inv, o) + 4.0 * double(inv.tensors.size());
+  context_bytes_ = topo.overheads.cuda_context_gib * kGiB;
+  slack_fraction_ = topo.overheads.allocator_slack_fraction;
+}
+
+double SearchFloor::gpu_bytes(OffloadMode mode, int64_t world) const {
+  double persistent = 0;
+  for (const ModeBytes& m : modes_) {
+    if (m.mode != mode) continue;
+    persistent =
+        m.muon_bpe * rank0_elems(muon_rows_, world) + m.adamw_bpe * rank0_elems(adamw_rows_, world);
+  }
+  const double allocated = std::max(persistent + rank0_transient_bytes_, owner_bytes_);
+  return context_bytes_ + allocated * (1 + slack_fraction_);
+}
+
+double SearchFloor::min_gpu_bytes(int64_t world) const {
+  double best = std::numeric_limits<double>::infinity();
+  for (const ModeBytes& m : modes_) best = std::min(best, gpu_bytes(m.mode, world));
+  return modes_.empty() ? gpu_bytes(OffloadMode::none, world) : best;
+}
+
+std::string SearchFloor::skip_note(OffloadMode mode, int64_t world) const {
+  return "not evaluated: at this world every candidate needs at least " +
+         gib(gpu_bytes(mode, world)) +
+         " GiB per GPU (lower bound: rank 0's persistent arrays, or the largest Muon matrix "
+         "gathered with its NS workspace, and the fixed overhead), over the " +
+         gib(limit_bytes) + " GiB limit";
+}
+
+std::string SearchFloor::why_first_only(size_t node_counts, int64_t last_world) const {
+  if (node_counts <= 1) return "";
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                ": every candidate needs at least %.6g GiB per GPU even at the largest node "
+                "count (rank 0's persistent arrays, or the largest Muon matrix gathered with its "
+                "NS workspace, and the fixed overhead), over the %.3g GiB limit, so only the "
+                "first of %zu node counts was evaluated",
+                min_gpu_bytes(last_world) / kGiB, limit_bytes / kGiB, node_counts);
+  return buf;
+}
+
+double gpu_floor_bytes(const ParamInventory& inv, const Topology& topo, const PlanOptions& o) {
+  return topo.overheads.cuda_context_gib * kGiB +
+         largest_owner_bytes(inv, o) * (1 + topo.overheads.allocator_slack_fraction);
 }
 
 }  // namespace muonplan

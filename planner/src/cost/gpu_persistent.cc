@@ -1,0 +1,49 @@
+// The GPU's persistent bytes per rank, by offload mode: stated once for the cost model
+// (cost_model.cc) and the search's lower bound (plan/search_floor.cc).
+#include "cost/gpu_persistent.h"
+
+#include <string>
+
+namespace muonplan {
+
+double muon_state_bytes(const PlanOptions& o) {
+  return o.bf16_momentum ? 2 : 4;
+}
+double adamw_state_bytes() {
+  return 8;
+}
+
+double state_bytes(const PlanOptions& o, double muon_elems, double adamw_elems) {
+  if (o.optimizer == OptimizerKind::signsgd) return 0;
+  return muon_elems * muon_state_bytes(o) + adamw_elems * adamw_state_bytes();
+}
+
+std::vector<Term> gpu_persistent_terms(const PlanOptions& o, const OffloadPolicy& pol, double n_all,
+                                       double n_mu, double n_aw) {
+  std::vector<Term> t;
+  if (pol.bf16_compute_copy) {
+    t.push_back({"params_bf16", 2 * n_all, "2 B x local params (compute copy)"});
+    // In a training step each unit's gradients leave during backward (workload_cost.cc
+    // counts the units in flight); the optimizer step alone holds them until its chunks copy
+    // them.
+    if (!o.workload)
+      t.push_back({"grads_bf16", 2 * n_all, "2 B x local params, until copied to host"});
+  }
+  if (pol.master == Residence::gpu) {
+    t.push_back({"params_fp32", 4 * n_all, "4 B x local params (FSDP master)"});
+    t.push_back({"grads_fp32", 4 * n_all, "4 B x local params"});
+  }
+  if (o.optimizer == OptimizerKind::muon) {
+    if (pol.muon_momentum == Residence::gpu) {
+      t.push_back({"muon_momentum", n_mu * muon_state_bytes(o),
+                   std::to_string(int(muon_state_bytes(o))) + " B x local Muon params"});
+    }
+    if (pol.adamw_moments == Residence::gpu)
+      t.push_back({"adamw_moments", n_aw * adamw_state_bytes(), "8 B x local AdamW params"});
+  } else if (o.optimizer == OptimizerKind::adamw && pol.adamw_moments == Residence::gpu) {
+    t.push_back({"adamw_moments", state_bytes(o, n_mu, n_aw), "8 B x local params"});
+  }
+  return t;
+}
+
+}  // namespace muonplan

@@ -1,0 +1,22 @@
+// The arrays a rank keeps on its GPU between steps, as named terms (docs/planner.md), and the
+// optimizer-state bytes per element (docs/muon-step.md section 5).
+#pragma once
+
+#include <vector>
+
+#include "muonplan/offload_policy.h"
+#include "muonplan/plan_options.h"
+#include "muonplan/prediction.h"
+
+namespace muonplan {
+
+double muon_state_bytes(const PlanOptions& o);  // 2 (bf16 momentum) or 4
+double adamw_state_bytes();                     // 8: two fp32 moments
+double state_bytes(const PlanOptions& o, double muon_elems, double adamw_elems);
+
+// Persistent bytes of a rank holding `n_all` elements, `n_mu` of them Muon's and `n_aw`
+// AdamW's, where `pol` (the offload mode's policy) keeps each array. Linear in the counts.
+std::vector<Term> gpu_persistent_terms(const PlanOptions& o, const OffloadPolicy& pol, double n_all,
+                                       double n_mu, double n_aw);
+
+}  // namespace muonplan
