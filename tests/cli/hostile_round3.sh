@@ -153,6 +153,23 @@ EXPECT_VMEM_KB=2000000 EXPECT_TIMEOUT=20 EXPECT_MATCH=suffix expect "HF config o
   "$bin" inspect --model "$work/many.json"
 [[ "$(cat "$work/err")" == "$work/many.json:1:"* ]] && ok || bad "9M values: file not named: $(cat "$work/err")"
 
+# YAML: a model spec of 20M flow items (40 MB, within the 64 MiB input limit) took 1 GB RSS
+# in yaml-cpp and ran out of memory under a 2 GB cap; refused before parsing at the first
+# separator past 65536, naming the file, line and column. A topology and a block list alike.
+"$py" -c "open('$work/flow.yaml', 'w').write('name: x\nlayers: [' + ','.join(['1'] * 20000000) + ']\n')"
+EXPECT_VMEM_KB=2000000 EXPECT_TIMEOUT=20 expect "YAML model of 20M items" 2 \
+  "$work/flow.yaml:2:131075: yaml: more than 65536 items (separators , : - ? [ { or lines); no muonplan YAML file holds as many" \
+  "$bin" inspect --model "$work/flow.yaml"
+"$py" -c "open('$work/block.yaml', 'w').write('name: t\nnodes:\n' + '  - 1\n' * 100000)"
+EXPECT_VMEM_KB=2000000 EXPECT_TIMEOUT=20 EXPECT_MATCH=suffix expect "YAML topology of 100k lines" 2 \
+  "yaml: more than 65536 items (separators , : - ? [ { or lines); no muonplan YAML file holds as many" \
+  "$bin" plan --model models/tiny-dense.yaml --topology "$work/block.yaml" --nodes 1
+# Every bundled YAML file is far below the bound.
+for f in models/*.yaml topologies/*.yaml; do
+  n="$("$py" -c "import sys; print(sum(open(sys.argv[1]).read().count(c) for c in ',:-?[{\n'))" "$f")"
+  [ "$n" -lt 8192 ] && ok || bad "$f: $n separators, near the YAML bound"
+done
+
 # A plan whose shards no machine holds (10^13 elements, each dimension within 10^8): refused
 # before anything is allocated, exit 2.
 edit_json "$work/p.json" "$work/huge-shard.json" "p['tensors'][0]['shape'] = [10**8, 10**5]"

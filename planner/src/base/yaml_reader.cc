@@ -57,9 +57,33 @@ void refuse_duplicate_keys(const YAML::Node& root, const std::string& path) {
   }
 }
 
+// Counts the bytes that can separate nodes; refuses the text at the first past the bound.
+// Comments and quoted scalars count too: an over-count only makes the bound stricter, and no
+// muonplan file comes near it.
+void check_yaml_size(const std::string& text, const std::string& path) {
+  int64_t separators = 0, line = 1, column = 1;
+  for (char ch : text) {
+    const bool sep =
+        ch == ',' || ch == ':' || ch == '-' || ch == '?' || ch == '[' || ch == '{' || ch == '\n';
+    if (sep && ++separators > kMaxYamlSeparators) {
+      throw InputError({path, int(line), int(column)}, "yaml",
+                       "more than " + std::to_string(kMaxYamlSeparators) +
+                           " items (separators , : - ? [ { or lines); no muonplan YAML file "
+                           "holds as many");
+    }
+    if (ch == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+}
+
 }  // namespace
 
 YAML::Node parse_yaml_text(const std::string& text, const std::string& path) {
+  check_yaml_size(text, path);
   YAML::Node root;
   try {
     root = YAML::Load(text);
