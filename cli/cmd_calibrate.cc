@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -112,8 +113,14 @@ Runner add_calibrate(CLI::App& app) {
       const std::string comment = "fitted by `muonplan calibrate` to " +
                                   std::to_string(fit.size()) + " measured run(s); max error " +
                                   std::to_string(100 * r.max_fit_error()).substr(0, 4) + "%";
-      write_file_atomic(f->out,
-                        with_calibration(read_input_file(f->topology), r.calibration, comment));
+      std::string text = with_calibration(read_input_file(f->topology), r.calibration, comment);
+      std::map<std::string, double> fixed;  // the fixed GPU costs, where a CUDA run gave them
+      for (const FittedConstant& k : r.constants) {
+        if (k.fitted && k.name.rfind("overheads.", 0) == 0) fixed[k.name] = k.after;
+      }
+      if (!fixed.empty())
+        text = with_section_constants(text, fixed, "fitted by muonplan calibrate");
+      write_file_atomic(f->out, text);
     }
     if (f->json) {
       nlohmann::json j = {{"topology", f->topology},
@@ -140,9 +147,9 @@ Runner add_calibrate(CLI::App& app) {
       std::cout << j.dump(2) << "\n";
       return 0;
     }
-    std::printf("%-24s %12s %12s  %s\n", "constant", "before", "after", "");
+    std::printf("%-34s %12s %12s  %s\n", "constant", "before", "after", "");
     for (const FittedConstant& k : r.constants) {
-      std::printf("%-24s %12.6g %12.6g  %s\n", k.name.c_str(), k.before, k.after, k.note.c_str());
+      std::printf("%-34s %12.6g %12.6g  %s\n", k.name.c_str(), k.before, k.after, k.note.c_str());
     }
     std::printf("\n%-9s %10s %10s %8s %10s %8s  %s\n", "run", "measured", "before", "error",
                 "after", "error", "metrics");

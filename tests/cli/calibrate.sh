@@ -43,6 +43,51 @@ run = [x for x in json.load(open(sys.argv[2]))["runs"] if "dense384-optimizer-ch
 assert abs(p / run["predicted_after_s"] - 1) < 1e-9, (p, run["predicted_after_s"])
 PY
 
+# The fixed GPU costs from what a CUDA run's runtime reported (measured.gpu_runtime): the CPU
+# runs above report none, so overheads.* are kept and said so; two runs given gpu_runtime
+# figures (reserved 10% and 5% over the counted peak; 0.75 and 0.6 GiB used outside the pool)
+# give the largest of each, written into the topology's overheads section, and a plan on it
+# carries them as its cuda_context and allocator_slack terms.
+"$py" - "$work/r.json" <<'PY' && ok || bad "CPU runs: overheads not kept"
+import json, sys
+c = json.load(open(sys.argv[1]))["constants"]
+for k in ("overheads.cuda_context_gib", "overheads.allocator_slack_fraction"):
+    assert not c[k]["fitted"] and c[k]["note"].startswith("kept: no run reports gpu_runtime"), c[k]
+PY
+for pair in "dense-none 1.10 0.75" "moe-none 1.05 0.6"; do
+  set -- $pair
+  edit_json "$1.metrics.json" "$work/$1.gpu.json" "
+m = p['measured']
+reserved = m['gpu_peak_gib'] * $2
+m['gpu_runtime'] = {'pool_reserved_high_gib': reserved, 'pool_used_high_gib': m['gpu_peak_gib'],
+                    'device_used_gib': reserved + $3}
+p['plan'] = '$PWD/' + p['plan']"
+done
+expect "calibrate gpu_runtime" 0 "" "$bin" calibrate --topology "$root/topologies/h200-ib.yaml" \
+  --metrics "$work/dense-none.gpu.json" --metrics "$work/moe-none.gpu.json" --out "$work/gpu.yaml" --json
+cp "$work/out" "$work/g.json"
+"$py" - "$work/g.json" <<'PY' && ok || bad "overheads fitted from gpu_runtime"
+import json, sys
+c = json.load(open(sys.argv[1]))["constants"]
+ctx, slack = c["overheads.cuda_context_gib"], c["overheads.allocator_slack_fraction"]
+assert ctx["fitted"] and ctx["before"] == 0.5 and abs(ctx["after"] - 0.75) < 1e-3, ctx
+assert slack["fitted"] and slack["before"] == 0.02 and abs(slack["after"] - 0.1) < 1e-3, slack
+assert "dense-none.gpu.json" in slack["note"] and "dense-none.gpu.json" in ctx["note"], (ctx, slack)
+PY
+expect "plan on gpu.yaml" 0 "" "$bin" plan --model "$root/models/qwen3-8b.yaml" \
+  --topology "$work/gpu.yaml" --nodes 1 --json
+cp "$work/out" "$work/gp.json"
+"$py" - "$work/gp.json" <<'PY' && ok || bad "plan on gpu.yaml: fixed terms"
+import json, sys
+p = json.load(open(sys.argv[1]))["predicted"]
+fixed = {t["name"]: t["gib"] for t in p["breakdown"]["gpu_fixed_gib"]}
+assert abs(fixed["cuda_context"] - 0.75) < 1e-9, fixed
+assert abs(fixed["allocator_slack"] - 0.1 * p["gpu_allocated_gib"]) < 1e-9, (fixed, p["gpu_allocated_gib"])
+PY
+grep -qE "^  cuda_context_gib: 0\.75 +# fitted by muonplan calibrate" "$work/gpu.yaml" && \
+  grep -qE "^  allocator_slack_fraction: 0\.1 +# fitted by muonplan calibrate" "$work/gpu.yaml" && \
+  [ "$(grep -c '^overheads:' "$work/gpu.yaml")" = 1 ] && ok || bad "gpu.yaml overheads: $(grep -A4 '^overheads:' "$work/gpu.yaml")"
+
 # Bad metrics: one line naming the file and the field.
 echo '{"schema": "muonplan.metrics/9"}' > "$work/m9.json"
 expect "metrics schema" 2 "$work/m9.json: schema: expected muonplan.metrics/2, got 'muonplan.metrics/9'" \

@@ -14,6 +14,7 @@
 #include "muonplan/model_spec.h"
 #include "muonplan/owners.h"
 #include "muonplan/plan_checks.h"
+#include "muonplan/units.h"
 
 namespace muonplan {
 namespace {
@@ -212,6 +213,14 @@ CalibrationRun load_calibration_run(const std::string& path) {
     r.h2d_s = get(to_string(Resource::pcie_h2d));
     r.host_s = get(to_string(Resource::cpu));
   }
+  if (m.contains("gpu_runtime") && m["gpu_runtime"].is_object()) {
+    const nlohmann::json& g = m["gpu_runtime"];
+    auto gib = [&](const nlohmann::json& o, const char* key) {
+      return o.contains(key) && o[key].is_number() ? o[key].get<double>() * kGiB : 0.0;
+    };
+    r.gpu_runtime = CalibrationRun::GpuRuntime{
+        gib(m, "gpu_peak_gib"), gib(g, "pool_reserved_high_gib"), gib(g, "device_used_gib")};
+  }
   const std::string plan = j.value("plan", "");
   if (plan.empty()) throw InputError({path, 0, 0}, "plan", "missing: the metrics name no plan");
   namespace fs = std::filesystem;
@@ -316,6 +325,7 @@ CalibrationResult calibrate(const Topology& topo, const std::vector<CalibrationR
   };
   for (const CalibrationRun& r : fit) check(r, false);
   for (const CalibrationRun& r : held_out) check(r, true);
+  fit_overheads(topo.overheads, fit, result);
   return result;
 }
 

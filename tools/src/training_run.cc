@@ -260,12 +260,21 @@ TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRu
 
 std::string with_training_constants(const std::string& yaml, const TrainingFit& fit,
                                     const std::string& comment) {
-  // section -> key -> value, for the fitted constants.
-  std::map<std::string, std::map<std::string, double>> todo;
+  std::map<std::string, double> values;
   for (const TrainingConstant& c : fit.constants) {
-    if (!c.fitted) continue;
-    const size_t dot = c.name.find('.');
-    todo[c.name.substr(0, dot)][c.name.substr(dot + 1)] = c.after;
+    if (c.fitted) values[c.name] = c.after;
+  }
+  return with_section_constants(yaml, values, comment);
+}
+
+std::string with_section_constants(const std::string& yaml,
+                                   const std::map<std::string, double>& values,
+                                   const std::string& comment) {
+  // section -> key -> value.
+  std::map<std::string, std::map<std::string, double>> todo;
+  for (const auto& [name, value] : values) {
+    const size_t dot = name.find('.');
+    todo[name.substr(0, dot)][name.substr(dot + 1)] = value;
   }
   auto line_for = [&](const std::string& key, double v) {
     char buf[160];

@@ -28,6 +28,13 @@ struct CalibrationRun {
   double step_s = 0;  // measured.optimizer_step_s
   // measured.busy_s, when present: backend kernels, H2D copies, host kernels.
   std::optional<double> device_s, h2d_s, host_s;
+  // measured.gpu_runtime (CUDA runs): what the runtime held beside the counted bytes.
+  struct GpuRuntime {
+    double counted_peak_bytes = 0;        // measured.gpu_peak_gib: what alloc() counted
+    double pool_reserved_high_bytes = 0;  // the memory pool's reserved high-water mark
+    double device_used_bytes = 0;         // cudaMemGetInfo after the steps (0: not asked)
+  };
+  std::optional<GpuRuntime> gpu_runtime;
 };
 
 // Reads a metrics file (schema muonplan.metrics/2) and the plan named in its "plan" key; a
@@ -54,6 +61,9 @@ struct RunCheck {
 
 struct CalibrationResult {
   Calibration calibration;
+  // The fixed GPU costs, fitted from the runs' gpu_runtime (overheads.* in `constants`).
+  Overheads overheads;
+  bool overheads_fitted = false;
   std::vector<FittedConstant> constants;
   std::vector<RunCheck> runs;         // fitted runs, then held-out runs
   double max_fit_error() const;       // max |rel_error_after| over fitted runs
@@ -64,6 +74,15 @@ struct CalibrationResult {
 // is empty.
 CalibrationResult calibrate(const Topology& topo, const std::vector<CalibrationRun>& fit,
                             const std::vector<CalibrationRun>& held_out);
+
+// The topology's fixed GPU costs from the runs that report gpu_runtime (CUDA runs), as the
+// muonplan runtime profile uses them (docs/planner.md, "Calibration"): the allocator slack is
+// the pool's reserved high-water mark over the counted peak, less 1; the per-GPU overhead
+// outside the allocator (context, cuBLAS workspaces, NCCL buffers) is the device's used memory
+// less the pool's reserved mark. The largest over the runs, so no run is under-predicted. Adds
+// an `overheads.*` entry per constant to `constants`, fitted or kept with the reason.
+void fit_overheads(const Overheads& before, const std::vector<CalibrationRun>& runs,
+                   CalibrationResult& result);
 
 // The predicted optimizer-step seconds of a run's plan on `topo` (workload terms dropped).
 double predict_step_s(const Topology& topo, const CalibrationRun& run);

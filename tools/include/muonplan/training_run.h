@@ -3,6 +3,7 @@
 // and runtime constants to every run given, by bounded least squares.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,5 +63,11 @@ TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRu
 // missing), everything else as written.
 std::string with_training_constants(const std::string& yaml, const TrainingFit& fit,
                                     const std::string& comment);
+
+// The topology YAML with each "section.key" of `values` replaced in its section (added when
+// missing; the section too), `comment` after each value written, everything else as written.
+std::string with_section_constants(const std::string& yaml,
+                                   const std::map<std::string, double>& values,
+                                   const std::string& comment);
 
 }  // namespace muonplan
