@@ -27,6 +27,12 @@ const char* cpuid_core() {
 }
 
 __attribute__((constructor)) void choose_openblas_core() {
+  // One OpenBLAS thread unless the user asks for more: the CPU backend calls OpenBLAS from its
+  // own OpenMP tasks, one thread each (cpu_backend.cc), and `bench ns` raises the count itself.
+  // The pool OpenBLAS would start at load gives each worker a 128 MB buffer, and under an
+  // address-space cap (`ulimit -v 1000000`) a worker's malloc hung in glibc's arena_get2 while
+  // exit() waited to join it: every command, even `inspect`, never returned, its output unflushed.
+  setenv("OPENBLAS_NUM_THREADS", "1", 0);
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr) {
     g_origin = "environment";
     return;

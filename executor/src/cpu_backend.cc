@@ -67,6 +67,7 @@ class CpuBackend final : public Backend {
     // program with a CPU backend (a library nothing calls may be left out of the link).
     (void)openblas_core_origin();
     openblas_set_num_threads(1);
+    cpu::reserve_openblas_buffers(gemm == CpuGemm::onednn);
     if (gemm == CpuGemm::onednn) onednn_ = cpu::OnednnGemm::create();
   }
   ~CpuBackend() override {

@@ -38,4 +38,10 @@ double sum_squares(const float* x, int64_t n);
 // y = x^T for one [rows, cols] matrix with leading dimensions ldx, ldy.
 void transpose(const bf16* x, int64_t rows, int64_t cols, int64_t ldx, bf16* y, int64_t ldy);
 
+// Takes OpenBLAS's per-thread GEMM buffers on every OpenMP thread now (openblas_buffers.cc), so
+// a failed allocation is an error here, not a hang inside the first GEMM; throws
+// std::runtime_error when an address-space cap leaves no room for them (or, with `onednn`, for
+// what oneDNN maps as it creates its primitives, which it does not check).
+void reserve_openblas_buffers(bool onednn);
+
 }  // namespace muonplan::exec::cpu
