@@ -8,7 +8,9 @@
 # and a strategy that mis-assigns shows up in the digest anywhere.
 # The digest covers the whole state bit for bit, so equal digests mean equal updates; the
 # unsharded recomputation (--check-reference, which every rank runs whole: W times the work)
-# runs on the first strategy of each world, where it tests the reference path itself.
+# runs on the first strategy of each world, where it tests the reference path itself, and the
+# independent reference step beside it (lib.sh's checked: one rank bit for bit, the
+# reference within its bound).
 # World 4 runs on the asynchronous-lanes backend (a seed per run): its digests, equal to one
 # rank's on the CPU backend, also check the waits between lanes.
 # MUONPLAN_TEST_QUICK=1 (sanitizer runs): worlds 1 and 4 (no rows divide by 4), owners
