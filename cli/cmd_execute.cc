@@ -102,8 +102,12 @@ void print_summary(const nlohmann::json& metrics, int world, const std::string& 
   std::printf("  peak %.3f GiB, transient %.3f GiB (backend memory)\n",
               m["gpu_peak_gib"].get<double>(), m["gpu_transient_gib"].get<double>());
   std::printf("  state_digest %s\n", m["state_digest"].get<std::string>().c_str());
-  if (m.contains("reference_rel_error"))
-    std::printf("  reference_rel_error %.3g\n", m["reference_rel_error"].get<double>());
+  if (m.contains("reference_rel_error")) {
+    std::printf(
+        "  one rank: max |diff| %.3g, relative %.3g; reference_rel_error %.3g (bound %.3g)\n",
+        m["one_rank_max_abs_diff"].get<double>(), m["one_rank_rel_error"].get<double>(),
+        m["reference_rel_error"].get<double>(), m["reference_rel_bound"].get<double>());
+  }
 }
 
 // Rank 0's progress line on stderr: step k/K, seconds per step, time left. Overwritten in

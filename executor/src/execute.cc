@@ -19,6 +19,7 @@
 #include "muonplan/exec/metrics.h"
 #include "muonplan/exec/plan_shards.h"
 #include "muonplan/exec/rank_state.h"
+#include "muonplan/exec/reference_check.h"
 #include "muonplan/exec/step.h"
 #include "muonplan/exec/trace_gather.h"
 #include "muonplan/plan_checks.h"
@@ -241,39 +242,6 @@ void say_where_resumed(const Resumed& r, const std::string& asked, int rank) {
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
-// Max over this rank's tensors of |dW - dW_ref| / |dW_ref| (dW: change since initialization).
-// Largest relative difference of the parameter updates; +inf when either run holds a non-finite
-// value (NaN compares false with everything, so it must be looked for, not compared).
-double reference_error(const RankState& state, const RankState& ref, std::string* nonfinite) {
-  double worst = 0;
-  std::vector<float> mine, theirs, init;
-  for (const LocalParam& p : state.params()) {
-    if (p.elems() == 0) continue;
-    const std::string& name = state.plan().inventory.tensors[p.tensor].name;
-    const LocalParam& r = ref.param(p.tensor);
-    mine.resize(p.elems());
-    theirs.resize(p.elems());
-    init.resize(p.elems());
-    state.copy_out(p, Field::param, mine.data());
-    std::vector<float> whole(static_cast<size_t>(r.elems()));
-    ref.copy_out(r, Field::param, whole.data());
-    std::copy_n(whole.begin() + p.global_offset(), mine.size(), theirs.begin());
-    fill_param(name, p.global_offset(), p.elems(), init.data());
-    double num = 0, den = 0;
-    for (size_t i = 0; i < mine.size(); ++i) {
-      if (!std::isfinite(mine[i]) || !std::isfinite(theirs[i])) {
-        if (nonfinite->empty()) nonfinite->assign(name);
-        worst = INFINITY;
-      }
-      const double d_ref = double(theirs[i]) - init[i], d = double(mine[i]) - init[i];
-      num += (d - d_ref) * (d - d_ref);
-      den += d_ref * d_ref;
-    }
-    if (num > 0) worst = std::max(worst, den > 0 ? std::sqrt(num / den) : INFINITY);
-  }
-  return worst;
-}
-
 }  // namespace
 
 ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& backend,
@@ -481,28 +449,7 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     comm.allreduce_max(v, 3);
     measured.runtime_memory = RuntimeMemory{size_t(v[0]), size_t(v[1]), size_t(v[2])};
   }
-  if (opt.check_reference) {
-    const Plan ref_plan = on_one_rank(plan);
-    RankState ref(ref_plan, backend, 0);
-    ref.init_params();
-    const std::unique_ptr<Communicator> self = make_self_communicator(backend);
-    MuonStep ref_step(ref, *self);
-    ref_step.set_ns_variant(opt.symmetric_ns ? NsVariant::symmetric : NsVariant::plain);
-    for (int64_t s = 1; s <= last; ++s) {
-      ref.load_grads(s);
-      if (s == opt.inject_nonfinite_step) continue;  // skipped above as well
-      ref_step.run(s);
-    }
-    std::string bad;
-    double err = reference_error(state, ref, &bad);
-    comm.allreduce_max(&err, 1);
-    if (!std::isfinite(err)) {
-      throw std::runtime_error("reference check failed: non-finite parameters" +
-                               (bad.empty() ? std::string(" on another rank")
-                                            : " in " + bad + " (sharded or reference run)"));
-    }
-    measured.reference_rel_error = err;
-  }
+  if (opt.check_reference) check_reference(plan, opt, state, backend, comm, last, measured);
   if (!opt.checkpoint_dir.empty()) {
     comm.set_step(last);
     save_checkpoint(opt.checkpoint_dir, comm.rank(), plan.world, last, checkpoint_plan_info(plan),

@@ -32,7 +32,14 @@ nlohmann::json to_json(const Measured& m) {
                       {"steps_skipped", m.steps_skipped},
                       {"offload", m.offload},
                       {"ns_variant", m.ns_variant}};
-  if (m.reference_rel_error) j["reference_rel_error"] = *m.reference_rel_error;
+  const std::pair<const char*, const std::optional<double>*> checks[] = {
+      {"one_rank_max_abs_diff", &m.one_rank_max_abs_diff},
+      {"one_rank_rel_error", &m.one_rank_rel_error},
+      {"reference_rel_error", &m.reference_rel_error},
+      {"reference_rel_bound", &m.reference_rel_bound}};
+  for (const auto& [key, value] : checks) {
+    if (*value) j[key] = **value;
+  }
   if (m.runtime_memory) {
     const RuntimeMemory& r = *m.runtime_memory;
     j["gpu_runtime"] = {{"pool_reserved_high_gib", double(r.pool_reserved_high_bytes) / kGiB},

@@ -28,3 +28,11 @@ async() { local d=(0 300 3000); echo "--backend cpu-async --async-seed $1 --asyn
 field() { echo "$1" | "$py" -c "import json,sys; d=json.load(sys.stdin)
 for k in sys.argv[1].split('.'): d=d[k]
 print(d)" "$2"; }
+# checked METRICS: --check-reference's figures as expected (docs/executor-numerics.md, "The
+# independent reference"): the one-rank MuonStep rerun equal bit for bit, the independent
+# reference step within its bound; else prints them and fails.
+checked() { echo "$1" | "$py" -c "import json,sys; m=json.load(sys.stdin)['measured']
+k = ('one_rank_max_abs_diff', 'one_rank_rel_error', 'reference_rel_error', 'reference_rel_bound')
+a, r, e, b = (m[x] for x in k)
+if a == 0 and r == 0 and 0 <= e <= b <= 0.1: sys.exit(0)
+print('one rank: max diff %g, relative %g; reference %g, bound %g' % (a, r, e, b)); sys.exit(1)"; }

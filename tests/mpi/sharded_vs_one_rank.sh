@@ -8,7 +8,9 @@
 # and a strategy that mis-assigns shows up in the digest anywhere.
 # The digest covers the whole state bit for bit, so equal digests mean equal updates; the
 # unsharded recomputation (--check-reference, which every rank runs whole: W times the work)
-# runs on the first strategy of each world, where it tests the reference path itself.
+# runs on the first strategy of each world, where it tests the reference path itself, and the
+# independent reference step beside it (lib.sh's checked: one rank bit for bit, the
+# reference within its bound).
 # World 4 runs on the asynchronous-lanes backend (a seed per run): its digests, equal to one
 # rank's on the CPU backend, also check the waits between lanes.
 # MUONPLAN_TEST_QUICK=1 (sanitizer runs): worlds 1 and 4 (no rows divide by 4), owners
@@ -34,7 +36,7 @@ for model in tiny-dense tiny-moe; do
       m="$(run "$world" "$p" --steps 2 $check $lanes)" || { bad "run $model w$world $owners: $(cat "$work/err")"; continue; }
       what="$model w$world $owners $extra"
       if [ -n "$check" ]; then
-        [ "$(field "$m" measured.reference_rel_error)" = "0.0" ] && ok || bad "$what: reference_rel_error $(field "$m" measured.reference_rel_error)"
+        checked "$m" && ok || bad "$what: reference_rel_error $(field "$m" measured.reference_rel_error)"
       fi
       check=""
       digest="$(field "$m" measured.state_digest)"
@@ -54,7 +56,7 @@ for case in "${layouts[@]}"; do
   plan "$work/p.json" tiny-moe "$1" --layout "$2"
   check=""; [ "$1" = 8 ] || check="--check-reference"  # 8 ranks: the digest alone (see above)
   m="$(run "$1" "$work/p.json" --steps 2 $check)" || { bad "w$1 $2: $(cat "$work/err")"; continue; }
-  [ -z "$check" ] || { [ "$(field "$m" measured.reference_rel_error)" = "0.0" ] && ok || bad "w$1 $2: reference"; }
+  [ -z "$check" ] || { checked "$m" && ok || bad "w$1 $2: reference"; }
   [ "$(field "$m" measured.state_digest)" = "$one" ] && ok || bad "w$1 $2: digest differs from one rank"
   [ "$(field "$m" measured.alltoall_bytes_per_rank_max)" = "$(field "$m" predicted.alltoall_bytes_per_rank_max)" ] && ok || bad "w$1 $2: bytes"
 done

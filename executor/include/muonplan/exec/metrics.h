@@ -39,7 +39,12 @@ struct Measured {
   std::string state_digest;
   int64_t steps_skipped = 0;
   std::string offload, ns_variant;
-  std::optional<double> reference_rel_error;  // with --check-reference
+  // With --check-reference (docs/executor-numerics.md, "The independent reference"), max over
+  // ranks: the sharded state against the same steps of MuonStep on one rank (largest element
+  // difference, and largest relative difference of a tensor's update or optimizer state; 0 on
+  // the CPU backends), and against the independent reference step, with the bound it must meet.
+  std::optional<double> one_rank_max_abs_diff, one_rank_rel_error;
+  std::optional<double> reference_rel_error, reference_rel_bound;
 };
 
 // The `measured` object of metrics.json: GiB (2^30) for memory, GB (1e9) for traffic, as the
