@@ -483,7 +483,7 @@ Plan plan_from_json(const json& j, const std::string& path) {
     root["workload"].only({"tokens_per_step", "seq_len", "micro_batch_seqs", "ac", "ac_offload",
                            "lm_head_chunk", "cp_style"});
   }
-  check_plan_predicted(j, path);
+  read_plan_predicted(j, path);  // execute reads it again for the metrics
   Plan plan;
   read_decision(root, plan);
   read_options(root, plan);
