@@ -286,9 +286,7 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
   if (plan.options.optimizer == OptimizerKind::signsgd) {
     throw InputError({}, "--plan", "the executor runs muon and adamw plans, not signsgd");
   }
-  if (plan.options.nesterov && !nesterov_supported(plan.options.offload)) {
-    throw InputError({}, "--plan", kNesterovRefusedExecuting);
-  }
+  check_nesterov(plan.options, "--plan");
   if (opt.steps <= 0) throw InputError({}, "--steps", "must be positive");
   // Before anything runs: no other run may be writing the checkpoint, and its path must be ours
   // to replace (rank 0 does the directory work of a save, so it holds the lock). Every rank

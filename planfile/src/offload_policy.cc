@@ -1,5 +1,7 @@
 #include "muonplan/offload_policy.h"
 
+#include "muonplan/error.h"
+
 namespace muonplan {
 namespace {
 
@@ -32,6 +34,10 @@ const OffloadPolicy& offload_policy(OffloadMode mode, OffloadStaging staging) {
 
 bool nesterov_supported(OffloadMode m) {
   return offload_policy(m).nesterov_allowed;
+}
+
+void check_nesterov(const PlanOptions& o, const std::string& field, const SourceLoc& loc) {
+  if (o.nesterov && !nesterov_supported(o.offload)) throw InputError(loc, field, kNesterovRefused);
 }
 
 int PlanOptions::batches_in_flight() const {

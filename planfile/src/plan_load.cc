@@ -128,8 +128,7 @@ void read_options(const Node& root, Plan& plan) {
           "optimizer_offload_staging", "optimizer_offload_pinned"});
   o.bf16_momentum = c["bf16_momentum"].boolean();
   o.nesterov = c["nesterov"].boolean();
-  if (o.nesterov && !nesterov_supported(o.offload))
-    c["nesterov"].fail("not supported under full offload");
+  check_nesterov(o, c["nesterov"].field(), {root.path(), 0, 0});
   OptimizerHyper& h = o.hyper;
   // Ranges: check_optimizer_config below, as `muonplan plan` checks its flags. plan_to_json
   // writes the resolved values; a zero update_rms or adamw lr would mean "use the default" on

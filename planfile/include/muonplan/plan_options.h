@@ -80,12 +80,17 @@ struct OptimizerHyper {
 // Whether Nesterov momentum is allowed under `m`: the offload policy's (offload_policy.h) answer,
 // which the search, the flags, the report's sweep, the plan loader and the step ask.
 bool nesterov_supported(OffloadMode m);
+// The one refusal of Nesterov momentum, whichever path refuses it (check_nesterov below; the
+// search's and the report's candidate notes): why, and what to plan instead.
 inline constexpr const char* kNesterovRefused =
-    "Nesterov momentum is not supported under full offload";
-// The executor's refusal of such a plan: why, and what to plan instead.
-inline constexpr const char* kNesterovRefusedExecuting =
     "Nesterov momentum is not supported under full offload (the host folds the momentum before "
     "the device sees it); plan with --offload optimizer or none";
+
+struct PlanOptions;
+// InputError "FIELD: <kNesterovRefused>" at `loc` (none for a flag, the file for a plan field)
+// when `o` asks for Nesterov momentum under an offload mode that does not support it: the
+// flags (--nesterov), the plan loader (optimizer_config.nesterov), execute and the step (--plan).
+void check_nesterov(const PlanOptions& o, const std::string& field, const SourceLoc& loc = {});
 
 // Which runtime's memory the plan predicts (docs/planner.md, "Runtime"): muonplan's executor
 // (exact: predicted equals allocated) or a PyTorch FSDP2 trainer on NCCL (allocator reserve,

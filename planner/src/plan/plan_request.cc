@@ -300,9 +300,7 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
         Workload{f.tokens_per_step, f.seq_len,       f.micro_batch_seqs,         f.ac == "full",
                  f.ac_offload,      f.lm_head_chunk, parse_cp_style(f.cp_style), f.ac_max_inflight};
   }
-  if (o.nesterov && !r.auto_offload && !nesterov_supported(o.offload)) {
-    throw InputError({}, "--nesterov", kNesterovRefused);
-  }
+  if (!r.auto_offload) check_nesterov(o, "--nesterov");  // auto: the search skips full
   // A training workload is run by a PyTorch trainer; the optimizer step alone by our executor.
   o.runtime = f.runtime.empty() ? (o.workload ? RuntimeKind::pytorch : RuntimeKind::muonplan)
                                 : parse_runtime(f.runtime);
