@@ -129,9 +129,7 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
       node_counts.push_back(n);
   } else {
     if (req.options.nodes <= 0) {
-      throw InputError(
-          {}, "--nodes",
-          "must be a positive integer or auto, got " + std::to_string(req.options.nodes));
+      throw InputError({}, "--nodes", bad_nodes_message(std::to_string(req.options.nodes)));
     }
     node_counts.push_back(req.options.nodes);
   }
