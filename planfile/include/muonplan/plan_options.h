@@ -25,10 +25,15 @@ OptimizerKind parse_optimizer(const std::string& name);
 const char* to_string(OffloadMode m);
 const char* to_string(OptimizerKind k);
 
-// How `optimizer` offload moves state: `whole` stages the rank's whole optimizer state on the
-// GPU for the step (what torch-based optimizer-state offload does: state.to(device) before the
-// step, back after), `chunked` streams it chunk by chunk with the batches in flight.
-enum class OffloadStaging { whole, chunked };
+// How optimizer state (Muon momentum, AdamW moments) held on the host reaches the GPU kernels,
+// one enum for the choice and the offload policy's answer (offload_policy.h). `optimizer`
+// offload chooses (--offload-staging, the plan's optimizer_offload_staging): `whole` stages the
+// rank's whole state on the GPU for the step (what torch-based optimizer-state offload does:
+// state.to(device) before the step, back after), `chunked` streams it chunk by chunk with the
+// batches in flight. `none`: it is not staged, being on the GPU already (no offload) or used
+// where it lives by the host kernels (full offload); the mode implies it, so no flag names it.
+enum class OffloadStaging { none, whole, chunked };
+// The choices (not `none`).
 inline constexpr EnumName<OffloadStaging> kOffloadStagingNames[] = {
     {OffloadStaging::whole, "whole"}, {OffloadStaging::chunked, "chunked"}};
 OffloadStaging parse_offload_staging(const std::string& name);  // InputError on unknown
