@@ -11,11 +11,11 @@ namespace muonplan {
 namespace metric {
 
 // Figures both sides have, in the same unit: GiB (2^30) for memory, GB (1e9) for traffic.
-inline constexpr const char* kOptimizerStepS = "optimizer_step_s";
+inline constexpr const char* kOptimizerStepS = "optimizer_step_s";  // busiest rank
 inline constexpr const char* kGpuPeakGib = "gpu_peak_gib";
-inline constexpr const char* kGpuTransientGib = "gpu_transient_gib";
+inline constexpr const char* kGpuTransientGib = "gpu_transient_gib";  // above the step's start
 inline constexpr const char* kAlltoallGbPerRankMax = "alltoall_gb_per_rank_max";
-inline constexpr const char* kAlltoallBytesPerRankMax = "alltoall_bytes_per_rank_max";
+inline constexpr const char* kAlltoallBytesPerRankMax = "alltoall_bytes_per_rank_max";  // exact
 inline constexpr const char* kH2dGbPerGpu = "h2d_gb_per_gpu";
 inline constexpr const char* kD2hGbPerGpu = "d2h_gb_per_gpu";
 inline constexpr const char* kShared[] = {kOptimizerStepS,         kGpuPeakGib,  kGpuTransientGib,
@@ -23,13 +23,13 @@ inline constexpr const char* kShared[] = {kOptimizerStepS,         kGpuPeakGib, 
                                           kAlltoallBytesPerRankMax};
 
 // Predicted only.
-inline constexpr const char* kGpuAllocatedGib = "gpu_allocated_gib";
-inline constexpr const char* kGpuReservedGib = "gpu_reserved_gib";
+inline constexpr const char* kGpuAllocatedGib = "gpu_allocated_gib";  // the allocator's
+inline constexpr const char* kGpuReservedGib = "gpu_reserved_gib";    // allocated + reserve
 inline constexpr const char* kGpuOutsideAllocatorGib = "gpu_outside_allocator_gib";
-inline constexpr const char* kFitMargin = "fit_margin";
+inline constexpr const char* kFitMargin = "fit_margin";  // Prediction::fit_margin
 inline constexpr const char* kHostRamPerNodeGib = "host_ram_per_node_gib";
 inline constexpr const char* kTrainingStepS = "training_step_s";  // null without a workload
-inline constexpr const char* kGpuSecondsPerStep = "gpu_seconds_per_step";
+inline constexpr const char* kGpuSecondsPerStep = "gpu_seconds_per_step";  // step x world
 inline constexpr const char* kNsFlopsPerRankMax = "ns_flops_per_rank_max";
 // The plan file's named terms under `predicted` (not copied into the metrics).
 inline constexpr const char* kBreakdown = "breakdown";
@@ -37,13 +37,13 @@ inline constexpr const char* kBreakdown = "breakdown";
 // Measured only.
 inline constexpr const char* kHostPeakGibPerRankMax = "host_peak_gib_per_rank_max";
 inline constexpr const char* kBusyS = "busy_s";  // by Resource name (prediction.h)
-inline constexpr const char* kNonfiniteCheckS = "nonfinite_check_s";
-inline constexpr const char* kStateDigest = "state_digest";
-inline constexpr const char* kStepsSkipped = "steps_skipped";
-inline constexpr const char* kOffload = "offload";
-inline constexpr const char* kNsVariant = "ns_variant";
-inline constexpr const char* kReferenceRelError = "reference_rel_error";
-inline constexpr const char* kGpuRuntime = "gpu_runtime";
+inline constexpr const char* kNonfiniteCheckS = "nonfinite_check_s";      // its share of the step
+inline constexpr const char* kStateDigest = "state_digest";               // a string
+inline constexpr const char* kStepsSkipped = "steps_skipped";             // --skip-nonfinite
+inline constexpr const char* kOffload = "offload";                        // a string
+inline constexpr const char* kNsVariant = "ns_variant";                   // a string
+inline constexpr const char* kReferenceRelError = "reference_rel_error";  // --check-reference
+inline constexpr const char* kGpuRuntime = "gpu_runtime";  // the device runtime's, on a GPU
 // The strings among them; every other measured value is a number (check_metrics).
 inline constexpr const char* kMeasuredStrings[] = {kStateDigest, kOffload, kNsVariant};
 
