@@ -19,8 +19,10 @@
 #include "muonplan/exec/cpu_threads.h"
 #include "muonplan/exec/execute.h"
 #include "muonplan/io.h"
+#include "muonplan/metric_keys.h"
 #include "muonplan/parse_int.h"
 #include "muonplan/plan.h"
+#include "muonplan/plan_checks.h"
 #include "paths.h"
 
 namespace muonplan::cli {
@@ -89,24 +91,25 @@ std::string normal_dir(const std::string& dir) {
 
 // The run's figures, in fixed formats with their units (the metrics JSON has every digit).
 void print_summary(const nlohmann::json& metrics, int world, const std::string& backend) {
+  namespace k = metric;
   const auto& m = metrics["measured"];
-  const auto& p = metrics["predicted"];
+  const auto& predicted_gb = metrics["predicted"][k::kAlltoallGbPerRankMax];  // null: none
   std::printf("executed steps %lld..%lld on %d %s rank(s)\n",
               metrics["first_step"].get<long long>(), metrics["last_step"].get<long long>(), world,
               backend.c_str());
   std::printf("  step %.4f s (median of steps 2+, max over ranks)\n",
-              m["optimizer_step_s"].get<double>());
+              m[k::kOptimizerStepS].get<double>());
   std::printf("  all-to-all %.3f GB per rank (predicted %.3f)\n",
-              m["alltoall_gb_per_rank_max"].get<double>(),
-              p.value("alltoall_gb_per_rank_max", 0.0));
+              m[k::kAlltoallGbPerRankMax].get<double>(),
+              predicted_gb.is_number() ? predicted_gb.get<double>() : 0.0);
   std::printf("  peak %.3f GiB, transient %.3f GiB (backend memory)\n",
-              m["gpu_peak_gib"].get<double>(), m["gpu_transient_gib"].get<double>());
-  std::printf("  state_digest %s\n", m["state_digest"].get<std::string>().c_str());
-  if (m.contains("reference_rel_error")) {
+              m[k::kGpuPeakGib].get<double>(), m[k::kGpuTransientGib].get<double>());
+  std::printf("  state_digest %s\n", m[k::kStateDigest].get<std::string>().c_str());
+  if (m.contains(k::kReferenceRelError)) {
     std::printf(
         "  one rank: max |diff| %.3g, relative %.3g; reference_rel_error %.3g (bound %.3g)\n",
-        m["one_rank_max_abs_diff"].get<double>(), m["one_rank_rel_error"].get<double>(),
-        m["reference_rel_error"].get<double>(), m["reference_rel_bound"].get<double>());
+        m[k::kOneRankMaxAbsDiff].get<double>(), m[k::kOneRankRelError].get<double>(),
+        m[k::kReferenceRelError].get<double>(), m[k::kReferenceRelBound].get<double>());
   }
 }
 
@@ -160,8 +163,8 @@ int run(const ExecuteFlags& f) {
     if (!f.inject.empty()) check_inject_target(plan, opt.inject_nonfinite_tensor);
     exec::ExecuteResult r = exec::execute(plan, opt, *backend, *comm);
     r.metrics["plan"] = f.plan;
-    r.metrics["predicted"] = plan_json.value("predicted", nlohmann::json::object());
-    r.metrics["predicted"].erase("breakdown");
+    // The plan's figures as the table types them (metric_keys.h), not its object copied.
+    r.metrics["predicted"] = figures_to_json(read_plan_predicted(plan_json, f.plan));
     if (rank == 0 && !f.metrics.empty()) write_file_atomic(f.metrics, r.metrics.dump(2) + "\n");
     if (rank == 0 && opt.trace) write_file_atomic(f.trace, r.trace.dump(1) + "\n");
     // The run has succeeded only once the metrics are written: until then every rank waits

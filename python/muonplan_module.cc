@@ -16,6 +16,7 @@
 #include "muonplan/error.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"
+#include "muonplan/exec/checkpoint_entries.h"
 #include "muonplan/exec/plan_shards.h"
 #include "muonplan/json_forms.h"
 #include "muonplan/model_io.h"
@@ -138,7 +139,8 @@ py::object plan(py::handle model, py::handle topology, const py::kwargs& options
     }
     return to_python(plan_to_json(make_plan(spec, topo, to_plan_request(flags))));
   }
-  if (!model.is_none() && !as_path(model, path, "model")) throw py::type_error("model: expected a path");
+  if (!model.is_none() && !as_path(model, path, "model"))
+    throw py::type_error("model: expected a path");
   const PlanInputs in = prepare_plan(path, flags);
   Plan p;
   try {
@@ -242,7 +244,7 @@ py::dict read_checkpoint(py::handle dir) {
     py::array_t<float> a(std::vector<py::ssize_t>(e.shape.begin(), e.shape.end()));
     float* out = a.mutable_data();
     const size_t n = static_cast<size_t>(a.size());
-    if (e.dtype == "bf16") {
+    if (e.dtype == exec::kCheckpointBf16.entry) {
       const auto* in = reinterpret_cast<const exec::bf16*>(e.bytes.data());
       for (size_t k = 0; k < n; ++k) out[k] = exec::to_float(in[k]);
     } else {
@@ -276,8 +278,8 @@ void write_checkpoint(py::handle dir, const py::dict& tensors, int64_t step, py:
     const std::string field = slash == std::string::npos ? "" : name.substr(slash + 1);
     const auto t = std::find_if(inv.tensors.begin(), inv.tensors.end(),
                                 [&](const ParamTensor& p) { return p.name == tensor; });
-    if (t == inv.tensors.end() || !(field == "param" || field == "momentum" ||
-                                    (field == "variance" && t->rule == UpdateRule::adamw))) {
+    const exec::CheckpointField* f = exec::checkpoint_field(field);
+    if (t == inv.tensors.end() || !f || !exec::holds(*f, t->rule == UpdateRule::adamw)) {
       throw py::value_error(name +
                             ": not <tensor>/param, /momentum or (AdamW) /variance of a "
                             "tensor of the plan's model");
@@ -300,11 +302,12 @@ void write_checkpoint(py::handle dir, const py::dict& tensors, int64_t step, py:
       const exec::ShardRange s = exec::shard_of(plan, int(ti), r);
       if (!s.primary || s.rows() == 0) continue;
       auto add = [&](const std::string& field, bool bf16) {
-        exec::CheckpointEntry e{t.name + "/" + field, bf16 ? "bf16" : "f32", s.begin, s.end, {}};
+        const exec::CheckpointDtype& dtype = bf16 ? exec::kCheckpointBf16 : exec::kCheckpointF32;
+        exec::CheckpointEntry e{t.name + "/" + field, dtype.entry, s.begin, s.end, {}};
         const auto it = given.find(e.name);
         const float* src = it == given.end() ? nullptr : it->second.data() + s.begin * s.row_elems;
         const size_t n = size_t(s.elems());
-        e.bytes.assign(n * (bf16 ? 2 : 4), 0);
+        e.bytes.assign(n * dtype.bytes, 0);
         if (src && bf16) {
           auto* out = reinterpret_cast<exec::bf16*>(e.bytes.data());
           for (size_t k = 0; k < n; ++k) out[k] = exec::to_bf16(src[k]);
@@ -313,9 +316,10 @@ void write_checkpoint(py::handle dir, const py::dict& tensors, int64_t step, py:
         }
         per_rank[size_t(r)].push_back(std::move(e));
       };
-      add("param", false);
-      add("momentum", bf16_m);
-      if (t.rule == UpdateRule::adamw) add("variance", false);
+      for (const exec::CheckpointField& f : exec::kCheckpointFields) {
+        if (exec::holds(f, t.rule == UpdateRule::adamw))
+          add(f.name, &exec::kept_dtype(f, bf16_m) == &exec::kCheckpointBf16);
+      }
     }
   }
   exec::save_checkpoint_all(path, step, exec::checkpoint_plan_info(plan), per_rank);

@@ -2,6 +2,8 @@
 // and DIR.tmp only becomes DIR by a rename: a directory with a manifest is always complete.
 #include "muonplan/exec/checkpoint.h"
 
+#include "muonplan/exec/checkpoint_entries.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -219,7 +221,7 @@ struct Written {
 };
 
 const char* st_dtype(const std::string& dtype) {
-  return dtype == "bf16" ? "BF16" : "F32";
+  return checkpoint_dtype(dtype)->safetensors;  // check_entries has checked it
 }
 
 // A rank's entries against the model: each names a tensor of `info` and one of its state
@@ -233,17 +235,17 @@ void check_entries(const CheckpointPlanInfo& info, const std::vector<CheckpointE
   for (const CheckpointEntry& e : entries) {
     const auto [tensor, field] = split_entry_name(e.name);
     const auto it = tensors.find(tensor);
-    const bool momentum = field == "momentum";
+    const CheckpointField* kind = checkpoint_field(field);
     const std::string what = "checkpoint entry '" + e.name + "' (" + e.dtype + ", rows " +
                              std::to_string(e.begin) + ".." + std::to_string(e.end) + ", " +
                              std::to_string(e.bytes.size()) + " bytes): ";
-    if (it == tensors.end() || (field != "param" && !momentum && field != "variance"))
-      throw std::invalid_argument(what +
-                                  "not <tensor>/param, /momentum or /variance of a "
-                                  "tensor of the model");
+    if (it == tensors.end() || !kind)
+      throw std::invalid_argument(what + "not <tensor>" + checkpoint_fields_text() +
+                                  " of a tensor of the model");
     if (!seen.insert(e.name).second) throw std::invalid_argument(what + "given twice");
     const CheckpointTensor& t = *it->second;
-    const size_t size = e.dtype == "f32" ? 4 : e.dtype == "bf16" && momentum ? 2 : 0;
+    const CheckpointDtype* dtype = checkpoint_dtype(e.dtype);
+    const size_t size = dtype && dtype_allowed(*kind, *dtype) ? dtype->bytes : 0;
     if (size == 0) throw std::invalid_argument(what + "f32 needed (bf16 only for momentum)");
     if (e.begin < 0 || e.begin >= e.end || e.end > t.shape[0])
       throw std::invalid_argument(what + "rows outside the tensor, or none");

@@ -13,6 +13,7 @@
 #include "muonplan/error.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"
+#include "muonplan/exec/checkpoint_entries.h"
 #include "muonplan/exec/digest.h"
 #include "muonplan/exec/fnv1a.h"
 #include "muonplan/exec/safetensors.h"
@@ -80,10 +81,12 @@ FileView view_of(const CheckpointManifest& m, int index, const std::string& head
     }
     const auto [tensor, field] = split_entry_name(t.name);
     const auto it = tensors.find(tensor);
-    if (it == tensors.end() || (field != "param" && field != "momentum" && field != "variance"))
+    const CheckpointField* kind = checkpoint_field(field);
+    if (it == tensors.end() || !kind)
       corrupt(v.path, "entry '" + t.name + "' is no state of a tensor in the manifest");
     const CheckpointTensor& ct = *it->second;
-    if (t.dtype != "F32" && !(t.dtype == "BF16" && field == "momentum"))
+    const CheckpointDtype* dtype = safetensors_checkpoint_dtype(t.dtype);
+    if (!dtype || !dtype_allowed(*kind, *dtype))
       corrupt(v.path, "entry '" + t.name + "' is " + t.dtype);
     const std::string key = tensor + (ct.stack ? "/experts" : "/rows");
     const auto shape = meta.find(tensor + "/shape");
@@ -132,12 +135,18 @@ std::vector<FileView> read_headers(const CheckpointManifest& m) {
   return views;
 }
 
+// Whether a stored entry (its safetensors dtype) would be widened into a request (its entry
+// dtype): bf16 to fp32 cannot restore the bits bf16 dropped.
+bool widens(const std::string& stored, const std::string& wanted) {
+  return stored == kCheckpointBf16.safetensors && wanted == kCheckpointF32.entry;
+}
+
 // Copies rows [lo, hi) of a stored entry into a request, converting fp32 to bf16 if asked.
 void copy_rows(const unsigned char* src, const std::string& src_dtype, int64_t src_begin,
                CheckpointEntry& dst, int64_t lo, int64_t hi, int64_t row) {
   const size_t n = size_t((hi - lo) * row);
   const size_t src_at = size_t((lo - src_begin) * row), dst_at = size_t((lo - dst.begin) * row);
-  if (src_dtype == "F32" && dst.dtype == "bf16") {
+  if (src_dtype == kCheckpointF32.safetensors && dst.dtype == kCheckpointBf16.entry) {
     bf16* out = reinterpret_cast<bf16*>(dst.bytes.data()) + dst_at;
     const unsigned char* in = src + src_at * 4;
     for (size_t k = 0; k < n; ++k) {
@@ -147,7 +156,7 @@ void copy_rows(const unsigned char* src, const std::string& src_dtype, int64_t s
     }
     return;
   }
-  const size_t size = dst.dtype == "bf16" ? 2 : 4;
+  const size_t size = checkpoint_dtype(dst.dtype)->bytes;  // gather has checked it
   std::memcpy(dst.bytes.data() + dst_at * size, src + src_at * size, n * size);
 }
 
@@ -161,9 +170,9 @@ std::vector<CheckpointEntry> gather(const CheckpointManifest& m, const std::vect
   for (const ShardRequest& q : wants) {
     const auto it = tensors.find(split_entry_name(q.name).first);
     if (it == tensors.end() || q.begin < 0 || q.begin >= q.end || q.end > it->second->shape[0] ||
-        (q.dtype != "f32" && q.dtype != "bf16") || by_name.count(q.name))
+        !checkpoint_dtype(q.dtype) || by_name.count(q.name))
       throw std::invalid_argument("load_shards: bad request for " + q.name);
-    const size_t size = q.dtype == "bf16" ? 2 : 4;
+    const size_t size = checkpoint_dtype(q.dtype)->bytes;
     out.push_back(
         {q.name, q.dtype, q.begin, q.end,
          std::vector<uint8_t>(size_t((q.end - q.begin) * row_elems(it->second->shape)) * size)});
@@ -181,7 +190,7 @@ std::vector<CheckpointEntry> gather(const CheckpointManifest& m, const std::vect
       const CheckpointEntry& e = out[q->second];
       const auto r = views[i].rows.at(split_entry_name(t.name).first);
       if (r.second <= e.begin || r.first >= e.end) continue;
-      if (t.dtype == "BF16" && e.dtype == "f32") {
+      if (widens(t.dtype, e.dtype)) {
         throw InputError({views[i].path, 0, 0}, "",
                          t.name +
                              ": bf16 in the checkpoint, fp32 in this plan; widening "
@@ -223,7 +232,7 @@ std::vector<CheckpointEntry> gather(const CheckpointManifest& m, const std::vect
       const auto r = v.rows.at(split_entry_name(t.name).first);
       const int64_t lo = std::max(r.first, e.begin), hi = std::min(r.second, e.end);
       if (lo >= hi) continue;
-      if (t.dtype == "BF16" && e.dtype == "f32")
+      if (widens(t.dtype, e.dtype))
         throw InputError({path, 0, 0}, "", t.name + ": bf16 in the checkpoint, fp32 here");
       const CheckpointTensor& ct = *tensors.at(split_entry_name(t.name).first);
       copy_rows(data + t.begin, t.dtype, r.first, e, lo, hi, row_elems(ct.shape));
@@ -367,17 +376,18 @@ WholeCheckpoint read_whole_checkpoint(const std::string& dir) {
   std::map<std::string, std::string> dtype;
   for (const FileView& v : views) {
     for (const safetensors::Tensor& t : v.header.tensors)
-      dtype.emplace(t.name, t.dtype == "BF16" ? "bf16" : "f32");
+      dtype.emplace(t.name, t.dtype == kCheckpointBf16.safetensors ? kCheckpointBf16.entry
+                                                                   : kCheckpointF32.entry);
   }
   std::vector<ShardRequest> wants;
   for (const CheckpointTensor& t : m.info.tensors) {
-    for (const char* field : {"param", "momentum", "variance"}) {
-      const std::string name = t.name + "/" + field;
-      // Variance exists for AdamW tensors only; param and momentum must be there (a missing
-      // one is reported by gather as rows in no rank file).
-      if (std::string(field) == "variance" && t.rule != "adamw") continue;
+    for (const CheckpointField& field : kCheckpointFields) {
+      const std::string name = t.name + "/" + field.name;
+      // Variance exists for AdamW tensors only; the others must be there (a missing one is
+      // reported by gather as rows in no rank file).
+      if (!holds(field, t.rule == "adamw")) continue;
       const auto it = dtype.find(name);
-      wants.push_back({name, it == dtype.end() ? "f32" : it->second, 0, t.shape[0]});
+      wants.push_back({name, it == dtype.end() ? kCheckpointF32.entry : it->second, 0, t.shape[0]});
     }
   }
   WholeCheckpoint out;

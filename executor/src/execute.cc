@@ -14,6 +14,7 @@
 #include "muonplan/error.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"
+#include "muonplan/exec/checkpoint_entries.h"
 #include "muonplan/exec/fnv1a.h"
 #include "muonplan/exec/init.h"
 #include "muonplan/exec/metrics.h"
@@ -121,22 +122,22 @@ void poison(RankState& state, const std::string& tensor) {
 // the same rows, and every row is stored once), none for a shard without rows.
 std::vector<CheckpointEntry> snapshot(const RankState& state) {
   std::vector<CheckpointEntry> out;
-  auto add = [&](const LocalParam& p, const std::string& name, Field f) {
+  auto add = [&](const LocalParam& p, const std::string& name, const CheckpointField& f) {
     CheckpointEntry e;
     e.name = name;
-    e.dtype = f == Field::momentum && p.m_bf16 ? "bf16" : "f32";
+    e.dtype = kept_dtype(f, p.m_bf16 != nullptr).entry;
     e.begin = p.begin;
     e.end = p.end;
-    e.bytes.resize(state.field_bytes(p, f));
-    state.copy_out(p, f, e.bytes.data());
+    e.bytes.resize(state.field_bytes(p, f.state));
+    state.copy_out(p, f.state, e.bytes.data());
     out.push_back(std::move(e));
   };
   for (const LocalParam& p : state.params()) {
     if (!p.primary || p.elems() == 0) continue;
     const std::string& name = state.plan().inventory.tensors[p.tensor].name;
-    add(p, name + "/param", Field::param);
-    add(p, name + "/momentum", Field::momentum);
-    if (p.v) add(p, name + "/variance", Field::variance);
+    for (const CheckpointField& f : kCheckpointFields) {
+      if (holds(f, p.v != nullptr)) add(p, name + "/" + f.name, f);
+    }
   }
   return out;
 }
@@ -148,9 +149,11 @@ std::vector<ShardRequest> wanted(const RankState& state) {
   for (const LocalParam& p : state.params()) {
     if (p.elems() == 0) continue;
     const std::string& name = state.plan().inventory.tensors[p.tensor].name;
-    out.push_back({name + "/param", "f32", p.begin, p.end});
-    out.push_back({name + "/momentum", p.m_bf16 ? "bf16" : "f32", p.begin, p.end});
-    if (p.v) out.push_back({name + "/variance", "f32", p.begin, p.end});
+    for (const CheckpointField& f : kCheckpointFields) {
+      if (!holds(f, p.v != nullptr)) continue;
+      out.push_back(
+          {name + "/" + f.name, kept_dtype(f, p.m_bf16 != nullptr).entry, p.begin, p.end});
+    }
   }
   return out;
 }
@@ -159,10 +162,11 @@ std::vector<ShardRequest> wanted(const RankState& state) {
 // non-finite value reaches the state), or a negative AdamW variance. One pass over the loaded
 // bytes, beside reading them from disk.
 void check_loaded_values(const CheckpointEntry& e, bool variance, const std::string& dir) {
-  const size_t n = e.bytes.size() / (e.dtype == "bf16" ? sizeof(bf16) : sizeof(float));
+  const bool is_bf16 = e.dtype == kCheckpointBf16.entry;
+  const size_t n = e.bytes.size() / (is_bf16 ? sizeof(bf16) : sizeof(float));
   for (size_t i = 0; i < n; ++i) {
     float v;
-    if (e.dtype == "bf16") {
+    if (is_bf16) {
       bf16 b;
       std::memcpy(&b, e.bytes.data() + i * sizeof b, sizeof b);
       v = to_float(b);
@@ -186,8 +190,9 @@ void restore(RankState& state, const std::vector<CheckpointEntry>& entries,
              const std::string& dir) {
   std::map<std::string, const CheckpointEntry*> by_name;
   for (const CheckpointEntry& e : entries) by_name[e.name] = &e;
-  auto get = [&](LocalParam& p, const std::string& name, Field f) {
-    const char* dtype = f == Field::momentum && p.m_bf16 ? "bf16" : "f32";
+  auto get = [&](LocalParam& p, const std::string& name, const CheckpointField& field) {
+    const Field f = field.state;
+    const char* dtype = kept_dtype(field, p.m_bf16 != nullptr).entry;
     const size_t bytes = state.field_bytes(p, f);
     const auto it = by_name.find(name);
     if (it == by_name.end()) throw std::runtime_error(dir + ": checkpoint has no entry " + name);
@@ -202,9 +207,9 @@ void restore(RankState& state, const std::vector<CheckpointEntry>& entries,
   for (LocalParam& p : state.params()) {
     if (p.elems() == 0) continue;
     const std::string& name = state.plan().inventory.tensors[p.tensor].name;
-    get(p, name + "/param", Field::param);
-    get(p, name + "/momentum", Field::momentum);
-    if (p.v) get(p, name + "/variance", Field::variance);
+    for (const CheckpointField& f : kCheckpointFields) {
+      if (holds(f, p.v != nullptr)) get(p, name + "/" + f.name, f);
+    }
   }
 }
 
@@ -254,9 +259,7 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
   if (plan.options.optimizer == OptimizerKind::signsgd) {
     throw InputError({}, "--plan", "the executor runs muon and adamw plans, not signsgd");
   }
-  if (plan.options.nesterov && !nesterov_supported(plan.options.offload)) {
-    throw InputError({}, "--plan", kNesterovRefusedExecuting);
-  }
+  check_nesterov(plan.options, "--plan");
   if (opt.steps <= 0) throw InputError({}, "--steps", "must be positive");
   // Before anything runs: no other run may be writing the checkpoint, and its path must be ours
   // to replace (rank 0 does the directory work of a save, so it holds the lock). Every rank

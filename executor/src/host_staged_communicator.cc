@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "forwarding_communicator.h"
 #include "muonplan/exec/backend.h"
 #include "muonplan/exec/communicator.h"
 
@@ -72,16 +73,9 @@ class StagedRequest : public Request {
   bool done_ = false;
 };
 
-class HostStagedCommunicator final : public Communicator {
+class HostStagedCommunicator final : public ForwardingCommunicator {
  public:
-  HostStagedCommunicator(Backend& backend, std::unique_ptr<Communicator> inner)
-      : backend_(backend), inner_(std::move(inner)) {
-    set_failure_detector(failure_detector_of(*inner_));
-  }
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  int local_size() const override { return inner_->local_size(); }
-  void barrier() override { inner_->barrier(); }
+  using ForwardingCommunicator::ForwardingCommunicator;
   // `data` may be backend memory: through the host (pageable copies wait for the lane).
   void broadcast(void* data, size_t bytes, int root) override {
     std::vector<char> host(bytes);
@@ -89,10 +83,6 @@ class HostStagedCommunicator final : public Communicator {
     backend_.copy_to_host(host.data(), data, bytes);
     inner_->broadcast(host.data(), bytes, root);
     backend_.copy_to_device(data, host.data(), bytes);
-  }
-  void allreduce_max(double* values, size_t n) override { inner_->allreduce_max(values, n); }
-  void allreduce_sum_u64(uint64_t* values, size_t n) override {
-    inner_->allreduce_sum_u64(values, n);
   }
 
  protected:
@@ -114,10 +104,6 @@ class HostStagedCommunicator final : public Communicator {
         inner_->ialltoallv(send_ptr, send_bytes, send_displs, recv_ptr, recv_bytes, recv_displs));
     return request;
   }
-
- private:
-  Backend& backend_;
-  std::unique_ptr<Communicator> inner_;
 };
 
 }  // namespace

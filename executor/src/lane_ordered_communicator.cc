@@ -3,28 +3,18 @@
 #include <memory>
 #include <utility>
 
+#include "forwarding_communicator.h"
 #include "muonplan/exec/cpu_async_backend.h"
 
 namespace muonplan::exec {
 namespace {
 
-class LaneOrderedCommunicator final : public Communicator {
+class LaneOrderedCommunicator final : public ForwardingCommunicator {
  public:
-  LaneOrderedCommunicator(Backend& backend, std::unique_ptr<Communicator> inner)
-      : backend_(backend), inner_(std::move(inner)) {
-    set_failure_detector(failure_detector_of(*inner_));
-  }
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  int local_size() const override { return inner_->local_size(); }
-  void barrier() override { inner_->barrier(); }
+  using ForwardingCommunicator::ForwardingCommunicator;
   void broadcast(void* data, size_t bytes, int root) override {
     backend_.synchronize();  // `data` may be backend memory a lane still writes
     inner_->broadcast(data, bytes, root);
-  }
-  void allreduce_max(double* values, size_t n) override { inner_->allreduce_max(values, n); }
-  void allreduce_sum_u64(uint64_t* values, size_t n) override {
-    inner_->allreduce_sum_u64(values, n);
   }
 
  protected:
@@ -38,10 +28,6 @@ class LaneOrderedCommunicator final : public Communicator {
     backend_.synchronize_lane();
     return inner_->ialltoallv(send, send_bytes, send_displs, recv, recv_bytes, recv_displs);
   }
-
- private:
-  Backend& backend_;
-  std::unique_ptr<Communicator> inner_;
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "muonplan/exec/metrics.h"
 
+#include "muonplan/metric_keys.h"
 #include "muonplan/prediction.h"
 #include "muonplan/units.h"
 
@@ -18,33 +19,33 @@ nlohmann::json to_json(const Measured& m) {
     if (device && !m.device_busy_timed) continue;
     busy[to_string(resource)] = seconds;
   }
-  nlohmann::json j = {{"optimizer_step_s", m.optimizer_step_s},
-                      {"gpu_peak_gib", m.gpu_peak_bytes / kGiB},
-                      {"gpu_transient_gib", m.gpu_transient_bytes / kGiB},
-                      {"alltoall_gb_per_rank_max", m.alltoall_bytes_per_rank_max / kGB},
-                      {"alltoall_bytes_per_rank_max", m.alltoall_bytes_per_rank_max},
-                      {"h2d_gb_per_gpu", m.h2d_bytes_per_gpu / kGB},
-                      {"d2h_gb_per_gpu", m.d2h_bytes_per_gpu / kGB},
-                      {"host_peak_gib_per_rank_max", m.host_peak_bytes_per_rank_max / kGiB},
-                      {"busy_s", busy},
-                      {"nonfinite_check_s", m.nonfinite_check_s},
-                      {"state_digest", m.state_digest},
-                      {"steps_skipped", m.steps_skipped},
-                      {"offload", m.offload},
-                      {"ns_variant", m.ns_variant}};
+  nlohmann::json j = {{metric::kOptimizerStepS, m.optimizer_step_s},
+                      {metric::kGpuPeakGib, m.gpu_peak_bytes / kGiB},
+                      {metric::kGpuTransientGib, m.gpu_transient_bytes / kGiB},
+                      {metric::kAlltoallGbPerRankMax, m.alltoall_bytes_per_rank_max / kGB},
+                      {metric::kAlltoallBytesPerRankMax, m.alltoall_bytes_per_rank_max},
+                      {metric::kH2dGbPerGpu, m.h2d_bytes_per_gpu / kGB},
+                      {metric::kD2hGbPerGpu, m.d2h_bytes_per_gpu / kGB},
+                      {metric::kHostPeakGibPerRankMax, m.host_peak_bytes_per_rank_max / kGiB},
+                      {metric::kBusyS, busy},
+                      {metric::kNonfiniteCheckS, m.nonfinite_check_s},
+                      {metric::kStateDigest, m.state_digest},
+                      {metric::kStepsSkipped, m.steps_skipped},
+                      {metric::kOffload, m.offload},
+                      {metric::kNsVariant, m.ns_variant}};
   const std::pair<const char*, const std::optional<double>*> checks[] = {
-      {"one_rank_max_abs_diff", &m.one_rank_max_abs_diff},
-      {"one_rank_rel_error", &m.one_rank_rel_error},
-      {"reference_rel_error", &m.reference_rel_error},
-      {"reference_rel_bound", &m.reference_rel_bound}};
+      {metric::kOneRankMaxAbsDiff, &m.one_rank_max_abs_diff},
+      {metric::kOneRankRelError, &m.one_rank_rel_error},
+      {metric::kReferenceRelError, &m.reference_rel_error},
+      {metric::kReferenceRelBound, &m.reference_rel_bound}};
   for (const auto& [key, value] : checks) {
     if (*value) j[key] = **value;
   }
   if (m.runtime_memory) {
     const RuntimeMemory& r = *m.runtime_memory;
-    j["gpu_runtime"] = {{"pool_reserved_high_gib", double(r.pool_reserved_high_bytes) / kGiB},
-                        {"pool_used_high_gib", double(r.pool_used_high_bytes) / kGiB},
-                        {"device_used_gib", double(r.device_used_bytes) / kGiB}};
+    j[metric::kGpuRuntime] = {{"pool_reserved_high_gib", double(r.pool_reserved_high_bytes) / kGiB},
+                              {"pool_used_high_gib", double(r.pool_used_high_bytes) / kGiB},
+                              {"device_used_gib", double(r.device_used_bytes) / kGiB}};
   }
   return j;
 }

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "muonplan/exec/checkpoint_entries.h"
 #include "muonplan/exec/digest.h"
 #include "muonplan/exec/host_kernels.h"
 #include "muonplan/exec/init.h"
@@ -180,9 +181,8 @@ uint64_t RankState::partial_digest() const {
   for (const LocalParam& p : params_) {
     if (!p.primary) continue;
     const std::string& name = plan_.inventory.tensors[p.tensor].name;
-    add(name + "/param", Field::param, p);
-    add(name + "/momentum", Field::momentum, p);
-    add(name + "/variance", Field::variance, p);
+    // The checkpoint's names (a field this tensor lacks adds nothing).
+    for (const CheckpointField& f : kCheckpointFields) add(name + "/" + f.name, f.state, p);
   }
   return d;
 }

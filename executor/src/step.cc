@@ -133,9 +133,7 @@ struct MuonStep::HostStaging {
 MuonStep::MuonStep(RankState& state, Communicator& comm)
     : state_(state), comm_(comm), backend_(state.backend()), policy_(state.policy()) {
   const PlanOptions& o = state.plan().options;
-  if (o.nesterov && !policy_.nesterov_allowed) {
-    throw std::invalid_argument(kNesterovRefusedExecuting);
-  }
+  check_nesterov(o, "--plan");  // execute refuses it first; a step built by hand, here
   for (int i = 0; i < Backend::kMaxLanes; ++i) staging_.push_back(std::make_unique<HostStaging>());
   for (auto& s : staging_) s->backend = &backend_;
 }

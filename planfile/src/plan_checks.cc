@@ -111,15 +111,12 @@ namespace {
 // The strings execute writes into metrics; every other value is a number (null: none, e.g. no
 // workload).
 bool is_metrics_string(const std::string& field) {
-  static const std::set<std::string> strings = {"schema",
-                                                "backend",
-                                                "plan",
-                                                "plan_fingerprint",
-                                                "path",
-                                                "resumed_from",
-                                                "measured.state_digest",
-                                                "measured.offload",
-                                                "measured.ns_variant"};
+  static const std::set<std::string> strings = [] {
+    std::set<std::string> s = {"schema",           "backend", "plan",
+                               "plan_fingerprint", "path",    "resumed_from"};
+    for (const char* key : metric::kMeasuredStrings) s.insert(std::string("measured.") + key);
+    return s;
+  }();
   return strings.count(field) > 0;
 }
 
@@ -170,15 +167,36 @@ void check_metrics(const json& j, const std::string& path) {
   check_metric_values(j, "", path);
 }
 
-void check_plan_predicted(const json& plan, const std::string& path) {
+PredictedFigures read_plan_predicted(const json& plan, const std::string& path) {
+  PredictedFigures figures;
   const auto it = plan.is_object() ? plan.find("predicted") : plan.end();
-  if (it == plan.end()) return;
+  if (it == plan.end()) return figures;
   if (!it->is_object()) {
     throw InputError({path, 0, 0}, "predicted", "expected an object, got " + json_brief(*it));
   }
   for (const auto& [k, v] : it->items()) {
-    if (k != "breakdown") check_metric_values(v, "predicted." + k, path);  // not copied
+    if (k == metric::kBreakdown) continue;  // not copied
+    const std::string field = "predicted." + k;
+    const PredictedFigureKey* key = nullptr;
+    for (const PredictedFigureKey& f : kPredictedFigureKeys) key = k == f.name ? &f : key;
+    if (!key)
+      throw InputError({path, 0, 0}, field, "unknown key (muonplan plan does not write it)");
+    check_metric_values(v, field, path);
+    if (!v.is_number() && !v.is_null()) {
+      throw InputError({path, 0, 0}, field, "expected a number, got " + json_brief(v));
+    }
+    if (v.is_number()) figures.*(key->member) = v.get<double>();
   }
+  return figures;
+}
+
+json figures_to_json(const PredictedFigures& figures) {
+  json j = json::object();
+  for (const PredictedFigureKey& f : kPredictedFigureKeys) {
+    const std::optional<double>& v = figures.*(f.member);
+    j[f.name] = v ? json(*v) : json(nullptr);
+  }
+  return j;
 }
 
 namespace {

@@ -1,5 +1,6 @@
 // The Plan as JSON (docs/cli-contract.md). Bytes are reported in GiB (2^30) or GB (kGB) as the key
 // says; every figure under predicted.breakdown is a named term with its formula.
+#include "muonplan/plan_checks.h"
 #include "muonplan/plan_file.h"
 #include "muonplan/units.h"
 
@@ -85,6 +86,27 @@ json workload_to_json(const std::optional<Workload>& workload) {
           {"cp_style", to_string(w.cp_style)}};
 }
 
+PredictedFigures predicted_figures(const Plan& plan) {
+  const Prediction& p = plan.predicted;
+  PredictedFigures f;
+  f.gpu_peak_gib = p.gpu_peak_bytes() / kGiB;
+  f.gpu_allocated_gib = p.gpu_allocated_bytes() / kGiB;
+  f.gpu_reserved_gib = p.gpu_reserved_bytes() / kGiB;
+  f.gpu_outside_allocator_gib = sum(p.gpu_fixed_bytes) / kGiB;
+  f.fit_margin = p.fit_margin();
+  f.gpu_transient_gib = p.gpu_transient_bytes_total() / kGiB;
+  f.host_ram_per_node_gib = p.host_bytes() / kGiB;
+  f.alltoall_gb_per_rank_max = p.alltoall_bytes_per_rank_max / kGB;
+  f.alltoall_bytes_per_rank_max = p.alltoall_bytes_per_rank_max;
+  f.h2d_gb_per_gpu = p.h2d_bytes_per_gpu / kGB;
+  f.d2h_gb_per_gpu = p.d2h_bytes_per_gpu / kGB;
+  f.optimizer_step_s = p.optimizer_step_s;
+  f.training_step_s = p.training_step_s;
+  f.gpu_seconds_per_step = p.step_s() * plan.world;
+  f.ns_flops_per_rank_max = plan.chunks.loads.max_flops();
+  return f;
+}
+
 json plan_to_json(const Plan& plan) {
   const PlanOptions& o = plan.options;
   const Prediction& p = plan.predicted;
@@ -129,33 +151,18 @@ json plan_to_json(const Plan& plan) {
   j["fits"] = plan.fits;
   j["limits"] = {{"gpu_memory_gib", p.gpu_limit_bytes / kGiB},
                  {"host_ram_per_node_gib", p.host_limit_bytes / kGiB}};
-  json pred;
-  pred["gpu_peak_gib"] = p.gpu_peak_bytes() / kGiB;
-  pred["gpu_allocated_gib"] = p.gpu_allocated_bytes() / kGiB;
-  pred["gpu_reserved_gib"] = p.gpu_reserved_bytes() / kGiB;
-  pred["gpu_outside_allocator_gib"] = sum(p.gpu_fixed_bytes) / kGiB;
-  pred["fit_margin"] = p.fit_margin();
-  pred["gpu_transient_gib"] = p.gpu_transient_bytes_total() / kGiB;
-  pred["host_ram_per_node_gib"] = p.host_bytes() / kGiB;
-  pred["alltoall_gb_per_rank_max"] = p.alltoall_bytes_per_rank_max / kGB;
-  pred["alltoall_bytes_per_rank_max"] = p.alltoall_bytes_per_rank_max;
-  pred["h2d_gb_per_gpu"] = p.h2d_bytes_per_gpu / kGB;
-  pred["d2h_gb_per_gpu"] = p.d2h_bytes_per_gpu / kGB;
-  pred["optimizer_step_s"] = p.optimizer_step_s;
-  pred["training_step_s"] = p.training_step_s ? json(*p.training_step_s) : json(nullptr);
-  pred["gpu_seconds_per_step"] = p.step_s() * plan.world;
-  pred["ns_flops_per_rank_max"] = plan.chunks.loads.max_flops();
-  pred["breakdown"] = {{"gpu_persistent_gib", terms(p.gpu_persistent_bytes, kGiB, "gib")},
-                       {"gpu_transient_gib", terms(p.gpu_transient_bytes, kGiB, "gib")},
-                       {"gpu_fixed_gib", terms(p.gpu_fixed_bytes, kGiB, "gib")},
-                       {"gpu_workload_gib", terms(p.gpu_workload_bytes, kGiB, "gib")},
-                       {"gpu_runtime_gib", terms(p.gpu_runtime_bytes, kGiB, "gib")},
-                       {"gpu_reserve_gib", terms(p.gpu_reserve_bytes, kGiB, "gib")},
-                       {"host_per_node_gib", terms(p.host_bytes_per_node, kGiB, "gib")},
-                       {"traffic_per_gpu_gb", terms(p.comm_bytes, kGB, "gb")},
-                       {"optimizer_step_s", terms(p.step_phases_s, 1, "s")},
-                       {"training_step_s", terms(p.training_terms_s, 1, "s")},
-                       {"training_hidden_s", terms(p.training_hidden_s, 1, "s")}};
+  json pred = figures_to_json(predicted_figures(plan));
+  pred[metric::kBreakdown] = {{"gpu_persistent_gib", terms(p.gpu_persistent_bytes, kGiB, "gib")},
+                              {"gpu_transient_gib", terms(p.gpu_transient_bytes, kGiB, "gib")},
+                              {"gpu_fixed_gib", terms(p.gpu_fixed_bytes, kGiB, "gib")},
+                              {"gpu_workload_gib", terms(p.gpu_workload_bytes, kGiB, "gib")},
+                              {"gpu_runtime_gib", terms(p.gpu_runtime_bytes, kGiB, "gib")},
+                              {"gpu_reserve_gib", terms(p.gpu_reserve_bytes, kGiB, "gib")},
+                              {"host_per_node_gib", terms(p.host_bytes_per_node, kGiB, "gib")},
+                              {"traffic_per_gpu_gb", terms(p.comm_bytes, kGB, "gb")},
+                              {"optimizer_step_s", terms(p.step_phases_s, 1, "s")},
+                              {"training_step_s", terms(p.training_terms_s, 1, "s")},
+                              {"training_hidden_s", terms(p.training_hidden_s, 1, "s")}};
   j["predicted"] = pred;
   json chunks = json::array();
   for (const Chunk& c : plan.chunks.chunks) chunks.push_back(chunk_json(plan, c));

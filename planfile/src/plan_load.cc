@@ -128,8 +128,7 @@ void read_options(const Node& root, Plan& plan) {
           "optimizer_offload_staging", "optimizer_offload_pinned"});
   o.bf16_momentum = c["bf16_momentum"].boolean();
   o.nesterov = c["nesterov"].boolean();
-  if (o.nesterov && !nesterov_supported(o.offload))
-    c["nesterov"].fail("not supported under full offload");
+  check_nesterov(o, c["nesterov"].field(), {root.path(), 0, 0});
   OptimizerHyper& h = o.hyper;
   // Ranges: check_optimizer_config below, as `muonplan plan` checks its flags. plan_to_json
   // writes the resolved values; a zero update_rms or adamw lr would mean "use the default" on
@@ -483,7 +482,7 @@ Plan plan_from_json(const json& j, const std::string& path) {
     root["workload"].only({"tokens_per_step", "seq_len", "micro_batch_seqs", "ac", "ac_offload",
                            "lm_head_chunk", "cp_style"});
   }
-  check_plan_predicted(j, path);
+  read_plan_predicted(j, path);  // execute reads it again for the metrics
   Plan plan;
   read_decision(root, plan);
   read_options(root, plan);

@@ -27,7 +27,7 @@ const char* to_string(OptimizerKind k) {
   return enum_name(kOptimizerNames, k);
 }
 const char* to_string(OffloadStaging s) {
-  return enum_name(kOffloadStagingNames, s);
+  return s == OffloadStaging::none ? "none" : enum_name(kOffloadStagingNames, s);
 }
 const char* to_string(RuntimeKind r) {
   return enum_name(kRuntimeNames, r);

@@ -4,7 +4,7 @@
 # naming the flag or the file (and key), or behave as documented.
 #   step counters:         a manifest past 10^15
 #   --inject-nonfinite:    a name that matches no tensor
-#   plan `predicted`:      -5, 1e300, "fast" (the metrics rules)
+#   plan `predicted`:      -5, 1e300, "fast" (the metrics rules), unknown keys, objects
 #   report --nodes:        repeated counts planned once
 #   --checkpoint .:        normalised before the lock is named
 #   names:                 control characters and empty names in models and topologies
@@ -48,6 +48,23 @@ done
 edit_json "$work/p.json" "$work/pv.json" "p['predicted'] = 5"
 expect "plan predicted 5" 2 "muonplan: rank 0: $work/pv.json: predicted: expected an object, got 5" \
   "$bin" execute --plan "$work/pv.json"
+# A key the figures' table lacks, or an object where a figure belongs, was copied into the
+# metrics unread (metric_keys.h): refused as the plan loader refuses it.
+edit_json "$work/p.json" "$work/pv.json" "p['predicted']['gpu_peak_gb'] = 1"
+expect "plan predicted unknown key" 2 "muonplan: rank 0: $work/pv.json: predicted.gpu_peak_gb: unknown key (muonplan plan does not write it)" \
+  "$bin" execute --plan "$work/pv.json"
+edit_json "$work/p.json" "$work/pv.json" "p['predicted']['$key'] = {'a': 1}"
+expect "plan predicted object" 2 "muonplan: rank 0: $work/pv.json: predicted.$key: expected a number, got an object of 1 keys" \
+  "$bin" execute --plan "$work/pv.json"
+# The metrics' `predicted` holds exactly the table's figures, the plan's values.
+timeout 60 "$bin" execute --plan "$work/p.json" --metrics "$work/pm.json" >/dev/null 2>"$work/err" \
+  || bad "execute for metrics: $(cat "$work/err")"
+"$py" - "$work/p.json" "$work/pm.json" <<'PY' && ok || bad "metrics predicted differs from the plan's"
+import json, sys
+plan, metrics = (json.load(open(a)) for a in sys.argv[1:3])
+want = {k: v for k, v in plan["predicted"].items() if k != "breakdown"}
+assert metrics["predicted"] == want, (metrics["predicted"], want)
+PY
 # What plan writes passes, and its metrics are what report and calibrate read.
 timeout 60 "$bin" execute --plan "$work/p.json" --metrics "$work/m.json" >/dev/null 2>"$work/err" \
   || bad "execute for metrics: $(cat "$work/err")"

@@ -8,7 +8,15 @@ expect zero-nodes 2 "--nodes: expected a positive integer or auto, got '0'" "$bi
 expect bad-layout 2 "--layout: fsdp=3 does not divide world 8" "$bin" plan --model $M --nodes 1 --layout fsdp=3
 expect bad-offload 2 "--offload: expected none, optimizer, full or auto, got 'disk'" "$bin" plan --model $M --offload disk
 expect bad-owners 2 "--owners: expected padded, restart, round-robin or balanced, got 'x'" "$bin" plan --model $M --owners x
-expect nesterov-full 2 "--nesterov: Nesterov momentum is not supported under full offload" "$bin" plan --model $M --offload full --nesterov
+# Every path that refuses Nesterov under full offload gives the one message (check_nesterov):
+# the flag, and a plan file edited by hand, on execute.
+nesterov="Nesterov momentum is not supported under full offload (the host folds the momentum before the device sees it); plan with --offload optimizer or none"
+expect nesterov-full 2 "--nesterov: $nesterov" "$bin" plan --model $M --offload full --nesterov
+"$bin" plan --model tests/data/micro-dense.yaml --topology topologies/cpu-ci.yaml --nodes 1 \
+  --gpus-per-node 1 --offload full --out "$work/full.json" >/dev/null || bad "plan micro full"
+edit_json "$work/full.json" "$work/fulln.json" "p['optimizer_config']['nesterov'] = True"
+expect nesterov-plan-file 2 "muonplan: rank 0: $work/fulln.json: optimizer_config.nesterov: $nesterov" \
+  "$bin" execute --plan "$work/fulln.json"
 expect missing-model 2 "missing.yaml: file: cannot be read" "$bin" plan --model missing.yaml
 # An unknown flag: CLI11's one line, prefixed with the program's name.
 expect bad-flag 2 "muonplan: The following argument was not expected: --frobnicate" \

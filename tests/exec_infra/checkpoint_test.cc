@@ -3,16 +3,19 @@
 // tensor) of truncated, corrupt and mismatched checkpoints, and schema-2 checkpoints still
 // loading. Single process: comm = nullptr, or save_checkpoint_all for several ranks' files.
 #include <unistd.h>
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "muonplan/error.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"
+#include "muonplan/exec/checkpoint_entries.h"
 #include "muonplan/exec/digest.h"
 #include "muonplan/exec/fnv1a.h"
 #include "muonplan/exec/safetensors.h"
@@ -458,4 +461,53 @@ TEST_CASE("checkpoint: read_whole_checkpoint reassembles whole tensors", "[exec-
     CHECK(w.entries[k].bytes == want[k].bytes);
   }
   CHECK(w.entries[5].shape == std::vector<int64_t>{4, 3, 2});
+}
+
+TEST_CASE(
+    "checkpoint: the fields' table is what a save writes, a load checks and a whole "
+    "read returns",
+    "[exec-infra]") {
+  // Each field of b (AdamW: it holds them all) in each dtype: saved and loaded back alike where
+  // the table allows the dtype, refused by the save where it does not.
+  int saved = 0;
+  for (const CheckpointField& f : kCheckpointFields) {
+    for (const CheckpointDtype* d : kCheckpointDtypes) {
+      TempCheckpoint t;
+      std::vector<CheckpointEntry> entries = shard(0, 6, 0, 5, 0, 4);
+      const std::string name = std::string("b/") + f.name;
+      const auto it = std::find_if(entries.begin(), entries.end(),
+                                   [&](const CheckpointEntry& e) { return e.name == name; });
+      REQUIRE(it != entries.end());
+      *it = entry(name, d->entry, 0, 5, 1);
+      if (!dtype_allowed(f, *d)) {
+        CHECK_THROWS_WITH(save_checkpoint(t.dir, 0, 1, 1, model(), entries, nullptr),
+                          Catch::Contains("f32 needed (bf16 only for momentum)"));
+        continue;
+      }
+      save_checkpoint(t.dir, 0, 1, 1, model(), entries, nullptr);
+      const auto got = load(t.dir, {{name, d->entry, 0, 5}});
+      REQUIRE(got.size() == 1);
+      CHECK(same_bytes(got[0], *it));
+      ++saved;
+    }
+  }
+  CHECK(saved == 4);  // param f32, momentum f32 and bf16, variance f32
+  // A whole read returns exactly the fields each tensor holds.
+  TempCheckpoint t;
+  save_checkpoint(t.dir, 0, 1, 1, model(), shard(0, 6, 0, 5, 0, 4), nullptr);
+  std::set<std::string> want, got;
+  for (const CheckpointTensor& ct : model().tensors) {
+    for (const CheckpointField& f : kCheckpointFields) {
+      if (holds(f, ct.rule == "adamw")) want.insert(ct.name + "/" + f.name);
+    }
+  }
+  for (const WholeEntry& e : read_whole_checkpoint(t.dir).entries) got.insert(e.name);
+  CHECK(got == want);
+  CHECK(want.size() == 7);
+  // A name outside the table is refused, the message listing the table.
+  CHECK(checkpoint_fields_text() == "/param, /momentum or /variance");
+  std::vector<CheckpointEntry> bad = shard(0, 6, 0, 5, 0, 4);
+  bad.push_back(entry("w/grad", "f32", 0, 6, 5));
+  CHECK_THROWS_WITH(save_checkpoint(t.dir, 0, 1, 1, model(), bad, nullptr),
+                    Catch::Contains("not <tensor>/param, /momentum or /variance of a tensor"));
 }

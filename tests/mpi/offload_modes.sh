@@ -95,7 +95,7 @@ else grep -q "Nesterov momentum is not supported under full offload" "$work/err"
 oplan "$work/f.json" tiny-dense full
 sed 's/"nesterov": false/"nesterov": true/' "$work/f.json" > "$work/fn.json"
 if run $W "$work/fn.json" --steps 1 >/dev/null; then bad "Nesterov under full accepted"; else
-  n="$(grep -c "optimizer_config.nesterov: not supported under full offload" "$work/err")"
+  n="$(grep -c "optimizer_config.nesterov: Nesterov momentum is not supported under full offload" "$work/err")"
   [ "$n" = $W ] && ok || bad "Nesterov message on $n of $W ranks: $(cat "$work/err")"
 fi
 finish

@@ -34,8 +34,11 @@ TEST_CASE("the search takes the fewest nodes that fit, then the fewest GPU-secon
 TEST_CASE("impossible requests are input errors with a clear reason", "[search]") {
   PlanRequest r;
   r.options.nodes = 0;
+  // The flag's message (plan_request.cc): one function words both.
   CHECK_THROWS_WITH(make_plan(model("qwen3-8b"), h200(), r),
-                    "--nodes: must be a positive integer or auto, got 0");
+                    "--nodes: expected a positive integer or auto, got '0'");
+  CHECK(test::flags_error({{"nodes", "0"}}) ==
+        "--nodes: expected a positive integer or auto, got '0'");
   r.options.nodes = 1;
   r.options.layout = parse_layout("fsdp=3");
   CHECK_THROWS_WITH(make_plan(model("qwen3-8b"), h200(), r),

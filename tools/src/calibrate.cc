@@ -198,13 +198,13 @@ CalibrationRun load_calibration_run(const std::string& path) {
   const nlohmann::json& m = j["measured"];
   CalibrationRun r;
   r.name = path;
-  if (!m.contains("optimizer_step_s") || !m["optimizer_step_s"].is_number() ||
-      !(m["optimizer_step_s"].get<double>() > 0)) {
-    throw InputError({path, 0, 0}, "measured.optimizer_step_s", "missing or not positive");
+  const char* step = metric::kOptimizerStepS;  // the measured keys: metric_keys.h
+  if (!m.contains(step) || !m[step].is_number() || !(m[step].get<double>() > 0)) {
+    throw InputError({path, 0, 0}, std::string("measured.") + step, "missing or not positive");
   }
-  r.step_s = m["optimizer_step_s"].get<double>();
-  if (m.contains("busy_s") && m["busy_s"].is_object()) {
-    const nlohmann::json& b = m["busy_s"];
+  r.step_s = m[step].get<double>();
+  if (m.contains(metric::kBusyS) && m[metric::kBusyS].is_object()) {
+    const nlohmann::json& b = m[metric::kBusyS];
     auto get = [&](const char* key) -> std::optional<double> {
       if (b.contains(key) && b[key].is_number()) return b[key].get<double>();
       return std::nullopt;

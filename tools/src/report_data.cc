@@ -152,7 +152,7 @@ json report_data(const ModelSpec& spec, const Topology& topo, const PlanRequest&
           p.inventory.tensors.clear();
           p.shards.clear();
           json pj = plan_to_json(p);
-          pj["predicted"].erase("breakdown");
+          pj["predicted"].erase(metric::kBreakdown);
           point["evaluated"] = true;
           point["fits"] = pj["fits"];
           point["world_size"] = pj["world_size"];

@@ -11,22 +11,15 @@ namespace muonplan {
 
 enum class Residence { gpu, host };
 
-// How optimizer state (Muon momentum, AdamW moments) held on the host reaches the GPU kernels.
-enum class StateStaging {
-  none,       // it does not: on the GPU already (none), or used where it lives (full: host kernels)
-  whole,      // the rank's whole state to the GPU before the step, back after
-  per_chunk,  // each chunk's state with the chunk, for the batches in flight
-};
-
 struct OffloadPolicy {
   // Between steps. The fp32 master weights and their fp32 gradients live together.
   Residence master = Residence::gpu;
   // The bf16 copy the GPU computes with (forward, backward, NS input) when the master is not
   // there; its bf16 gradients are held until copied to the host.
   bool bf16_compute_copy = false;
-  Residence muon_momentum = Residence::gpu;  // fp32, or bf16 with bf16_momentum
-  Residence adamw_moments = Residence::gpu;  // fp32 m and v
-  StateStaging staging = StateStaging::none;
+  Residence muon_momentum = Residence::gpu;       // fp32, or bf16 with bf16_momentum
+  Residence adamw_moments = Residence::gpu;       // fp32 m and v
+  OffloadStaging staging = OffloadStaging::none;  // plan_options.h
   // Full offload's host pipeline: the momentum folds on the host from bf16 gradients sent D2H,
   // its bf16 copy goes H2D for NS; the bf16 update comes back D2H and is applied to the fp32
   // master on the host, whose new bf16 weights go H2D; AdamW runs on the host.
@@ -39,7 +32,7 @@ struct OffloadPolicy {
   bool nesterov_allowed = true;
 };
 
-// The table's row for `mode` (staging matters for `optimizer` only).
+// The table's row for `mode` (staging matters for `optimizer` only: chunked or else whole).
 const OffloadPolicy& offload_policy(OffloadMode mode,
                                     OffloadStaging staging = OffloadStaging::whole);
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "muonplan/error.h"
+#include "muonplan/metric_keys.h"
 #include "muonplan/ns_schedule.h"
 #include "muonplan/plan_options.h"
 
@@ -46,10 +47,14 @@ constexpr double kMaxMetric = 1e18;
 // peak_bytes and busy_s.device, are refused: run execute again.
 inline constexpr const char* kMetricsSchema = "muonplan.metrics/2";
 void check_metrics(const nlohmann::json& metrics, const std::string& path);
-// A plan's free-form `predicted` (but its `breakdown`, which execute does not copy) by the
-// rules above, since execute copies it into the metrics: "FILE: predicted.KEY: ..." (a plan
-// holding -5 ran, and report then refused its metrics).
-void check_plan_predicted(const nlohmann::json& plan, const std::string& path);
+// A plan's `predicted` (but its `breakdown`, which execute does not copy) read through the
+// figures' table (metric_keys.h), which is what execute writes into the metrics: each figure a
+// number by the rules above or null, "FILE: predicted.KEY: ..." otherwise (a plan holding -5
+// ran, and report then refused its metrics), and a key the table lacks refused as unknown (it
+// was copied into the metrics unread). No `predicted`: every figure unset.
+PredictedFigures read_plan_predicted(const nlohmann::json& plan, const std::string& path);
+// Every figure of the table, null where unset: the metrics' `predicted`.
+nlohmann::json figures_to_json(const PredictedFigures& figures);
 
 // A key given twice in one JSON object (nlohmann keeps the last silently).
 struct DuplicateKey {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "muonplan/chunk_plan.h"
+#include "muonplan/metric_keys.h"
 #include "muonplan/param_inventory.h"
 #include "muonplan/plan_options.h"
 #include "muonplan/prediction.h"
@@ -53,6 +54,9 @@ struct Plan {
 };
 
 nlohmann::json plan_to_json(const Plan& plan);
+// The figures of plan.json's `predicted` (metric_keys.h), from the Prediction, the world and the
+// chunks' loads.
+PredictedFigures predicted_figures(const Plan& plan);
 // The plan file's `workload` (also the report's inputs): its fields by name, null without one.
 nlohmann::json workload_to_json(const std::optional<Workload>& workload);
 

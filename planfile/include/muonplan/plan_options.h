@@ -25,10 +25,15 @@ OptimizerKind parse_optimizer(const std::string& name);
 const char* to_string(OffloadMode m);
 const char* to_string(OptimizerKind k);
 
-// How `optimizer` offload moves state: `whole` stages the rank's whole optimizer state on the
-// GPU for the step (what torch-based optimizer-state offload does: state.to(device) before the
-// step, back after), `chunked` streams it chunk by chunk with the batches in flight.
-enum class OffloadStaging { whole, chunked };
+// How optimizer state (Muon momentum, AdamW moments) held on the host reaches the GPU kernels,
+// one enum for the choice and the offload policy's answer (offload_policy.h). `optimizer`
+// offload chooses (--offload-staging, the plan's optimizer_offload_staging): `whole` stages the
+// rank's whole state on the GPU for the step (what torch-based optimizer-state offload does:
+// state.to(device) before the step, back after), `chunked` streams it chunk by chunk with the
+// batches in flight. `none`: it is not staged, being on the GPU already (no offload) or used
+// where it lives by the host kernels (full offload); the mode implies it, so no flag names it.
+enum class OffloadStaging { none, whole, chunked };
+// The choices (not `none`).
 inline constexpr EnumName<OffloadStaging> kOffloadStagingNames[] = {
     {OffloadStaging::whole, "whole"}, {OffloadStaging::chunked, "chunked"}};
 OffloadStaging parse_offload_staging(const std::string& name);  // InputError on unknown
@@ -80,12 +85,17 @@ struct OptimizerHyper {
 // Whether Nesterov momentum is allowed under `m`: the offload policy's (offload_policy.h) answer,
 // which the search, the flags, the report's sweep, the plan loader and the step ask.
 bool nesterov_supported(OffloadMode m);
+// The one refusal of Nesterov momentum, whichever path refuses it (check_nesterov below; the
+// search's and the report's candidate notes): why, and what to plan instead.
 inline constexpr const char* kNesterovRefused =
-    "Nesterov momentum is not supported under full offload";
-// The executor's refusal of such a plan: why, and what to plan instead.
-inline constexpr const char* kNesterovRefusedExecuting =
     "Nesterov momentum is not supported under full offload (the host folds the momentum before "
     "the device sees it); plan with --offload optimizer or none";
+
+struct PlanOptions;
+// InputError "FIELD: <kNesterovRefused>" at `loc` (none for a flag, the file for a plan field)
+// when `o` asks for Nesterov momentum under an offload mode that does not support it: the
+// flags (--nesterov), the plan loader (optimizer_config.nesterov), execute and the step (--plan).
+void check_nesterov(const PlanOptions& o, const std::string& field, const SourceLoc& loc = {});
 
 // Which runtime's memory the plan predicts (docs/planner.md, "Runtime"): muonplan's executor
 // (exact: predicted equals allocated) or a PyTorch FSDP2 trainer on NCCL (allocator reserve,

@@ -26,6 +26,10 @@ struct PlanRequest {
   bool search_ep = false, search_cp = false;
 };
 
+// The one message for a node count that is not one (the flag's text or a request's number):
+// "expected a positive integer or auto, got 'GOT'", said of --nodes.
+std::string bad_nodes_message(const std::string& got);
+
 // Evaluates the candidates and returns the chosen plan. InputError for impossible requests
 // (a layout no candidate world can take, zero nodes); "fits nowhere" is a plan with fits false.
 Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& request);

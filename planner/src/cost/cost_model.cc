@@ -78,7 +78,7 @@ Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node) {
   r.cpu_bps_per_rank = n.host_mem_gbps / sockets * kGB * host_eff / ranks_per_socket;
   // Staged optimizer state crosses PCIe through pageable memory unless asked pinned.
   const bool pageable =
-      offload_policy(o.offload, o.optimizer_staging).staging != StateStaging::none &&
+      offload_policy(o.offload, o.optimizer_staging).staging != OffloadStaging::none &&
       !o.pinned_host_state;
   r.h2d_bps = (pageable ? n.pcie_pageable_gbps : n.pcie_h2d_gbps) * kGB * c.pcie_efficiency;
   r.d2h_bps = (pageable ? n.pcie_pageable_gbps : n.pcie_d2h_gbps) * kGB * c.pcie_efficiency;
@@ -233,7 +233,7 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   RankWindows windows(world, depth);
   const double mom_bytes = muon_state_bytes(o);
   const double adamw_piece_bytes = muon ? adamw_state_bytes() : state_bytes(o, 0, 1);
-  const bool chunked = pol.staging == StateStaging::per_chunk;
+  const bool chunked = pol.staging == OffloadStaging::chunked;
   std::vector<double> adamw_piece;  // `chunked`: per rank, its largest AdamW tensor's elements
   if (chunked) {
     adamw_piece.assign(world, 0);
@@ -359,7 +359,7 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   // larger transient, then the lower rank). Its terms are the prediction's.
   const double check_bytes = 4.0 * double(plan.chunks.size() + inv.tensors.size());
   auto staged = [&](int r) {
-    return pol.staging == StateStaging::whole ? state_bytes(o, local.muon[r], local.adamw[r]) : 0;
+    return pol.staging == OffloadStaging::whole ? state_bytes(o, local.muon[r], local.adamw[r]) : 0;
   };
   int peak_rank = 0;
   double best_peak = -1, best_transient = -1;
@@ -387,7 +387,7 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   p.gpu_transient_bytes.push_back(
       {"nonfinite_check", check_bytes,
        "one fp32 sum per chunk and per tensor (AdamW weights), read back after the step"});
-  if (pol.staging == StateStaging::whole) {
+  if (pol.staging == OffloadStaging::whole) {
     p.gpu_transient_bytes.push_back({"staged_optimizer_state", staged(peak_rank),
                                      "whole optimizer state of the rank, on GPU for the step"});
   }
@@ -444,7 +444,7 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   p.alltoall_bytes_per_rank_max = plan.loads.max_bytes();
   p.comm_bytes.push_back({"alltoall_sent", p.alltoall_bytes_per_rank_max,
                           "bytes the busiest rank sends in both exchanges"});
-  if (pol.staging != StateStaging::none) p.h2d_bytes_per_gpu = p.d2h_bytes_per_gpu = state;
+  if (pol.staging != OffloadStaging::none) p.h2d_bytes_per_gpu = p.d2h_bytes_per_gpu = state;
   if (pol.host_fold) {
     p.d2h_bytes_per_gpu += 2 * all;  // bf16 grads (the host folds Muon's, AdamW updates its own)
     p.h2d_bytes_per_gpu += 2 * mu;   // bf16 momentum, the NS input
@@ -459,7 +459,7 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   // --- Optimizer-step time
   const PipelineResult pr = simulate_pipeline(stages, depth);
   double staged_s = 0;
-  if (pol.staging == StateStaging::whole) {
+  if (pol.staging == OffloadStaging::whole) {
     p.step_phases_s.push_back({"state_h2d", state / rt.h2d_bps, "whole state to GPU before"});
     p.step_phases_s.push_back({"state_d2h", state / rt.d2h_bps, "whole state back after"});
     staged_s = state / rt.h2d_bps + state / rt.d2h_bps;

@@ -15,11 +15,16 @@
 #include "muonplan/workload.h"
 
 namespace muonplan {
+
+std::string bad_nodes_message(const std::string& got) {
+  return "expected a positive integer or auto, got '" + got + "'";
+}
+
 namespace {
 
-int parse_positive_int(const std::string& text, const std::string& flag) {
+int parse_node_count(const std::string& text) {
   const std::optional<int64_t> v = parse_int(text, 1, std::numeric_limits<int>::max());
-  if (!v) throw InputError({}, flag, "expected a positive integer or auto, got '" + text + "'");
+  if (!v) throw InputError({}, "--nodes", bad_nodes_message(text));
   return static_cast<int>(*v);
 }
 
@@ -248,7 +253,7 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
   PlanRequest r;
   PlanOptions& o = r.options;
   r.auto_nodes = f.nodes == "auto";
-  if (!r.auto_nodes) o.nodes = parse_positive_int(f.nodes, "--nodes");
+  if (!r.auto_nodes) o.nodes = parse_node_count(f.nodes);
   r.auto_offload = f.offload == "auto";
   if (!r.auto_offload) o.offload = parse_offload(f.offload);
   // 0 is "not given" (the topology's); set_plan_flag refuses a 0 given, this a negative one.
@@ -300,9 +305,7 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
         Workload{f.tokens_per_step, f.seq_len,       f.micro_batch_seqs,         f.ac == "full",
                  f.ac_offload,      f.lm_head_chunk, parse_cp_style(f.cp_style), f.ac_max_inflight};
   }
-  if (o.nesterov && !r.auto_offload && !nesterov_supported(o.offload)) {
-    throw InputError({}, "--nesterov", kNesterovRefused);
-  }
+  if (!r.auto_offload) check_nesterov(o, "--nesterov");  // auto: the search skips full
   // A training workload is run by a PyTorch trainer; the optimizer step alone by our executor.
   o.runtime = f.runtime.empty() ? (o.workload ? RuntimeKind::pytorch : RuntimeKind::muonplan)
                                 : parse_runtime(f.runtime);

@@ -129,9 +129,7 @@ std::vector<int> node_counts_to_try(const PlanRequest& req, int max_nodes, int g
     for (int n = 1; n <= max_nodes && int64_t(n) * gpn <= kMaxWorldRanks; ++n) counts.push_back(n);
   } else {
     if (req.options.nodes <= 0) {
-      throw InputError(
-          {}, "--nodes",
-          "must be a positive integer or auto, got " + std::to_string(req.options.nodes));
+      throw InputError({}, "--nodes", bad_nodes_message(std::to_string(req.options.nodes)));
     }
     counts.push_back(req.options.nodes);
   }

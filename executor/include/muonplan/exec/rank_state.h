@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "muonplan/exec/backend.h"
+#include "muonplan/exec/field.h"  // Field: the arrays of a LocalParam
 #include "muonplan/offload_policy.h"
 #include "muonplan/plan_file.h"
 
@@ -39,9 +40,6 @@ struct LocalParam {
   int64_t elems() const { return (end - begin) * entry_elems; }
   int64_t global_offset() const { return begin * entry_elems; }
 };
-
-// The arrays of a LocalParam, for copies that do not care where they live.
-enum class Field { param, grad, momentum, variance };
 
 class RankState {
  public:

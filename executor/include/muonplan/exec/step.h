@@ -112,7 +112,7 @@ class MuonStep {
   Backend& backend_;
   // Where each array lives and what moves (offload_policy.h): the step's only view of the mode.
   const OffloadPolicy& policy_;
-  bool whole_staging() const { return policy_.staging == StateStaging::whole; }
+  bool whole_staging() const { return policy_.staging == OffloadStaging::whole; }
   struct Staged {        // a param's state on the device under `whole` staging
     void* m = nullptr;   // momentum / first moment (fp32 or bf16)
     float* v = nullptr;  // second moment (AdamW)
