@@ -274,130 +274,134 @@ double reference_error(const RankState& state, const RankState& ref, std::string
   return worst;
 }
 
-}  // namespace
-
-ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& backend,
-                      Communicator& comm) {
-  if (plan.world != comm.size()) {
-    throw InputError({}, "--plan",
-                     "plan world_size " + std::to_string(plan.world) + " differs from the " +
-                         std::to_string(comm.size()) + " ranks running it");
-  }
-  if (plan.options.optimizer == OptimizerKind::signsgd) {
-    throw InputError({}, "--plan", "the executor runs muon and adamw plans, not signsgd");
-  }
-  if (plan.options.nesterov && !nesterov_supported(plan.options.offload)) {
-    throw InputError({}, "--plan", kNesterovRefusedExecuting);
-  }
-  if (opt.steps <= 0) throw InputError({}, "--steps", "must be positive");
-  // Before anything runs: no other run may be writing the checkpoint, and its path must be ours
-  // to replace (rank 0 does the directory work of a save, so it holds the lock). Every rank
-  // learns of a refusal, so none waits in a collective for one that gave up.
+// Before anything runs: no other run may be writing the checkpoint, and its path must be ours
+// to replace (rank 0 does the directory work of a save, so it holds the lock). Every rank
+// learns of a refusal, so none waits in a collective for one that gave up.
+std::unique_ptr<CheckpointLock> lock_checkpoint(const ExecuteOptions& opt, Communicator& comm) {
   std::unique_ptr<CheckpointLock> lock;
-  if (!opt.checkpoint_dir.empty()) {
-    std::string error;
-    try {
-      if (comm.rank() == 0) {
-        lock = std::make_unique<CheckpointLock>(opt.checkpoint_dir);
-      }
-    } catch (const InputError& e) {
-      error = e.what();
+  std::string error;
+  try {
+    if (comm.rank() == 0) {
+      lock = std::make_unique<CheckpointLock>(opt.checkpoint_dir);
     }
-    double refused = error.empty() ? 0 : 1;
-    try {
-      comm.allreduce_max(&refused, 1);
-    } catch (const RankFailure&) {
-      if (!error.empty()) throw InputError({}, "", error);
-      throw;
-    }
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  double refused = error.empty() ? 0 : 1;
+  try {
+    comm.allreduce_max(&refused, 1);
+  } catch (const RankFailure&) {
     if (!error.empty()) throw InputError({}, "", error);
-    if (refused > 0) throw InputError({}, "--checkpoint", "refused on rank 0 (see its message)");
+    throw;
   }
-  check_shards_fit(plan, backend, comm.rank());
-  RankState state(plan, backend, comm.rank());
-  state.init_params();
-  int64_t first = 1;
+  if (!error.empty()) throw InputError({}, "", error);
+  if (refused > 0) throw InputError({}, "--checkpoint", "refused on rank 0 (see its message)");
+  return lock;
+}
+
+// Loads opt.resume_dir on every rank. Every rank learns whether any rank failed to load, so
+// none waits in a collective for one that gave up.
+// A refused checkpoint (wrong world or plan, torn, altered, missing) is bad input, exit 2
+// on every rank (docs/cli-contract.md); any other failure stays a runtime failure.
+Resumed resume_on_every_rank(RankState& state, const ExecuteOptions& opt, int world,
+                             Communicator& comm) {
   Resumed resumed;
-  const std::string fingerprint = plan_fingerprint(plan);
-  comm.set_step(0);  // loading: failure messages name the step in progress
-  if (!opt.resume_dir.empty()) {
-    // Every rank learns whether any rank failed to load, so none waits in a collective for
-    // one that gave up.
-    // A refused checkpoint (wrong world or plan, torn, altered, missing) is bad input, exit 2
-    // on every rank (docs/cli-contract.md); any other failure stays a runtime failure.
-    std::string error;
-    bool input_error = false;
-    try {
-      resumed = resume(state, opt.resume_dir, plan.world);
-      first = resumed.step + 1;
-    } catch (const InputError& e) {
-      error = e.what();
-      input_error = true;
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    auto rethrow_own = [&] {
-      if (input_error) throw InputError({}, "", error);
-      throw std::runtime_error(error);
-    };
-    // 2 x (rank + 1) of the highest failed rank, + 1 when its failure was not bad input: the
-    // max over ranks carries both.
-    double failed = error.empty() ? 0 : 2.0 * (comm.rank() + 1) + (input_error ? 0 : 1);
-    try {
-      comm.allreduce_max(&failed, 1);
-    } catch (const RankFailure& e) {
-      // A peer that learned of our failure first may announce it back: our own cause is the
-      // message to print. A peer's notice that arrives before the agreement is its load
-      // failure: its cause, as the agreement below would have said it.
-      if (!error.empty()) rethrow_own();
-      const std::string cause = notice_cause(e);
-      if (!cause.empty()) throw InputError({}, "", cause);
-      throw InputError({}, "--resume",
-                       "checkpoint " + opt.resume_dir + " could not be loaded on rank " +
-                           std::to_string(e.failed_rank));
-    }
-    if (failed > 0) {
-      // Every rank prints the cause the highest failed rank found, so the first line on stderr
-      // names it whichever rank's line mpirun shows first (a generic "could not be loaded on
-      // rank R" once came first on some runs).
-      error = agreed_cause(comm, int(failed) / 2 - 1, error);
-      input_error = int(failed) % 2 == 0;
-      rethrow_own();
-    }
-    say_where_resumed(resumed, opt.resume_dir, comm.rank());
+  std::string error;
+  bool input_error = false;
+  try {
+    resumed = resume(state, opt.resume_dir, world);
+  } catch (const InputError& e) {
+    error = e.what();
+    input_error = true;
+  } catch (const std::exception& e) {
+    error = e.what();
   }
-  MuonStep step(state, comm);
-  step.set_ns_variant(opt.symmetric_ns ? NsVariant::symmetric : NsVariant::plain);
-  std::vector<TraceEvent> stages;  // the last step's, when tracing
-  if (opt.trace) step.set_trace(&stages);
+  auto rethrow_own = [&] {
+    if (input_error) throw InputError({}, "", error);
+    throw std::runtime_error(error);
+  };
+  // 2 x (rank + 1) of the highest failed rank, + 1 when its failure was not bad input: the
+  // max over ranks carries both.
+  double failed = error.empty() ? 0 : 2.0 * (comm.rank() + 1) + (input_error ? 0 : 1);
+  try {
+    comm.allreduce_max(&failed, 1);
+  } catch (const RankFailure& e) {
+    // A peer that learned of our failure first may announce it back: our own cause is the
+    // message to print. A peer's notice that arrives before the agreement is its load
+    // failure: its cause, as the agreement below would have said it.
+    if (!error.empty()) rethrow_own();
+    const std::string cause = notice_cause(e);
+    if (!cause.empty()) throw InputError({}, "", cause);
+    throw InputError({}, "--resume",
+                     "checkpoint " + opt.resume_dir + " could not be loaded on rank " +
+                         std::to_string(e.failed_rank));
+  }
+  if (failed > 0) {
+    // Every rank prints the cause the highest failed rank found, so the first line on stderr
+    // names it whichever rank's line mpirun shows first (a generic "could not be loaded on
+    // rank R" once came first on some runs).
+    error = agreed_cause(comm, int(failed) / 2 - 1, error);
+    input_error = int(failed) % 2 == 0;
+    rethrow_own();
+  }
+  say_where_resumed(resumed, opt.resume_dir, comm.rank());
+  return resumed;
+}
+
+// What the steps measured on this rank, before the ranks agree on it (measure()).
+struct StepRecord {
   std::vector<double> times;
   // Per step: device, exchange wait, H2D, D2H, host-kernel seconds (StepCounters).
-  std::vector<std::vector<double>> busy(6);
+  std::vector<std::vector<double>> busy = std::vector<std::vector<double>>(6);
   double peak = 0, transient = 0, sent = 0, host_peak = 0, h2d = 0, d2h = 0;
   int64_t skipped = 0;
-  // Every rank loaded the same step, so every rank refuses alike, before step `first`.
-  if (first - 1 > kMaxCheckpointStep - opt.steps) {
-    throw InputError({}, "--steps",
-                     std::to_string(opt.steps) + " steps after step " + std::to_string(first - 1) +
-                         " pass the last step a checkpoint may hold (10^15)");
+};
+
+// Step s's gradients, checked for non-finite values on every rank first: true when the step is
+// to be skipped (--skip-nonfinite), a throw when it may not be.
+bool skip_nonfinite_grads(RankState& state, const ExecuteOptions& opt, Communicator& comm,
+                          int64_t s) {
+  const Plan& plan = state.plan();
+  if (s == opt.inject_nonfinite_step) poison(state, opt.inject_nonfinite_tensor);
+  const int bad = find_nonfinite(state, comm);
+  if (bad < 0) return false;
+  const std::string what = "non-finite gradient in " + plan.inventory.tensors[bad].name +
+                           " at step " + std::to_string(s);
+  if (!opt.skip_nonfinite) {
+    throw std::runtime_error(what + "; parameters and state left as after step " +
+                             std::to_string(s - 1) + " (--skip-nonfinite skips such steps)");
   }
-  const int64_t last = first + opt.steps - 1;
+  const std::string line =
+      "muonplan: rank " + std::to_string(comm.rank()) + ": " + what + ": step skipped\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  return true;
+}
+
+// A non-finite update (a diverging NS schedule, an overflowing learning rate) stops every
+// rank: the parameters now hold it, so there is no step to skip (--skip-nonfinite covers
+// gradients, checked before the step changes anything).
+void check_update_finite(const MuonStep& step, Communicator& comm, int64_t s) {
+  double bad_rank = step.nonfinite_tensor().empty() ? 0 : comm.rank() + 1;
+  comm.allreduce_max(&bad_rank, 1);
+  if (bad_rank > 0) {
+    throw std::runtime_error(
+        (step.nonfinite_tensor().empty()
+             ? "non-finite update on rank " + std::to_string(int(bad_rank) - 1)
+             : "non-finite update in " + step.nonfinite_tensor()) +
+        " at step " + std::to_string(s) +
+        "; the parameters hold it: check the learning rate and the NS schedule");
+  }
+}
+
+// Steps first..last, each timed and its memory, traffic and busy seconds recorded.
+StepRecord run_steps(RankState& state, MuonStep& step, const ExecuteOptions& opt, Backend& backend,
+                     Communicator& comm, int64_t first, int64_t last) {
+  StepRecord rec;
   for (int64_t s = first; s <= last; ++s) {
     comm.set_step(s);
     state.load_grads(s);
-    if (s == opt.inject_nonfinite_step) poison(state, opt.inject_nonfinite_tensor);
-    const int bad = find_nonfinite(state, comm);
-    if (bad >= 0) {
-      const std::string what = "non-finite gradient in " + plan.inventory.tensors[bad].name +
-                               " at step " + std::to_string(s);
-      if (!opt.skip_nonfinite) {
-        throw std::runtime_error(what + "; parameters and state left as after step " +
-                                 std::to_string(s - 1) + " (--skip-nonfinite skips such steps)");
-      }
-      const std::string line =
-          "muonplan: rank " + std::to_string(comm.rank()) + ": " + what + ": step skipped\n";
-      std::fwrite(line.data(), 1, line.size(), stderr);
-      ++skipped;
+    if (skip_nonfinite_grads(state, opt, comm, s)) {
+      ++rec.skipped;
       if (opt.on_step) opt.on_step(s - first + 1, opt.steps, 0.0);
       continue;
     }
@@ -410,40 +414,36 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     const auto t0 = std::chrono::steady_clock::now();
     step.run(s);
     const auto t1 = std::chrono::steady_clock::now();
-    // A non-finite update (a diverging NS schedule, an overflowing learning rate) stops every
-    // rank: the parameters now hold it, so there is no step to skip (--skip-nonfinite covers
-    // gradients, checked before the step changes anything).
-    double bad_rank = step.nonfinite_tensor().empty() ? 0 : comm.rank() + 1;
-    comm.allreduce_max(&bad_rank, 1);
-    if (bad_rank > 0) {
-      throw std::runtime_error(
-          (step.nonfinite_tensor().empty()
-               ? "non-finite update on rank " + std::to_string(int(bad_rank) - 1)
-               : "non-finite update in " + step.nonfinite_tensor()) +
-          " at step " + std::to_string(s) +
-          "; the parameters hold it: check the learning rate and the NS schedule");
-    }
-    times.push_back(std::chrono::duration<double>(t1 - t0).count());
-    if (opt.on_step) opt.on_step(s - first + 1, opt.steps, times.back());
+    check_update_finite(step, comm, s);
+    rec.times.push_back(std::chrono::duration<double>(t1 - t0).count());
+    if (opt.on_step) opt.on_step(s - first + 1, opt.steps, rec.times.back());
     const MemoryStats m = backend.memory();
-    peak = std::max(peak, double(m.peak_bytes));
-    transient = std::max(transient, double(m.peak_bytes - before));
-    sent = std::max(sent, double(comm.alltoall_bytes_sent()));
-    host_peak = std::max(host_peak, double(backend.host_memory().peak_bytes));
+    rec.peak = std::max(rec.peak, double(m.peak_bytes));
+    rec.transient = std::max(rec.transient, double(m.peak_bytes - before));
+    rec.sent = std::max(rec.sent, double(comm.alltoall_bytes_sent()));
+    rec.host_peak = std::max(rec.host_peak, double(backend.host_memory().peak_bytes));
     const StepCounters& c = step.counters();
-    h2d = std::max(h2d, double(c.h2d_bytes));
-    d2h = std::max(d2h, double(c.d2h_bytes));
+    rec.h2d = std::max(rec.h2d, double(c.h2d_bytes));
+    rec.d2h = std::max(rec.d2h, double(c.d2h_bytes));
     const double per_kind[6] = {c.device_s, c.exchange_wait_s, c.h2d_s,
                                 c.d2h_s,    c.host_s,          c.check_s};
-    for (int k = 0; k < 6; ++k) busy[k].push_back(per_kind[k]);
+    for (int k = 0; k < 6; ++k) rec.busy[k].push_back(per_kind[k]);
   }
+  return rec;
+}
+
+// The run's statistics, agreed over the ranks (the max of each, the digest summed).
+Measured measure(const StepRecord& rec, const Plan& plan, const ExecuteOptions& opt,
+                 Backend& backend, Communicator& comm, const RankState& state) {
+  const std::vector<double>& times = rec.times;
+  const double peak = rec.peak, transient = rec.transient;
   // Steps 2+ when there are any: the first step pays for first-touch and warm-up.
   std::vector<double> steady(times.size() > 1 ? times.begin() + 1 : times.begin(), times.end());
   auto steady_median = [&](const std::vector<double>& v) {
     return median(std::vector<double>(v.size() > 1 ? v.begin() + 1 : v.begin(), v.end()));
   };
-  double stats[13] = {median(steady), peak, transient, sent, host_peak, h2d, d2h};
-  for (int k = 0; k < 6; ++k) stats[7 + k] = steady_median(busy[k]);
+  double stats[13] = {median(steady), peak, transient, rec.sent, rec.host_peak, rec.h2d, rec.d2h};
+  for (int k = 0; k < 6; ++k) stats[7 + k] = steady_median(rec.busy[k]);
   comm.allreduce_max(stats, 13);
   // The transient of the rank whose peak is highest (the prediction's peak rank; ties: the
   // larger transient), not the largest transient of any rank: peak = persistent + transient
@@ -471,7 +471,7 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
                                             &Measured::nonfinite_check_s};
   for (int i = 0; i < 13; ++i) measured.*from_stats[i] = stats[i];
   measured.state_digest = hex(digest);
-  measured.steps_skipped = skipped;
+  measured.steps_skipped = rec.skipped;
   measured.offload = to_string(plan.options.offload);
   measured.ns_variant = opt.symmetric_ns ? "symmetric" : "plain";
   measured.device_busy_timed = backend.host_timed();
@@ -481,28 +481,85 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     comm.allreduce_max(v, 3);
     measured.runtime_memory = RuntimeMemory{size_t(v[0]), size_t(v[1]), size_t(v[2])};
   }
-  if (opt.check_reference) {
-    const Plan ref_plan = on_one_rank(plan);
-    RankState ref(ref_plan, backend, 0);
-    ref.init_params();
-    const std::unique_ptr<Communicator> self = make_self_communicator(backend);
-    MuonStep ref_step(ref, *self);
-    ref_step.set_ns_variant(opt.symmetric_ns ? NsVariant::symmetric : NsVariant::plain);
-    for (int64_t s = 1; s <= last; ++s) {
-      ref.load_grads(s);
-      if (s == opt.inject_nonfinite_step) continue;  // skipped above as well
-      ref_step.run(s);
-    }
-    std::string bad;
-    double err = reference_error(state, ref, &bad);
-    comm.allreduce_max(&err, 1);
-    if (!std::isfinite(err)) {
-      throw std::runtime_error("reference check failed: non-finite parameters" +
-                               (bad.empty() ? std::string(" on another rank")
-                                            : " in " + bad + " (sharded or reference run)"));
-    }
-    measured.reference_rel_error = err;
+  return measured;
+}
+
+// --check-reference: the same steps on one rank, unsharded, against the sharded run's
+// parameters (the largest relative error over the ranks into `measured`).
+void check_reference(const Plan& plan, const ExecuteOptions& opt, Backend& backend,
+                     Communicator& comm, const RankState& state, int64_t last, Measured& measured) {
+  const Plan ref_plan = on_one_rank(plan);
+  RankState ref(ref_plan, backend, 0);
+  ref.init_params();
+  const std::unique_ptr<Communicator> self = make_self_communicator(backend);
+  MuonStep ref_step(ref, *self);
+  ref_step.set_ns_variant(opt.symmetric_ns ? NsVariant::symmetric : NsVariant::plain);
+  for (int64_t s = 1; s <= last; ++s) {
+    ref.load_grads(s);
+    if (s == opt.inject_nonfinite_step) continue;  // skipped above as well
+    ref_step.run(s);
   }
+  std::string bad;
+  double err = reference_error(state, ref, &bad);
+  comm.allreduce_max(&err, 1);
+  if (!std::isfinite(err)) {
+    throw std::runtime_error("reference check failed: non-finite parameters" +
+                             (bad.empty() ? std::string(" on another rank")
+                                          : " in " + bad + " (sharded or reference run)"));
+  }
+  measured.reference_rel_error = err;
+}
+
+// The plan's refusals the executor makes before any rank allocates anything.
+void check_runnable(const Plan& plan, const ExecuteOptions& opt, Communicator& comm) {
+  if (plan.world != comm.size()) {
+    throw InputError({}, "--plan",
+                     "plan world_size " + std::to_string(plan.world) + " differs from the " +
+                         std::to_string(comm.size()) + " ranks running it");
+  }
+  if (plan.options.optimizer == OptimizerKind::signsgd) {
+    throw InputError({}, "--plan", "the executor runs muon and adamw plans, not signsgd");
+  }
+  if (plan.options.nesterov && !nesterov_supported(plan.options.offload)) {
+    throw InputError({}, "--plan", kNesterovRefusedExecuting);
+  }
+  if (opt.steps <= 0) throw InputError({}, "--steps", "must be positive");
+}
+
+}  // namespace
+
+// The run: lock, resume, the step loop, its statistics, the reference check, the checkpoint
+// and the metrics; each part above.
+ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& backend,
+                      Communicator& comm) {
+  check_runnable(plan, opt, comm);
+  std::unique_ptr<CheckpointLock> lock;
+  if (!opt.checkpoint_dir.empty()) lock = lock_checkpoint(opt, comm);
+  check_shards_fit(plan, backend, comm.rank());
+  RankState state(plan, backend, comm.rank());
+  state.init_params();
+  int64_t first = 1;
+  Resumed resumed;
+  const std::string fingerprint = plan_fingerprint(plan);
+  comm.set_step(0);  // loading: failure messages name the step in progress
+  if (!opt.resume_dir.empty()) {
+    resumed = resume_on_every_rank(state, opt, plan.world, comm);
+    first = resumed.step + 1;
+  }
+  MuonStep step(state, comm);
+  step.set_ns_variant(opt.symmetric_ns ? NsVariant::symmetric : NsVariant::plain);
+  std::vector<TraceEvent> stages;  // the last step's, when tracing
+  if (opt.trace) step.set_trace(&stages);
+  // Every rank loaded the same step, so every rank refuses alike, before step `first`.
+  if (first - 1 > kMaxCheckpointStep - opt.steps) {
+    throw InputError({}, "--steps",
+                     std::to_string(opt.steps) + " steps after step " + std::to_string(first - 1) +
+                         " pass the last step a checkpoint may hold (10^15)");
+  }
+  const int64_t last = first + opt.steps - 1;
+  const StepRecord rec = run_steps(state, step, opt, backend, comm, first, last);
+  Measured measured = measure(rec, plan, opt, backend, comm, state);
+  if (opt.check_reference) check_reference(plan, opt, backend, comm, state, last, measured);
   if (!opt.checkpoint_dir.empty()) {
     comm.set_step(last);
     save_checkpoint(opt.checkpoint_dir, comm.rank(), plan.world, last, checkpoint_plan_info(plan),
