@@ -23,6 +23,7 @@
 
 #include "checkpoint_files.h"
 #include "muonplan/error.h"
+#include "muonplan/exec/agreed_error.h"
 #include "muonplan/exec/digest.h"
 #include "muonplan/exec/fnv1a.h"
 #include "muonplan/exec/plan_shards.h"
@@ -457,22 +458,21 @@ void discard_partial(const std::string& tmp) noexcept {
 template <class F>
 void agreed(Communicator* comm, const std::string& dir, const std::string& phase, bool mine,
             F&& body) {
-  std::string error;
+  RankError error;
   if (mine) {
     try {
       body();
     } catch (const RankFailure&) {
       throw;  // a peer is gone: no agreement to reach
     } catch (const std::exception& e) {
-      error = e.what();
+      error = {"checkpoint " + dir + ": " + e.what(), false};
     }
   }
-  uint64_t failed = error.empty() ? 0 : 1;
-  if (comm) comm->allreduce_sum_u64(&failed, 1);
-  if (!error.empty()) throw std::runtime_error("checkpoint " + dir + ": " + error);
-  if (failed) {
+  const AgreedErrors agreed = agree_on_errors(comm, error);
+  error.rethrow_if_failed();
+  if (agreed.count > 0) {
     throw std::runtime_error("checkpoint " + dir + ": " + phase + " failed on " +
-                             std::to_string(failed) + " other rank(s)");
+                             std::to_string(agreed.count) + " other rank(s)");
   }
 }
 

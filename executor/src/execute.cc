@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "muonplan/error.h"
+#include "muonplan/exec/agreed_error.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/fnv1a.h"
@@ -279,23 +280,17 @@ double reference_error(const RankState& state, const RankState& ref, std::string
 // learns of a refusal, so none waits in a collective for one that gave up.
 std::unique_ptr<CheckpointLock> lock_checkpoint(const ExecuteOptions& opt, Communicator& comm) {
   std::unique_ptr<CheckpointLock> lock;
-  std::string error;
+  RankError error;
   try {
     if (comm.rank() == 0) {
       lock = std::make_unique<CheckpointLock>(opt.checkpoint_dir);
     }
   } catch (const InputError& e) {
-    error = e.what();
+    error = {e.what(), true};
   }
-  double refused = error.empty() ? 0 : 1;
-  try {
-    comm.allreduce_max(&refused, 1);
-  } catch (const RankFailure&) {
-    if (!error.empty()) throw InputError({}, "", error);
-    throw;
-  }
-  if (!error.empty()) throw InputError({}, "", error);
-  if (refused > 0) throw InputError({}, "--checkpoint", "refused on rank 0 (see its message)");
+  const AgreedErrors agreed = agree_on_errors(&comm, error);
+  error.rethrow_if_failed();
+  if (agreed.count > 0) throw InputError({}, "--checkpoint", "refused on rank 0 (see its message)");
   return lock;
 }
 
@@ -306,43 +301,28 @@ std::unique_ptr<CheckpointLock> lock_checkpoint(const ExecuteOptions& opt, Commu
 Resumed resume_on_every_rank(RankState& state, const ExecuteOptions& opt, int world,
                              Communicator& comm) {
   Resumed resumed;
-  std::string error;
-  bool input_error = false;
+  RankError error;
   try {
     resumed = resume(state, opt.resume_dir, world);
   } catch (const InputError& e) {
-    error = e.what();
-    input_error = true;
+    error = {e.what(), true};
   } catch (const std::exception& e) {
-    error = e.what();
+    error = {e.what(), false};
   }
-  auto rethrow_own = [&] {
-    if (input_error) throw InputError({}, "", error);
-    throw std::runtime_error(error);
-  };
-  // 2 x (rank + 1) of the highest failed rank, + 1 when its failure was not bad input: the
-  // max over ranks carries both.
-  double failed = error.empty() ? 0 : 2.0 * (comm.rank() + 1) + (input_error ? 0 : 1);
-  try {
-    comm.allreduce_max(&failed, 1);
-  } catch (const RankFailure& e) {
-    // A peer that learned of our failure first may announce it back: our own cause is the
-    // message to print. A peer's notice that arrives before the agreement is its load
-    // failure: its cause, as the agreement below would have said it.
-    if (!error.empty()) rethrow_own();
+  const AgreedErrors agreed = agree_on_errors(&comm, error, [&](const RankFailure& e) {
+    // A peer's notice that arrives before the agreement is its load failure: its cause, as
+    // the agreement below would have said it.
     const std::string cause = notice_cause(e);
     if (!cause.empty()) throw InputError({}, "", cause);
     throw InputError({}, "--resume",
                      "checkpoint " + opt.resume_dir + " could not be loaded on rank " +
                          std::to_string(e.failed_rank));
-  }
-  if (failed > 0) {
+  });
+  if (agreed.count > 0) {
     // Every rank prints the cause the highest failed rank found, so the first line on stderr
     // names it whichever rank's line mpirun shows first (a generic "could not be loaded on
     // rank R" once came first on some runs).
-    error = agreed_cause(comm, int(failed) / 2 - 1, error);
-    input_error = int(failed) % 2 == 0;
-    rethrow_own();
+    RankError{agreed_cause(comm, agreed.highest_rank, error.what), agreed.highest_input}.rethrow();
   }
   say_where_resumed(resumed, opt.resume_dir, comm.rank());
   return resumed;
@@ -381,15 +361,16 @@ bool skip_nonfinite_grads(RankState& state, const ExecuteOptions& opt, Communica
 // rank: the parameters now hold it, so there is no step to skip (--skip-nonfinite covers
 // gradients, checked before the step changes anything).
 void check_update_finite(const MuonStep& step, Communicator& comm, int64_t s) {
-  double bad_rank = step.nonfinite_tensor().empty() ? 0 : comm.rank() + 1;
-  comm.allreduce_max(&bad_rank, 1);
-  if (bad_rank > 0) {
-    throw std::runtime_error(
-        (step.nonfinite_tensor().empty()
-             ? "non-finite update on rank " + std::to_string(int(bad_rank) - 1)
-             : "non-finite update in " + step.nonfinite_tensor()) +
-        " at step " + std::to_string(s) +
-        "; the parameters hold it: check the learning rate and the NS schedule");
+  const std::string& tensor = step.nonfinite_tensor();
+  const std::string at_step =
+      " at step " + std::to_string(s) +
+      "; the parameters hold it: check the learning rate and the NS schedule";
+  const RankError own{tensor.empty() ? "" : "non-finite update in " + tensor + at_step};
+  const AgreedErrors agreed = agree_on_errors(&comm, own);
+  own.rethrow_if_failed();
+  if (agreed.count > 0) {
+    throw std::runtime_error("non-finite update on rank " + std::to_string(agreed.highest_rank) +
+                             at_step);
   }
 }
 
