@@ -85,50 +85,36 @@ json workload_to_json(const std::optional<Workload>& workload) {
           {"cp_style", to_string(w.cp_style)}};
 }
 
-json plan_to_json(const Plan& plan) {
+namespace {
+
+// The optimizer's settings the executor runs.
+json optimizer_config_json(const Plan& plan) {
   const PlanOptions& o = plan.options;
-  const Prediction& p = plan.predicted;
-  json j;
-  j["schema"] = kPlanSchema;
-  j["model"] = plan.model_name;
-  j["topology"] = plan.topology_name;
-  j["nodes"] = o.nodes;
-  j["gpus_per_node"] = plan.gpus_per_node;
-  j["world_size"] = plan.world;
-  j["layout"] = {{"fsdp", o.layout.fsdp}, {"cp", o.layout.cp}, {"ep", o.layout.ep}};
-  j["offload"] = to_string(o.offload);
-  j["optimizer"] = to_string(o.optimizer);
-  j["owners"] = to_string(o.owners);
-  j["include_mtp"] = o.include_mtp;
-  // What forward/backward the plan covers; null: the optimizer step alone.
-  j["workload"] = workload_to_json(o.workload);
   json coeffs = json::array();
   for (const NsCoefficients& c : o.schedule.steps) coeffs.push_back({c.a, c.b, c.c});
-  j["optimizer_config"] = {{"bf16_momentum", o.bf16_momentum},
-                           {"nesterov", o.nesterov},
-                           {"lr", o.hyper.lr},
-                           {"momentum", o.hyper.momentum},
-                           {"weight_decay", o.hyper.weight_decay},
-                           {"update_rms", o.hyper.update_rms_or(o.schedule)},
-                           {"adamw",
-                            {{"lr", o.hyper.adamw_lr_or_lr()},
-                             {"beta1", o.hyper.adamw_beta1},
-                             {"beta2", o.hyper.adamw_beta2},
-                             {"eps", o.hyper.adamw_eps},
-                             {"weight_decay", o.hyper.adamw_weight_decay}}},
-                           {"ns_schedule", o.schedule.name},
-                           {"newton_schulz_coefficients", coeffs},
-                           {"ns_norm_scale", o.schedule.norm_scale},
-                           {"batches_in_flight", plan.batches_in_flight},
-                           {"optimizer_offload_staging", to_string(o.optimizer_staging)},
-                           {"optimizer_offload_pinned", o.pinned_host_state}};
-  // Whose memory the figures are, and the headroom the fit decision kept free.
-  j["runtime"] = {{"name", to_string(o.runtime)},
-                  {"gpu_headroom", p.gpu_headroom},
-                  {"host_headroom", p.host_headroom}};
-  j["fits"] = plan.fits;
-  j["limits"] = {{"gpu_memory_gib", p.gpu_limit_bytes / kGiB},
-                 {"host_ram_per_node_gib", p.host_limit_bytes / kGiB}};
+  return {{"bf16_momentum", o.bf16_momentum},
+          {"nesterov", o.nesterov},
+          {"lr", o.hyper.lr},
+          {"momentum", o.hyper.momentum},
+          {"weight_decay", o.hyper.weight_decay},
+          {"update_rms", o.hyper.update_rms_or(o.schedule)},
+          {"adamw",
+           {{"lr", o.hyper.adamw_lr_or_lr()},
+            {"beta1", o.hyper.adamw_beta1},
+            {"beta2", o.hyper.adamw_beta2},
+            {"eps", o.hyper.adamw_eps},
+            {"weight_decay", o.hyper.adamw_weight_decay}}},
+          {"ns_schedule", o.schedule.name},
+          {"newton_schulz_coefficients", coeffs},
+          {"ns_norm_scale", o.schedule.norm_scale},
+          {"batches_in_flight", plan.batches_in_flight},
+          {"optimizer_offload_staging", to_string(o.optimizer_staging)},
+          {"optimizer_offload_pinned", o.pinned_host_state}};
+}
+
+// The predicted figures, in the units the contract names, and their named terms.
+json predicted_json(const Plan& plan) {
+  const Prediction& p = plan.predicted;
   json pred;
   pred["gpu_peak_gib"] = p.gpu_peak_bytes() / kGiB;
   pred["gpu_allocated_gib"] = p.gpu_allocated_bytes() / kGiB;
@@ -156,10 +142,12 @@ json plan_to_json(const Plan& plan) {
                        {"optimizer_step_s", terms(p.step_phases_s, 1, "s")},
                        {"training_step_s", terms(p.training_terms_s, 1, "s")},
                        {"training_hidden_s", terms(p.training_hidden_s, 1, "s")}};
-  j["predicted"] = pred;
-  json chunks = json::array();
-  for (const Chunk& c : plan.chunks.chunks) chunks.push_back(chunk_json(plan, c));
-  j["chunks"] = chunks;
+  return pred;
+}
+
+// Every trained tensor: its shape, update rule, partitions and shard.
+json tensors_json(const Plan& plan) {
+  const PlanOptions& o = plan.options;
   json tensors = json::array();
   for (size_t i = 0; i < plan.inventory.tensors.size(); ++i) {
     const ParamTensor& t = plan.inventory.tensors[i];
@@ -174,7 +162,11 @@ json plan_to_json(const Plan& plan) {
                        {"stack_dim", t.stack_dim},
                        {"shard", shard_json(plan.shards.at(i))}});
   }
-  j["tensors"] = tensors;
+  return tensors;
+}
+
+// The candidates the search weighed, and why it chose the plan's.
+json decision_json(const Plan& plan) {
   json cands = json::array();
   for (const Candidate& c : plan.candidates) {
     json cj = {{"nodes", c.nodes}, {"offload", to_string(c.offload)}, {"fits", c.fits}};
@@ -190,7 +182,42 @@ json plan_to_json(const Plan& plan) {
     }
     cands.push_back(cj);
   }
-  j["decision"] = {{"candidates", cands}, {"reason", plan.reason}};
+  return {{"candidates", cands}, {"reason", plan.reason}};
+}
+
+}  // namespace
+
+json plan_to_json(const Plan& plan) {
+  const PlanOptions& o = plan.options;
+  const Prediction& p = plan.predicted;
+  json j;
+  j["schema"] = kPlanSchema;
+  j["model"] = plan.model_name;
+  j["topology"] = plan.topology_name;
+  j["nodes"] = o.nodes;
+  j["gpus_per_node"] = plan.gpus_per_node;
+  j["world_size"] = plan.world;
+  j["layout"] = {{"fsdp", o.layout.fsdp}, {"cp", o.layout.cp}, {"ep", o.layout.ep}};
+  j["offload"] = to_string(o.offload);
+  j["optimizer"] = to_string(o.optimizer);
+  j["owners"] = to_string(o.owners);
+  j["include_mtp"] = o.include_mtp;
+  // What forward/backward the plan covers; null: the optimizer step alone.
+  j["workload"] = workload_to_json(o.workload);
+  j["optimizer_config"] = optimizer_config_json(plan);
+  // Whose memory the figures are, and the headroom the fit decision kept free.
+  j["runtime"] = {{"name", to_string(o.runtime)},
+                  {"gpu_headroom", p.gpu_headroom},
+                  {"host_headroom", p.host_headroom}};
+  j["fits"] = plan.fits;
+  j["limits"] = {{"gpu_memory_gib", p.gpu_limit_bytes / kGiB},
+                 {"host_ram_per_node_gib", p.host_limit_bytes / kGiB}};
+  j["predicted"] = predicted_json(plan);
+  json chunks = json::array();
+  for (const Chunk& c : plan.chunks.chunks) chunks.push_back(chunk_json(plan, c));
+  j["chunks"] = chunks;
+  j["tensors"] = tensors_json(plan);
+  j["decision"] = decision_json(plan);
   return j;
 }
 
