@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "cost/runtime_memory.h"
+#include "cost/step_figures.h"
 #include "cost/step_traffic.h"
 #include "cost/workload_cost.h"
 #include "muonplan/layout.h"
@@ -19,18 +20,10 @@
 
 namespace muonplan {
 
-using step_cost::batch_traffic;
-using step_cost::BatchTraffic;
-using step_cost::Rates;
-using step_cost::rates;
+// The step's rates, figures and chunk costs (step_traffic.h, step_figures.h).
+using namespace step_cost;
 
 namespace {
-
-// Elements each world rank holds, by update rule.
-struct LocalElems {
-  std::vector<double> muon, adamw;
-  double all(int r) const { return muon[r] + adamw[r]; }
-};
 
 // Tensors whose placements split alike (row-sharded ones with the same row count, expert
 // stacks with the same entry count) are summed first, then spread over the ranks once per
@@ -61,72 +54,6 @@ LocalElems count_local(const ParamInventory& inv, const PlanOptions& o, int worl
   }
   return e;
 }
-
-// Optimizer-state bytes per element (docs/muon-step.md section 5).
-double muon_state_bytes(const PlanOptions& o) {
-  return o.bf16_momentum ? 2 : 4;
-}
-double adamw_state_bytes() {
-  return 8;
-}
-
-double state_bytes(const PlanOptions& o, double muon_elems, double adamw_elems) {
-  if (o.optimizer == OptimizerKind::signsgd) return 0;
-  return muon_elems * muon_state_bytes(o) + adamw_elems * adamw_state_bytes();
-}
-
-// Per rank, the heaviest window of `depth` consecutive chunks in flight: the bytes they hold
-// summed, plus the largest scratch among them (compute runs one chunk at a time). Each rank's
-// own sum: the busiest ranks of different chunks are different ranks.
-class RankWindows {
- public:
-  RankWindows(int world, int depth)
-      : world_(world),
-        depth_(depth),
-        held_(size_t(world) * depth, 0),
-        scratch_(size_t(world) * depth, 0),
-        sum_(world, 0),
-        best_(world, 0) {}
-  // held_scratch(r) -> {held, scratch} of the next chunk on rank r.
-  template <class F>
-  void add(F held_scratch) {
-    const size_t slot = n_++ % size_t(depth_);
-    for (int r = 0; r < world_; ++r) {
-      const auto [h, sc] = held_scratch(r);
-      double* held = &held_[size_t(r) * depth_];
-      double* scratch = &scratch_[size_t(r) * depth_];
-      sum_[r] += h - held[slot];
-      held[slot] = h;
-      scratch[slot] = sc;
-      best_[r] = std::max(best_[r], sum_[r] + *std::max_element(scratch, scratch + depth_));
-    }
-  }
-  double at(int r) const { return best_[r]; }
-
- private:
-  int world_, depth_;
-  size_t n_ = 0;
-  std::vector<double> held_, scratch_, sum_, best_;
-};
-
-// NS scratch of `count` matrices in one call: the executor's workspace (ns_workspace.h).
-double ns_scratch_bytes(int64_t count, int64_t rows, int64_t cols) {
-  return double(ns_workspace_layout(count, rows, cols).total);
-}
-
-// The figures every part of a prediction reads, computed once per candidate.
-struct StepFigures {
-  const PlanOptions& o;
-  // Where each array lives and what moves: the offload policy's table (offload_policy.h).
-  const OffloadPolicy& pol;
-  int gpn, world, depth;  // GPUs per node, ranks, chunks in flight
-  LocalElems local;
-  Rates rt;
-  HostPasses passes;  // host apply bytes per element, by runtime
-  bool muon, chunked, host_pipeline;
-  // The busiest rank by persistent bytes: its elements (all, Muon's, AdamW's) and state bytes.
-  double all, mu, aw, state;
-};
 
 StepFigures step_figures(const ParamInventory& inv, const Topology& topo, const PlanOptions& o,
                          const ChunkPlan& plan) {
@@ -190,174 +117,6 @@ std::vector<Term> persistent_terms(const StepFigures& f, double n_all, double n_
     t.push_back({"adamw_moments", state_bytes(o, n_mu, n_aw), "8 B x local params"});
   }
   return t;
-}
-
-// `chunked` staging: per rank, its largest AdamW tensor's elements (the piece staged at once).
-std::vector<double> largest_adamw_piece(const ParamInventory& inv, const StepFigures& f) {
-  std::vector<double> adamw_piece(f.world, 0);
-  for (const ParamTensor& t : inv.tensors) {
-    if (t.rule != UpdateRule::adamw || (t.mtp && !f.o.include_mtp)) continue;
-    const ShardRule sr = shard_rule(t, f.o.layout, f.world);
-    const double per_entry = double(t.numel() / t.shape[0]);
-    for (int r = 0; r < f.world; ++r)
-      adamw_piece[r] = std::max(adamw_piece[r], double(sr.range(t.shape[0], r).size()) * per_entry);
-  }
-  return adamw_piece;
-}
-
-// An AdamW group's stages on the busiest rank, `elems` of its elements there.
-std::vector<Stage> adamw_stages(const StepFigures& f, double elems) {
-  const Rates& rt = f.rt;
-  const double adamw_bpe = 28;  // read p, g, m, v; write p, m, v (fp32)
-  const double cpu_adamw_bpe = 30;
-  std::vector<Stage> st;
-  if (f.pol.host_adamw) {
-    st.push_back(
-        {Resource::pcie_d2h, 2 * elems / rt.d2h_bps, stage::kGradsD2H, StagePhase::backward});
-    st.push_back({Resource::cpu, elems * cpu_adamw_bpe / rt.cpu_bps_per_rank, stage::kCpuAdamw,
-                  StagePhase::backward});
-    st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, stage::kWeightsH2D,
-                  StagePhase::weight_upload});
-  } else {
-    const double bpe = f.o.optimizer == OptimizerKind::signsgd ? 14 : adamw_bpe;
-    st.push_back({Resource::gpu, elems * bpe / rt.hbm_bps, stage::kAdamwKernel});
-  }
-  return st;
-}
-
-// A Muon chunk's stages on the busiest rank: `elems` of its elements there, its NS seconds and
-// the seconds of one exchange (0: local work, no exchange).
-std::vector<Stage> muon_stages(const StepFigures& f, double elems, double ns_s, double exch_s) {
-  const PlanOptions& o = f.o;
-  const OffloadPolicy& pol = f.pol;
-  const Rates& rt = f.rt;
-  const HostPasses& passes = f.passes;
-  const double mom_b = o.bf16_momentum ? 2 : 4;
-  // GPU momentum fold: read G (4), read+write M, with Nesterov write+read U (fp32), write the
-  // bf16 copy that is exchanged (2).
-  const double momentum_bpe = 4 + 2 * mom_b + (o.nesterov ? 8 : 0) + 2;
-  const double update_bpe = 4 + 2 + 4;        // read W, read bf16 update, write W (decay folded in)
-  const double cpu_fold_bpe = 4 + 2 * mom_b;  // host: read G, read+write M
-  std::vector<Stage> st;
-  if (pol.host_fold) {
-    st.push_back(
-        {Resource::pcie_d2h, 2 * elems / rt.d2h_bps, stage::kGradsD2H, StagePhase::backward});
-    st.push_back({Resource::cpu, elems * cpu_fold_bpe / rt.cpu_bps_per_rank, stage::kCpuFold,
-                  StagePhase::backward});
-    // A PyTorch trainer casts the fp32 momentum to bf16 in its own host pass after backward.
-    if (passes.momentum_cast_bpe > 0)
-      st.push_back({Resource::cpu, elems * passes.momentum_cast_bpe / rt.cpu_bps_per_rank,
-                    stage::kCpuMomentumCast});
-    st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, stage::kMomentumH2D});
-  } else {
-    st.push_back({Resource::gpu, elems * momentum_bpe / rt.hbm_bps, stage::kMomentum});
-  }
-  if (exch_s > 0) st.push_back({Resource::network, exch_s, stage::kToOwners});
-  st.push_back({Resource::gpu, ns_s, stage::kNewtonSchulz});
-  if (exch_s > 0) st.push_back({Resource::network, exch_s, stage::kBack});
-  if (pol.host_apply) {
-    st.push_back({Resource::pcie_d2h, 2 * elems / rt.d2h_bps, stage::kUpdateD2H});
-    st.push_back({Resource::cpu, elems * passes.apply_bpe / rt.cpu_bps_per_rank, stage::kCpuApply});
-    if (passes.weight_cast_bpe > 0)
-      st.push_back({Resource::cpu, elems * passes.weight_cast_bpe / rt.cpu_bps_per_rank,
-                    stage::kCpuWeightCast});
-    st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, stage::kWeightsH2D});
-  } else {
-    st.push_back({Resource::gpu, elems * update_bpe / rt.hbm_bps, stage::kUpdate});
-  }
-  return st;
-}
-
-// One chunk's stages on the busiest rank, `chunked` staging's state transfers around them.
-std::vector<Stage> chunk_stages(const Topology& topo, const StepFigures& f, const Chunk& c,
-                                const BatchTraffic& bt) {
-  const PlanOptions& o = f.o;
-  std::vector<Stage> st;
-  double elems = 0;        // this chunk's elements on the busiest rank
-  double state_elems = 0;  // bytes of optimizer state for the chunk on that rank
-  if (c.kind == Chunk::Kind::adamw_group) {
-    elems = f.aw;
-    state_elems = f.muon ? f.aw * adamw_state_bytes() : state_bytes(o, 0, f.aw);
-    st = adamw_stages(f, elems);
-  } else {
-    double ns_s = 0, exch_s = 0;
-    if (c.kind == Chunk::Kind::muon_batch) {
-      elems = *std::max_element(bt.held_elems.begin(), bt.held_elems.end());
-      ns_s = ns_cost(topo, 1, c.rows, c.cols, o.schedule).total_s;
-      exch_s = bt.exchange_s;
-    } else {
-      const int64_t count = c.local.max();
-      elems = double(count) * c.rows * c.cols;
-      ns_s = count > 0 ? ns_cost(topo, count, c.rows, c.cols, o.schedule).total_s : 0;
-    }
-    state_elems = elems * muon_state_bytes(o);
-    st = muon_stages(f, elems, ns_s, exch_s);
-  }
-  if (f.chunked) {
-    st.insert(st.begin(), {Resource::pcie_h2d, state_elems / f.rt.h2d_bps, stage::kStateH2D});
-    st.push_back({Resource::pcie_d2h, state_elems / f.rt.d2h_bps, stage::kStateD2H});
-  }
-  return st;
-}
-
-// The chunk's buffers on each rank, into that rank's windows. A batch: send and receive
-// buffers of both exchanges (bf16) and, on owners, the gathered matrix, held while in
-// flight; the NS workspace on owners only during NS. Local work needs no exchange: its bf16
-// copies, workspace and look-ahead live only while it computes. `chunked` staging brings
-// state one piece at a time (a rank's slice of a batch matrix, a local entry, an AdamW
-// tensor), written back before the next: scratch too.
-void add_chunk_buffers(RankWindows& windows, const StepFigures& f, const Chunk& c,
-                       const BatchTraffic& bt, const std::vector<double>& adamw_piece) {
-  const PlanOptions& o = f.o;
-  const bool chunked = f.chunked;
-  const double mom_bytes = muon_state_bytes(o);
-  const double adamw_piece_bytes = f.muon ? adamw_state_bytes() : state_bytes(o, 0, 1);
-  const double mat = double(c.rows) * double(c.cols);
-  if (c.kind == Chunk::Kind::muon_batch) {
-    const double ws = ns_scratch_bytes(1, c.rows, c.cols);
-    const int g = c.group_size;
-    windows.add([&](int r) {
-      const int pos = r % g;
-      const double held = bt.buffer_elems[pos];
-      double h = 2 * 2 * held + (bt.owns[pos] ? 2 * mat : 0) + (o.nesterov ? 4 * held : 0);
-      double sc = bt.owns[pos] ? ws : 0;
-      if (chunked) sc = std::max(sc, bt.largest_slice[pos] * mom_bytes);
-      return std::make_pair(h, sc);
-    });
-  } else if (c.kind == Chunk::Kind::muon_local) {
-    windows.add([&](int r) {
-      const int64_t n = c.local.at(r);
-      double sc = 2.0 * double(n) * mat + ns_scratch_bytes(n, c.rows, c.cols) +
-                  (o.nesterov ? 4.0 * double(n) * mat : 0);
-      if (chunked && n > 0) sc = std::max(sc, mat * mom_bytes);
-      return std::make_pair(0.0, sc);
-    });
-  } else {
-    windows.add([&](int r) {
-      return std::make_pair(0.0, chunked ? adamw_piece[r] * adamw_piece_bytes : 0.0);
-    });
-  }
-}
-
-// Every chunk's stages (the schedule's input) and, per rank, the bytes each chunk holds while
-// in flight and scratch that lives only during its GPU compute (RankWindows).
-struct ChunkCosts {
-  std::vector<std::vector<Stage>> stages;
-  RankWindows windows;
-};
-
-ChunkCosts chunk_costs(const ParamInventory& inv, const Topology& topo, const StepFigures& f,
-                       const ChunkPlan& plan) {
-  ChunkCosts cc{{}, RankWindows(f.world, f.depth)};
-  const std::vector<double> adamw_piece =
-      f.chunked ? largest_adamw_piece(inv, f) : std::vector<double>{};
-  for (const Chunk& c : plan.chunks) {
-    const BatchTraffic bt =
-        c.kind == Chunk::Kind::muon_batch ? batch_traffic(inv, c, f.rt, f.gpn) : BatchTraffic{};
-    cc.stages.push_back(chunk_stages(topo, f, c, bt));
-    add_chunk_buffers(cc.windows, f, c, bt, adamw_piece);
-  }
-  return cc;
 }
 
 // GPU bytes: the rank whose allocations peak highest, persistent plus transient, its own (ties:
