@@ -32,6 +32,7 @@ CXX_SUFFIXES = (".cc", ".h", ".cu", ".cuh")
 # An entry that no longer matches a long function fails the check, so the list cannot rot.
 ALLOWED = {
     "planner/src/plan/search.cc:make_plan": "being rewritten (issue #23 item 5, owner: lead)",
+    "planner/src/plan/trainer_keys.cc:trainer_keys": "a data table: one row a key, no logic",
 }
 
 CONTROL_WORDS = {"if", "for", "while", "switch", "catch", "return", "sizeof", "alignof", "decltype"}
