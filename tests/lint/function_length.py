@@ -137,9 +137,18 @@ def function_head(code, brace):
     """For a `{` at `brace`, the (name, offset of the name) of the function whose body it opens,
     or None when it opens something else (a class, a namespace, a control block, an
     initializer)."""
-    k = brace
+    return head_ending_at(code, skip_space_back(code, brace), True)
+
+
+def skip_space_back(code, k):
     while k > 0 and code[k - 1].isspace():
         k -= 1
+    return k
+
+
+def head_ending_at(code, k, may_be_init_list):
+    """The function head whose text ends at offset k (its `)`, qualifiers, or a constructor's
+    initializer list), as function_head."""
     before = code[:k]
     close = before.rfind(")")
     if close >= 0 and QUALIFIERS.match(before[close + 1:]):
@@ -151,30 +160,49 @@ def function_head(code, brace):
             return None
         if name == "":
             # A lambda's parameter list follows its capture: `[&](int i) {`.
-            j = open_
-            while j > 0 and code[j - 1].isspace():
-                j -= 1
+            j = skip_space_back(code, open_)
             if j > 0 and code[j - 1] == "]":
                 return lambda_head(code, j - 1)
             return None
         if name.endswith("operator") or re.search(r"operator\s*\W+$", code[max(0, at - 12):open_]):
             return ("operator", at)
+        if may_be_init_list:
+            ctor = init_list_head(code, k)
+            if ctor is not None:
+                return ctor
         if looks_like_construction(code, at):
             return None
         return (name, at)
     if k > 0 and code[k - 1] == "]":
         return lambda_head(code, k - 1)
-    if k > 0 and code[k - 1] == "}":
-        # A constructor's initializer list ending in a braced member: `: a_(a), b_{b} {`.
-        open_ = matching_open(code, k - 1, "{", "}")
-        member, at = word_before(code, open_)
-        if member and not member.endswith(":"):
-            j = at
-            while j > 0 and code[j - 1].isspace():
-                j -= 1
-            if j > 0 and code[j - 1] in ",:" and not code.startswith("::", j - 2):
-                return function_head(code, at)
+    if k > 0 and code[k - 1] == "}" and may_be_init_list:
+        return init_list_head(code, k)
     return None
+
+
+def init_list_head(code, k):
+    """A constructor whose initializer list ends at k: `Foo::Foo(int a) : a_(a), b_{a}`. Walks
+    back over the `member(...)` and `member{...}` items to the `:`, then reads the head before
+    it; None when the text is no such list."""
+    pos = k
+    while True:
+        pos = skip_space_back(code, pos)
+        if pos == 0 or code[pos - 1] not in ")}":
+            return None
+        pair = "(" if code[pos - 1] == ")" else "{"
+        open_ = matching_open(code, pos - 1, pair, ")" if pair == "(" else "}")
+        if open_ < 0:
+            return None
+        member, at = word_before(code, open_)
+        if not member or member.endswith(":"):
+            return None
+        pos = skip_space_back(code, at)
+        if pos > 0 and code[pos - 1] == ",":
+            pos -= 1
+            continue
+        if pos > 0 and code[pos - 1] == ":" and not code.startswith("::", pos - 2):
+            return head_ending_at(code, skip_space_back(code, pos - 1), False)
+        return None
 
 
 def lambda_head(code, close_bracket):
