@@ -72,6 +72,89 @@ int calibrate_training(const std::string& topology, const std::vector<std::strin
   return 0;
 }
 
+// The fit as JSON: each constant before and after, each run's error before and after.
+nlohmann::json calibration_json(const std::string& topology, const CalibrationResult& r) {
+  nlohmann::json j = {{"topology", topology},
+                      {"max_fit_error", r.max_fit_error()},
+                      {"max_held_out_error", r.max_held_out_error()}};
+  for (const FittedConstant& k : r.constants) {
+    j["constants"][k.name] = {
+        {"before", k.before}, {"after", k.after}, {"fitted", k.fitted}, {"note", k.note}};
+  }
+  for (const RunCheck& run : r.runs) {
+    j["runs"].push_back({{"metrics", run.name},
+                         {"held_out", run.held_out},
+                         {"measured_s", run.measured_s},
+                         {"predicted_before_s", run.before_s},
+                         {"predicted_after_s", run.after_s},
+                         {"rel_error_before", run.rel_error_before()},
+                         {"rel_error_after", run.rel_error_after()},
+                         {"components_s", nlohmann::json::object()}});
+    for (const auto& [name, measured, predicted] : run.components) {
+      j["runs"].back()["components_s"][name] = {{"measured", measured},
+                                                {"predicted_after", predicted}};
+    }
+  }
+  return j;
+}
+
+// The fit as two tables, constants and runs; `out`: where the topology was written, if anywhere.
+void print_calibration(const CalibrationResult& r, const std::string& out) {
+  std::printf("%-34s %12s %12s  %s\n", "constant", "before", "after", "");
+  for (const FittedConstant& k : r.constants) {
+    std::printf("%-34s %12.6g %12.6g  %s\n", k.name.c_str(), k.before, k.after, k.note.c_str());
+  }
+  std::printf("\n%-9s %10s %10s %8s %10s %8s  %s\n", "run", "measured", "before", "error", "after",
+              "error", "metrics");
+  for (const RunCheck& run : r.runs) {
+    std::printf("%-9s %9.4fs %9.4fs %+7.1f%% %9.4fs %+7.1f%%  %s\n",
+                run.held_out ? "held-out" : "fit", run.measured_s, run.before_s,
+                100 * run.rel_error_before(), run.after_s, 100 * run.rel_error_after(),
+                run.name.c_str());
+  }
+  std::printf("\nmax error after: %.1f%% on fitted runs, %.1f%% held out%s\n",
+              100 * r.max_fit_error(), 100 * r.max_held_out_error(),
+              out.empty() ? "" : ("; wrote " + out).c_str());
+}
+
+// `muonplan calibrate`: fits training runs or metrics, writes the topology, reports the fit.
+int run_calibrate(const CalibrateFlags* f) {
+  std::vector<PathArg> in = {{"--topology", f->topology}};
+  for (const std::string& m : f->metrics) in.push_back({"--metrics", m});
+  for (const std::string& m : f->training_runs) in.push_back({"--training-run", m});
+  for (const std::string& m : f->held_out) in.push_back({"--check", m});
+  refuse_overlaps(in, {{"--out", f->out}});
+  if (!f->training_runs.empty()) {
+    if (!f->metrics.empty())
+      throw InputError({}, "--training-run", "fits training runs or metrics, not both");
+    return calibrate_training(f->topology, f->training_runs, f->held_out, f->out, f->json);
+  }
+  if (f->metrics.empty()) throw InputError({}, "--metrics", "give --metrics or --training-run");
+  const Topology topo = load_topology(f->topology);
+  std::vector<CalibrationRun> fit, held_out;
+  for (const std::string& m : f->metrics) fit.push_back(load_calibration_run(m));
+  for (const std::string& m : f->held_out) held_out.push_back(load_calibration_run(m));
+  const CalibrationResult r = calibrate(topo, fit, held_out);
+  if (!f->out.empty()) {
+    const std::string comment = "fitted by `muonplan calibrate` to " + std::to_string(fit.size()) +
+                                " measured run(s); max error " +
+                                std::to_string(100 * r.max_fit_error()).substr(0, 4) + "%";
+    std::string text = with_calibration(read_input_file(f->topology), r.calibration, comment);
+    std::map<std::string, double> fixed;  // the fixed GPU costs, where a CUDA run gave them
+    for (const FittedConstant& k : r.constants) {
+      if (k.fitted && k.name.rfind("overheads.", 0) == 0) fixed[k.name] = k.after;
+    }
+    if (!fixed.empty()) text = with_section_constants(text, fixed, "fitted by muonplan calibrate");
+    write_file_atomic(f->out, text);
+  }
+  if (f->json) {
+    std::cout << calibration_json(f->topology, r).dump(2) << "\n";
+    return 0;
+  }
+  print_calibration(r, f->out);
+  return 0;
+}
+
 }  // namespace
 
 Runner add_calibrate(CLI::App& app) {
@@ -92,78 +175,7 @@ Runner add_calibrate(CLI::App& app) {
       ->check(non_empty_path());
   c->add_option("--out", f->out, "Write the calibrated topology here")->check(non_empty_path());
   c->add_flag("--json", f->json, "Machine-readable output");
-  return [f]() {
-    std::vector<PathArg> in = {{"--topology", f->topology}};
-    for (const std::string& m : f->metrics) in.push_back({"--metrics", m});
-    for (const std::string& m : f->training_runs) in.push_back({"--training-run", m});
-    for (const std::string& m : f->held_out) in.push_back({"--check", m});
-    refuse_overlaps(in, {{"--out", f->out}});
-    if (!f->training_runs.empty()) {
-      if (!f->metrics.empty())
-        throw InputError({}, "--training-run", "fits training runs or metrics, not both");
-      return calibrate_training(f->topology, f->training_runs, f->held_out, f->out, f->json);
-    }
-    if (f->metrics.empty()) throw InputError({}, "--metrics", "give --metrics or --training-run");
-    const Topology topo = load_topology(f->topology);
-    std::vector<CalibrationRun> fit, held_out;
-    for (const std::string& m : f->metrics) fit.push_back(load_calibration_run(m));
-    for (const std::string& m : f->held_out) held_out.push_back(load_calibration_run(m));
-    const CalibrationResult r = calibrate(topo, fit, held_out);
-    if (!f->out.empty()) {
-      const std::string comment = "fitted by `muonplan calibrate` to " +
-                                  std::to_string(fit.size()) + " measured run(s); max error " +
-                                  std::to_string(100 * r.max_fit_error()).substr(0, 4) + "%";
-      std::string text = with_calibration(read_input_file(f->topology), r.calibration, comment);
-      std::map<std::string, double> fixed;  // the fixed GPU costs, where a CUDA run gave them
-      for (const FittedConstant& k : r.constants) {
-        if (k.fitted && k.name.rfind("overheads.", 0) == 0) fixed[k.name] = k.after;
-      }
-      if (!fixed.empty())
-        text = with_section_constants(text, fixed, "fitted by muonplan calibrate");
-      write_file_atomic(f->out, text);
-    }
-    if (f->json) {
-      nlohmann::json j = {{"topology", f->topology},
-                          {"max_fit_error", r.max_fit_error()},
-                          {"max_held_out_error", r.max_held_out_error()}};
-      for (const FittedConstant& k : r.constants) {
-        j["constants"][k.name] = {
-            {"before", k.before}, {"after", k.after}, {"fitted", k.fitted}, {"note", k.note}};
-      }
-      for (const RunCheck& run : r.runs) {
-        j["runs"].push_back({{"metrics", run.name},
-                             {"held_out", run.held_out},
-                             {"measured_s", run.measured_s},
-                             {"predicted_before_s", run.before_s},
-                             {"predicted_after_s", run.after_s},
-                             {"rel_error_before", run.rel_error_before()},
-                             {"rel_error_after", run.rel_error_after()},
-                             {"components_s", nlohmann::json::object()}});
-        for (const auto& [name, measured, predicted] : run.components) {
-          j["runs"].back()["components_s"][name] = {{"measured", measured},
-                                                    {"predicted_after", predicted}};
-        }
-      }
-      std::cout << j.dump(2) << "\n";
-      return 0;
-    }
-    std::printf("%-34s %12s %12s  %s\n", "constant", "before", "after", "");
-    for (const FittedConstant& k : r.constants) {
-      std::printf("%-34s %12.6g %12.6g  %s\n", k.name.c_str(), k.before, k.after, k.note.c_str());
-    }
-    std::printf("\n%-9s %10s %10s %8s %10s %8s  %s\n", "run", "measured", "before", "error",
-                "after", "error", "metrics");
-    for (const RunCheck& run : r.runs) {
-      std::printf("%-9s %9.4fs %9.4fs %+7.1f%% %9.4fs %+7.1f%%  %s\n",
-                  run.held_out ? "held-out" : "fit", run.measured_s, run.before_s,
-                  100 * run.rel_error_before(), run.after_s, 100 * run.rel_error_after(),
-                  run.name.c_str());
-    }
-    std::printf("\nmax error after: %.1f%% on fitted runs, %.1f%% held out%s\n",
-                100 * r.max_fit_error(), 100 * r.max_held_out_error(),
-                f->out.empty() ? "" : ("; wrote " + f->out).c_str());
-    return 0;
-  };
+  return [f]() { return run_calibrate(f.get()); };
 }
 
 }  // namespace muonplan::cli

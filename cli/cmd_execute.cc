@@ -202,14 +202,8 @@ int run(const ExecuteFlags& f) {
   }
 }
 
-}  // namespace
-
-Runner add_execute(CLI::App& app) {
-  auto f = std::make_shared<ExecuteFlags>();
-  CLI::App* c = app.add_subcommand("execute", "Run a plan's sharded Muon step (under mpirun)");
-  c->add_option("--plan", f->plan, "Plan JSON from `muonplan plan --out`")
-      ->required()
-      ->check(non_empty_path());
+// The backend and its test hooks.
+void add_backend_flags(CLI::App* c, const std::shared_ptr<ExecuteFlags>& f) {
   c->add_option("--backend", f->backend, "cpu | cpu-async | cuda")->capture_default_str();
   c->add_option("--async-seed", f->async.seed,
                 "cpu-async: seed of the lanes' random delays (default: 1)");
@@ -230,6 +224,10 @@ Runner add_execute(CLI::App& app) {
   // Test hook (docs/executor.md, "Lanes"): a dropped wait must change the digest.
   c->add_flag("--async-drop-joins", f->async.drop_joins,
               "Test hook, cpu-async: join_lanes() does nothing");
+}
+
+// What the run does: steps, outputs, checkpoints, checks.
+void add_run_flags(CLI::App* c, const std::shared_ptr<ExecuteFlags>& f) {
   // --steps and --comm-timeout are checked here, before MPI starts, with one line naming the
   // flag (exit 2): CLI11 reads 99999999999999999999 as INT64_MAX and lets NaN pass.
   c->add_option_function<std::string>(
@@ -264,6 +262,33 @@ Runner add_execute(CLI::App& app) {
       ->check(non_empty_path());
   c->add_flag("--symmetric-ns", f->options.symmetric_ns,
               "Newton-Schulz computing one triangle of the symmetric products");
+}
+
+// One spelling of each checkpoint path, and no output overwriting an input, before MPI starts.
+void check_paths(ExecuteFlags* f) {
+  // One spelling of each checkpoint path before anything compares or names them.
+  f->options.checkpoint_dir = normal_dir(f->options.checkpoint_dir);
+  f->options.resume_dir = normal_dir(f->options.resume_dir);
+  // Before MPI starts: every rank refuses alike, with one line (exit 2).
+  std::vector<PathArg> in = {{"--plan", f->plan}},
+                       out = {{"--metrics", f->metrics}, {"--trace", f->trace}};
+  for (const PathArg& a : checkpoint_paths("--resume", f->options.resume_dir, false))
+    in.push_back(a);
+  for (const PathArg& a : checkpoint_paths("--checkpoint", f->options.checkpoint_dir, true))
+    out.push_back(a);
+  refuse_overlaps(in, out);
+}
+
+}  // namespace
+
+Runner add_execute(CLI::App& app) {
+  auto f = std::make_shared<ExecuteFlags>();
+  CLI::App* c = app.add_subcommand("execute", "Run a plan's sharded Muon step (under mpirun)");
+  c->add_option("--plan", f->plan, "Plan JSON from `muonplan plan --out`")
+      ->required()
+      ->check(non_empty_path());
+  add_backend_flags(c, f);
+  add_run_flags(c, f);
   c->add_option_function<std::string>(
        "--comm-timeout",
        [f](const std::string& v) {
@@ -278,17 +303,7 @@ Runner add_execute(CLI::App& app) {
        "reported; at least 1, default: 20)")
       ->type_name("FLOAT");
   return [f]() {
-    // One spelling of each checkpoint path before anything compares or names them.
-    f->options.checkpoint_dir = normal_dir(f->options.checkpoint_dir);
-    f->options.resume_dir = normal_dir(f->options.resume_dir);
-    // Before MPI starts: every rank refuses alike, with one line (exit 2).
-    std::vector<PathArg> in = {{"--plan", f->plan}},
-                         out = {{"--metrics", f->metrics}, {"--trace", f->trace}};
-    for (const PathArg& a : checkpoint_paths("--resume", f->options.resume_dir, false))
-      in.push_back(a);
-    for (const PathArg& a : checkpoint_paths("--checkpoint", f->options.checkpoint_dir, true))
-      out.push_back(a);
-    refuse_overlaps(in, out);
+    check_paths(f.get());
     return run(*f);
   };
 }

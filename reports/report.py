@@ -17,15 +17,13 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+# report.md's text, and the helpers it shares with the plots (report.md_text: tests/cli).
+from report_markdown import (is_number, markdown, md_text, measured_pairs,  # noqa: E402,F401
+                             variant_label)
+
 DPI = 110
 VARIANT_COLORS = ["#1f77b4", "#17becf", "#d62728", "#2ca02c", "#9467bd", "#8c564b"]
 VARIANT_MARKERS = ["o", "D", "s", "^", "v", "P"]
-VARIANT_LABELS = {
-    "muon": "Muon (fp32 momentum)",
-    "muon-bf16-momentum": "Muon, bf16 momentum",
-    "adamw": "AdamW",
-    "signsgd": "signSGD",
-}
 STRATEGY_COLORS = {"padded": "#7f7f7f", "restart": "#ff7f0e", "round-robin": "#9467bd",
                    "balanced": "#2ca02c"}
 GB, TFLOP = 1e9, 1e12
@@ -56,28 +54,6 @@ def write_atomic(path, write):
 
 def save(fig, path):
     write_atomic(path, lambda f: fig.savefig(f, dpi=DPI, format="png"))
-
-
-def md_text(text):
-    """A name or path safe inside a report.md heading or table cell: control characters (C0, DEL,
-    C1, line separators, bidi overrides) escaped as \\xNN or \\uNNNN, so a newline cannot end a
-    heading; '|' and '`' escaped, so a table cell or code span stays one. muonplan refuses such
-    names; paths may still hold them."""
-    out = []
-    for ch in str(text):
-        cp = ord(ch)
-        if cp < 0x20 or 0x7F <= cp <= 0x9F or cp in (0x2028, 0x2029) or \
-                0x202A <= cp <= 0x202E or 0x2066 <= cp <= 0x2069:
-            out.append(f"\\x{cp:02X}" if cp < 0x100 else f"\\u{cp:04X}")
-        elif ch in "|`\\":
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def variant_label(name):
-    return VARIANT_LABELS.get(name, name)
 
 
 def chosen_point(data):
@@ -333,24 +309,6 @@ def plot_owners(data, path):
 
 
 # ---------------------------------------------------------------- plot 6: predicted vs measured
-def is_number(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def measured_pairs(m):
-    """Every figure both sides have, as (key, predicted, measured), numbers only."""
-    measured, predicted = m["measured"], m["predicted"]
-    pairs = []
-    for key, pv in predicted.items():
-        mv = measured.get(key)  # measured figures carry the prediction's names and units
-        gb_twin = key.replace("_bytes_", "_gb_")
-        if gb_twin != key and gb_twin in predicted and gb_twin in measured:
-            continue  # the same figure in GB is listed
-        if is_number(pv) and is_number(mv):
-            pairs.append((key, float(pv), float(mv)))
-    return pairs
-
-
 def plot_measured(data, path):
     runs = [(os.path.basename(m["path"]), measured_pairs(m)) for m in data["metrics"]]
     keys = sorted({k for _, pairs in runs for k, _, _ in pairs})
@@ -401,128 +359,6 @@ def plot_measured(data, path):
 
 
 # ---------------------------------------------------------------- report.md
-def fmt(v, digits=1):
-    return "-" if v is None else f"{v:.{digits}f}"
-
-
-def markdown(data, images):
-    c, inp, p = data["chosen"], data["inputs"], data["chosen"]["predicted"]
-    lim = c["limits"]
-    w = inp["workload"]
-    workload = ("none: the optimizer step alone (params, grads, optimizer state, step buffers)"
-                if w is None else
-                f"{w['tokens_per_step']} tokens per step, sequence length {w['seq_len']}, "
-                f"{w['micro_batch_seqs']} sequence(s) per micro step, AC {w['ac']}"
-                f"{', AC offload' if w['ac_offload'] else ''}")
-    nodes = inp["node_counts"]
-    model, topology = md_text(data["model"]), md_text(data["topology"])
-    out = [f"# Capacity report: {model} on {topology}", "",
-           "Written by `muonplan report` from `report-data.json` (every number below is in it).",
-           "", "## Inputs", "", "| input | value |", "| --- | --- |",
-           f"| model | {model} (`{md_text(inp['model_path'])}`) |",
-           f"| topology | {topology} (`{md_text(inp['topology_path'])}`), "
-           f"{data['gpus_per_node']} GPUs per node |",
-           f"| node counts | {', '.join(str(n) for n in nodes)} |",
-           f"| layout | {inp['layout']} |",
-           f"| optimizer | {inp['optimizer']}{', bf16 momentum' if inp['bf16_momentum'] else ''}"
-           f"{', Nesterov' if inp['nesterov'] else ''}; NS schedule {inp['ns_schedule']}; "
-           f"owners {inp['owners']} |",
-           f"| workload | {workload} |",
-           f"| limits | GPU {lim['gpu_memory_gib']:.1f} GiB per GPU, host RAM "
-           f"{lim['host_ram_per_node_gib']:.0f} GiB per node |"]
-    if inp["metrics"]:
-        out.append(f"| metrics | {', '.join('`' + m + '`' for m in inp['metrics'])} |")
-    out += ["", "## Decision", "",
-            f"**Chosen:** {c['nodes']} node(s) x {c['gpus_per_node']} GPUs "
-            f"(world {c['world_size']}), layout fsdp={c['layout']['fsdp']},cp={c['layout']['cp']},"
-            f"ep={c['layout']['ep']}, offload {c['offload']}, optimizer {c['optimizer']}"
-            f"{'' if c['fits'] else ' (NO FIT: closest candidate)'}", "",
-            f"**Reason:** {c['decision']['reason']}", "",
-            "Candidates of the search over the swept node counts (from the fewest up, stopping "
-            "at the first where something fits; for a sweep from 1, `muonplan plan --max-nodes "
-            f"{max(nodes)}`):", "",
-            "| nodes | offload | fits | GPU peak GiB | host GiB/node | step s | GPU-s |",
-            "| ---: | --- | --- | ---: | ---: | ---: | ---: |"]
-    for cand in c["decision"]["candidates"]:
-        if "gpu_peak_gib" not in cand:
-            out.append(f"| {cand['nodes']} | {cand['offload']} | - | {cand.get('note', '')} | | | |")
-            continue
-        mark = " **(chosen)**" if (cand["nodes"], cand["offload"]) == (c["nodes"], c["offload"]) \
-            else ""
-        out.append(f"| {cand['nodes']} | {cand['offload']}{mark} | "
-                   f"{'yes' if cand['fits'] else 'no'} | {cand['gpu_peak_gib']:.1f} | "
-                   f"{cand['host_ram_per_node_gib']:.1f} | {cand['step_s']:.3f} | "
-                   f"{cand['gpu_seconds']:.2f} |")
-    out += ["", "## Chosen plan", "",
-            f"- GPU peak {p['gpu_peak_gib']:.2f} GiB per rank (step transient "
-            f"{p['gpu_transient_gib']:.2f} GiB); host RAM {p['host_ram_per_node_gib']:.1f} GiB "
-            "per node",
-            f"- GPU allocated {p.get('gpu_allocated_gib', 0):.2f} GiB, reserved "
-            f"{p.get('gpu_reserved_gib', 0):.2f} GiB, outside the allocator "
-            f"{p.get('gpu_outside_allocator_gib', 0):.2f} GiB (runtime "
-            f"{data['chosen'].get('runtime', {}).get('name', 'muonplan')})",
-            f"- all-to-all {p['alltoall_gb_per_rank_max']:.3f} GB per rank (max); H2D "
-            f"{p['h2d_gb_per_gpu']:.2f} GB, D2H {p['d2h_gb_per_gpu']:.2f} GB per GPU",
-            f"- optimizer step {p['optimizer_step_s']:.3f} s"
-            + ("" if p.get("training_step_s") is None
-               else f"; training step {p['training_step_s']:.3f} s"),
-            "", "## Plots", ""]
-    for i, (name, title, caption) in enumerate(images, 1):
-        out += [f"### {i}. {title}", "", f"![{title}]({name})", "", f"*{caption}*", ""]
-    out += ["## Every configuration of the sweep", "",
-            "GPU peak GiB per rank / host RAM GiB per node; a trailing `*` marks a fit.", "",
-            "| nodes | offload | " + " | ".join(variant_label(v) for v in data["optimizer_variants"])
-            + " |", "| ---: | --- |" + " ---: |" * len(data["optimizer_variants"])]
-    notes = []
-    for n in nodes:
-        for mode in data["offload_modes"]:
-            cells = []
-            for v in data["optimizer_variants"]:
-                pt = next((q for q in data["sweep"] if q["nodes"] == n and q["offload"] == mode
-                           and q["optimizer"] == v), None)
-                if pt is None or not pt["evaluated"]:
-                    cells.append("-")
-                    if pt is not None and pt["note"] not in notes:
-                        notes.append(pt["note"])
-                else:
-                    q = pt["predicted"]
-                    cells.append(f"{q['gpu_peak_gib']:.1f} / {q['host_ram_per_node_gib']:.0f}"
-                                 f"{' *' if pt['fits'] else ''}")
-            out.append(f"| {n} | {mode} | " + " | ".join(cells) + " |")
-    if notes:
-        out += ["", "`-`: not evaluated: " + "; ".join(notes) + "."]
-    out += ["", "## Terms of the chosen plan", "",
-            "Busiest rank (GPU) and busiest node (host); docs/planner.md defines each term.", "",
-            "| group | term | value | formula |", "| --- | --- | ---: | --- |"]
-    groups = [("gpu_persistent_gib", "GPU persistent", "gib", "GiB"),
-              ("gpu_transient_gib", "GPU step transient", "gib", "GiB"),
-              ("gpu_workload_gib", "GPU workload", "gib", "GiB"),
-              ("gpu_runtime_gib", "GPU runtime allocations", "gib", "GiB"),
-              ("gpu_reserve_gib", "GPU allocator reserve", "gib", "GiB"),
-              ("gpu_fixed_gib", "GPU outside the allocator", "gib", "GiB"),
-              ("host_per_node_gib", "host RAM per node", "gib", "GiB"),
-              ("traffic_per_gpu_gb", "traffic per GPU per step", "gb", "GB"),
-              ("optimizer_step_s", "optimizer step", "s", "s"),
-              ("training_step_s", "training step", "s", "s")]
-    for key, label, field, unit in groups:
-        for t in p["breakdown"].get(key, []):
-            digits = 3 if unit != "s" else 4
-            out.append(f"| {label} | `{t['name']}` | {t[field]:.{digits}f} {unit} | "
-                       f"{t['formula']} |")
-    if data["metrics"]:
-        out += ["", "## Predicted and measured", "",
-                "| metrics file | figure | predicted | measured | measured / predicted |",
-                "| --- | --- | ---: | ---: | ---: |"]
-        for m in data["metrics"]:
-            for k, pv, mv in measured_pairs(m):
-                ratio = f"{mv / pv:.3f}" if pv else "-"
-                source = ""
-                if k not in m["measured"] and k in MEASURED_ALIASES:
-                    source = f" (measured `{MEASURED_ALIASES[k][0]}` / 2^30)"
-                out.append(f"| `{m['path']}` | `{k}`{source} | {pv:.6g} | {mv:.6g} | {ratio} |")
-    return "\n".join(out) + "\n"
-
-
 # ---------------------------------------------------------------- Gantt: the pipeline over time
 RESOURCES = ["gpu", "network", "pcie_h2d", "pcie_d2h", "cpu"]
 

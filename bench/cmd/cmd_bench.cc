@@ -11,12 +11,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "backend_select.h"
@@ -131,6 +133,153 @@ double time_ns(exec::Backend& backend, const NsSchedule& schedule, const Shape& 
   return median(seconds);
 }
 
+using NsVariants = std::vector<std::pair<std::string, exec::NsVariant>>;
+
+// The variants --variant names, by name.
+NsVariants ns_variants(const BenchFlags& f) {
+  NsVariants variants;
+  if (f.variant == "plain" || f.variant == "both") {
+    variants.emplace_back("plain", exec::NsVariant::plain);
+  }
+  if (f.variant == "symmetric" || f.variant == "both") {
+    variants.emplace_back("symmetric", exec::NsVariant::symmetric);
+  }
+  if (variants.empty()) {
+    throw InputError({}, "--variant", "expected plain, symmetric or both, got '" + f.variant + "'");
+  }
+  return variants;
+}
+
+// The backend --backend and --gemm name, once the flags are checked.
+std::unique_ptr<exec::Backend> ns_backend(const BenchFlags& f) {
+  if (!f.gemm.empty() && f.gemm != "onednn" && f.gemm != "openblas") {
+    throw InputError({}, "--gemm", "expected onednn or openblas, got '" + f.gemm + "'");
+  }
+  if (!f.gemm.empty() && f.backend != "cpu") {
+    throw InputError({}, "--gemm", "only the cpu backend has GEMM paths");
+  }
+  return f.gemm.empty() ? make_backend(f.backend)
+                        : exec::make_cpu_backend(f.gemm == "onednn" ? exec::CpuGemm::onednn
+                                                                    : exec::CpuGemm::openblas);
+}
+
+// The JSON output without its rows: what ran, on what, with what yardstick.
+nlohmann::json ns_run_json(const exec::Backend& backend, const NsSchedule& schedule,
+                           const BenchFlags& f, int threads, bool cpu) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const NsCoefficients& c : schedule.steps) steps.push_back({c.a, c.b, c.c});
+  nlohmann::json out = {{"backend", backend.name()},
+                        {"schedule", schedule.name},
+                        {"schedule_steps", steps},
+                        {"norm_scale", schedule.norm_scale},
+                        {"eps", exec::kNsEps},
+                        {"iterations", schedule.steps.size()},
+                        {"threads", threads},
+                        {"sgemm_size", f.sgemm_n},
+                        {"shapes", nlohmann::json::array()}};
+  if (cpu) {
+    out["gemm_path"] = exec::cpu_gemm_name(exec::cpu_gemm_path(backend));
+    out["openblas_core"] = exec::openblas_core_name();
+    out["openblas_core_origin"] = exec::openblas_core_origin();
+  }
+  return out;
+}
+
+// The text output's header line and column names.
+void print_ns_header(const exec::Backend& backend, const NsSchedule& schedule, const BenchFlags& f,
+                     int threads, bool cpu) {
+  if (cpu) {
+    std::printf(
+        "NS on the %s backend (GEMM path %s), %s (%zu iterations), %d threads; reference: "
+        "OpenBLAS sgemm %lld^3 (%s kernel, chosen by %s), %d threads, measured just before "
+        "each shape\n",
+        backend.name().c_str(), exec::cpu_gemm_name(exec::cpu_gemm_path(backend)),
+        schedule.name.c_str(), schedule.steps.size(), threads, (long long)f.sgemm_n,
+        exec::openblas_core_name().c_str(), exec::openblas_core_origin().c_str(), threads);
+    std::printf("%6s %6s %6s %10s %9s %12s %7s\n", "batch", "rows", "cols", "ms", "GFLOP/s",
+                "sgemm GF/s", "ratio");
+  } else {
+    std::printf("NS on the %s backend, %s (%zu iterations); GFLOP/s of the plain algorithm\n",
+                backend.name().c_str(), schedule.name.c_str(), schedule.steps.size());
+    std::printf("%6s %6s %6s %10s %9s\n", "batch", "rows", "cols", "ms", "GFLOP/s");
+  }
+}
+
+// Every variant on shape `s`: a row each into out["shapes"], a line each unless --json.
+void bench_shape(exec::Backend& backend, const NsSchedule& schedule, const BenchFlags& f,
+                 const NsVariants& variants, const Shape& s, int threads, bool cpu,
+                 nlohmann::json& out) {
+  // The sgemm runs right before the shape, so a busy neighbour on a shared machine slows
+  // both alike.
+  const double sgemm =
+      cpu ? exec::openblas_sgemm_gflops(f.sgemm_n, std::max(f.reps, 10), threads) : 0.0;
+  const std::vector<exec::bf16> input = bench_input(s);
+  const std::string stem =
+      "ns_" + std::to_string(s.batch) + "x" + std::to_string(s.rows) + "x" + std::to_string(s.cols);
+  const std::string input_file = f.dump.empty() ? "" : write_bf16(f.dump, stem + ".in.bf16", input);
+  for (const auto& [variant_name, variant] : variants) {
+    std::vector<exec::bf16> result;
+    const double sec =
+        time_ns(backend, schedule, s, f.reps, variant, input, f.dump.empty() ? nullptr : &result);
+    // The plain algorithm's FLOPs for every variant: a faster variant shows a higher rate.
+    const double gflops =
+        s.batch * ns_flops(s.rows, s.cols, static_cast<int>(schedule.steps.size())) / sec / 1e9;
+    nlohmann::json row = {{"batch", s.batch}, {"rows", s.rows},   {"cols", s.cols},
+                          {"ms", sec * 1e3},  {"gflops", gflops}, {"variant", variant_name}};
+    if (cpu) {
+      row["sgemm_gflops"] = sgemm;
+      row["ratio"] = gflops / sgemm;
+    }
+    if (!f.dump.empty()) {
+      row["input_file"] = input_file;
+      row["output_file"] = write_bf16(f.dump, stem + "." + variant_name + ".bf16", result);
+    }
+    out["shapes"].push_back(row);
+    if (!f.json) {
+      std::printf("%6lld %6lld %6lld %10.2f %9.1f", (long long)s.batch, (long long)s.rows,
+                  (long long)s.cols, sec * 1e3, gflops);
+      if (cpu) std::printf(" %12.1f %7.2f", sgemm, gflops / sgemm);
+      if (variants.size() > 1 || variant != exec::NsVariant::plain) {
+        std::printf("  %s", variant_name.c_str());
+      }
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+  }
+}
+
+// `muonplan bench ns`.
+int run_bench_ns(const BenchFlags& f) {
+  const NsVariants variants = ns_variants(f);
+  if (f.reps <= 0) throw InputError({}, "--reps", "must be positive");
+  if (f.sgemm_n <= 0) throw InputError({}, "--sgemm-size", "must be positive");
+  const std::vector<Shape> shapes = parse_shapes(f.shapes);
+  const NsSchedule schedule = ns_schedule(f.schedule);
+  std::unique_ptr<exec::Backend> backend = ns_backend(f);
+  // The OpenBLAS sgemm yardstick is the CPU backend's; a device backend reports its rate alone.
+  const bool cpu = backend->name() == "cpu";
+  const int threads = omp_get_max_threads();
+
+  if (!f.dump.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(f.dump, ec);
+    if (ec || !std::filesystem::is_directory(f.dump)) {
+      throw InputError({}, "--dump", "cannot create the folder '" + f.dump + "'");
+    }
+  }
+  nlohmann::json out = ns_run_json(*backend, schedule, f, threads, cpu);
+  if (!f.json) print_ns_header(*backend, schedule, f, threads, cpu);
+  for (const Shape& s : shapes) bench_shape(*backend, schedule, f, variants, s, threads, cpu, out);
+  if (!f.dump.empty()) {
+    const std::string path = f.dump + "/ns.json";
+    std::ofstream j(path);
+    j << out.dump(2) << "\n";
+    if (!j) throw std::runtime_error("--dump: cannot write " + path);
+  }
+  if (f.json) std::cout << out.dump(2) << "\n";
+  return 0;
+}
+
 }  // namespace
 
 Runner add_bench(CLI::App& app) {
@@ -159,121 +308,7 @@ Runner add_bench(CLI::App& app) {
   Runner cpu_kernels = add_bench_cpu_kernels(*bench);
   return [f, ns, cpu_kernels]() {
     if (!ns->parsed()) return cpu_kernels();
-    std::vector<std::pair<std::string, exec::NsVariant>> variants;
-    if (f->variant == "plain" || f->variant == "both") {
-      variants.emplace_back("plain", exec::NsVariant::plain);
-    }
-    if (f->variant == "symmetric" || f->variant == "both") {
-      variants.emplace_back("symmetric", exec::NsVariant::symmetric);
-    }
-    if (variants.empty()) {
-      throw InputError({}, "--variant",
-                       "expected plain, symmetric or both, got '" + f->variant + "'");
-    }
-    if (f->reps <= 0) throw InputError({}, "--reps", "must be positive");
-    if (f->sgemm_n <= 0) throw InputError({}, "--sgemm-size", "must be positive");
-    const std::vector<Shape> shapes = parse_shapes(f->shapes);
-    const NsSchedule schedule = ns_schedule(f->schedule);
-    if (!f->gemm.empty() && f->gemm != "onednn" && f->gemm != "openblas") {
-      throw InputError({}, "--gemm", "expected onednn or openblas, got '" + f->gemm + "'");
-    }
-    if (!f->gemm.empty() && f->backend != "cpu") {
-      throw InputError({}, "--gemm", "only the cpu backend has GEMM paths");
-    }
-    std::unique_ptr<exec::Backend> backend =
-        f->gemm.empty() ? make_backend(f->backend)
-                        : exec::make_cpu_backend(f->gemm == "onednn" ? exec::CpuGemm::onednn
-                                                                     : exec::CpuGemm::openblas);
-    // The OpenBLAS sgemm yardstick is the CPU backend's; a device backend reports its rate alone.
-    const bool cpu = backend->name() == "cpu";
-    const int threads = omp_get_max_threads();
-
-    if (!f->dump.empty()) {
-      std::error_code ec;
-      std::filesystem::create_directories(f->dump, ec);
-      if (ec || !std::filesystem::is_directory(f->dump)) {
-        throw InputError({}, "--dump", "cannot create the folder '" + f->dump + "'");
-      }
-    }
-    nlohmann::json steps = nlohmann::json::array();
-    for (const NsCoefficients& c : schedule.steps) steps.push_back({c.a, c.b, c.c});
-    nlohmann::json out = {{"backend", backend->name()},
-                          {"schedule", schedule.name},
-                          {"schedule_steps", steps},
-                          {"norm_scale", schedule.norm_scale},
-                          {"eps", exec::kNsEps},
-                          {"iterations", schedule.steps.size()},
-                          {"threads", threads},
-                          {"sgemm_size", f->sgemm_n},
-                          {"shapes", nlohmann::json::array()}};
-    if (cpu) {
-      out["gemm_path"] = exec::cpu_gemm_name(exec::cpu_gemm_path(*backend));
-      out["openblas_core"] = exec::openblas_core_name();
-      out["openblas_core_origin"] = exec::openblas_core_origin();
-    }
-    if (!f->json && cpu) {
-      std::printf(
-          "NS on the %s backend (GEMM path %s), %s (%zu iterations), %d threads; reference: "
-          "OpenBLAS sgemm %lld^3 (%s kernel, chosen by %s), %d threads, measured just before "
-          "each shape\n",
-          backend->name().c_str(), exec::cpu_gemm_name(exec::cpu_gemm_path(*backend)),
-          schedule.name.c_str(), schedule.steps.size(), threads, (long long)f->sgemm_n,
-          exec::openblas_core_name().c_str(), exec::openblas_core_origin().c_str(), threads);
-      std::printf("%6s %6s %6s %10s %9s %12s %7s\n", "batch", "rows", "cols", "ms", "GFLOP/s",
-                  "sgemm GF/s", "ratio");
-    } else if (!f->json) {
-      std::printf("NS on the %s backend, %s (%zu iterations); GFLOP/s of the plain algorithm\n",
-                  backend->name().c_str(), schedule.name.c_str(), schedule.steps.size());
-      std::printf("%6s %6s %6s %10s %9s\n", "batch", "rows", "cols", "ms", "GFLOP/s");
-    }
-    for (const Shape& s : shapes) {
-      // The sgemm runs right before the shape, so a busy neighbour on a shared machine slows
-      // both alike.
-      const double sgemm =
-          cpu ? exec::openblas_sgemm_gflops(f->sgemm_n, std::max(f->reps, 10), threads) : 0.0;
-      const std::vector<exec::bf16> input = bench_input(s);
-      const std::string stem = "ns_" + std::to_string(s.batch) + "x" + std::to_string(s.rows) +
-                               "x" + std::to_string(s.cols);
-      const std::string input_file =
-          f->dump.empty() ? "" : write_bf16(f->dump, stem + ".in.bf16", input);
-      for (const auto& [variant_name, variant] : variants) {
-        std::vector<exec::bf16> result;
-        const double sec = time_ns(*backend, schedule, s, f->reps, variant, input,
-                                   f->dump.empty() ? nullptr : &result);
-        // The plain algorithm's FLOPs for every variant: a faster variant shows a higher rate.
-        const double gflops =
-            s.batch * ns_flops(s.rows, s.cols, static_cast<int>(schedule.steps.size())) / sec / 1e9;
-        nlohmann::json row = {{"batch", s.batch}, {"rows", s.rows},   {"cols", s.cols},
-                              {"ms", sec * 1e3},  {"gflops", gflops}, {"variant", variant_name}};
-        if (cpu) {
-          row["sgemm_gflops"] = sgemm;
-          row["ratio"] = gflops / sgemm;
-        }
-        if (!f->dump.empty()) {
-          row["input_file"] = input_file;
-          row["output_file"] = write_bf16(f->dump, stem + "." + variant_name + ".bf16", result);
-        }
-        out["shapes"].push_back(row);
-        if (!f->json) {
-          std::printf("%6lld %6lld %6lld %10.2f %9.1f", (long long)s.batch, (long long)s.rows,
-                      (long long)s.cols, sec * 1e3, gflops);
-          if (cpu) std::printf(" %12.1f %7.2f", sgemm, gflops / sgemm);
-          if (variants.size() > 1 || variant != exec::NsVariant::plain) {
-            std::printf("  %s", variant_name.c_str());
-          }
-          std::printf("\n");
-          std::fflush(stdout);
-        }
-      }
-    }
-    if (!f->dump.empty()) {
-      const std::string path = f->dump + "/ns.json";
-      std::ofstream j(path);
-      j << out.dump(2) << "\n";
-      if (!j) throw std::runtime_error("--dump: cannot write " + path);
-    }
-    if (f->json) std::cout << out.dump(2) << "\n";
-    return 0;
+    return run_bench_ns(*f);
   };
 }
 

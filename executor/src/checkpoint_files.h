@@ -37,4 +37,11 @@ int64_t row_elems(const std::vector<int64_t>& shape);
 // "model.x.weight/momentum" -> {"model.x.weight", "momentum"}; {"", ""} without a '/'.
 std::pair<std::string, std::string> split_entry_name(const std::string& name);
 
+// Throws "PATH: WHAT: strerror(errno)" as a runtime failure.
+[[noreturn]] void sys_fail(const std::string& what, const std::string& path);
+
+// Refuses (InputError, field --checkpoint), before anything is written or removed, a path among
+// DIR, DIR.tmp and DIR.old that is not a muonplan checkpoint's (checkpoint_lock.cc).
+void check_replaceable(const std::string& dir);
+
 }  // namespace muonplan::exec::ckpt

@@ -160,13 +160,12 @@ void copy_rows(const unsigned char* src, const std::string& src_dtype, int64_t s
   std::memcpy(dst.bytes.data() + dst_at * size, src + src_at * size, n * size);
 }
 
-std::vector<CheckpointEntry> gather(const CheckpointManifest& m, const std::vector<FileView>& views,
-                                    int rank, int world, const std::vector<ShardRequest>& wants) {
-  std::map<std::string, const CheckpointTensor*> tensors;
-  for (const CheckpointTensor& t : m.info.tensors) tensors[t.name] = &t;
-  std::vector<CheckpointEntry> out;
-  std::vector<std::vector<char>> covered;
-  std::map<std::string, size_t> by_name;
+// An empty entry per request (each checked against the manifest's tensors), a coverage mark per
+// row of each, and each entry's index by name.
+void requested_entries(const std::vector<ShardRequest>& wants,
+                       const std::map<std::string, const CheckpointTensor*>& tensors,
+                       std::vector<CheckpointEntry>& out, std::vector<std::vector<char>>& covered,
+                       std::map<std::string, size_t>& by_name) {
   for (const ShardRequest& q : wants) {
     const auto it = tensors.find(split_entry_name(q.name).first);
     if (it == tensors.end() || q.begin < 0 || q.begin >= q.end || q.end > it->second->shape[0] ||
@@ -179,8 +178,14 @@ std::vector<CheckpointEntry> gather(const CheckpointManifest& m, const std::vect
     covered.emplace_back(size_t(q.end - q.begin), 0);
     by_name[q.name] = out.size() - 1;
   }
-  // Which files hold wanted rows; a bf16 entry asked for as fp32 is refused here, before any
-  // file is read whole.
+}
+
+// Which files this rank reads: those holding wanted rows, and the files i with i % world ==
+// rank whether or not they do (between them the ranks read every file); a bf16 entry asked for
+// as fp32 is refused here, before any file is read whole.
+std::vector<bool> files_to_read(const std::vector<FileView>& views,
+                                const std::vector<CheckpointEntry>& out,
+                                const std::map<std::string, size_t>& by_name, int rank, int world) {
   std::vector<bool> read(views.size(), false);
   for (size_t i = 0; i < views.size(); ++i) {
     read[i] = int(i) % world == rank;
@@ -200,20 +205,39 @@ std::vector<CheckpointEntry> gather(const CheckpointManifest& m, const std::vect
       read[i] = true;
     }
   }
+  return read;
+}
+
+// File i of the manifest, read whole and checked against its checksum.
+std::vector<unsigned char> read_verified(const CheckpointManifest& m, size_t i,
+                                         const std::string& path) {
+  const CheckpointFile& f = m.files[i];
+  std::ifstream in(path, std::ios::binary);
+  std::vector<unsigned char> file(f.bytes);
+  if (!in || !in.read(reinterpret_cast<char*>(file.data()), std::streamsize(file.size())))
+    throw InputError({path, 0, 0}, "file", "cannot be read");
+  const uint64_t sum = fnv1a64(file.data(), file.size(), m.fnv_basis);
+  if (digest_hex(sum) != f.checksum) {
+    throw InputError(
+        {path, 0, 0}, "",
+        "checksum mismatch: fnv1a-64 " + digest_hex(sum) + ", the manifest says " + f.checksum);
+  }
+  return file;
+}
+
+std::vector<CheckpointEntry> gather(const CheckpointManifest& m, const std::vector<FileView>& views,
+                                    int rank, int world, const std::vector<ShardRequest>& wants) {
+  std::map<std::string, const CheckpointTensor*> tensors;
+  for (const CheckpointTensor& t : m.info.tensors) tensors[t.name] = &t;
+  std::vector<CheckpointEntry> out;
+  std::vector<std::vector<char>> covered;
+  std::map<std::string, size_t> by_name;
+  requested_entries(wants, tensors, out, covered, by_name);
+  const std::vector<bool> read = files_to_read(views, out, by_name, rank, world);
   for (size_t i = 0; i < views.size(); ++i) {
     if (!read[i]) continue;
     const std::string& path = views[i].path;
-    const CheckpointFile& f = m.files[i];
-    std::ifstream in(path, std::ios::binary);
-    std::vector<unsigned char> file(f.bytes);
-    if (!in || !in.read(reinterpret_cast<char*>(file.data()), std::streamsize(file.size())))
-      throw InputError({path, 0, 0}, "file", "cannot be read");
-    const uint64_t sum = fnv1a64(file.data(), file.size(), m.fnv_basis);
-    if (digest_hex(sum) != f.checksum) {
-      throw InputError(
-          {path, 0, 0}, "",
-          "checksum mismatch: fnv1a-64 " + digest_hex(sum) + ", the manifest says " + f.checksum);
-    }
+    const std::vector<unsigned char> file = read_verified(m, i, path);
     // The checksum vouches for these bytes; the header is parsed again from them.
     const uint64_t n = safetensors::header_length(file.data());
     const FileView v =

@@ -11,10 +11,11 @@
 
 #include <unistd.h>
 
+#include "execute_checkpoint.h"
 #include "muonplan/error.h"
+#include "muonplan/exec/agreed_error.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"
-#include "muonplan/exec/checkpoint_entries.h"
 #include "muonplan/exec/fnv1a.h"
 #include "muonplan/exec/init.h"
 #include "muonplan/exec/metrics.h"
@@ -59,33 +60,6 @@ int find_nonfinite(RankState& state, Communicator& comm) {
   return code > 0 ? n - static_cast<int>(code) : -1;
 }
 
-// The cause in a peer's failure notice received while loading: its own message after the
-// watchdog's "rank R failed at step 0: ", or "" when the notice says something else (a rank
-// that died). Every rank prints the agreed cause, so a notice holds that one.
-std::string notice_cause(const RankFailure& e) {
-  const std::string what = e.what();
-  const std::string prefix = "rank " + std::to_string(e.failed_rank) + " failed at step 0: ";
-  return e.step == 0 && what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : "";
-}
-
-// The message `root` found, on every rank (`own` is this rank's, empty if it found none); at
-// most kCauseBytes - 1 bytes of it. Collective.
-std::string agreed_cause(Communicator& comm, int root, const std::string& own) {
-  constexpr size_t kCauseBytes = 1024;
-  std::vector<char> buf(kCauseBytes, '\0');
-  if (comm.rank() == root) own.copy(buf.data(), kCauseBytes - 1);
-  try {
-    comm.broadcast(buf.data(), kCauseBytes, root);
-  } catch (const RankFailure& e) {
-    // A rank that has the cause may print and announce it before this rank's receive
-    // completes: its notice carries the same cause.
-    const std::string cause = notice_cause(e);
-    if (cause.empty()) throw;
-    return cause;
-  }
-  return buf.data();
-}
-
 // A plan whose shards this rank cannot hold is refused before anything is allocated (a hand-
 // edited [1000, 10^8] shape took the machine's memory, or ended in std::bad_alloc). The bound
 // is the master weight and gradient plus up to two state fields, 4 bytes an element each,
@@ -118,257 +92,61 @@ void poison(RankState& state, const std::string& tensor) {
   }
 }
 
-// This rank's entries for a checkpoint: the shards it is the primary holder of (replicas hold
-// the same rows, and every row is stored once), none for a shard without rows.
-std::vector<CheckpointEntry> snapshot(const RankState& state) {
-  std::vector<CheckpointEntry> out;
-  auto add = [&](const LocalParam& p, const std::string& name, const CheckpointField& f) {
-    CheckpointEntry e;
-    e.name = name;
-    e.dtype = kept_dtype(f, p.m_bf16 != nullptr).entry;
-    e.begin = p.begin;
-    e.end = p.end;
-    e.bytes.resize(state.field_bytes(p, f.state));
-    state.copy_out(p, f.state, e.bytes.data());
-    out.push_back(std::move(e));
-  };
-  for (const LocalParam& p : state.params()) {
-    if (!p.primary || p.elems() == 0) continue;
-    const std::string& name = state.plan().inventory.tensors[p.tensor].name;
-    for (const CheckpointField& f : kCheckpointFields) {
-      if (holds(f, p.v != nullptr)) add(p, name + "/" + f.name, f);
-    }
-  }
-  return out;
-}
-
-// What this rank's state needs from a checkpoint: every field of every shard it holds (replicas
-// too), in the dtype the plan keeps it in.
-std::vector<ShardRequest> wanted(const RankState& state) {
-  std::vector<ShardRequest> out;
-  for (const LocalParam& p : state.params()) {
-    if (p.elems() == 0) continue;
-    const std::string& name = state.plan().inventory.tensors[p.tensor].name;
-    for (const CheckpointField& f : kCheckpointFields) {
-      if (!holds(f, p.v != nullptr)) continue;
-      out.push_back(
-          {name + "/" + f.name, kept_dtype(f, p.m_bf16 != nullptr).entry, p.begin, p.end});
-    }
-  }
-  return out;
-}
-
-// Refuses a loaded entry holding what no run saves: a NaN or Inf (the step stops before a
-// non-finite value reaches the state), or a negative AdamW variance. One pass over the loaded
-// bytes, beside reading them from disk.
-void check_loaded_values(const CheckpointEntry& e, bool variance, const std::string& dir) {
-  const bool is_bf16 = e.dtype == kCheckpointBf16.entry;
-  const size_t n = e.bytes.size() / (is_bf16 ? sizeof(bf16) : sizeof(float));
-  for (size_t i = 0; i < n; ++i) {
-    float v;
-    if (is_bf16) {
-      bf16 b;
-      std::memcpy(&b, e.bytes.data() + i * sizeof b, sizeof b);
-      v = to_float(b);
-    } else {
-      std::memcpy(&v, e.bytes.data() + i * sizeof v, sizeof v);
-    }
-    if (std::isfinite(v) && !(variance && v < 0)) continue;
-    char got[32];
-    std::snprintf(got, sizeof got, "%g", double(v));
-    throw InputError({dir, 0, 0}, e.name,
-                     std::string("holds ") + got + " at element " + std::to_string(i) +
-                         (std::isfinite(v) ? "; an AdamW variance is >= 0"
-                                           : "; a checkpoint holds only finite values") +
-                         ": the checkpoint is damaged, refusing to resume from it");
-  }
-}
-
-// Copies loaded entries into the state; each must be there in the plan's dtype and size (a
-// legacy checkpoint's entries are checked here, resharded ones were gathered to fit).
-void restore(RankState& state, const std::vector<CheckpointEntry>& entries,
-             const std::string& dir) {
-  std::map<std::string, const CheckpointEntry*> by_name;
-  for (const CheckpointEntry& e : entries) by_name[e.name] = &e;
-  auto get = [&](LocalParam& p, const std::string& name, const CheckpointField& field) {
-    const Field f = field.state;
-    const char* dtype = kept_dtype(field, p.m_bf16 != nullptr).entry;
-    const size_t bytes = state.field_bytes(p, f);
-    const auto it = by_name.find(name);
-    if (it == by_name.end()) throw std::runtime_error(dir + ": checkpoint has no entry " + name);
-    if (it->second->dtype != dtype || it->second->bytes.size() != bytes) {
-      throw std::runtime_error(dir + ": entry " + name + " is " + it->second->dtype + " of " +
-                               std::to_string(it->second->bytes.size()) +
-                               " bytes; the plan needs " + dtype + " of " + std::to_string(bytes));
-    }
-    check_loaded_values(*it->second, f == Field::variance, dir);
-    state.copy_in(p, f, it->second->bytes.data());
-  };
-  for (LocalParam& p : state.params()) {
-    if (p.elems() == 0) continue;
-    const std::string& name = state.plan().inventory.tensors[p.tensor].name;
-    for (const CheckpointField& f : kCheckpointFields) {
-      if (holds(f, p.v != nullptr)) get(p, name + "/" + f.name, f);
-    }
-  }
-}
-
-// What a resume loaded: the step, and the directory it came from (DIR, or DIR.tmp / DIR.old
-// when a save was interrupted between its renames).
-struct Resumed {
-  int64_t step = 0;
-  std::string dir;
-};
-
-// Loads the checkpoint at `dir` into this rank's state. A schema-3 checkpoint of the same model
-// loads into any plan; older ones only into the plan that wrote them.
-Resumed resume(RankState& state, const std::string& dir, int world) {
-  const CheckpointManifest m = read_manifest(dir);
-  if (m.legacy) {
-    restore(state, load_legacy_rank_file(m, state.rank(), world, plan_fingerprint(state.plan())),
-            m.dir);
-  } else {
-    check_same_model(m, checkpoint_plan_info(state.plan()));
-    restore(state, load_shards(m, state.rank(), world, wanted(state)), m.dir);
-  }
-  return {m.step, m.dir};
-}
-
-// A save interrupted between its renames leaves no DIR/manifest.json; the resume then loads
-// DIR.tmp (complete, not yet renamed) or DIR.old (the one before), and every rank says so: the
-// run continues from another step than DIR would suggest (docs/checkpoint-format.md).
-void say_where_resumed(const Resumed& r, const std::string& asked, int rank) {
-  std::string given = asked;
-  while (given.size() > 1 && given.back() == '/') given.pop_back();
-  if (r.dir == given) return;
-  const std::string line = "muonplan: rank " + std::to_string(rank) + ": --resume: " + given +
-                           " holds no manifest.json (a save was interrupted); resumed from " +
-                           r.dir + ", step " + std::to_string(r.step) + "\n";
-  std::fwrite(line.data(), 1, line.size(), stderr);
-}
-
-}  // namespace
-
-ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& backend,
-                      Communicator& comm) {
-  if (plan.world != comm.size()) {
-    throw InputError({}, "--plan",
-                     "plan world_size " + std::to_string(plan.world) + " differs from the " +
-                         std::to_string(comm.size()) + " ranks running it");
-  }
-  if (plan.options.optimizer == OptimizerKind::signsgd) {
-    throw InputError({}, "--plan", "the executor runs muon and adamw plans, not signsgd");
-  }
-  check_nesterov(plan.options, "--plan");
-  if (opt.steps <= 0) throw InputError({}, "--steps", "must be positive");
-  // Before anything runs: no other run may be writing the checkpoint, and its path must be ours
-  // to replace (rank 0 does the directory work of a save, so it holds the lock). Every rank
-  // learns of a refusal, so none waits in a collective for one that gave up.
-  std::unique_ptr<CheckpointLock> lock;
-  if (!opt.checkpoint_dir.empty()) {
-    std::string error;
-    try {
-      if (comm.rank() == 0) {
-        lock = std::make_unique<CheckpointLock>(opt.checkpoint_dir);
-      }
-    } catch (const InputError& e) {
-      error = e.what();
-    }
-    double refused = error.empty() ? 0 : 1;
-    try {
-      comm.allreduce_max(&refused, 1);
-    } catch (const RankFailure&) {
-      if (!error.empty()) throw InputError({}, "", error);
-      throw;
-    }
-    if (!error.empty()) throw InputError({}, "", error);
-    if (refused > 0) throw InputError({}, "--checkpoint", "refused on rank 0 (see its message)");
-  }
-  check_shards_fit(plan, backend, comm.rank());
-  RankState state(plan, backend, comm.rank());
-  state.init_params();
-  int64_t first = 1;
-  Resumed resumed;
-  const std::string fingerprint = plan_fingerprint(plan);
-  comm.set_step(0);  // loading: failure messages name the step in progress
-  if (!opt.resume_dir.empty()) {
-    // Every rank learns whether any rank failed to load, so none waits in a collective for
-    // one that gave up.
-    // A refused checkpoint (wrong world or plan, torn, altered, missing) is bad input, exit 2
-    // on every rank (docs/cli-contract.md); any other failure stays a runtime failure.
-    std::string error;
-    bool input_error = false;
-    try {
-      resumed = resume(state, opt.resume_dir, plan.world);
-      first = resumed.step + 1;
-    } catch (const InputError& e) {
-      error = e.what();
-      input_error = true;
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    auto rethrow_own = [&] {
-      if (input_error) throw InputError({}, "", error);
-      throw std::runtime_error(error);
-    };
-    // 2 x (rank + 1) of the highest failed rank, + 1 when its failure was not bad input: the
-    // max over ranks carries both.
-    double failed = error.empty() ? 0 : 2.0 * (comm.rank() + 1) + (input_error ? 0 : 1);
-    try {
-      comm.allreduce_max(&failed, 1);
-    } catch (const RankFailure& e) {
-      // A peer that learned of our failure first may announce it back: our own cause is the
-      // message to print. A peer's notice that arrives before the agreement is its load
-      // failure: its cause, as the agreement below would have said it.
-      if (!error.empty()) rethrow_own();
-      const std::string cause = notice_cause(e);
-      if (!cause.empty()) throw InputError({}, "", cause);
-      throw InputError({}, "--resume",
-                       "checkpoint " + opt.resume_dir + " could not be loaded on rank " +
-                           std::to_string(e.failed_rank));
-    }
-    if (failed > 0) {
-      // Every rank prints the cause the highest failed rank found, so the first line on stderr
-      // names it whichever rank's line mpirun shows first (a generic "could not be loaded on
-      // rank R" once came first on some runs).
-      error = agreed_cause(comm, int(failed) / 2 - 1, error);
-      input_error = int(failed) % 2 == 0;
-      rethrow_own();
-    }
-    say_where_resumed(resumed, opt.resume_dir, comm.rank());
-  }
-  MuonStep step(state, comm);
-  step.set_ns_variant(opt.symmetric_ns ? NsVariant::symmetric : NsVariant::plain);
-  std::vector<TraceEvent> stages;  // the last step's, when tracing
-  if (opt.trace) step.set_trace(&stages);
+// What the steps measured on this rank, before the ranks agree on it (measure()).
+struct StepRecord {
   std::vector<double> times;
   // Per step: device, exchange wait, H2D, D2H, host-kernel seconds (StepCounters).
-  std::vector<std::vector<double>> busy(6);
+  std::vector<std::vector<double>> busy = std::vector<std::vector<double>>(6);
   double peak = 0, transient = 0, sent = 0, host_peak = 0, h2d = 0, d2h = 0;
   int64_t skipped = 0;
-  // Every rank loaded the same step, so every rank refuses alike, before step `first`.
-  if (first - 1 > kMaxCheckpointStep - opt.steps) {
-    throw InputError({}, "--steps",
-                     std::to_string(opt.steps) + " steps after step " + std::to_string(first - 1) +
-                         " pass the last step a checkpoint may hold (10^15)");
+};
+
+// Step s's gradients, checked for non-finite values on every rank first: true when the step is
+// to be skipped (--skip-nonfinite), a throw when it may not be.
+bool skip_nonfinite_grads(RankState& state, const ExecuteOptions& opt, Communicator& comm,
+                          int64_t s) {
+  const Plan& plan = state.plan();
+  if (s == opt.inject_nonfinite_step) poison(state, opt.inject_nonfinite_tensor);
+  const int bad = find_nonfinite(state, comm);
+  if (bad < 0) return false;
+  const std::string what = "non-finite gradient in " + plan.inventory.tensors[bad].name +
+                           " at step " + std::to_string(s);
+  if (!opt.skip_nonfinite) {
+    throw std::runtime_error(what + "; parameters and state left as after step " +
+                             std::to_string(s - 1) + " (--skip-nonfinite skips such steps)");
   }
-  const int64_t last = first + opt.steps - 1;
+  const std::string line =
+      "muonplan: rank " + std::to_string(comm.rank()) + ": " + what + ": step skipped\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  return true;
+}
+
+// A non-finite update (a diverging NS schedule, an overflowing learning rate) stops every
+// rank: the parameters now hold it, so there is no step to skip (--skip-nonfinite covers
+// gradients, checked before the step changes anything).
+void check_update_finite(const MuonStep& step, Communicator& comm, int64_t s) {
+  const std::string& tensor = step.nonfinite_tensor();
+  const std::string at_step =
+      " at step " + std::to_string(s) +
+      "; the parameters hold it: check the learning rate and the NS schedule";
+  const RankError own{tensor.empty() ? "" : "non-finite update in " + tensor + at_step};
+  const AgreedErrors agreed = agree_on_errors(&comm, own);
+  own.rethrow_if_failed();
+  if (agreed.count > 0) {
+    throw std::runtime_error("non-finite update on rank " + std::to_string(agreed.highest_rank) +
+                             at_step);
+  }
+}
+
+// Steps first..last, each timed and its memory, traffic and busy seconds recorded.
+StepRecord run_steps(RankState& state, MuonStep& step, const ExecuteOptions& opt, Backend& backend,
+                     Communicator& comm, int64_t first, int64_t last) {
+  StepRecord rec;
   for (int64_t s = first; s <= last; ++s) {
     comm.set_step(s);
     state.load_grads(s);
-    if (s == opt.inject_nonfinite_step) poison(state, opt.inject_nonfinite_tensor);
-    const int bad = find_nonfinite(state, comm);
-    if (bad >= 0) {
-      const std::string what = "non-finite gradient in " + plan.inventory.tensors[bad].name +
-                               " at step " + std::to_string(s);
-      if (!opt.skip_nonfinite) {
-        throw std::runtime_error(what + "; parameters and state left as after step " +
-                                 std::to_string(s - 1) + " (--skip-nonfinite skips such steps)");
-      }
-      const std::string line =
-          "muonplan: rank " + std::to_string(comm.rank()) + ": " + what + ": step skipped\n";
-      std::fwrite(line.data(), 1, line.size(), stderr);
-      ++skipped;
+    if (skip_nonfinite_grads(state, opt, comm, s)) {
+      ++rec.skipped;
       if (opt.on_step) opt.on_step(s - first + 1, opt.steps, 0.0);
       continue;
     }
@@ -381,40 +159,36 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     const auto t0 = std::chrono::steady_clock::now();
     step.run(s);
     const auto t1 = std::chrono::steady_clock::now();
-    // A non-finite update (a diverging NS schedule, an overflowing learning rate) stops every
-    // rank: the parameters now hold it, so there is no step to skip (--skip-nonfinite covers
-    // gradients, checked before the step changes anything).
-    double bad_rank = step.nonfinite_tensor().empty() ? 0 : comm.rank() + 1;
-    comm.allreduce_max(&bad_rank, 1);
-    if (bad_rank > 0) {
-      throw std::runtime_error(
-          (step.nonfinite_tensor().empty()
-               ? "non-finite update on rank " + std::to_string(int(bad_rank) - 1)
-               : "non-finite update in " + step.nonfinite_tensor()) +
-          " at step " + std::to_string(s) +
-          "; the parameters hold it: check the learning rate and the NS schedule");
-    }
-    times.push_back(std::chrono::duration<double>(t1 - t0).count());
-    if (opt.on_step) opt.on_step(s - first + 1, opt.steps, times.back());
+    check_update_finite(step, comm, s);
+    rec.times.push_back(std::chrono::duration<double>(t1 - t0).count());
+    if (opt.on_step) opt.on_step(s - first + 1, opt.steps, rec.times.back());
     const MemoryStats m = backend.memory();
-    peak = std::max(peak, double(m.peak_bytes));
-    transient = std::max(transient, double(m.peak_bytes - before));
-    sent = std::max(sent, double(comm.alltoall_bytes_sent()));
-    host_peak = std::max(host_peak, double(backend.host_memory().peak_bytes));
+    rec.peak = std::max(rec.peak, double(m.peak_bytes));
+    rec.transient = std::max(rec.transient, double(m.peak_bytes - before));
+    rec.sent = std::max(rec.sent, double(comm.alltoall_bytes_sent()));
+    rec.host_peak = std::max(rec.host_peak, double(backend.host_memory().peak_bytes));
     const StepCounters& c = step.counters();
-    h2d = std::max(h2d, double(c.h2d_bytes));
-    d2h = std::max(d2h, double(c.d2h_bytes));
+    rec.h2d = std::max(rec.h2d, double(c.h2d_bytes));
+    rec.d2h = std::max(rec.d2h, double(c.d2h_bytes));
     const double per_kind[6] = {c.device_s, c.exchange_wait_s, c.h2d_s,
                                 c.d2h_s,    c.host_s,          c.check_s};
-    for (int k = 0; k < 6; ++k) busy[k].push_back(per_kind[k]);
+    for (int k = 0; k < 6; ++k) rec.busy[k].push_back(per_kind[k]);
   }
+  return rec;
+}
+
+// The run's statistics, agreed over the ranks (the max of each, the digest summed).
+Measured measure(const StepRecord& rec, const Plan& plan, const ExecuteOptions& opt,
+                 Backend& backend, Communicator& comm, const RankState& state) {
+  const std::vector<double>& times = rec.times;
+  const double peak = rec.peak, transient = rec.transient;
   // Steps 2+ when there are any: the first step pays for first-touch and warm-up.
   std::vector<double> steady(times.size() > 1 ? times.begin() + 1 : times.begin(), times.end());
   auto steady_median = [&](const std::vector<double>& v) {
     return median(std::vector<double>(v.size() > 1 ? v.begin() + 1 : v.begin(), v.end()));
   };
-  double stats[13] = {median(steady), peak, transient, sent, host_peak, h2d, d2h};
-  for (int k = 0; k < 6; ++k) stats[7 + k] = steady_median(busy[k]);
+  double stats[13] = {median(steady), peak, transient, rec.sent, rec.host_peak, rec.h2d, rec.d2h};
+  for (int k = 0; k < 6; ++k) stats[7 + k] = steady_median(rec.busy[k]);
   comm.allreduce_max(stats, 13);
   // The transient of the rank whose peak is highest (the prediction's peak rank; ties: the
   // larger transient), not the largest transient of any rank: peak = persistent + transient
@@ -442,7 +216,7 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
                                             &Measured::nonfinite_check_s};
   for (int i = 0; i < 13; ++i) measured.*from_stats[i] = stats[i];
   measured.state_digest = hex(digest);
-  measured.steps_skipped = skipped;
+  measured.steps_skipped = rec.skipped;
   measured.offload = to_string(plan.options.offload);
   measured.ns_variant = opt.symmetric_ns ? "symmetric" : "plain";
   measured.device_busy_timed = backend.host_timed();
@@ -452,6 +226,56 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
     comm.allreduce_max(v, 3);
     measured.runtime_memory = RuntimeMemory{size_t(v[0]), size_t(v[1]), size_t(v[2])};
   }
+  return measured;
+}
+
+// The plan's refusals the executor makes before any rank allocates anything.
+void check_runnable(const Plan& plan, const ExecuteOptions& opt, Communicator& comm) {
+  if (plan.world != comm.size()) {
+    throw InputError({}, "--plan",
+                     "plan world_size " + std::to_string(plan.world) + " differs from the " +
+                         std::to_string(comm.size()) + " ranks running it");
+  }
+  if (plan.options.optimizer == OptimizerKind::signsgd) {
+    throw InputError({}, "--plan", "the executor runs muon and adamw plans, not signsgd");
+  }
+  check_nesterov(plan.options, "--plan");
+  if (opt.steps <= 0) throw InputError({}, "--steps", "must be positive");
+}
+
+}  // namespace
+
+// The run: lock, resume, the step loop, its statistics, the reference check, the checkpoint
+// and the metrics; each part above.
+ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& backend,
+                      Communicator& comm) {
+  check_runnable(plan, opt, comm);
+  std::unique_ptr<CheckpointLock> lock;
+  if (!opt.checkpoint_dir.empty()) lock = lock_checkpoint(opt, comm);
+  check_shards_fit(plan, backend, comm.rank());
+  RankState state(plan, backend, comm.rank());
+  state.init_params();
+  int64_t first = 1;
+  Resumed resumed;
+  const std::string fingerprint = plan_fingerprint(plan);
+  comm.set_step(0);  // loading: failure messages name the step in progress
+  if (!opt.resume_dir.empty()) {
+    resumed = resume_on_every_rank(state, opt, plan.world, comm);
+    first = resumed.step + 1;
+  }
+  MuonStep step(state, comm);
+  step.set_ns_variant(opt.symmetric_ns ? NsVariant::symmetric : NsVariant::plain);
+  std::vector<TraceEvent> stages;  // the last step's, when tracing
+  if (opt.trace) step.set_trace(&stages);
+  // Every rank loaded the same step, so every rank refuses alike, before step `first`.
+  if (first - 1 > kMaxCheckpointStep - opt.steps) {
+    throw InputError({}, "--steps",
+                     std::to_string(opt.steps) + " steps after step " + std::to_string(first - 1) +
+                         " pass the last step a checkpoint may hold (10^15)");
+  }
+  const int64_t last = first + opt.steps - 1;
+  const StepRecord rec = run_steps(state, step, opt, backend, comm, first, last);
+  Measured measured = measure(rec, plan, opt, backend, comm, state);
   if (opt.check_reference) check_reference(plan, opt, state, backend, comm, last, measured);
   if (!opt.checkpoint_dir.empty()) {
     comm.set_step(last);

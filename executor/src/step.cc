@@ -11,74 +11,13 @@
 
 #include "muonplan/exec/host_kernels.h"
 #include "muonplan/stage_names.h"
+#include "step_parts.h"
 
 namespace muonplan::exec {
-namespace {
 
-// Rows [begin, end) of a tensor's dim 0 that group position j holds (the plan's shard rule),
-// within one matrix (a partition starting at row_offset).
-Range slice_rows(const Plan& plan, int j, const MatrixRef& m) {
-  const ParamTensor& t = plan.inventory.tensors[m.tensor];
-  const Range held = plan.shards[m.tensor].range(t.shape[0], j);
-  return {std::max(held.begin, m.row_offset), std::min(held.end, m.row_offset + m.rows)};
-}
-
-// Backend memory freed when it goes out of scope.
-struct Buffer {
-  Backend* backend = nullptr;
-  void* ptr = nullptr;
-  Buffer() = default;
-  Buffer(Backend& b, size_t bytes) : backend(&b), ptr(bytes ? b.alloc(bytes) : nullptr) {}
-  Buffer(Buffer&& o) noexcept : backend(o.backend), ptr(o.ptr) { o.ptr = nullptr; }
-  Buffer& operator=(Buffer&& o) noexcept {
-    std::swap(backend, o.backend);
-    std::swap(ptr, o.ptr);
-    return *this;
-  }
-  ~Buffer() {
-    if (ptr) backend->free(ptr);
-  }
-  bf16* bf() const { return static_cast<bf16*>(ptr); }
-  float* f32() const { return static_cast<float*>(ptr); }
-};
-
-// Adds the wall time of its scope to a counter.
-class Timed {
- public:
-  explicit Timed(double& sink) : sink_(sink), t0_(std::chrono::steady_clock::now()) {}
-  ~Timed() {
-    sink_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-  }
-  Timed(const Timed&) = delete;
-  Timed& operator=(const Timed&) = delete;
-
- private:
-  double& sink_;
-  std::chrono::steady_clock::time_point t0_;
-};
-
-}  // namespace
-
-// Records its scope as one stage when the step is tracing; nothing (no clock read) otherwise.
-class MuonStep::Span {
- public:
-  Span(MuonStep& step, const char* what, Resource r, const Chunk* c)
-      : step_(step.trace_ && what ? &step : nullptr), what_(what), r_(r), c_(c) {
-    if (step_) t0_ = Clock::now();
-  }
-  ~Span() {
-    if (step_) step_->record(what_, r_, c_, t0_);
-  }
-  Span(const Span&) = delete;
-  Span& operator=(const Span&) = delete;
-
- private:
-  MuonStep* step_;
-  const char* what_;
-  Resource r_;
-  const Chunk* c_;
-  Clock::time_point t0_;
-};
+using step_detail::Buffer;
+using step_detail::slice_rows;
+using step_detail::Timed;
 
 void MuonStep::record(const char* what, Resource r, const Chunk* c, Clock::time_point t0) {
   // Host time around enqueued device work is launch time, not run time: left out.
@@ -90,45 +29,6 @@ void MuonStep::record(const char* what, Resource r, const Chunk* c, Clock::time_
   const int chunk = c ? int(c - state_.plan().chunks.chunks.data()) : -1;
   trace_->push_back({0, r, what, chunk, secs(t0), secs(Clock::now())});
 }
-
-// A Muon batch between its two exchanges.
-struct MuonStep::Flight {
-  const Chunk* chunk = nullptr;
-  int lane = 0;
-  int owned = -1;               // index of the matrix this rank owns, or -1
-  std::vector<int64_t> my_pos;  // per matrix: element offset of my slice in send1/recv2
-  std::vector<int64_t> my_len;  // per matrix: elements of my slice
-  int64_t my_total = 0;         // elements of all my slices
-  Buffer send1, gathered, recv2;
-  std::vector<size_t> s1_bytes, s1_displs, r1_bytes, r1_displs;
-  std::unique_ptr<Request> ex1, ex2;
-  MuonStep::Clock::time_point ex1_at, ex2_at;  // when each exchange started (tracing only)
-  bool orthogonalized = false;
-};
-
-// Device pointers to a slice of one parameter's optimizer state while a chunk uses it.
-struct MuonStep::StateSlice {
-  float* m = nullptr;
-  bf16* m_bf16 = nullptr;
-  float* v = nullptr;
-  Buffer hold, hold_v;  // `chunked` staging: the device copies (m, v), written back by state_out
-  LocalParam* p = nullptr;
-  int64_t off = 0, len = 0;
-};
-
-// Full offload: pinned host buffers of one lane for the bf16 momentum going to the device,
-// the update coming back and the new weights going out (the planner's pinned_staging).
-struct MuonStep::HostStaging {
-  Backend* backend = nullptr;
-  int64_t capacity = 0;  // elements of each buffer
-  bf16 *momentum = nullptr, *update = nullptr, *weights = nullptr;
-  ~HostStaging() { release(); }
-  void release() {
-    for (bf16* p : {momentum, update, weights}) backend->free_host(p);
-    momentum = update = weights = nullptr;
-    capacity = 0;
-  }
-};
 
 MuonStep::MuonStep(RankState& state, Communicator& comm)
     : state_(state), comm_(comm), backend_(state.backend()), policy_(state.policy()) {
@@ -146,112 +46,6 @@ float MuonStep::update_scale(int64_t rows, int64_t cols) const {
   const OptimizerHyper& h = state_.plan().options.hyper;
   const double rms = h.update_rms_or(state_.plan().options.schedule);
   return static_cast<float>(h.lr * rms * std::sqrt(double(std::max(rows, cols))));
-}
-
-MuonStep::StateSlice MuonStep::state_in(LocalParam& p, int64_t off, int64_t len) {
-  StateSlice s;
-  s.p = &p;
-  s.off = off;
-  s.len = len;
-  const size_t mb = p.m_bf16 ? sizeof(bf16) : sizeof(float);
-  if (!state_.state_on_host(p.muon)) {
-    if (p.m) s.m = p.m + off;
-    if (p.m_bf16) s.m_bf16 = p.m_bf16 + off;
-    if (p.v) s.v = p.v + off;
-    return s;
-  }
-  // Momentum and second moment in allocations of their own: what the planner counts, byte for
-  // byte (no alignment padding between them).
-  char* base = nullptr;
-  float* vbase = nullptr;
-  if (whole_staging()) {
-    const Staged& w = whole_[&p - state_.params().data()];
-    base = static_cast<char*>(w.m);
-    vbase = w.v;
-  } else {
-    s.hold = Buffer(backend_, len * mb);
-    if (p.v) s.hold_v = Buffer(backend_, len * sizeof(float));
-    base = static_cast<char*>(s.hold.ptr);
-    vbase = s.hold_v.f32();
-  }
-  const int64_t at = whole_staging() ? off : 0;
-  if (p.m) s.m = reinterpret_cast<float*>(base) + at;
-  if (p.m_bf16) s.m_bf16 = reinterpret_cast<bf16*>(base) + at;
-  if (p.v) s.v = vbase + at;
-  if (!whole_staging()) {
-    Span sp(*this, stage::kStateH2D, Resource::pcie_h2d, cur_chunk_);
-    Timed t(counters_.h2d_s);
-    backend_.copy_to_device(base, p.m ? static_cast<void*>(p.m + off) : p.m_bf16 + off, len * mb);
-    if (p.v) backend_.copy_to_device(s.v, p.v + off, len * sizeof(float));
-    counters_.h2d_bytes += len * mb + (p.v ? len * sizeof(float) : 0);
-  }
-  return s;
-}
-
-void MuonStep::state_out(StateSlice& s) {
-  if (!s.hold.ptr) return;  // on the device already, or staged whole
-  LocalParam& p = *s.p;
-  const size_t mb = p.m_bf16 ? sizeof(bf16) : sizeof(float);
-  Span sp(*this, stage::kStateD2H, Resource::pcie_d2h, cur_chunk_);
-  Timed t(counters_.d2h_s);
-  backend_.copy_to_host(p.m ? static_cast<void*>(p.m + s.off) : p.m_bf16 + s.off, s.hold.ptr,
-                        s.len * mb);
-  if (p.v) backend_.copy_to_host(p.v + s.off, s.v, s.len * sizeof(float));
-  counters_.d2h_bytes += s.len * mb + (p.v ? s.len * sizeof(float) : 0);
-}
-
-// `whole` staging (what torch's optimizer-state offload does): every state array to the
-// device before the step, back after it.
-void MuonStep::stage_whole_state(bool in) {
-  Span sp(*this, in ? stage::kStateH2D : stage::kStateD2H,
-          in ? Resource::pcie_h2d : Resource::pcie_d2h, nullptr);
-  std::vector<LocalParam>& params = state_.params();
-  if (in) whole_.assign(params.size(), Staged{});
-  // Out: the copies run on this lane, after every lane's folds, AdamW and updates.
-  if (!in) backend_.join_lanes();
-  for (size_t i = 0; i < params.size(); ++i) {
-    LocalParam& p = params[i];
-    const int64_t n = p.elems();
-    if (n == 0) continue;
-    const size_t mb = p.m_bf16 ? sizeof(bf16) : sizeof(float);
-    void* host_m = p.m ? static_cast<void*>(p.m) : p.m_bf16;
-    Staged& w = whole_[i];
-    if (in) {
-      w.m = backend_.alloc(n * mb);
-      if (p.v) w.v = static_cast<float*>(backend_.alloc(n * sizeof(float)));
-      Timed t(counters_.h2d_s);
-      backend_.copy_to_device(w.m, host_m, n * mb);
-      if (p.v) backend_.copy_to_device(w.v, p.v, n * sizeof(float));
-      counters_.h2d_bytes += n * mb + (p.v ? n * sizeof(float) : 0);
-    } else {
-      {
-        Timed t(counters_.d2h_s);
-        backend_.copy_to_host(host_m, w.m, n * mb);
-        if (p.v) backend_.copy_to_host(p.v, w.v, n * sizeof(float));
-        counters_.d2h_bytes += n * mb + (p.v ? n * sizeof(float) : 0);
-      }
-      backend_.synchronize();
-      backend_.free(w.m);
-      if (w.v) backend_.free(w.v);
-      w = Staged{};
-    }
-  }
-  // In: the batches on the other lanes read the staged state (and its zero-fill) next.
-  if (in) backend_.join_lanes();
-}
-
-MuonStep::HostStaging& MuonStep::staging(int lane, int64_t elems) {
-  HostStaging& s = *staging_[lane];
-  if (s.capacity < elems) {
-    backend_.synchronize();  // the old buffers may still be in a copy
-    s.release();
-    const size_t bytes = static_cast<size_t>(elems) * sizeof(bf16);
-    s.momentum = static_cast<bf16*>(backend_.alloc_host(bytes));
-    s.update = static_cast<bf16*>(backend_.alloc_host(bytes));
-    s.weights = static_cast<bf16*>(backend_.alloc_host(bytes));
-    s.capacity = elems;
-  }
-  return s;
 }
 
 void MuonStep::momentum_input(LocalParam& p, int64_t off, int64_t len, bf16* u, bf16* host_stage) {
@@ -278,19 +72,6 @@ void MuonStep::momentum_input(LocalParam& p, int64_t off, int64_t len, bf16* u, 
     }
   }
   state_out(s);
-}
-
-void MuonStep::scaled_update_to_host(bf16* u, int64_t len, float s, bf16* host_update) {
-  Span sp(*this, stage::kUpdateD2H, Resource::pcie_d2h, cur_chunk_);
-  {
-    Timed t(counters_.device_s);
-    backend_.scale_bf16_by(len, -s, u, u);  // the scalar as an argument: no pageable copy
-  }
-  Timed t(counters_.d2h_s);
-  backend_.copy_to_host(host_update, u, len * sizeof(bf16));
-  // The host reads it next: wait for this lane only, so the other batches keep running.
-  backend_.synchronize_lane();
-  counters_.d2h_bytes += len * sizeof(bf16);
 }
 
 void MuonStep::apply(LocalParam& p, int64_t off, int64_t len, const bf16* o, float decay, float s,
@@ -528,48 +309,6 @@ void MuonStep::adamw_group(int64_t step) {
                                check_sums_ + state_.plan().chunks.chunks.size() + p.tensor);
     }
     state_out(s);
-  }
-}
-
-// Full offload, "during backward": each Muon parameter's gradients fold into its host momentum
-// as they arrive, in chunk order (docs/muon-step.md section 5, step 1).
-// Full offload, during backward: every tensor's bf16 gradients to the host, widened into its
-// fp32 accumulator (one micro step: the accumulator is the gradient).
-void MuonStep::grads_to_host() {
-  std::vector<bf16> stage;
-  for (LocalParam& p : state_.params()) {
-    if (!p.g_compute || p.elems() == 0) continue;
-    stage.resize(static_cast<size_t>(p.elems()));
-    {
-      Span sp(*this, stage::kGradsD2H, Resource::pcie_d2h, nullptr);
-      Timed t(counters_.d2h_s);
-      backend_.copy_to_host(stage.data(), p.g_compute, stage.size() * sizeof(bf16));
-      backend_.synchronize();
-      counters_.d2h_bytes += stage.size() * sizeof(bf16);
-    }
-    Timed t(counters_.host_s);
-    for (size_t i = 0; i < stage.size(); ++i) p.g[i] = to_float(stage[i]);
-  }
-}
-
-void MuonStep::fold_all() {
-  const Plan& plan = state_.plan();
-  const float mu = float(plan.options.hyper.momentum);
-  std::vector<char> folded(plan.inventory.tensors.size(), 0);
-  Span sp(*this, stage::kCpuFold, Resource::cpu, nullptr);
-  Timed t(counters_.host_s);
-  for (const Chunk& c : plan.chunks.chunks) {
-    for (const MatrixRef& m : c.matrices) {
-      if (folded[m.tensor]) continue;
-      folded[m.tensor] = 1;
-      LocalParam& p = state_.param(m.tensor);
-      if (p.elems() == 0) continue;
-      if (p.m_bf16) {
-        host::fold_momentum_bf16(p.elems(), mu, 1.0f, p.g, p.m_bf16);
-      } else {
-        host::fold_momentum_f32(p.elems(), mu, 1.0f, p.g, p.m);
-      }
-    }
   }
 }
 

@@ -107,6 +107,93 @@ PredictedFigures predicted_figures(const Plan& plan) {
   return f;
 }
 
+namespace {
+
+// The optimizer's settings the executor runs.
+json optimizer_config_json(const Plan& plan) {
+  const PlanOptions& o = plan.options;
+  json coeffs = json::array();
+  for (const NsCoefficients& c : o.schedule.steps) coeffs.push_back({c.a, c.b, c.c});
+  return {{"bf16_momentum", o.bf16_momentum},
+          {"nesterov", o.nesterov},
+          {"lr", o.hyper.lr},
+          {"momentum", o.hyper.momentum},
+          {"weight_decay", o.hyper.weight_decay},
+          {"update_rms", o.hyper.update_rms_or(o.schedule)},
+          {"adamw",
+           {{"lr", o.hyper.adamw_lr_or_lr()},
+            {"beta1", o.hyper.adamw_beta1},
+            {"beta2", o.hyper.adamw_beta2},
+            {"eps", o.hyper.adamw_eps},
+            {"weight_decay", o.hyper.adamw_weight_decay}}},
+          {"ns_schedule", o.schedule.name},
+          {"newton_schulz_coefficients", coeffs},
+          {"ns_norm_scale", o.schedule.norm_scale},
+          {"batches_in_flight", plan.batches_in_flight},
+          {"optimizer_offload_staging", to_string(o.optimizer_staging)},
+          {"optimizer_offload_pinned", o.pinned_host_state}};
+}
+
+// The predicted figures, in the units the contract names, and their named terms.
+json predicted_json(const Plan& plan) {
+  const Prediction& p = plan.predicted;
+  json pred = figures_to_json(predicted_figures(plan));
+  pred[metric::kBreakdown] = {{"gpu_persistent_gib", terms(p.gpu_persistent_bytes, kGiB, "gib")},
+                              {"gpu_transient_gib", terms(p.gpu_transient_bytes, kGiB, "gib")},
+                              {"gpu_fixed_gib", terms(p.gpu_fixed_bytes, kGiB, "gib")},
+                              {"gpu_workload_gib", terms(p.gpu_workload_bytes, kGiB, "gib")},
+                              {"gpu_runtime_gib", terms(p.gpu_runtime_bytes, kGiB, "gib")},
+                              {"gpu_reserve_gib", terms(p.gpu_reserve_bytes, kGiB, "gib")},
+                              {"host_per_node_gib", terms(p.host_bytes_per_node, kGiB, "gib")},
+                              {"traffic_per_gpu_gb", terms(p.comm_bytes, kGB, "gb")},
+                              {"optimizer_step_s", terms(p.step_phases_s, 1, "s")},
+                              {"training_step_s", terms(p.training_terms_s, 1, "s")},
+                              {"training_hidden_s", terms(p.training_hidden_s, 1, "s")}};
+  return pred;
+}
+
+// Every trained tensor: its shape, update rule, partitions and shard.
+json tensors_json(const Plan& plan) {
+  const PlanOptions& o = plan.options;
+  json tensors = json::array();
+  for (size_t i = 0; i < plan.inventory.tensors.size(); ++i) {
+    const ParamTensor& t = plan.inventory.tensors[i];
+    if (t.mtp && !o.include_mtp) continue;
+    json parts = json::array();
+    for (const Partition& part : t.partitions)
+      parts.push_back({{"name", part.name}, {"rows", part.rows}});
+    tensors.push_back({{"name", t.name},
+                       {"shape", t.shape},
+                       {"rule", to_string(t.rule)},
+                       {"partitions", parts},
+                       {"stack_dim", t.stack_dim},
+                       {"shard", shard_json(plan.shards.at(i))}});
+  }
+  return tensors;
+}
+
+// The candidates the search weighed, and why it chose the plan's.
+json decision_json(const Plan& plan) {
+  json cands = json::array();
+  for (const Candidate& c : plan.candidates) {
+    json cj = {{"nodes", c.nodes}, {"offload", to_string(c.offload)}, {"fits", c.fits}};
+    if (!c.layout.empty()) cj["layout"] = c.layout;
+    if (c.evaluated) {
+      cj["gpu_peak_gib"] = c.gpu_peak_gib;
+      cj["host_ram_per_node_gib"] = c.host_ram_per_node_gib;
+      cj["step_s"] = c.step_s;
+      cj["gpu_seconds"] = c.gpu_seconds;
+      cj["fit_margin"] = c.fit_margin;
+    } else {
+      cj["note"] = c.note;
+    }
+    cands.push_back(cj);
+  }
+  return {{"candidates", cands}, {"reason", plan.reason}};
+}
+
+}  // namespace
+
 json plan_to_json(const Plan& plan) {
   const PlanOptions& o = plan.options;
   const Prediction& p = plan.predicted;
@@ -124,26 +211,7 @@ json plan_to_json(const Plan& plan) {
   j["include_mtp"] = o.include_mtp;
   // What forward/backward the plan covers; null: the optimizer step alone.
   j["workload"] = workload_to_json(o.workload);
-  json coeffs = json::array();
-  for (const NsCoefficients& c : o.schedule.steps) coeffs.push_back({c.a, c.b, c.c});
-  j["optimizer_config"] = {{"bf16_momentum", o.bf16_momentum},
-                           {"nesterov", o.nesterov},
-                           {"lr", o.hyper.lr},
-                           {"momentum", o.hyper.momentum},
-                           {"weight_decay", o.hyper.weight_decay},
-                           {"update_rms", o.hyper.update_rms_or(o.schedule)},
-                           {"adamw",
-                            {{"lr", o.hyper.adamw_lr_or_lr()},
-                             {"beta1", o.hyper.adamw_beta1},
-                             {"beta2", o.hyper.adamw_beta2},
-                             {"eps", o.hyper.adamw_eps},
-                             {"weight_decay", o.hyper.adamw_weight_decay}}},
-                           {"ns_schedule", o.schedule.name},
-                           {"newton_schulz_coefficients", coeffs},
-                           {"ns_norm_scale", o.schedule.norm_scale},
-                           {"batches_in_flight", plan.batches_in_flight},
-                           {"optimizer_offload_staging", to_string(o.optimizer_staging)},
-                           {"optimizer_offload_pinned", o.pinned_host_state}};
+  j["optimizer_config"] = optimizer_config_json(plan);
   // Whose memory the figures are, and the headroom the fit decision kept free.
   j["runtime"] = {{"name", to_string(o.runtime)},
                   {"gpu_headroom", p.gpu_headroom},
@@ -151,53 +219,12 @@ json plan_to_json(const Plan& plan) {
   j["fits"] = plan.fits;
   j["limits"] = {{"gpu_memory_gib", p.gpu_limit_bytes / kGiB},
                  {"host_ram_per_node_gib", p.host_limit_bytes / kGiB}};
-  json pred = figures_to_json(predicted_figures(plan));
-  pred[metric::kBreakdown] = {{"gpu_persistent_gib", terms(p.gpu_persistent_bytes, kGiB, "gib")},
-                              {"gpu_transient_gib", terms(p.gpu_transient_bytes, kGiB, "gib")},
-                              {"gpu_fixed_gib", terms(p.gpu_fixed_bytes, kGiB, "gib")},
-                              {"gpu_workload_gib", terms(p.gpu_workload_bytes, kGiB, "gib")},
-                              {"gpu_runtime_gib", terms(p.gpu_runtime_bytes, kGiB, "gib")},
-                              {"gpu_reserve_gib", terms(p.gpu_reserve_bytes, kGiB, "gib")},
-                              {"host_per_node_gib", terms(p.host_bytes_per_node, kGiB, "gib")},
-                              {"traffic_per_gpu_gb", terms(p.comm_bytes, kGB, "gb")},
-                              {"optimizer_step_s", terms(p.step_phases_s, 1, "s")},
-                              {"training_step_s", terms(p.training_terms_s, 1, "s")},
-                              {"training_hidden_s", terms(p.training_hidden_s, 1, "s")}};
-  j["predicted"] = pred;
+  j["predicted"] = predicted_json(plan);
   json chunks = json::array();
   for (const Chunk& c : plan.chunks.chunks) chunks.push_back(chunk_json(plan, c));
   j["chunks"] = chunks;
-  json tensors = json::array();
-  for (size_t i = 0; i < plan.inventory.tensors.size(); ++i) {
-    const ParamTensor& t = plan.inventory.tensors[i];
-    if (t.mtp && !o.include_mtp) continue;
-    json parts = json::array();
-    for (const Partition& part : t.partitions)
-      parts.push_back({{"name", part.name}, {"rows", part.rows}});
-    tensors.push_back({{"name", t.name},
-                       {"shape", t.shape},
-                       {"rule", to_string(t.rule)},
-                       {"partitions", parts},
-                       {"stack_dim", t.stack_dim},
-                       {"shard", shard_json(plan.shards.at(i))}});
-  }
-  j["tensors"] = tensors;
-  json cands = json::array();
-  for (const Candidate& c : plan.candidates) {
-    json cj = {{"nodes", c.nodes}, {"offload", to_string(c.offload)}, {"fits", c.fits}};
-    if (!c.layout.empty()) cj["layout"] = c.layout;
-    if (c.evaluated) {
-      cj["gpu_peak_gib"] = c.gpu_peak_gib;
-      cj["host_ram_per_node_gib"] = c.host_ram_per_node_gib;
-      cj["step_s"] = c.step_s;
-      cj["gpu_seconds"] = c.gpu_seconds;
-      cj["fit_margin"] = c.fit_margin;
-    } else {
-      cj["note"] = c.note;
-    }
-    cands.push_back(cj);
-  }
-  j["decision"] = {{"candidates", cands}, {"reason", plan.reason}};
+  j["tensors"] = tensors_json(plan);
+  j["decision"] = decision_json(plan);
   return j;
 }
 

@@ -98,7 +98,8 @@ class Node {
   std::string field_;
 };
 
-void read_options(const Node& root, Plan& plan) {
+// Nodes, GPUs per node, the world they make and the layout over it.
+void read_world_and_layout(const Node& root, Plan& plan) {
   PlanOptions& o = plan.options;
   o.nodes = root["nodes"].integer(1);
   o.gpus_per_node = plan.gpus_per_node = root["gpus_per_node"].integer(1);
@@ -118,21 +119,13 @@ void read_options(const Node& root, Plan& plan) {
   if (plan.world % o.layout.fsdp != 0) layout["fsdp"].fail("does not divide " + w);
   if (o.layout.fsdp % o.layout.cp != 0) layout["cp"].fail("does not divide fsdp");
   if (plan.world % o.layout.ep != 0) layout["ep"].fail("does not divide " + w);
-  o.offload = root["offload"].named(kOffloadModeNames);
-  o.optimizer = root["optimizer"].named(kOptimizerNames);
-  o.owners = root["owners"].named(kOwnerStrategyNames);
+}
 
-  const Node c = root["optimizer_config"];
-  c.only({"bf16_momentum", "nesterov", "lr", "momentum", "weight_decay", "update_rms", "adamw",
-          "ns_schedule", "newton_schulz_coefficients", "ns_norm_scale", "batches_in_flight",
-          "optimizer_offload_staging", "optimizer_offload_pinned"});
-  o.bf16_momentum = c["bf16_momentum"].boolean();
-  o.nesterov = c["nesterov"].boolean();
-  check_nesterov(o, c["nesterov"].field(), {root.path(), 0, 0});
-  OptimizerHyper& h = o.hyper;
-  // Ranges: check_optimizer_config below, as `muonplan plan` checks its flags. plan_to_json
-  // writes the resolved values; a zero update_rms or adamw lr would mean "use the default" on
-  // the way back out, so the plan must say what it runs (> 0).
+// The learning rates, momentum, decays and AdamW's constants, as written; ranged later.
+void read_hyper(const Node& c, OptimizerHyper& h) {
+  // Ranges: check_optimizer_config (read_options), as `muonplan plan` checks its flags.
+  // plan_to_json writes the resolved values; a zero update_rms or adamw lr would mean "use the
+  // default" on the way back out, so the plan must say what it runs (> 0).
   h.lr = c["lr"].number();
   h.momentum = c["momentum"].number();
   h.weight_decay = c["weight_decay"].number();
@@ -144,11 +137,13 @@ void read_options(const Node& root, Plan& plan) {
   h.adamw_beta2 = a["beta2"].number();
   h.adamw_eps = a["eps"].number();
   h.adamw_weight_decay = a["weight_decay"].number();
+}
 
+// The Newton-Schulz schedule: its label and the coefficients that run.
+NsSchedule read_ns_schedule(const Node& c) {
   // The coefficients are what runs; the name is a label (a preset's name also brings its
   // recommended update RMS, which only matters when update_rms is resolved again).
-  NsSchedule& s = o.schedule;
-  s = NsSchedule{c["ns_schedule"].string(), {}, 1.0, 0.2};
+  NsSchedule s{c["ns_schedule"].string(), {}, 1.0, 0.2};
   for (const std::string& preset : ns_schedule_presets()) {
     if (preset == s.name) s.update_rms = ns_schedule(preset).update_rms;
   }
@@ -161,7 +156,28 @@ void read_options(const Node& root, Plan& plan) {
     s.steps.push_back({step[0].number(), step[1].number(), step[2].number()});
   }
   s.norm_scale = c["ns_norm_scale"].number();
-  check_optimizer_config(h, s, root.path());
+  return s;
+}
+
+void read_options(const Node& root, Plan& plan) {
+  PlanOptions& o = plan.options;
+  read_world_and_layout(root, plan);
+  o.offload = root["offload"].named(kOffloadModeNames);
+  o.optimizer = root["optimizer"].named(kOptimizerNames);
+  o.owners = root["owners"].named(kOwnerStrategyNames);
+
+  const Node c = root["optimizer_config"];
+  c.only({"bf16_momentum", "nesterov", "lr", "momentum", "weight_decay", "update_rms", "adamw",
+          "ns_schedule", "newton_schulz_coefficients", "ns_norm_scale", "batches_in_flight",
+          "optimizer_offload_staging", "optimizer_offload_pinned"});
+  o.bf16_momentum = c["bf16_momentum"].boolean();
+  o.nesterov = c["nesterov"].boolean();
+  check_nesterov(o, c["nesterov"].field(), {root.path(), 0, 0});
+  OptimizerHyper& h = o.hyper;
+  read_hyper(c, h);
+  o.schedule = read_ns_schedule(c);
+  check_optimizer_config(h, o.schedule, root.path());
+
   o.optimizer_staging = c["optimizer_offload_staging"].named(kOffloadStagingNames);
   // One source: the offload policy's number for this mode and staging, which the cost model
   // predicted with; the file states it for its readers and may not differ.
@@ -293,6 +309,78 @@ MatrixRef read_matrix(const Node& n, const Plan& plan, const Chunk& c, Coverage&
   return m;
 }
 
+// A muon_batch's shard group, matrices (row-sharded ones) and owners, into `c`.
+void read_batch(const Node& n, const Plan& plan, Chunk& c, Coverage& covered) {
+  const Layout& layout = plan.options.layout;
+  const Node matrices = n["matrices"];
+  n["shard_group"].only({"size", "dim"});
+  c.group_size = n["shard_group"]["size"].integer(1);
+  if (c.group_size != layout.fsdp)
+    n["shard_group"]["size"].fail("expected the fsdp size " + std::to_string(layout.fsdp));
+  if (matrices.size() == 0) matrices.fail("a batch needs at least one matrix");
+  for (size_t k = 0; k < matrices.size(); ++k) {
+    c.matrices.push_back(read_matrix(matrices[k], plan, c, covered));
+    const int ti = c.matrices.back().tensor;
+    if (plan.shards[ti].kind != ShardRule::Kind::row_sharded) {
+      matrices[k]["tensor"].fail("'" + plan.inventory.tensors[ti].name +
+                                 "' is not row_sharded (tensors[].shard)");
+    }
+  }
+  c.padding = n["padding"].integer(0, c.group_size);
+  const Node owners = n["owners"];
+  if (owners.size() != c.matrices.size() + c.padding)
+    owners.fail("expected one owner per matrix and padding matrix");
+  // The step gives each rank of the group at most one matrix of a batch to orthogonalize.
+  std::vector<char> taken(static_cast<size_t>(c.group_size), 0);
+  for (size_t k = 0; k < owners.size(); ++k) {
+    c.owners.push_back(static_cast<int>(owners[k].integer(0, c.group_size - 1)));
+    if (taken[c.owners.back()]++) {
+      owners[k].fail("group position " + std::to_string(c.owners.back()) +
+                     " owns two matrices of this batch (a rank orthogonalizes one per batch)");
+    }
+  }
+}
+
+// A muon_local chunk's one matrix entry and the rule of which ranks hold its matrices, into `c`.
+void read_local(const Node& n, const Plan& plan, Chunk& c, Coverage& covered) {
+  const Layout& layout = plan.options.layout;
+  const Node matrices = n["matrices"];
+  if (matrices.size() != 1) matrices.fail("a local chunk has exactly one matrix entry");
+  c.matrices.push_back(read_matrix(matrices[0], plan, c, covered));
+  const ParamTensor& t = plan.inventory.tensors[c.matrices[0].tensor];
+  if (plan.shards[c.matrices[0].tensor].kind == ShardRule::Kind::row_sharded)
+    matrices[0]["tensor"].fail("'" + t.name + "' is row_sharded: it belongs in a muon_batch");
+  // Which ranks hold how many of its matrices: the rule the file states (chunks.h,
+  // LocalCounts), checked against the tensor and the layout it must describe.
+  const Node local = n["local"];
+  const std::string rule = local["rule"].string();
+  if (rule != "replicated" && rule != "stack") {
+    local["rule"].fail("expected replicated or stack, got '" + rule + "'");
+  }
+  c.local.stacked = rule == "stack";
+  if (c.local.stacked != (t.stack_dim == 0)) {
+    local["rule"].fail(std::string("expected ") + (t.stack_dim == 0 ? "stack" : "replicated") +
+                       " for '" + t.name + "'");
+  }
+  if (c.local.stacked) {
+    local.only({"rule", "entries", "ep", "dp"});
+    c.local.entries = local["entries"].integer(0, INT64_MAX);
+    c.local.ep = local["ep"].integer(1, kMaxWorldRanks);
+    c.local.dp = local["dp"].integer(1, kMaxWorldRanks);
+    if (c.local.entries != t.stack_count())
+      local["entries"].fail("expected the stack's " + std::to_string(t.stack_count()));
+    if (c.local.ep != layout.ep)
+      local["ep"].fail("expected the layout's ep " + std::to_string(layout.ep));
+    if (int64_t(c.local.ep) * c.local.dp != plan.world)
+      local["dp"].fail("expected world_size / ep = " + std::to_string(plan.world / layout.ep));
+  } else {
+    local.only({"rule"});
+  }
+  const int64_t most = c.local.max();
+  if (n["count"].integer(0, INT64_MAX) != most)
+    n["count"].fail("expected " + std::to_string(most) + " matrices on the busiest rank");
+}
+
 Chunk read_chunk(const Node& n, const Plan& plan, Coverage& covered) {
   n.only({"kind", "rows", "cols", "params", "count", "shard_group", "owners", "padding", "matrices",
           "local", "predicted_ns_ms", "param_names"});
@@ -307,71 +395,10 @@ Chunk read_chunk(const Node& n, const Plan& plan, Coverage& covered) {
     tensor_index(names[i], plan);
     c.param_names.push_back(names[i].string());
   }
-  const Layout& layout = plan.options.layout;
   if (c.kind == Chunk::Kind::muon_batch) {
-    const Node matrices = n["matrices"];
-    n["shard_group"].only({"size", "dim"});
-    c.group_size = n["shard_group"]["size"].integer(1);
-    if (c.group_size != layout.fsdp)
-      n["shard_group"]["size"].fail("expected the fsdp size " + std::to_string(layout.fsdp));
-    if (matrices.size() == 0) matrices.fail("a batch needs at least one matrix");
-    for (size_t k = 0; k < matrices.size(); ++k) {
-      c.matrices.push_back(read_matrix(matrices[k], plan, c, covered));
-      const int ti = c.matrices.back().tensor;
-      if (plan.shards[ti].kind != ShardRule::Kind::row_sharded) {
-        matrices[k]["tensor"].fail("'" + plan.inventory.tensors[ti].name +
-                                   "' is not row_sharded (tensors[].shard)");
-      }
-    }
-    c.padding = n["padding"].integer(0, c.group_size);
-    const Node owners = n["owners"];
-    if (owners.size() != c.matrices.size() + c.padding)
-      owners.fail("expected one owner per matrix and padding matrix");
-    // The step gives each rank of the group at most one matrix of a batch to orthogonalize.
-    std::vector<char> taken(static_cast<size_t>(c.group_size), 0);
-    for (size_t k = 0; k < owners.size(); ++k) {
-      c.owners.push_back(static_cast<int>(owners[k].integer(0, c.group_size - 1)));
-      if (taken[c.owners.back()]++) {
-        owners[k].fail("group position " + std::to_string(c.owners.back()) +
-                       " owns two matrices of this batch (a rank orthogonalizes one per batch)");
-      }
-    }
+    read_batch(n, plan, c, covered);
   } else if (c.kind == Chunk::Kind::muon_local) {
-    const Node matrices = n["matrices"];
-    if (matrices.size() != 1) matrices.fail("a local chunk has exactly one matrix entry");
-    c.matrices.push_back(read_matrix(matrices[0], plan, c, covered));
-    const ParamTensor& t = plan.inventory.tensors[c.matrices[0].tensor];
-    if (plan.shards[c.matrices[0].tensor].kind == ShardRule::Kind::row_sharded)
-      matrices[0]["tensor"].fail("'" + t.name + "' is row_sharded: it belongs in a muon_batch");
-    // Which ranks hold how many of its matrices: the rule the file states (chunks.h,
-    // LocalCounts), checked against the tensor and the layout it must describe.
-    const Node local = n["local"];
-    const std::string rule = local["rule"].string();
-    if (rule != "replicated" && rule != "stack") {
-      local["rule"].fail("expected replicated or stack, got '" + rule + "'");
-    }
-    c.local.stacked = rule == "stack";
-    if (c.local.stacked != (t.stack_dim == 0)) {
-      local["rule"].fail(std::string("expected ") + (t.stack_dim == 0 ? "stack" : "replicated") +
-                         " for '" + t.name + "'");
-    }
-    if (c.local.stacked) {
-      local.only({"rule", "entries", "ep", "dp"});
-      c.local.entries = local["entries"].integer(0, INT64_MAX);
-      c.local.ep = local["ep"].integer(1, kMaxWorldRanks);
-      c.local.dp = local["dp"].integer(1, kMaxWorldRanks);
-      if (c.local.entries != t.stack_count())
-        local["entries"].fail("expected the stack's " + std::to_string(t.stack_count()));
-      if (c.local.ep != layout.ep)
-        local["ep"].fail("expected the layout's ep " + std::to_string(layout.ep));
-      if (int64_t(c.local.ep) * c.local.dp != plan.world)
-        local["dp"].fail("expected world_size / ep = " + std::to_string(plan.world / layout.ep));
-    } else {
-      local.only({"rule"});
-    }
-    const int64_t most = c.local.max();
-    if (n["count"].integer(0, INT64_MAX) != most)
-      n["count"].fail("expected " + std::to_string(most) + " matrices on the busiest rank");
+    read_local(n, plan, c, covered);
   } else {
     for (size_t i = 0; i < names.size(); ++i) {
       const int ti = tensor_index(names[i], plan);

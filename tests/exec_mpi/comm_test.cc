@@ -15,6 +15,8 @@
 
 #include <filesystem>
 
+#include "muonplan/error.h"
+#include "muonplan/exec/agreed_error.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/communicator.h"
@@ -129,6 +131,29 @@ int main(int argc, char** argv) {
     comm->allreduce_sum_u64(sum, 2);
     EXPECT(sum[0] == uint64_t(world) * (world + 1) / 2);
     EXPECT(sum[1] == uint64_t(0) - uint64_t(world));
+
+    // Agreeing on errors (agreed_error.h): the even ranks fail, rank 0 with bad input; every
+    // rank learns how many failed, the highest of them and its kind. Alone (no communicator):
+    // this rank's own.
+    {
+      RankError own;
+      if (rank % 2 == 0) own = {"failed on rank " + std::to_string(rank), rank == 0};
+      const AgreedErrors a = agree_on_errors(comm.get(), own);
+      EXPECT(a.count == (world + 1) / 2);
+      EXPECT(a.highest_rank == (world - 1) / 2 * 2);
+      EXPECT(a.highest_input == (a.highest_rank == 0));
+      const AgreedErrors none = agree_on_errors(comm.get(), RankError{});
+      EXPECT(none.count == 0 && none.highest_rank == -1);
+      const AgreedErrors alone = agree_on_errors(nullptr, RankError{"x", false});
+      EXPECT(alone.count == 1 && alone.highest_rank == 0 && !alone.highest_input);
+      bool as_input = false;
+      try {
+        RankError{"bad", true}.rethrow();
+      } catch (const muonplan::InputError& e) {
+        as_input = std::string(e.what()) == "bad";
+      }
+      EXPECT(as_input);
+    }
 
     // Broadcast from the last rank.
     std::vector<uint8_t> data(1000, uint8_t(rank));

@@ -113,6 +113,60 @@ const std::vector<OptimizerVariant>& report_optimizer_variants() {
   return variants;
 }
 
+namespace {
+
+// One configuration of the sweep: its prediction, or why it was not evaluated.
+json sweep_point(const ModelSpec& spec, const Topology& topo, const PlanRequest& base, int nodes,
+                 OffloadMode mode, const OptimizerVariant& v) {
+  PlanRequest r = base;
+  r.auto_nodes = r.auto_offload = false;
+  r.options.nodes = nodes;
+  r.options.offload = mode;
+  r.options.optimizer = v.kind;
+  r.options.bf16_momentum = v.bf16_momentum;
+  json point = {{"nodes", nodes}, {"offload", to_string(mode)}, {"optimizer", v.name}};
+  if (r.options.nesterov && !nesterov_supported(mode)) {
+    point["evaluated"] = false;
+    point["note"] = kNesterovRefused;
+    return point;
+  }
+  try {
+    Plan p = make_plan(spec, topo, r);
+    // Only the prediction is kept: the chunk, tensor and shard lists (per-rank owners)
+    // are not turned into JSON to be dropped (a third of a 500-count sweep's time).
+    p.chunks.chunks.clear();
+    p.inventory.tensors.clear();
+    p.shards.clear();
+    json pj = plan_to_json(p);
+    pj["predicted"].erase(metric::kBreakdown);
+    point["evaluated"] = true;
+    point["fits"] = pj["fits"];
+    point["world_size"] = pj["world_size"];
+    point["layout"] = pj["layout"];
+    point["limits"] = pj["limits"];
+    point["predicted"] = pj["predicted"];
+  } catch (const InputError& e) {  // the layout does not divide this world
+    point["evaluated"] = false;
+    point["note"] = e.message();
+  }
+  return point;
+}
+
+// Per-rank loads of every owner strategy on the chosen plan's layout.
+json owner_strategies_json(const Plan& chosen) {
+  json owners = json::array();
+  const int iterations = static_cast<int>(chosen.options.schedule.steps.size());
+  for (OwnerStrategy s : {OwnerStrategy::padded, OwnerStrategy::restart, OwnerStrategy::round_robin,
+                          OwnerStrategy::balanced}) {
+    const ChunkPlan c = build_chunks(chosen.inventory, chosen.options.include_mtp,
+                                     chosen.options.layout, chosen.world, s, iterations);
+    owners.push_back(loads_json(s, c.loads));
+  }
+  return owners;
+}
+
+}  // namespace
+
 json report_data(const ModelSpec& spec, const Topology& topo, const PlanRequest& base,
                  const ReportInputs& inputs) {
   if (inputs.node_counts.empty()) throw InputError({}, "--nodes", "no node counts");
@@ -131,51 +185,12 @@ json report_data(const ModelSpec& spec, const Topology& topo, const PlanRequest&
   for (int nodes : inputs.node_counts) {
     for (OffloadMode mode : {OffloadMode::none, OffloadMode::optimizer, OffloadMode::full}) {
       for (const OptimizerVariant& v : report_optimizer_variants()) {
-        PlanRequest r = base;
-        r.auto_nodes = r.auto_offload = false;
-        r.options.nodes = nodes;
-        r.options.offload = mode;
-        r.options.optimizer = v.kind;
-        r.options.bf16_momentum = v.bf16_momentum;
-        json point = {{"nodes", nodes}, {"offload", to_string(mode)}, {"optimizer", v.name}};
-        if (r.options.nesterov && !nesterov_supported(mode)) {
-          point["evaluated"] = false;
-          point["note"] = kNesterovRefused;
-          sweep.push_back(point);
-          continue;
-        }
-        try {
-          Plan p = make_plan(spec, topo, r);
-          // Only the prediction is kept: the chunk, tensor and shard lists (per-rank owners)
-          // are not turned into JSON to be dropped (a third of a 500-count sweep's time).
-          p.chunks.chunks.clear();
-          p.inventory.tensors.clear();
-          p.shards.clear();
-          json pj = plan_to_json(p);
-          pj["predicted"].erase(metric::kBreakdown);
-          point["evaluated"] = true;
-          point["fits"] = pj["fits"];
-          point["world_size"] = pj["world_size"];
-          point["layout"] = pj["layout"];
-          point["limits"] = pj["limits"];
-          point["predicted"] = pj["predicted"];
-        } catch (const InputError& e) {  // the layout does not divide this world
-          point["evaluated"] = false;
-          point["note"] = e.message();
-        }
-        sweep.push_back(point);
+        sweep.push_back(sweep_point(spec, topo, base, nodes, mode, v));
       }
     }
   }
 
-  json owners = json::array();
-  const int iterations = static_cast<int>(chosen.options.schedule.steps.size());
-  for (OwnerStrategy s : {OwnerStrategy::padded, OwnerStrategy::restart, OwnerStrategy::round_robin,
-                          OwnerStrategy::balanced}) {
-    const ChunkPlan c = build_chunks(chosen.inventory, chosen.options.include_mtp,
-                                     chosen.options.layout, chosen.world, s, iterations);
-    owners.push_back(loads_json(s, c.loads));
-  }
+  const json owners = owner_strategies_json(chosen);
 
   json optimizer_variants = json::array();
   for (const OptimizerVariant& v : report_optimizer_variants())

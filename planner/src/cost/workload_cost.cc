@@ -108,29 +108,34 @@ int64_t micro_steps(const Workload& w, int world, const Layout& l) {
   return seqs / per_micro;
 }
 
-void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Topology& topo,
-                        const PlanOptions& o, const ChunkPlan& plan, const OptimizerPhases& opt,
-                        Prediction& p) {
-  const Workload& w = *o.workload;
-  if (s.moe.num_experts > 0 && s.moe.experts_per_token == 0) {
-    throw InputError({}, "moe.experts_per_token",
-                     "model " + s.name +
-                         " does not say how many experts each token uses; a "
-                         "workload needs it");
-  }
-  const int world = plan.world;
-  const int gpn = o.gpus_per_node > 0 ? o.gpus_per_node : topo.node.gpus;
-  const Layout& l = plan.layout;
-  const double n_micro = double(micro_steps(w, world, l));
-  const double t = double(w.seq_len) / l.cp * double(w.micro_batch_seqs);  // per micro step
-  const double h = double(s.hidden_size);
-  const int64_t layers = s.num_layers + (o.include_mtp ? s.mtp_layers : 0);
-  const Calibration& cal = topo.calibration;
-  const double k_frac = s.moe.num_experts > 0 ? top_k(s) / double(s.moe.num_experts) : 0;
+namespace {
 
-  // --- Parameters per FSDP unit, and each rank's share of them.
-  std::map<int64_t, Unit> units;
+// What every part of a training step's cost reads: the workload's shape on this layout, and
+// the parameters by FSDP unit.
+struct StepShape {
+  const Workload& w;
+  int world, gpn;
+  const Layout& l;
+  double n_micro = 0;
+  double t = 0;  // tokens per rank per micro step
+  double h = 0;  // hidden size
+  int64_t layers = 0;
+  Heads a{};
+  std::map<int64_t, Unit> units{};
   double expert_total = 0, non_expert = 0;
+  double attn_flops_per_token = 0, max_layer = 0;
+  double stored_inputs = 0;  // bf16 input of every layer (the checkpoints of full AC)
+};
+
+// Parameters per FSDP unit, and each rank's share of them.
+void count_units(StepShape& sh, const ModelSpec& s, const ParamInventory& inv,
+                 const PlanOptions& o) {
+  const int world = sh.world;
+  const Layout& l = sh.l;
+  const double k_frac = s.moe.num_experts > 0 ? top_k(s) / double(s.moe.num_experts) : 0;
+  std::map<int64_t, Unit>& units = sh.units;
+  double& expert_total = sh.expert_total;
+  double& non_expert = sh.non_expert;
   for (const ParamTensor& pt : inv.tensors) {
     if (pt.mtp && !o.include_mtp) continue;
     const double n = double(pt.numel());
@@ -150,21 +155,48 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Top
       if (pt.name != "model.embed_tokens.weight" || s.tie_embeddings) u.flops_per_token += 6 * n;
     }
   }
-  const Heads a = heads_of(s);
   // Causal attention: QK^T and AV over half the sequence on average, x3 for backward.
-  const double attn_flops_per_token = 6 * double(w.seq_len) * a.q * (a.qk + a.v) / 2;
+  const Heads& a = sh.a;
+  sh.attn_flops_per_token = 6 * double(sh.w.seq_len) * a.q * (a.qk + a.v) / 2;
   for (auto& [layer, u] : units) {
-    if (layer >= 0) u.flops_per_token += attn_flops_per_token;
+    if (layer >= 0) u.flops_per_token += sh.attn_flops_per_token;
   }
-  double max_layer = 0;
   for (const auto& [layer, u] : units) {
-    if (layer >= 0) max_layer = std::max(max_layer, u.non_expert + u.expert / l.ep);
+    if (layer >= 0) sh.max_layer = std::max(sh.max_layer, u.non_expert + u.expert / l.ep);
   }
+}
 
-  // --- GPU memory of one micro step.
+StepShape step_shape(const ModelSpec& s, const ParamInventory& inv, const Topology& topo,
+                     const PlanOptions& o, const ChunkPlan& plan) {
+  const Workload& w = *o.workload;
+  if (s.moe.num_experts > 0 && s.moe.experts_per_token == 0) {
+    throw InputError({}, "moe.experts_per_token",
+                     "model " + s.name +
+                         " does not say how many experts each token uses; a "
+                         "workload needs it");
+  }
+  const int world = plan.world;
+  const int gpn = o.gpus_per_node > 0 ? o.gpus_per_node : topo.node.gpus;
+  const Layout& l = plan.layout;
+  StepShape sh{w, world, gpn, l};
+  sh.n_micro = double(micro_steps(w, world, l));
+  sh.t = double(w.seq_len) / l.cp * double(w.micro_batch_seqs);  // per micro step
+  sh.h = double(s.hidden_size);
+  sh.layers = s.num_layers + (o.include_mtp ? s.mtp_layers : 0);
+  sh.a = heads_of(s);
+  count_units(sh, s, inv, o);
+  sh.stored_inputs = double(sh.layers) * 2 * sh.t * sh.h;
+  return sh;
+}
+
+// GPU memory of one micro step, and host RAM of offloaded activation checkpoints.
+void add_workload_memory(Prediction& p, const ModelSpec& s, const PlanOptions& o,
+                         const StepShape& sh) {
+  const Workload& w = sh.w;
+  const double t = sh.t, h = sh.h, max_layer = sh.max_layer, stored_inputs = sh.stored_inputs;
+  const int64_t layers = sh.layers;
   double act_max = 0;
   for (int64_t i = 0; i < layers; ++i) act_max = std::max(act_max, layer_activation_bytes(s, i, t));
-  const double stored_inputs = double(layers) * 2 * t * h;
   if (w.ac_full) {
     p.gpu_workload_bytes.push_back(
         {"checkpointed_layer_inputs", w.ac_offload ? 2 * 2 * t * h : stored_inputs,
@@ -197,16 +229,33 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Top
   const OffloadPolicy& pol = offload_policy(o.offload, o.optimizer_staging);
   if (pol.bf16_compute_copy) {
     double max_unit = 0;
-    for (const auto& [layer, u] : units) max_unit = std::max(max_unit, u.all);
+    for (const auto& [layer, u] : sh.units) max_unit = std::max(max_unit, u.all);
     p.gpu_workload_bytes.push_back({"grads_bf16_in_flight", 2 * 2 * max_unit,
                                     "bf16 gradient shards of 2 units on their way to the host"});
   }
   if (w.ac_full && w.ac_offload) {
     p.host_bytes_per_node.push_back(
-        {"ac_offload", stored_inputs * gpn, "checkpointed layer inputs of the node's ranks"});
+        {"ac_offload", stored_inputs * sh.gpn, "checkpointed layer inputs of the node's ranks"});
   }
+}
 
-  // --- Traffic per GPU per step (every micro step moves its own).
+// Seconds of a training step's collectives per GPU, before overlap with compute.
+struct CommSeconds {
+  double fsdp_s = 0, ep_s = 0, cp_s = 0;
+  double d2h_bps = 0;  // the AC offload's link
+};
+
+// Traffic per GPU per step (every micro step moves its own).
+CommSeconds add_workload_traffic(Prediction& p, const ModelSpec& s, const Topology& topo,
+                                 const StepShape& sh) {
+  const Workload& w = sh.w;
+  const Layout& l = sh.l;
+  const int world = sh.world, gpn = sh.gpn;
+  const double n_micro = sh.n_micro, t = sh.t, h = sh.h;
+  const double non_expert = sh.non_expert, expert_total = sh.expert_total;
+  const int64_t layers = sh.layers;
+  const Heads& a = sh.a;
+  const Calibration& cal = topo.calibration;
   Rates r;
   const double nic_share = topo.node.nics >= gpn ? 1.0 : double(topo.node.nics) / gpn;
   r.intra_bps = topo.node.nvlink_gbps * kGB * cal.link_efficiency;
@@ -249,28 +298,51 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Top
                           "tokens to their experts and back, forward, backward and recompute"});
   p.comm_bytes.push_back({"cp_attention", cp_bytes,
                           std::string(to_string(w.cp_style)) + " exchanges of attention inputs"});
+  return {fsdp_s, ep_s, cp_s, r.d2h_bps};
+}
 
-  // --- Compute: 6 N T (x 4/3 with full recomputation), N the active matmul params, plus
-  // causal attention.
-  const double recompute = w.ac_full ? 4.0 / 3.0 : 1.0;
+// The model's compute per rank and step: 6 N T (x 4/3 with full recomputation), N the active
+// matmul params, plus causal attention.
+struct ComputeSeconds {
+  double recompute = 1;  // the FLOPs factor of full AC
+  double rate = 0;       // FLOP/s
+  double tokens_per_rank = 0;
+  double compute_s = 0, attn_s = 0;
+};
+
+ComputeSeconds compute_seconds(const Topology& topo, const StepShape& sh) {
+  const Workload& w = sh.w;
+  ComputeSeconds c;
+  c.recompute = w.ac_full ? 4.0 / 3.0 : 1.0;
   double per_token = 0, attn_per_token = 0;
-  for (const auto& [layer, u] : units) {
+  for (const auto& [layer, u] : sh.units) {
     per_token += u.flops_per_token;
-    if (layer >= 0) attn_per_token += attn_flops_per_token;
+    if (layer >= 0) attn_per_token += sh.attn_flops_per_token;
   }
-  const double rate = topo.node.gpu.bf16_tflops * 1e12 * cal.model_flops_utilization;
-  const double tokens_per_rank = double(w.tokens_per_step) / world;
-  const double compute_s = per_token * recompute * tokens_per_rank / rate;
-  const double attn_s = attn_per_token * recompute * tokens_per_rank / rate;
-  const double ac_s = w.ac_full && w.ac_offload ? n_micro * 2 * stored_inputs / r.d2h_bps : 0;
+  c.rate = topo.node.gpu.bf16_tflops * 1e12 * topo.calibration.model_flops_utilization;
+  c.tokens_per_rank = double(w.tokens_per_step) / sh.world;
+  c.compute_s = per_token * c.recompute * c.tokens_per_rank / c.rate;
+  c.attn_s = attn_per_token * c.recompute * c.tokens_per_rank / c.rate;
+  return c;
+}
 
-  auto hidden = [](double comm, double cover) { return std::min(comm, std::max(0.0, cover)); };
+// Forward and backward, and the communication compute does not hide.
+void add_compute_terms(Prediction& p, const Topology& topo, const StepShape& sh,
+                       const CommSeconds& comm, const ComputeSeconds& c) {
+  const Workload& w = sh.w;
+  const Calibration& cal = topo.calibration;
+  const double compute_s = c.compute_s, attn_s = c.attn_s;
+  const double fsdp_s = comm.fsdp_s, ep_s = comm.ep_s, cp_s = comm.cp_s;
+  const double ac_s =
+      w.ac_full && w.ac_offload ? sh.n_micro * 2 * sh.stored_inputs / comm.d2h_bps : 0;
+
+  auto hidden = [](double comm_s, double cover) { return std::min(comm_s, std::max(0.0, cover)); };
   const double ep_hidden = hidden(ep_s * cal.ep_comm_overlap, compute_s);
   const double cp_hidden = w.cp_style == CpStyle::ring ? hidden(cp_s, attn_s)
                                                        : hidden(cp_s * cal.cp_comm_overlap, attn_s);
   p.training_terms_s.push_back({"forward_backward", compute_s,
                                 "model FLOPs / (peak x model_flops_utilization), " +
-                                    std::to_string(int64_t(n_micro)) + " micro step(s)"});
+                                    std::to_string(int64_t(sh.n_micro)) + " micro step(s)"});
   p.training_terms_s.push_back({"exposed_fsdp_comm", std::max(0.0, fsdp_s - compute_s),
                                 "FSDP traffic not hidden by compute"});
   p.training_terms_s.push_back(
@@ -284,55 +356,77 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Top
   p.training_hidden_s.push_back({"fsdp_comm", std::min(fsdp_s, compute_s), "under compute"});
   p.training_hidden_s.push_back({"ep_comm", ep_hidden, "under compute"});
   p.training_hidden_s.push_back({"cp_comm", cp_hidden, "under attention compute"});
+}
 
+// Full offload: each unit's bf16 gradients go to the host as backward produces them, and
+// the host accumulates them (micro steps before the last) or folds them into the momentum
+// and updates AdamW/signSGD params (the last), while backward goes on. Two resources in
+// order (PCIe D2H, then CPU), each FIFO; what outlasts the last backward is exposed.
+void add_offloaded_backward(Prediction& p, const PlanOptions& o, const StepShape& sh,
+                            const ComputeSeconds& c, const OptimizerPhases& opt) {
+  const Workload& w = sh.w;
+  const double n_micro = sh.n_micro, compute_s = c.compute_s, recompute = c.recompute;
+  const double tokens_per_rank = c.tokens_per_rank, rate = c.rate;
+  const std::map<int64_t, Unit>& units = sh.units;
+  const double bwd_share = w.ac_full ? 3.0 / 4.0 : 2.0 / 3.0;
+  const double mom_b = o.bf16_momentum ? 2 : 4;
+  const double host_update_bpe = o.optimizer == OptimizerKind::signsgd ? 10 : 26;
+  double clock = 0, d2h_free = 0, cpu_free = 0, d2h_busy = 0, cpu_busy = 0;
+  for (int64_t m = 0; m < int64_t(n_micro); ++m) {
+    clock += compute_s / n_micro * (1 - bwd_share);  // forward
+    const bool last = m + 1 == int64_t(n_micro);
+    // Backward order: layers from the last; the root unit (-1: embeddings, LM head, final
+    // norm) last, where FSDP reduces it.
+    for (auto it = units.rbegin(); it != units.rend(); ++it) {
+      const Unit& u = it->second;
+      clock += u.flops_per_token * recompute * tokens_per_rank / n_micro / rate * bwd_share;
+      const double d2h = 2 * u.all / opt.d2h_bps;
+      d2h_free = std::max(clock, d2h_free) + d2h;
+      // Host bytes per element: accumulate (write fp32; later read it too), or at the last
+      // micro step fold Muon's momentum (read grad, M) / update the host-updated params.
+      const double g = n_micro > 1 ? 2 + 4 : 2;
+      const double cpu_bytes =
+          !last ? u.all * (m == 0 ? 6 : 10)
+                : u.muon * (g + 2 * mom_b) + (u.all - u.muon) * (g + host_update_bpe);
+      const double cpu = cpu_bytes / opt.cpu_bps_per_rank;
+      cpu_free = std::max(d2h_free, cpu_free) + cpu;
+      d2h_busy += d2h;
+      cpu_busy += cpu;
+    }
+  }
+  const double exposed = std::max(0.0, std::max(d2h_free, cpu_free) - clock);
+  p.training_hidden_s.push_back(
+      {"backward_grads_d2h", d2h_busy, "bf16 gradients to the host during backward"});
+  p.training_hidden_s.push_back(
+      {"backward_host_work", cpu_busy,
+       "host accumulation, Muon momentum fold, AdamW/signSGD updates during backward"});
+  p.training_terms_s.push_back({"exposed_backward_offload", exposed,
+                                "gradient offload and host work that outlast backward"});
+  p.training_terms_s.push_back(
+      {"post_backward_optimizer", opt.post_backward_s,
+       "momentum H2D, NS and exchanges, update D2H, host apply, weights H2D (Muon batches)" +
+           (opt.post_backward_bound.empty() ? std::string() : "; " + opt.post_backward_bound)});
+  p.training_terms_s.push_back({"weight_upload", 2 * opt.host_update_elems / opt.h2d_bps,
+                                "bf16 weights of the host-updated params H2D after backward"});
+}
+
+}  // namespace
+
+// A training step's memory, traffic and time around the optimizer step (docs/planner.md,
+// "Workload"); each part in its own function above.
+void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Topology& topo,
+                        const PlanOptions& o, const ChunkPlan& plan, const OptimizerPhases& opt,
+                        Prediction& p) {
+  const StepShape sh = step_shape(s, inv, topo, o, plan);
+  add_workload_memory(p, s, o, sh);
+  const CommSeconds comm = add_workload_traffic(p, s, topo, sh);
+  const ComputeSeconds c = compute_seconds(topo, sh);
+  add_compute_terms(p, topo, sh, comm, c);
   if (!offload_policy(o.offload, o.optimizer_staging).host_fold) {
     p.training_terms_s.push_back(
         {"optimizer_step", p.optimizer_step_s, "after backward (section 7)"});
   } else {
-    // Full offload: each unit's bf16 gradients go to the host as backward produces them, and
-    // the host accumulates them (micro steps before the last) or folds them into the momentum
-    // and updates AdamW/signSGD params (the last), while backward goes on. Two resources in
-    // order (PCIe D2H, then CPU), each FIFO; what outlasts the last backward is exposed.
-    const double bwd_share = w.ac_full ? 3.0 / 4.0 : 2.0 / 3.0;
-    const double mom_b = o.bf16_momentum ? 2 : 4;
-    const double host_update_bpe = o.optimizer == OptimizerKind::signsgd ? 10 : 26;
-    double clock = 0, d2h_free = 0, cpu_free = 0, d2h_busy = 0, cpu_busy = 0;
-    for (int64_t m = 0; m < int64_t(n_micro); ++m) {
-      clock += compute_s / n_micro * (1 - bwd_share);  // forward
-      const bool last = m + 1 == int64_t(n_micro);
-      // Backward order: layers from the last; the root unit (-1: embeddings, LM head, final
-      // norm) last, where FSDP reduces it.
-      for (auto it = units.rbegin(); it != units.rend(); ++it) {
-        const Unit& u = it->second;
-        clock += u.flops_per_token * recompute * tokens_per_rank / n_micro / rate * bwd_share;
-        const double d2h = 2 * u.all / opt.d2h_bps;
-        d2h_free = std::max(clock, d2h_free) + d2h;
-        // Host bytes per element: accumulate (write fp32; later read it too), or at the last
-        // micro step fold Muon's momentum (read grad, M) / update the host-updated params.
-        const double g = n_micro > 1 ? 2 + 4 : 2;
-        const double cpu_bytes =
-            !last ? u.all * (m == 0 ? 6 : 10)
-                  : u.muon * (g + 2 * mom_b) + (u.all - u.muon) * (g + host_update_bpe);
-        const double cpu = cpu_bytes / opt.cpu_bps_per_rank;
-        cpu_free = std::max(d2h_free, cpu_free) + cpu;
-        d2h_busy += d2h;
-        cpu_busy += cpu;
-      }
-    }
-    const double exposed = std::max(0.0, std::max(d2h_free, cpu_free) - clock);
-    p.training_hidden_s.push_back(
-        {"backward_grads_d2h", d2h_busy, "bf16 gradients to the host during backward"});
-    p.training_hidden_s.push_back(
-        {"backward_host_work", cpu_busy,
-         "host accumulation, Muon momentum fold, AdamW/signSGD updates during backward"});
-    p.training_terms_s.push_back({"exposed_backward_offload", exposed,
-                                  "gradient offload and host work that outlast backward"});
-    p.training_terms_s.push_back(
-        {"post_backward_optimizer", opt.post_backward_s,
-         "momentum H2D, NS and exchanges, update D2H, host apply, weights H2D (Muon batches)" +
-             (opt.post_backward_bound.empty() ? std::string() : "; " + opt.post_backward_bound)});
-    p.training_terms_s.push_back({"weight_upload", 2 * opt.host_update_elems / opt.h2d_bps,
-                                  "bf16 weights of the host-updated params H2D after backward"});
+    add_offloaded_backward(p, o, sh, c, opt);
   }
   p.training_step_s = sum(p.training_terms_s);
 }

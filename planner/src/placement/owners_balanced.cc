@@ -262,15 +262,13 @@ void index_ranks(State& s) {
   s.by_load = order([&](int r) { return s.load(r); });
 }
 
-}  // namespace
+// (rows, cols) -> the index of that shape.
+using ShapeIds = std::map<std::pair<int64_t, int64_t>, int>;
 
-bool balance_with_rebatching(const ParamInventory& inv, ChunkPlan& plan,
-                             const std::vector<double>& fixed_flops, int ns_iterations,
-                             double max_bytes_limit, double max_flops_limit) {
-  State s;
-  s.inv = &inv;
-  s.g = plan.layout.fsdp;
-  std::map<std::pair<int64_t, int64_t>, int> shapes;
+// Each muon_batch matrix of the plan into s.mats, in model order, with its shape's index:
+// matrices of one shape may share a batch.
+ShapeIds collect_matrices(const ChunkPlan& plan, int ns_iterations, State& s) {
+  ShapeIds shapes;
   for (size_t ci = 0; ci < plan.chunks.size(); ++ci) {
     const Chunk& c = plan.chunks[ci];
     if (c.kind != Chunk::Kind::muon_batch) continue;
@@ -285,11 +283,17 @@ bool balance_with_rebatching(const ParamInventory& inv, ChunkPlan& plan,
       s.mats.push_back(std::move(m));
     }
   }
-  if (s.mats.empty()) return false;
-  std::vector<int> n_shape(shapes.size(), 0);
+  return shapes;
+}
+
+// No matrix owned yet: each rank's bytes (its slices) and FLOPs (the fixed ones), the caps per
+// shape, and the mean loads the balance is measured against.
+void start_loads(State& s, const ParamInventory& inv, const std::vector<double>& fixed_flops,
+                 size_t n_shapes) {
+  std::vector<int> n_shape(n_shapes, 0);
   for (const Mat& m : s.mats) ++n_shape[m.shape];
   for (int n : n_shape) s.cap.push_back((n + s.g - 1) / s.g + 1);
-  s.count.assign(shapes.size(), std::vector<int>(s.g, 0));
+  s.count.assign(n_shapes, std::vector<int>(s.g, 0));
   s.owner.assign(s.mats.size(), -1);
   s.bytes.assign(s.g, 0);
   s.flops = fixed_flops;
@@ -303,13 +307,11 @@ bool balance_with_rebatching(const ParamInventory& inv, ChunkPlan& plan,
   }
   s.nb = std::max(1.0, total_b / s.g);
   s.nf = std::max(1.0, total_f / s.g);
-  index_ranks(s);
-  lpt(s);
-  for (size_t iter = 0; iter < 20 * s.mats.size() + 100; ++iter) {
-    if (!improve(s)) break;
-  }
-  if (max_of(s.bytes) > max_bytes_limit || max_of(s.flops) > max_flops_limit) return false;
+}
 
+// The plan's batches rebuilt from the owners chosen: the chunks other than batches kept, then
+// put back in model order.
+void rebatch(const ParamInventory& inv, ChunkPlan& plan, const State& s, const ShapeIds& shapes) {
   // Batches: the j-th matrix (in model order) each rank owns of a shape.
   std::vector<Chunk> kept;
   for (Chunk& c : plan.chunks) {
@@ -351,6 +353,27 @@ bool balance_with_rebatching(const ParamInventory& inv, ChunkPlan& plan,
   std::stable_sort(kept.begin(), kept.end(),
                    [&](const Chunk& a, const Chunk& b) { return key(a) < key(b); });
   plan.chunks = std::move(kept);
+}
+
+}  // namespace
+
+bool balance_with_rebatching(const ParamInventory& inv, ChunkPlan& plan,
+                             const std::vector<double>& fixed_flops, int ns_iterations,
+                             double max_bytes_limit, double max_flops_limit) {
+  State s;
+  s.inv = &inv;
+  s.g = plan.layout.fsdp;
+  const ShapeIds shapes = collect_matrices(plan, ns_iterations, s);
+  if (s.mats.empty()) return false;
+  start_loads(s, inv, fixed_flops, shapes.size());
+  index_ranks(s);
+  lpt(s);
+  for (size_t iter = 0; iter < 20 * s.mats.size() + 100; ++iter) {
+    if (!improve(s)) break;
+  }
+  if (max_of(s.bytes) > max_bytes_limit || max_of(s.flops) > max_flops_limit) return false;
+
+  rebatch(inv, plan, s, shapes);
   return true;
 }
 

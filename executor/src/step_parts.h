@@ -1,0 +1,120 @@
+// The step's private parts, shared by step.cc and step_offload.cc: scoped backend buffers and
+// timers, and the MuonStep members that hold a chunk's buffers and staged state.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "muonplan/exec/step.h"
+
+namespace muonplan::exec {
+namespace step_detail {
+
+// Rows [begin, end) of a tensor's dim 0 that group position j holds (the plan's shard rule),
+// within one matrix (a partition starting at row_offset).
+inline Range slice_rows(const Plan& plan, int j, const MatrixRef& m) {
+  const ParamTensor& t = plan.inventory.tensors[m.tensor];
+  const Range held = plan.shards[m.tensor].range(t.shape[0], j);
+  return {std::max(held.begin, m.row_offset), std::min(held.end, m.row_offset + m.rows)};
+}
+
+// Backend memory freed when it goes out of scope.
+struct Buffer {
+  Backend* backend = nullptr;
+  void* ptr = nullptr;
+  Buffer() = default;
+  Buffer(Backend& b, size_t bytes) : backend(&b), ptr(bytes ? b.alloc(bytes) : nullptr) {}
+  Buffer(Buffer&& o) noexcept : backend(o.backend), ptr(o.ptr) { o.ptr = nullptr; }
+  Buffer& operator=(Buffer&& o) noexcept {
+    std::swap(backend, o.backend);
+    std::swap(ptr, o.ptr);
+    return *this;
+  }
+  ~Buffer() {
+    if (ptr) backend->free(ptr);
+  }
+  bf16* bf() const { return static_cast<bf16*>(ptr); }
+  float* f32() const { return static_cast<float*>(ptr); }
+};
+
+// Adds the wall time of its scope to a counter.
+class Timed {
+ public:
+  explicit Timed(double& sink) : sink_(sink), t0_(std::chrono::steady_clock::now()) {}
+  ~Timed() {
+    sink_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  }
+  Timed(const Timed&) = delete;
+  Timed& operator=(const Timed&) = delete;
+
+ private:
+  double& sink_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace step_detail
+
+// Records its scope as one stage when the step is tracing; nothing (no clock read) otherwise.
+class MuonStep::Span {
+ public:
+  Span(MuonStep& step, const char* what, Resource r, const Chunk* c)
+      : step_(step.trace_ && what ? &step : nullptr), what_(what), r_(r), c_(c) {
+    if (step_) t0_ = Clock::now();
+  }
+  ~Span() {
+    if (step_) step_->record(what_, r_, c_, t0_);
+  }
+  Span(const Span&) = delete;
+  Span& operator=(const Span&) = delete;
+
+ private:
+  MuonStep* step_;
+  const char* what_;
+  Resource r_;
+  const Chunk* c_;
+  Clock::time_point t0_;
+};
+
+// A Muon batch between its two exchanges.
+struct MuonStep::Flight {
+  const Chunk* chunk = nullptr;
+  int lane = 0;
+  int owned = -1;               // index of the matrix this rank owns, or -1
+  std::vector<int64_t> my_pos;  // per matrix: element offset of my slice in send1/recv2
+  std::vector<int64_t> my_len;  // per matrix: elements of my slice
+  int64_t my_total = 0;         // elements of all my slices
+  step_detail::Buffer send1, gathered, recv2;
+  std::vector<size_t> s1_bytes, s1_displs, r1_bytes, r1_displs;
+  std::unique_ptr<Request> ex1, ex2;
+  MuonStep::Clock::time_point ex1_at, ex2_at;  // when each exchange started (tracing only)
+  bool orthogonalized = false;
+};
+
+// Device pointers to a slice of one parameter's optimizer state while a chunk uses it.
+struct MuonStep::StateSlice {
+  float* m = nullptr;
+  bf16* m_bf16 = nullptr;
+  float* v = nullptr;
+  step_detail::Buffer hold,
+      hold_v;  // `chunked` staging: the device copies (m, v), written back by state_out
+  LocalParam* p = nullptr;
+  int64_t off = 0, len = 0;
+};
+
+// Full offload: pinned host buffers of one lane for the bf16 momentum going to the device,
+// the update coming back and the new weights going out (the planner's pinned_staging).
+struct MuonStep::HostStaging {
+  Backend* backend = nullptr;
+  int64_t capacity = 0;  // elements of each buffer
+  bf16 *momentum = nullptr, *update = nullptr, *weights = nullptr;
+  ~HostStaging() { release(); }
+  void release() {
+    for (bf16* p : {momentum, update, weights}) backend->free_host(p);
+    momentum = update = weights = nullptr;
+    capacity = 0;
+  }
+};
+
+}  // namespace muonplan::exec

@@ -1,0 +1,182 @@
+// Each chunk's stages on the busiest rank and its buffers on every rank (step_figures.h): the
+// input of the step's schedule and of its transient memory.
+#include <algorithm>
+
+#include "cost/step_figures.h"
+#include "muonplan/layout.h"
+#include "muonplan/ns_model.h"
+#include "muonplan/ns_workspace.h"
+#include "muonplan/stage_names.h"
+
+namespace muonplan::step_cost {
+namespace {
+
+// NS scratch of `count` matrices in one call: the executor's workspace (ns_workspace.h).
+double ns_scratch_bytes(int64_t count, int64_t rows, int64_t cols) {
+  return double(ns_workspace_layout(count, rows, cols).total);
+}
+
+// `chunked` staging: per rank, its largest AdamW tensor's elements (the piece staged at once).
+std::vector<double> largest_adamw_piece(const ParamInventory& inv, const StepFigures& f) {
+  std::vector<double> adamw_piece(f.world, 0);
+  for (const ParamTensor& t : inv.tensors) {
+    if (t.rule != UpdateRule::adamw || (t.mtp && !f.o.include_mtp)) continue;
+    const ShardRule sr = shard_rule(t, f.o.layout, f.world);
+    const double per_entry = double(t.numel() / t.shape[0]);
+    for (int r = 0; r < f.world; ++r)
+      adamw_piece[r] = std::max(adamw_piece[r], double(sr.range(t.shape[0], r).size()) * per_entry);
+  }
+  return adamw_piece;
+}
+
+// An AdamW group's stages on the busiest rank, `elems` of its elements there.
+std::vector<Stage> adamw_stages(const StepFigures& f, double elems) {
+  const Rates& rt = f.rt;
+  const double adamw_bpe = 28;  // read p, g, m, v; write p, m, v (fp32)
+  const double cpu_adamw_bpe = 30;
+  std::vector<Stage> st;
+  if (f.pol.host_adamw) {
+    st.push_back(
+        {Resource::pcie_d2h, 2 * elems / rt.d2h_bps, stage::kGradsD2H, StagePhase::backward});
+    st.push_back({Resource::cpu, elems * cpu_adamw_bpe / rt.cpu_bps_per_rank, stage::kCpuAdamw,
+                  StagePhase::backward});
+    st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, stage::kWeightsH2D,
+                  StagePhase::weight_upload});
+  } else {
+    const double bpe = f.o.optimizer == OptimizerKind::signsgd ? 14 : adamw_bpe;
+    st.push_back({Resource::gpu, elems * bpe / rt.hbm_bps, stage::kAdamwKernel});
+  }
+  return st;
+}
+
+// A Muon chunk's stages on the busiest rank: `elems` of its elements there, its NS seconds and
+// the seconds of one exchange (0: local work, no exchange).
+std::vector<Stage> muon_stages(const StepFigures& f, double elems, double ns_s, double exch_s) {
+  const PlanOptions& o = f.o;
+  const OffloadPolicy& pol = f.pol;
+  const Rates& rt = f.rt;
+  const HostPasses& passes = f.passes;
+  const double mom_b = o.bf16_momentum ? 2 : 4;
+  // GPU momentum fold: read G (4), read+write M, with Nesterov write+read U (fp32), write the
+  // bf16 copy that is exchanged (2).
+  const double momentum_bpe = 4 + 2 * mom_b + (o.nesterov ? 8 : 0) + 2;
+  const double update_bpe = 4 + 2 + 4;        // read W, read bf16 update, write W (decay folded in)
+  const double cpu_fold_bpe = 4 + 2 * mom_b;  // host: read G, read+write M
+  std::vector<Stage> st;
+  if (pol.host_fold) {
+    st.push_back(
+        {Resource::pcie_d2h, 2 * elems / rt.d2h_bps, stage::kGradsD2H, StagePhase::backward});
+    st.push_back({Resource::cpu, elems * cpu_fold_bpe / rt.cpu_bps_per_rank, stage::kCpuFold,
+                  StagePhase::backward});
+    // A PyTorch trainer casts the fp32 momentum to bf16 in its own host pass after backward.
+    if (passes.momentum_cast_bpe > 0)
+      st.push_back({Resource::cpu, elems * passes.momentum_cast_bpe / rt.cpu_bps_per_rank,
+                    stage::kCpuMomentumCast});
+    st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, stage::kMomentumH2D});
+  } else {
+    st.push_back({Resource::gpu, elems * momentum_bpe / rt.hbm_bps, stage::kMomentum});
+  }
+  if (exch_s > 0) st.push_back({Resource::network, exch_s, stage::kToOwners});
+  st.push_back({Resource::gpu, ns_s, stage::kNewtonSchulz});
+  if (exch_s > 0) st.push_back({Resource::network, exch_s, stage::kBack});
+  if (pol.host_apply) {
+    st.push_back({Resource::pcie_d2h, 2 * elems / rt.d2h_bps, stage::kUpdateD2H});
+    st.push_back({Resource::cpu, elems * passes.apply_bpe / rt.cpu_bps_per_rank, stage::kCpuApply});
+    if (passes.weight_cast_bpe > 0)
+      st.push_back({Resource::cpu, elems * passes.weight_cast_bpe / rt.cpu_bps_per_rank,
+                    stage::kCpuWeightCast});
+    st.push_back({Resource::pcie_h2d, 2 * elems / rt.h2d_bps, stage::kWeightsH2D});
+  } else {
+    st.push_back({Resource::gpu, elems * update_bpe / rt.hbm_bps, stage::kUpdate});
+  }
+  return st;
+}
+
+// One chunk's stages on the busiest rank, `chunked` staging's state transfers around them.
+std::vector<Stage> chunk_stages(const Topology& topo, const StepFigures& f, const Chunk& c,
+                                const BatchTraffic& bt) {
+  const PlanOptions& o = f.o;
+  std::vector<Stage> st;
+  double elems = 0;        // this chunk's elements on the busiest rank
+  double state_elems = 0;  // bytes of optimizer state for the chunk on that rank
+  if (c.kind == Chunk::Kind::adamw_group) {
+    elems = f.aw;
+    state_elems = f.muon ? f.aw * adamw_state_bytes() : state_bytes(o, 0, f.aw);
+    st = adamw_stages(f, elems);
+  } else {
+    double ns_s = 0, exch_s = 0;
+    if (c.kind == Chunk::Kind::muon_batch) {
+      elems = *std::max_element(bt.held_elems.begin(), bt.held_elems.end());
+      ns_s = ns_cost(topo, 1, c.rows, c.cols, o.schedule).total_s;
+      exch_s = bt.exchange_s;
+    } else {
+      const int64_t count = c.local.max();
+      elems = double(count) * c.rows * c.cols;
+      ns_s = count > 0 ? ns_cost(topo, count, c.rows, c.cols, o.schedule).total_s : 0;
+    }
+    state_elems = elems * muon_state_bytes(o);
+    st = muon_stages(f, elems, ns_s, exch_s);
+  }
+  if (f.chunked) {
+    st.insert(st.begin(), {Resource::pcie_h2d, state_elems / f.rt.h2d_bps, stage::kStateH2D});
+    st.push_back({Resource::pcie_d2h, state_elems / f.rt.d2h_bps, stage::kStateD2H});
+  }
+  return st;
+}
+
+// The chunk's buffers on each rank, into that rank's windows. A batch: send and receive
+// buffers of both exchanges (bf16) and, on owners, the gathered matrix, held while in
+// flight; the NS workspace on owners only during NS. Local work needs no exchange: its bf16
+// copies, workspace and look-ahead live only while it computes. `chunked` staging brings
+// state one piece at a time (a rank's slice of a batch matrix, a local entry, an AdamW
+// tensor), written back before the next: scratch too.
+void add_chunk_buffers(RankWindows& windows, const StepFigures& f, const Chunk& c,
+                       const BatchTraffic& bt, const std::vector<double>& adamw_piece) {
+  const PlanOptions& o = f.o;
+  const bool chunked = f.chunked;
+  const double mom_bytes = muon_state_bytes(o);
+  const double adamw_piece_bytes = f.muon ? adamw_state_bytes() : state_bytes(o, 0, 1);
+  const double mat = double(c.rows) * double(c.cols);
+  if (c.kind == Chunk::Kind::muon_batch) {
+    const double ws = ns_scratch_bytes(1, c.rows, c.cols);
+    const int g = c.group_size;
+    windows.add([&](int r) {
+      const int pos = r % g;
+      const double held = bt.buffer_elems[pos];
+      double h = 2 * 2 * held + (bt.owns[pos] ? 2 * mat : 0) + (o.nesterov ? 4 * held : 0);
+      double sc = bt.owns[pos] ? ws : 0;
+      if (chunked) sc = std::max(sc, bt.largest_slice[pos] * mom_bytes);
+      return std::make_pair(h, sc);
+    });
+  } else if (c.kind == Chunk::Kind::muon_local) {
+    windows.add([&](int r) {
+      const int64_t n = c.local.at(r);
+      double sc = 2.0 * double(n) * mat + ns_scratch_bytes(n, c.rows, c.cols) +
+                  (o.nesterov ? 4.0 * double(n) * mat : 0);
+      if (chunked && n > 0) sc = std::max(sc, mat * mom_bytes);
+      return std::make_pair(0.0, sc);
+    });
+  } else {
+    windows.add([&](int r) {
+      return std::make_pair(0.0, chunked ? adamw_piece[r] * adamw_piece_bytes : 0.0);
+    });
+  }
+}
+
+}  // namespace
+
+ChunkCosts chunk_costs(const ParamInventory& inv, const Topology& topo, const StepFigures& f,
+                       const ChunkPlan& plan) {
+  ChunkCosts cc{{}, RankWindows(f.world, f.depth)};
+  const std::vector<double> adamw_piece =
+      f.chunked ? largest_adamw_piece(inv, f) : std::vector<double>{};
+  for (const Chunk& c : plan.chunks) {
+    const BatchTraffic bt =
+        c.kind == Chunk::Kind::muon_batch ? batch_traffic(inv, c, f.rt, f.gpn) : BatchTraffic{};
+    cc.stages.push_back(chunk_stages(topo, f, c, bt));
+    add_chunk_buffers(cc.windows, f, c, bt, adamw_piece);
+  }
+  return cc;
+}
+
+}  // namespace muonplan::step_cost

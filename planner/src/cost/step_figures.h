@@ -1,0 +1,90 @@
+// The figures every part of a prediction reads, and each chunk's stages and buffers: shared by
+// cost_model.cc (memory, traffic, time) and chunk_costs.cc (the per-chunk pieces). Internal to
+// the cost model.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "cost/gpu_persistent.h"
+#include "cost/step_traffic.h"
+#include "cost/workload_cost.h"
+#include "muonplan/cost_model.h"
+#include "muonplan/offload_policy.h"
+
+namespace muonplan::step_cost {
+
+// Elements each world rank holds, by update rule.
+struct LocalElems {
+  std::vector<double> muon, adamw;
+  double all(int r) const { return muon[r] + adamw[r]; }
+};
+
+// Optimizer-state bytes per element: gpu_persistent.h (muon_state_bytes, adamw_state_bytes,
+// state_bytes), stated once for the cost model and the search's lower bound.
+using muonplan::adamw_state_bytes;
+using muonplan::muon_state_bytes;
+using muonplan::state_bytes;
+
+// Per rank, the heaviest window of `depth` consecutive chunks in flight: the bytes they hold
+// summed, plus the largest scratch among them (compute runs one chunk at a time). Each rank's
+// own sum: the busiest ranks of different chunks are different ranks.
+class RankWindows {
+ public:
+  RankWindows(int world, int depth)
+      : world_(world),
+        depth_(depth),
+        held_(size_t(world) * depth, 0),
+        scratch_(size_t(world) * depth, 0),
+        sum_(world, 0),
+        best_(world, 0) {}
+  // held_scratch(r) -> {held, scratch} of the next chunk on rank r.
+  template <class F>
+  void add(F held_scratch) {
+    const size_t slot = n_++ % size_t(depth_);
+    for (int r = 0; r < world_; ++r) {
+      const auto [h, sc] = held_scratch(r);
+      double* held = &held_[size_t(r) * depth_];
+      double* scratch = &scratch_[size_t(r) * depth_];
+      sum_[r] += h - held[slot];
+      held[slot] = h;
+      scratch[slot] = sc;
+      best_[r] = std::max(best_[r], sum_[r] + *std::max_element(scratch, scratch + depth_));
+    }
+  }
+  double at(int r) const { return best_[r]; }
+
+ private:
+  int world_, depth_;
+  size_t n_ = 0;
+  std::vector<double> held_, scratch_, sum_, best_;
+};
+
+// The figures every part of a prediction reads, computed once per candidate.
+struct StepFigures {
+  const PlanOptions& o;
+  // Where each array lives and what moves: the offload policy's table (offload_policy.h).
+  const OffloadPolicy& pol;
+  int gpn, world, depth;  // GPUs per node, ranks, chunks in flight
+  LocalElems local;
+  Rates rt;
+  HostPasses passes;  // host apply bytes per element, by runtime
+  bool muon, chunked, host_pipeline;
+  // The busiest rank by persistent bytes: its elements (all, Muon's, AdamW's) and state bytes.
+  double all, mu, aw, state;
+};
+
+// Every chunk's stages (the schedule's input) and, per rank, the bytes each chunk holds while
+// in flight and scratch that lives only during its GPU compute (RankWindows).
+struct ChunkCosts {
+  std::vector<std::vector<Stage>> stages;
+  RankWindows windows;
+};
+
+// Every chunk's stages on the busiest rank and its buffers on each rank (chunk_costs.cc).
+ChunkCosts chunk_costs(const ParamInventory& inv, const Topology& topo, const StepFigures& f,
+                       const ChunkPlan& plan);
+
+}  // namespace muonplan::step_cost

@@ -1,0 +1,35 @@
+// The rates the optimizer-step time model runs at, and what one Muon batch exchanges: the
+// figures cost_model.cc's stages are timed with. Internal to the cost model.
+#pragma once
+
+#include <vector>
+
+#include "muonplan/cost_model.h"
+
+namespace muonplan::step_cost {
+
+// Rates the time model uses, from the topology and its calibration.
+struct Rates {
+  double hbm_bps, cpu_bps_per_rank, h2d_bps, d2h_bps, intra_bps, inter_bps;
+  double intra_latency_s, inter_latency_s;
+  double collective_s;  // fixed cost per all-to-all (calibration)
+};
+
+Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node);
+
+// Per group position: elements of the batch it holds, and the seconds of each exchange; and
+// its buffers as the step allocates them (executor/src/step.cc, start_batch): `buffer_elems`
+// of its slices (padding matrices' zero slices too: they travel), whether it owns a matrix (a
+// gathered copy and an NS workspace; padding owners too), and its largest slice of a real
+// matrix (a `chunked` staging piece).
+struct BatchTraffic {
+  std::vector<double> held_elems;
+  double exchange_s = 0;  // one exchange (the return exchange moves the same bytes back)
+  std::vector<double> buffer_elems, largest_slice;
+  std::vector<char> owns;
+};
+
+BatchTraffic batch_traffic(const ParamInventory& inv, const Chunk& c, const Rates& rt,
+                           int gpus_per_node);
+
+}  // namespace muonplan::step_cost
