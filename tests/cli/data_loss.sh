@@ -143,9 +143,13 @@ expect "report --trace deep" 2 "$work/deep-trace.json:1:65: $deep" \
   "$bin" report --model models/tiny-dense.yaml --trace "$work/deep-trace.json" --out "$work/rd"
 expect "calibrate --metrics deep" 2 "$work/deep-trace.json:1:65: $deep" \
   "$bin" calibrate --metrics "$work/deep-trace.json"
-"$py" -c "open('$work/deep.yaml','w').write('name: '+'['*100000+']'*100000+'\n')"
+# 10,000 nested lists: yaml-cpp's depth guard; 100,000: the separator bound, before parsing.
+"$py" -c "open('$work/deep.yaml','w').write('name: '+'['*10000+']'*10000+'\n')"
 EXPECT_MATCH=suffix expect "deep YAML" 2 "yaml: nested too deeply (depth 500); muonplan's formats nest a few levels" \
   "$bin" inspect --model "$work/deep.yaml"
+"$py" -c "open('$work/deeper.yaml','w').write('name: '+'['*100000+']'*100000+'\n')"
+EXPECT_MATCH=suffix expect "deeper YAML" 2 "yaml: more than 65536 items (separators , : - ? [ { or lines); no muonplan YAML file holds as many" \
+  "$bin" inspect --model "$work/deeper.yaml"
 
 # --- What execute prints: fixed formats, and rank 0's progress with --progress -------------
 "$bin" execute --plan "$work/p.json" --steps 2 --progress >"$work/out" 2>"$work/err" \
