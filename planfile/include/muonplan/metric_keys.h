@@ -2,7 +2,7 @@
 // The names of the figures a plan predicts and a run measures, one table for both sides:
 // plan.json's `predicted` (plan_json.cc), the `predicted` execute copies into metrics.json
 // (read through PredictedFigures below, so it holds exactly these keys) and metrics.json's
-// `measured` (executor/src/metrics.cc). The report and `calibrate` pair a measured figure with
+// `measured` (executor/src/run/metrics.cc). The report and `calibrate` pair a measured figure with
 // its prediction by name, so a figure renamed here is renamed on both sides at once.
 
 #include <optional>

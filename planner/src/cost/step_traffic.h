@@ -18,7 +18,7 @@ struct Rates {
 Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node);
 
 // Per group position: elements of the batch it holds, and the seconds of each exchange; and
-// its buffers as the step allocates them (executor/src/step.cc, start_batch): `buffer_elems`
+// its buffers as the step allocates them (executor/src/step/step.cc, start_batch): `buffer_elems`
 // of its slices (padding matrices' zero slices too: they travel), whether it owns a matrix (a
 // gathered copy and an NS workspace; padding owners too), and its largest slice of a real
 // matrix (a `chunked` staging piece).

@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include "cpu_kernels.h"
+#include "backends/cpu/cpu_kernels.h"
 #include "muonplan/exec/host_kernels.h"
 #include "muonplan/exec/step.h"
 #include "muonplan/stage_names.h"
-#include "step_parts.h"
+#include "step/step_parts.h"
 
 namespace muonplan::exec {
 

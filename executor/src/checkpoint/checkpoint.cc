@@ -23,7 +23,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "checkpoint_files.h"
+#include "checkpoint/checkpoint_files.h"
 #include "muonplan/error.h"
 #include "muonplan/exec/agreed_error.h"
 #include "muonplan/exec/digest.h"

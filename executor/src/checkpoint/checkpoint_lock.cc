@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "checkpoint_files.h"
+#include "checkpoint/checkpoint_files.h"
 #include "muonplan/error.h"
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/safetensors.h"

@@ -6,7 +6,7 @@
 //   notice (i64 origin, i64 step, i64 flags, text): a rank is exiting because `origin` failed
 //          at `step`; origin == sender for its own error, another rank for a relayed failure
 //          (flag 1: origin stopped responding, so nobody waits for its notice).
-#include "mpi_watchdog.h"
+#include "comm/mpi_watchdog.h"
 
 #include <signal.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // OnednnGemm (cpu_gemm_onednn.h): oneDNN matmul primitives, cached by shape, one per row block.
-#include "cpu_gemm_onednn.h"
+#include "backends/cpu/cpu_gemm_onednn.h"
 
 #include <omp.h>
 
@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "cpu_kernels.h"
+#include "backends/cpu/cpu_kernels.h"
 
 namespace muonplan::exec::cpu {
 namespace {

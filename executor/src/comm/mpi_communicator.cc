@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "mpi_watchdog.h"
+#include "comm/mpi_watchdog.h"
 #include "muonplan/exec/communicator.h"
 
 namespace muonplan::exec {

@@ -1,6 +1,6 @@
 // AVX2 kernels of the CPU backend: the bf16 <-> fp32 conversions around every GEMM (they must
 // be cheap next to sgemm) and the sum of squares of the NS norm.
-#include "cpu_kernels.h"
+#include "backends/cpu/cpu_kernels.h"
 
 #include <immintrin.h>
 

@@ -11,7 +11,7 @@
 
 #include <unistd.h>
 
-#include "execute_checkpoint.h"
+#include "run/execute_checkpoint.h"
 #include "muonplan/error.h"
 #include "muonplan/exec/agreed_error.h"
 #include "muonplan/exec/bf16.h"

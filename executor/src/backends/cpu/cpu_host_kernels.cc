@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "host_kernels_isa.h"
+#include "backends/cpu/host_kernels_isa.h"
 #include "muonplan/exec/optimizer_formulas.h"
 
 namespace muonplan::exec::host {

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "checkpoint_files.h"
+#include "checkpoint/checkpoint_files.h"
 #include "muonplan/error.h"
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/digest.h"

@@ -1,6 +1,6 @@
 // The checkpoint side of `muonplan execute`: the lock a run holds, the resume every rank
 // agrees on, and the entries a save writes (execute_checkpoint.h).
-#include "execute_checkpoint.h"
+#include "run/execute_checkpoint.h"
 
 #include <cmath>
 #include <cstdio>

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "host_kernels_isa.h"
+#include "backends/cpu/host_kernels_isa.h"
 #include "muonplan/exec/host_kernels.h"
 
 namespace muonplan::exec::host {

@@ -3,7 +3,7 @@
 #include <memory>
 #include <utility>
 
-#include "forwarding_communicator.h"
+#include "comm/forwarding_communicator.h"
 #include "muonplan/exec/cpu_async_backend.h"
 
 namespace muonplan::exec {

@@ -1,6 +1,6 @@
 #include "muonplan/exec/step.h"
 
-#include "cpu_kernels.h"
+#include "backends/cpu/cpu_kernels.h"
 
 #include <algorithm>
 #include <chrono>
@@ -11,7 +11,7 @@
 
 #include "muonplan/exec/host_kernels.h"
 #include "muonplan/stage_names.h"
-#include "step_parts.h"
+#include "step/step_parts.h"
 
 namespace muonplan::exec {
 

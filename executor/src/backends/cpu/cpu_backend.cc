@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "cpu_gemm_onednn.h"
-#include "cpu_kernels.h"
+#include "backends/cpu/cpu_gemm_onednn.h"
+#include "backends/cpu/cpu_kernels.h"
 #include "muonplan/exec/backend.h"
 #include "muonplan/exec/openblas_core.h"
 #include "muonplan/exec/optimizer_formulas.h"

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "forwarding_communicator.h"
+#include "comm/forwarding_communicator.h"
 #include "muonplan/exec/backend.h"
 #include "muonplan/exec/communicator.h"
 

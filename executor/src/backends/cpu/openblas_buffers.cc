@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu_kernels.h"
+#include "backends/cpu/cpu_kernels.h"
 
 namespace muonplan::exec::cpu {
 
