@@ -218,7 +218,7 @@ cuda_dirs="$("$py" -c "import json,sys; print(':'.join(json.load(open(sys.argv[1
 # around each (once: what they start inherits the namespace).
 mkdir -p "$work/bin" "$work/share/muonplan/calibration"
 for d in models topologies reports; do ln -s "$root/$d" "$work/share/muonplan/$d"; done
-ln -s "$root/tests/data/calibration/published.yaml" "$work/share/muonplan/calibration/"
+ln -s "$root/data/calibration/published.yaml" "$work/share/muonplan/calibration/"
 for b in "$bundle"/bin/*; do
   name="$(basename "$b")"
   {

@@ -53,7 +53,7 @@ def calibration_table(path, out):
 
 def published_ns(root):
     """Published H200 NS times (published.yaml: 5-step schedule, bf16 GEMMs, folded adds)."""
-    text = open(os.path.join(root, "tests/data/calibration/published.yaml")).read()
+    text = open(os.path.join(root, "data/calibration/published.yaml")).read()
     return {(int(m[1]), int(m[2]), int(m[3])): float(m[4]) for m in re.finditer(
         r"\{batch: *(\d+), *rows: *(\d+), *cols: *(\d+), *ms: *([\d.]+)\}", text)}
 

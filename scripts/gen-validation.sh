@@ -73,7 +73,7 @@ activation checkpointing with AC offload, fused LM head in 1024-token chunks
 (`--tokens-per-step 1048576 --seq-len 131072 --ac full --ac-offload --lm-head-chunk 1024`),
 planned with `--runtime pytorch` (the default with a workload: allocator reserve, NCCL buffers,
 context and pinned rounding, docs/planner.md section 5b). One run of these settings was
-measured (1 node, full offload, Muon; `training_runs` in `tests/data/calibration/published.yaml`)
+measured (1 node, full offload, Muon; `training_runs` in `data/calibration/published.yaml`)
 and the shipped topology is calibrated on it (next section); the other rows are predictions,
 checked against runs not in this repository. Rows: `muonplan plan --model M --nodes N --offload
 O --layout L --optimizer X [workload flags] --json`, terms from `predicted.breakdown`.
@@ -132,7 +132,7 @@ PY
 # Validation against published measurements
 
 The planner models from first principles (docs/planner.md); this page compares its predictions
-with measured figures from `tests/data/calibration/published.yaml` (H200 nodes, 8 GPUs each,
+with measured figures from `data/calibration/published.yaml` (H200 nodes, 8 GPUs each,
 NVLink inside a node); the `published` column below quotes each figure compared. The
 tolerances are the project's acceptance bounds; rows marked "reported" are shown for context
 (the padded implementation the figures came from differs from ours in ways the file does not

@@ -25,7 +25,7 @@ out="$("$prefix/bin/muonplan" plan --model "$m" --json 2>&1)" &&
   echo "$out" | "$py" -c "import json,sys; d=json.load(sys.stdin); assert d['topology']=='h200-ib' and d['fits']" &&
   ok || bad "installed plan (default topology from share): $out"
 # validate from the installed data alone prints what the build's binary prints from the source tree.
-"$bin" validate --published "$root/tests/data/calibration/published.yaml" --models "$root/models" \
+"$bin" validate --published "$root/data/calibration/published.yaml" --models "$root/models" \
   --topology "$root/topologies/h200-ib.yaml" --markdown >"$work/validate.want"
 expect "installed validate" 0 "" "$prefix/bin/muonplan" validate --markdown
 cmp -s "$work/out" "$work/validate.want" && grep -q "^| figure |" "$work/out" && ok ||

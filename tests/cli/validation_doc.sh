@@ -2,7 +2,7 @@
 # docs/validation.md holds exactly what `muonplan validate --markdown` prints now.
 set -u
 source "$(dirname "$0")/lib.sh"
-expect validate 0 "" "$bin" validate --published tests/data/calibration/published.yaml \
+expect validate 0 "" "$bin" validate --published data/calibration/published.yaml \
   --models models --topology topologies/h200-ib.yaml --markdown
 if cmp -s <(sed -n '/^| figure |/,$p' docs/validation.md) "$work/out"; then ok
 else

@@ -1,4 +1,4 @@
-// The planner against published H200 measurements (tests/data/calibration/published.yaml):
+// The planner against published H200 measurements (data/calibration/published.yaml):
 // every figure it predicts lies within the tolerance the file gives.
 #include <catch2/catch.hpp>
 
@@ -10,7 +10,7 @@ using test::h200;
 
 TEST_CASE("predictions match the published H200 measurements within tolerance", "[validation]") {
   const std::vector<ValidationRow> rows = validate_published(
-      repo_path("tests/data/calibration/published.yaml"), repo_path("models"), h200());
+      repo_path("data/calibration/published.yaml"), repo_path("models"), h200());
   int checked = 0;
   for (const ValidationRow& r : rows) {
     INFO(r.figure << " " << r.setting << ": published " << r.published << ", predicted "

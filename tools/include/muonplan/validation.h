@@ -1,4 +1,4 @@
-// Checks the planner against published measurements (tests/data/calibration/published.yaml;
+// Checks the planner against published measurements (data/calibration/published.yaml;
 // the figures are quoted in docs/validation.md): each row is a published figure, the planner's
 // prediction for the same setting, and the tolerance the project holds itself to.
 #pragma once
