@@ -1,6 +1,6 @@
 #include "backend_select.h"
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 
 #ifdef MUONPLAN_HAVE_CUDA
 #include "muonplan/exec/cuda_backend.h"

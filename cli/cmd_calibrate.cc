@@ -8,8 +8,8 @@
 
 #include "commands.h"
 #include "muonplan/calibrate.h"
-#include "muonplan/error.h"
-#include "muonplan/io.h"
+#include "muonplan/base/error.h"
+#include "muonplan/base/io.h"
 #include "muonplan/training_run.h"
 #include "paths.h"
 

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/inventory.h"
 #include "muonplan/json_forms.h"
 #include "muonplan/model_io.h"

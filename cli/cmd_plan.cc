@@ -7,15 +7,15 @@
 
 #include "candidate_table.h"
 #include "commands.h"
-#include "muonplan/error.h"
-#include "muonplan/io.h"
+#include "muonplan/base/error.h"
+#include "muonplan/base/io.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan.h"
 #include "muonplan/plan_inputs.h"
 #include "muonplan/trace.h"
 #include "muonplan/trainer_answer.h"
 #include "muonplan/trainer_config.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 #include "paths.h"
 
 namespace muonplan::cli {

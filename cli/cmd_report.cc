@@ -5,7 +5,7 @@
 
 #include "commands.h"
 #include "muonplan/data_dir.h"
-#include "muonplan/io.h"
+#include "muonplan/base/io.h"
 #include "muonplan/model_io.h"
 #include "muonplan/model_resolve.h"
 #include "muonplan/report_data.h"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/topology.h"
 
 namespace muonplan::cli {

@@ -8,7 +8,7 @@
 
 #include "commands.h"
 #include "muonplan/child_process.h"
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 
 // " while reading --model m.yaml, --plan p.json" for the input files given to the command that
 // ran out of memory (std::bad_alloc carries no file), or "".

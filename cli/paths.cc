@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 
 namespace muonplan::cli {
 namespace {

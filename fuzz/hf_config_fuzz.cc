@@ -5,7 +5,7 @@
 #include <string>
 
 #include "fuzz_model.h"
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/model_io.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

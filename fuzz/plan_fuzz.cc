@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/plan.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/topology.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

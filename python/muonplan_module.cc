@@ -13,7 +13,7 @@
 #include <string>
 
 #include "muonplan/data_dir.h"
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/checkpoint_entries.h"

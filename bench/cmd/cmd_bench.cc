@@ -23,7 +23,7 @@
 
 #include "backend_select.h"
 #include "commands.h"
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/exec/backend.h"
 #include "muonplan/exec/newton_schulz.h"
 #include "muonplan/exec/openblas_core.h"

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "commands.h"
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/exec/cpu_threads.h"
 #include "muonplan/exec/host_kernels.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 
 namespace muonplan::cli {
 namespace {

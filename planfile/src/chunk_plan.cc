@@ -4,7 +4,7 @@
 #include <numeric>
 #include <tuple>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 
 namespace muonplan {
 

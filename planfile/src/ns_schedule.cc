@@ -4,7 +4,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/plan_checks.h"
 
 namespace muonplan {

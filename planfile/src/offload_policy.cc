@@ -1,6 +1,6 @@
 #include "muonplan/offload_policy.h"
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 
 namespace muonplan {
 namespace {

@@ -1,6 +1,6 @@
 #include "muonplan/plan_checks.h"
 
-#include "muonplan/io.h"
+#include "muonplan/base/io.h"
 
 #include <cmath>
 #include <cstdio>
@@ -197,97 +197,6 @@ json figures_to_json(const PredictedFigures& figures) {
     j[f.name] = v ? json(*v) : json(nullptr);
   }
   return j;
-}
-
-namespace {
-
-// The object or array being read, and how the next value in it is named.
-struct Frame {
-  bool object = false;
-  std::string key;                        // object: the key of the value being read
-  size_t count = 0;                       // array: values so far
-  std::map<std::string, SourceLoc> keys;  // object: each key and where it was given
-};
-
-// "a.b[3]" for the value the innermost frame holds under `key`.
-std::string field_of(const std::vector<Frame>& stack, const std::string& key) {
-  std::string f;
-  for (size_t i = 0; i + 1 < stack.size(); ++i) {
-    if (stack[i].object) {
-      f += (f.empty() ? "" : ".") + stack[i].key;
-    } else {
-      f += "[" + std::to_string(stack[i].count - 1) + "]";
-    }
-  }
-  return f.empty() ? key : f + "." + key;
-}
-
-void count_value(std::vector<Frame>& stack) {
-  if (!stack.empty() && !stack.back().object) ++stack.back().count;
-}
-
-}  // namespace
-
-std::vector<DuplicateKey> find_duplicate_keys(const std::string& text, const std::string& path) {
-  std::vector<DuplicateKey> out;
-  std::vector<Frame> stack;
-  int line = 1;
-  size_t line_start = 0;
-  const size_t n = text.size();
-  auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-  for (size_t i = 0; i < n;) {
-    const char c = text[i];
-    if (c == '\n') {
-      ++line;
-      line_start = ++i;
-    } else if (c == '{' || c == '[') {
-      count_value(stack);
-      stack.push_back(Frame{c == '{', "", 0, {}});
-      ++i;
-    } else if (c == '}' || c == ']') {
-      if (!stack.empty()) stack.pop_back();
-      ++i;
-    } else if (c == '"') {
-      const size_t start = i++;
-      while (i < n && text[i] != '"') i += text[i] == '\\' ? 2 : 1;
-      const size_t end = std::min(i, n - 1);  // the closing quote
-      i = end + 1;
-      size_t j = i;
-      while (j < n && is_space(text[j])) ++j;
-      if (j < n && text[j] == ':' && !stack.empty() && stack.back().object) {
-        std::string key;
-        try {
-          key = json::parse(text.substr(start, end - start + 1)).get<std::string>();
-        } catch (const json::exception&) {
-          key = text.substr(start + 1, end - start - 1);
-        }
-        const SourceLoc at{path, line, int(start - line_start) + 1};
-        Frame& top = stack.back();
-        const auto [it, fresh] = top.keys.emplace(key, at);
-        if (!fresh) out.push_back({field_of(stack, key), it->second, at});
-        top.key = key;
-      } else {
-        count_value(stack);
-      }
-    } else if (is_space(c) || c == ',' || c == ':') {
-      ++i;
-    } else {  // a number, true, false or null
-      count_value(stack);
-      while (i < n && !is_space(text[i]) &&
-             std::string_view(",:[]{}\"").find(text[i]) == std::string_view::npos)
-        ++i;
-    }
-  }
-  return out;
-}
-
-void refuse_duplicate_keys(const std::string& text, const std::string& path) {
-  const std::vector<DuplicateKey> dups = find_duplicate_keys(text, path);
-  if (dups.empty()) return;
-  const DuplicateKey& d = dups.front();
-  throw InputError(d.second, d.field,
-                   "given twice, at lines " + std::to_string(d.first.line) + " and " +
-                       std::to_string(d.second.line));
 }
 
 bool is_valid_utf8(std::string_view s) {

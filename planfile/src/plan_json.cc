@@ -2,7 +2,7 @@
 // says; every figure under predicted.breakdown is a named term with its formula.
 #include "muonplan/plan_checks.h"
 #include "muonplan/plan_file.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 
 namespace muonplan {
 namespace {

@@ -4,11 +4,11 @@
 #include <cmath>
 #include <map>
 
-#include "muonplan/error.h"
-#include "muonplan/io.h"
+#include "muonplan/base/error.h"
+#include "muonplan/base/io.h"
 #include "muonplan/plan_checks.h"
 #include "muonplan/plan_file.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 
 namespace muonplan {
 namespace {

@@ -1,6 +1,6 @@
 #include "muonplan/plan_options.h"
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 
 namespace muonplan {
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/plan_file.h"
 
 namespace muonplan {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/model_io.h"
 #include "muonplan/owners.h"
 #include "muonplan/plan.h"

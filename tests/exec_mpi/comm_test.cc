@@ -15,7 +15,7 @@
 
 #include <filesystem>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/exec/agreed_error.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "muonplan/plan.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 #include "test_plans.h"
 
 using namespace muonplan;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/inventory.h"
 #include "muonplan/model_io.h"
 #include "test_paths.h"

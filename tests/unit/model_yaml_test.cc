@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/inventory.h"
 #include "muonplan/model_io.h"
 #include "test_paths.h"

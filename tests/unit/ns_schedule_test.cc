@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/ns_schedule.h"
 #include "test_plans.h"
 

@@ -8,7 +8,8 @@
 #include <fstream>
 #include <functional>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
+#include "muonplan/base/json_bounds.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan.h"
 #include "muonplan/plan_checks.h"

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "muonplan/plan.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 #include "test_plans.h"
 
 using namespace muonplan;

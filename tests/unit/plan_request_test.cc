@@ -2,7 +2,7 @@
 // replaced by the default that "not given" stands for.
 #include <catch2/catch.hpp>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/plan_request.h"
 #include "test_plans.h"
 

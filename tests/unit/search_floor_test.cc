@@ -3,7 +3,7 @@
 // count rules of issue 22's third round.
 #include <catch2/catch.hpp>
 
-#include "muonplan/json_bounds.h"
+#include "muonplan/base/json_bounds.h"
 #include "muonplan/plan_checks.h"
 #include "plan/search_floor.h"
 #include "test_plans.h"

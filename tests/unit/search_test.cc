@@ -1,7 +1,7 @@
 // The search over node counts and offload modes, and requests it refuses.
 #include <catch2/catch.hpp>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "test_plans.h"
 
 using namespace muonplan;

@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 
 // MUONPLAN_SOURCE_DIR in the environment overrides the compiled-in checkout: the GPU check runs
 // test binaries built in another folder (bench/gpu_bundle.sh) on another machine's copy.

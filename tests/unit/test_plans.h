@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan.h"
 #include "muonplan/plan_request.h"

@@ -2,7 +2,7 @@
 #include <string>
 #include <vector>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/topology.h"
 #include "test_plans.h"
 

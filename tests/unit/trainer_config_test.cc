@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "muonplan/alternatives.h"
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan_inputs.h"
 #include "muonplan/trainer_config.h"

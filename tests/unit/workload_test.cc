@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <set>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan.h"
 #include "muonplan/workload.h"

@@ -5,7 +5,7 @@
 #include <iterator>
 #include <string>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan.h"
 #include "muonplan/workload.h"

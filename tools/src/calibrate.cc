@@ -9,12 +9,12 @@
 #include <sstream>
 
 #include "muonplan/cost_model.h"
-#include "muonplan/error.h"
-#include "muonplan/io.h"
+#include "muonplan/base/error.h"
+#include "muonplan/base/io.h"
 #include "muonplan/model_spec.h"
 #include "muonplan/owners.h"
 #include "muonplan/plan_checks.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 
 namespace muonplan {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "muonplan/calibrate.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 
 namespace muonplan {
 namespace {

@@ -11,9 +11,9 @@
 #include "muonplan/trace.h"
 
 #include "muonplan/child_process.h"
-#include "muonplan/error.h"
-#include "muonplan/io.h"
-#include "muonplan/parse_int.h"
+#include "muonplan/base/error.h"
+#include "muonplan/base/io.h"
+#include "muonplan/base/parse_int.h"
 #include "muonplan/plan_checks.h"
 #include "muonplan/trace.h"
 

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "muonplan/error.h"
-#include "muonplan/io.h"
+#include "muonplan/base/error.h"
+#include "muonplan/base/io.h"
 
 namespace muonplan {
 namespace {

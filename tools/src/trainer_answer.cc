@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 
 namespace muonplan {
 namespace {

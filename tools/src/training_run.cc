@@ -15,11 +15,11 @@
 
 #include "muonplan/cost_model.h"
 #include "muonplan/data_dir.h"
-#include "muonplan/error.h"
-#include "muonplan/io.h"
+#include "muonplan/base/error.h"
+#include "muonplan/base/io.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan_request.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 #include "muonplan/yaml_reader.h"
 
 namespace muonplan {

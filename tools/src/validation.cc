@@ -4,11 +4,11 @@
 #include <cctype>
 #include <cstdio>
 
-#include "muonplan/io.h"
+#include "muonplan/base/io.h"
 #include "muonplan/model_io.h"
 #include "muonplan/ns_model.h"
 #include "muonplan/plan.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 #include "muonplan/yaml_reader.h"
 
 namespace muonplan {

@@ -24,7 +24,7 @@
 #include <stdexcept>
 
 #include "checkpoint/checkpoint_files.h"
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/exec/agreed_error.h"
 #include "muonplan/exec/digest.h"
 #include "muonplan/exec/fnv1a.h"

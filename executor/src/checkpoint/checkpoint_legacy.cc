@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint_files.h"
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/digest.h"
 #include "muonplan/exec/fnv1a.h"

@@ -10,14 +10,14 @@
 #include <set>
 
 #include "checkpoint/checkpoint_files.h"
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/checkpoint_entries.h"
 #include "muonplan/exec/digest.h"
 #include "muonplan/exec/fnv1a.h"
 #include "muonplan/exec/safetensors.h"
-#include "muonplan/io.h"
+#include "muonplan/base/io.h"
 
 namespace muonplan::exec {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "checkpoint/checkpoint_files.h"
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/safetensors.h"
 

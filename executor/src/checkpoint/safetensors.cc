@@ -7,7 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
+#include "muonplan/base/json_bounds.h"
 #include "muonplan/plan_checks.h"
 
 namespace muonplan::exec::safetensors {

@@ -1,7 +1,7 @@
 // Agreeing on an error across ranks (agreed_error.h).
 #include "muonplan/exec/agreed_error.h"
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 
 namespace muonplan::exec {
 

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "run/execute_checkpoint.h"
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/exec/agreed_error.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"

@@ -8,7 +8,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/exec/agreed_error.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint_entries.h"

@@ -2,7 +2,7 @@
 
 #include "muonplan/metric_keys.h"
 #include "muonplan/prediction.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 
 namespace muonplan::exec {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "muonplan/enum_names.h"
+#include "muonplan/base/enum_names.h"
 #include "muonplan/param_inventory.h"
 #include "muonplan/shards.h"
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/metric_keys.h"
 #include "muonplan/ns_schedule.h"
 #include "muonplan/plan_options.h"
@@ -55,18 +55,6 @@ void check_metrics(const nlohmann::json& metrics, const std::string& path);
 PredictedFigures read_plan_predicted(const nlohmann::json& plan, const std::string& path);
 // Every figure of the table, null where unset: the metrics' `predicted`.
 nlohmann::json figures_to_json(const PredictedFigures& figures);
-
-// A key given twice in one JSON object (nlohmann keeps the last silently).
-struct DuplicateKey {
-  std::string field;        // dotted path, as plan errors name fields: "chunks[3].kind"
-  SourceLoc first, second;  // where each occurrence of the key starts
-};
-// Every duplicate key of `text`, which must be valid JSON (parse it first).
-std::vector<DuplicateKey> find_duplicate_keys(const std::string& text, const std::string& path);
-// InputError at the second occurrence of the first duplicate key of `text`:
-// "FILE:LINE:COL: FIELD: given twice, at lines A and B". read_json_file (io.h) applies it to
-// every JSON file of ours (plans, metrics); Hugging Face configs only warn (hf_import.cc).
-void refuse_duplicate_keys(const std::string& text, const std::string& path);
 
 bool is_valid_utf8(std::string_view text);
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "muonplan/chunk_plan.h"
-#include "muonplan/enum_names.h"
+#include "muonplan/base/enum_names.h"
 #include "muonplan/ns_schedule.h"
 #include "muonplan/shards.h"
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "muonplan/enum_names.h"
+#include "muonplan/base/enum_names.h"
 
 namespace muonplan {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/model_spec.h"
 #include "muonplan/plan_request.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 
 namespace muonplan::detail {
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <utility>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 
 namespace muonplan {
 

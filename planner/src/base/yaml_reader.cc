@@ -9,7 +9,7 @@
 #include <set>
 #include <utility>
 
-#include "muonplan/parse_int.h"
+#include "muonplan/base/parse_int.h"
 #include "muonplan/plan_checks.h"
 
 namespace muonplan::detail {

@@ -17,7 +17,7 @@
 #include "muonplan/offload_policy.h"
 #include "muonplan/owners.h"
 #include "muonplan/stage_names.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 
 namespace muonplan {
 

@@ -1,5 +1,5 @@
 #include "muonplan/ns_model.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 
 #include <algorithm>
 #include <cmath>

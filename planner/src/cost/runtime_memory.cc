@@ -8,7 +8,7 @@
 #include <map>
 
 #include "muonplan/offload_policy.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 
 namespace muonplan {
 

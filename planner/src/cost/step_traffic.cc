@@ -5,7 +5,7 @@
 
 #include "muonplan/offload_policy.h"
 #include "muonplan/owners.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 
 namespace muonplan::step_cost {
 Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node) {

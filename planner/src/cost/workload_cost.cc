@@ -9,9 +9,9 @@
 #include <cstdio>
 #include <map>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/offload_policy.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 #include "muonplan/workload.h"
 
 namespace muonplan {

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <tuple>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/ns_model.h"
 #include "muonplan/owners.h"
 

@@ -3,8 +3,8 @@
 #include <limits>
 #include <sstream>
 
-#include "muonplan/error.h"
-#include "muonplan/parse_int.h"
+#include "muonplan/base/error.h"
+#include "muonplan/base/parse_int.h"
 
 namespace muonplan {
 namespace {

@@ -8,9 +8,9 @@
 #include <limits>
 #include <type_traits>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/layout.h"
-#include "muonplan/parse_int.h"
+#include "muonplan/base/parse_int.h"
 #include "muonplan/plan_checks.h"
 #include "muonplan/workload.h"
 

@@ -5,10 +5,10 @@
 #include <cstdio>
 
 #include "cost/workload_cost.h"
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/ns_model.h"
 #include "muonplan/plan.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 #include "muonplan/workload.h"
 #include "plan/search_floor.h"
 

@@ -7,7 +7,7 @@
 #include "cost/gpu_persistent.h"
 #include "muonplan/ns_workspace.h"
 #include "muonplan/offload_policy.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 
 namespace muonplan {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <tuple>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 
 namespace muonplan {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <sstream>
 
-#include "muonplan/io.h"
+#include "muonplan/base/io.h"
 #include "trainer_file.h"
 
 namespace muonplan {

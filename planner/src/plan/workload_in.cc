@@ -1,6 +1,6 @@
 // The workload file (docs/planner.md, "Workload"): YAML with the fields of Workload by name.
-#include "muonplan/error.h"
-#include "muonplan/io.h"
+#include "muonplan/base/error.h"
+#include "muonplan/base/io.h"
 #include "muonplan/workload.h"
 #include "muonplan/yaml_reader.h"
 

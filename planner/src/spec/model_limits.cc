@@ -1,8 +1,8 @@
 #include "spec/model_limits.h"
 
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/inventory.h"
 
 namespace muonplan::detail {

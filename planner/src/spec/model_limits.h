@@ -7,7 +7,7 @@
 #include <string>
 
 #include "muonplan/model_spec.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 
 namespace muonplan::detail {
 

@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "muonplan/data_dir.h"
-#include "muonplan/io.h"
+#include "muonplan/base/io.h"
 #include "muonplan/model_io.h"
 
 namespace muonplan {

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <cctype>
 
-#include "muonplan/io.h"
-#include "muonplan/json_bounds.h"
+#include "muonplan/base/io.h"
+#include "muonplan/base/json_bounds.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan_checks.h"
 #include "muonplan/yaml_reader.h"

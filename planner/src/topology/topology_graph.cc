@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 #include "muonplan/topology.h"
 
 namespace muonplan {

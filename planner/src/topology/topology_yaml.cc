@@ -1,10 +1,10 @@
 // Our YAML topology format (docs/topology.md) and the checks every topology must pass.
 #include <tuple>
 
-#include "muonplan/io.h"
+#include "muonplan/base/io.h"
 #include "muonplan/plan_checks.h"
 #include "muonplan/topology.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 #include "muonplan/yaml_reader.h"
 
 namespace muonplan {

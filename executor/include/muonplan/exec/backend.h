@@ -16,7 +16,7 @@
 
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/memory_counter.h"
-#include "muonplan/units.h"
+#include "muonplan/base/units.h"
 
 namespace muonplan::exec {
 

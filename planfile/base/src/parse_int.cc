@@ -1,4 +1,4 @@
-#include "muonplan/parse_int.h"
+#include "muonplan/base/parse_int.h"
 
 #include <charconv>
 

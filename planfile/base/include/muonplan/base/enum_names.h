@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 
 namespace muonplan {
 

@@ -1,6 +1,6 @@
 // Reading inputs and writing outputs (io.h). POSIX calls rather than streams: a stream neither
 // refuses a FIFO before it blocks nor reports the errno of a failed write or close.
-#include "muonplan/io.h"
+#include "muonplan/base/io.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,9 +12,8 @@
 #include <filesystem>
 #include <utility>
 
-#include "muonplan/error.h"
-#include "muonplan/json_bounds.h"
-#include "muonplan/plan_checks.h"
+#include "muonplan/base/error.h"
+#include "muonplan/base/json_bounds.h"
 
 namespace muonplan {
 namespace {
@@ -155,7 +154,7 @@ std::string read_input_file(const std::string& path, const std::string& field) {
 json read_json_file(const std::string& path, const std::string& field) {
   const std::string text = read_input_file(path, field);
   json j = parse_json_text(text, path);
-  refuse_duplicate_keys(text, path);  // our formats only (plan_checks.h): JSON keeps the last
+  refuse_duplicate_keys(text, path);  // our formats only (json_bounds.h): JSON keeps the last
   return j;
 }
 

@@ -1,4 +1,4 @@
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 
 #include <sstream>
 

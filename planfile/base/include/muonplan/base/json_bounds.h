@@ -6,8 +6,9 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
-#include "muonplan/error.h"
+#include "muonplan/base/error.h"
 
 namespace muonplan {
 
@@ -29,5 +30,17 @@ void check_json_bounds(const std::string& text, const std::string& path);
 
 // LINE:COL (1-based) of byte `offset` (0-based) of `text`, for an error at that byte.
 SourceLoc text_location(const std::string& text, size_t offset, const std::string& path);
+
+// A key given twice in one JSON object (nlohmann keeps the last silently).
+struct DuplicateKey {
+  std::string field;        // dotted path, as plan errors name fields: "chunks[3].kind"
+  SourceLoc first, second;  // where each occurrence of the key starts
+};
+// Every duplicate key of `text`, which must be valid JSON (parse it first).
+std::vector<DuplicateKey> find_duplicate_keys(const std::string& text, const std::string& path);
+// InputError at the second occurrence of the first duplicate key of `text`:
+// "FILE:LINE:COL: FIELD: given twice, at lines A and B". read_json_file (io.h) applies it to
+// every JSON file of ours (plans, metrics); Hugging Face configs only warn (hf_import.cc).
+void refuse_duplicate_keys(const std::string& text, const std::string& path);
 
 }  // namespace muonplan

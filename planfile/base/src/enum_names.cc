@@ -1,4 +1,4 @@
-#include "muonplan/enum_names.h"
+#include "muonplan/base/enum_names.h"
 
 namespace muonplan {
 
