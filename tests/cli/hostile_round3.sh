@@ -173,13 +173,17 @@ EXPECT_VMEM_KB=2000000 EXPECT_TIMEOUT=20 EXPECT_MATCH=suffix expect "HF config o
 # YAML: a model spec of 20M flow items (40 MB, within the 64 MiB input limit) took 1 GB RSS
 # in yaml-cpp and ran out of memory under a 2 GB cap; refused before parsing at the first
 # separator past 65536, naming the file, line and column. A topology and a block list alike.
-"$py" -c "open('$work/flow.yaml', 'w').write('name: x\nlayers: [' + ','.join(['1'] * 20000000) + ']\n')"
-EXPECT_VMEM_KB=2000000 EXPECT_TIMEOUT=20 expect "YAML model of 20M items" 2 \
-  "$work/flow.yaml:2:131075: yaml: more than 65536 items (separators , : - ? [ { or lines); no muonplan YAML file holds as many" \
-  "$bin" inspect --model "$work/flow.yaml"
-"$py" -c "open('$work/block.yaml', 'w').write('name: t\nnodes:\n' + '  - 1\n' * 100000)"
-EXPECT_VMEM_KB=2000000 EXPECT_TIMEOUT=20 EXPECT_MATCH=suffix expect "YAML topology of 100k lines" 2 \
-  "yaml: more than 65536 items (separators , : - ? [ { or lines); no muonplan YAML file holds as many" \
+yaml_refused() {  # NAME FILE PYTHON-TEXT COMMAND...: refused at the bound, naming FILE
+  local name="$1" file="$2" text="$3"; shift 3
+  "$py" -c "open('$file', 'w').write($text)"
+  EXPECT_VMEM_KB=2000000 EXPECT_TIMEOUT=20 EXPECT_MATCH=suffix expect "$name" 2 \
+    "yaml: more than 65536 items (separators , : - ? [ { or lines); no muonplan YAML file holds as many" "$@"
+  [[ "$(cat "$work/err")" == "$file:"* ]] && ok || bad "$name: file not named: $(cat "$work/err")"
+}
+yaml_refused "YAML model of 20M items" "$work/flow.yaml" \
+  "'name: x\\nlayers: [' + ','.join(['1'] * 20000000) + ']\\n'" "$bin" inspect --model "$work/flow.yaml"
+[[ "$(cat "$work/err")" == "$work/flow.yaml:2:131075: "* ]] && ok || bad "20M items: not at 2:131075"
+yaml_refused "YAML topology of 100k lines" "$work/block.yaml" "'name: t\\nnodes:\\n' + '  - 1\\n' * 100000" \
   "$bin" plan --model models/tiny-dense.yaml --topology "$work/block.yaml" --nodes 1
 # Every bundled YAML file is far below the bound.
 for f in models/*.yaml topologies/*.yaml; do

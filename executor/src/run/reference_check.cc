@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "muonplan/base/units.h"
 #include "muonplan/exec/init.h"
 #include "muonplan/exec/reference_step.h"
 #include "muonplan/exec/step.h"
@@ -57,56 +58,44 @@ std::vector<float> widened(const std::vector<bf16>& x) {
 
 constexpr Field kFields[] = {Field::param, Field::momentum, Field::variance};
 
+// Each of this rank's tensors and fields against `theirs(p, field)`: the other run's whole
+// tensor for that field. Weights are compared as the change since initialization.
+template <class Theirs>
+StateDiff diff_each(const RankState& state, Theirs theirs) {
+  StateDiff d;
+  std::vector<float> init;
+  for (const LocalParam& p : state.params()) {
+    if (p.elems() == 0) continue;
+    const std::string& name = state.plan().inventory.tensors[p.tensor].name;
+    init.resize(size_t(p.elems()));
+    fill_param(name, p.global_offset(), p.elems(), init.data());
+    for (Field f : kFields) {
+      const std::vector<float> mine = values(state, p, f);
+      if (mine.empty()) continue;
+      const std::vector<float> other = theirs(p, f);
+      if (other.empty()) throw std::logic_error(name + ": the other run lacks a field");
+      add(d, name, mine, other.data() + p.global_offset(),
+          f == Field::param ? init.data() : nullptr);
+    }
+  }
+  return d;
+}
+
 }  // namespace
 
 StateDiff diff_against_one_rank(const RankState& state, const RankState& one) {
-  StateDiff d;
-  std::vector<float> init;
-  for (const LocalParam& p : state.params()) {
-    if (p.elems() == 0) continue;
-    const std::string& name = state.plan().inventory.tensors[p.tensor].name;
-    init.resize(size_t(p.elems()));
-    fill_param(name, p.global_offset(), p.elems(), init.data());
-    const LocalParam& whole = one.param(p.tensor);
-    for (Field f : kFields) {
-      const std::vector<float> mine = values(state, p, f), theirs = values(one, whole, f);
-      if (mine.empty()) continue;
-      add(d, name, mine, theirs.data() + p.global_offset(), f == Field::param ? init.data() : 0);
-    }
-  }
-  return d;
+  return diff_each(
+      state, [&](const LocalParam& p, Field f) { return values(one, one.param(p.tensor), f); });
 }
 
 StateDiff diff_against_reference(const RankState& state, const ReferenceStep& ref) {
-  StateDiff d;
-  std::vector<float> init;
-  for (const LocalParam& p : state.params()) {
-    if (p.elems() == 0) continue;
-    const std::string& name = state.plan().inventory.tensors[p.tensor].name;
-    init.resize(size_t(p.elems()));
-    fill_param(name, p.global_offset(), p.elems(), init.data());
+  return diff_each(state, [&](const LocalParam& p, Field f) {
     const ReferenceTensor& r = ref.tensor(p.tensor);
-    const std::vector<float> m = r.m_bf16.empty() ? r.m : widened(r.m_bf16);
-    const std::vector<float>* theirs[] = {&r.w, &m, &r.v};
-    for (int k = 0; k < 3; ++k) {
-      const std::vector<float> mine = values(state, p, kFields[k]);
-      if (mine.empty()) continue;
-      if (theirs[k]->empty()) throw std::logic_error(name + ": the reference lacks a field");
-      add(d, name, mine, theirs[k]->data() + p.global_offset(), k == 0 ? init.data() : nullptr);
-    }
-  }
-  return d;
+    if (f == Field::param) return r.w;
+    if (f == Field::variance) return r.v;
+    return r.m_bf16.empty() ? r.m : widened(r.m_bf16);
+  });
 }
-
-namespace {
-
-std::string figure(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
-
-}  // namespace
 
 void check_reference(const Plan& plan, const ExecuteOptions& opt, const RankState& state,
                      Backend& backend, Communicator& comm, int64_t last, Measured& measured) {
@@ -144,18 +133,18 @@ void check_reference(const Plan& plan, const ExecuteOptions& opt, const RankStat
     throw std::runtime_error(
         "reference check failed: the sharded run differs from the same steps on one rank by up "
         "to " +
-        figure(figures[0]) + " (relative " + figure(figures[1]) + "); expected " +
+        sig_figs(figures[0], 3) + " (relative " + sig_figs(figures[1], 3) + "); expected " +
         (bit_exact ? std::string("0 on the ") + backend.name() + " backend"
-                   : "at most " + figure(bound)));
+                   : "at most " + sig_figs(bound, 3)));
   }
   if (figures[2] > bound) {
     throw std::runtime_error(
         "reference check failed: the run differs from the independent "
         "reference step by " +
-        figure(figures[2]) +
+        sig_figs(figures[2], 3) +
         " (relative), more than "
         "the bound " +
-        figure(bound) + " for " + std::to_string(last) + " steps");
+        sig_figs(bound, 3) + " for " + std::to_string(last) + " steps");
   }
 }
 

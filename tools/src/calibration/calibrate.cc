@@ -8,13 +8,13 @@
 #include <limits>
 #include <sstream>
 
-#include "muonplan/cost_model.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
+#include "muonplan/base/units.h"
+#include "muonplan/cost_model.h"
 #include "muonplan/model_spec.h"
 #include "muonplan/owners.h"
 #include "muonplan/plan_checks.h"
-#include "muonplan/base/units.h"
 
 namespace muonplan {
 namespace {
@@ -181,9 +181,7 @@ std::vector<double> nelder_mead(const std::function<double(const std::vector<dou
 }
 
 std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
+  return sig_figs(v, 6);
 }
 
 }  // namespace

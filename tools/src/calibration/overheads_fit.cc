@@ -4,20 +4,10 @@
 #include <cstdio>
 #include <string>
 
-#include "muonplan/calibrate.h"
 #include "muonplan/base/units.h"
+#include "muonplan/calibrate.h"
 
 namespace muonplan {
-namespace {
-
-std::string short_fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
-}
-
-}  // namespace
-
 void fit_overheads(const Overheads& before, const std::vector<CalibrationRun>& runs,
                    CalibrationResult& result) {
   result.overheads = before;
@@ -44,7 +34,7 @@ void fit_overheads(const Overheads& before, const std::vector<CalibrationRun>& r
   FittedConstant c{"overheads.cuda_context_gib", before.cuda_context_gib, before.cuda_context_gib,
                    false, none};
   if (slack >= 0) {
-    result.overheads.allocator_slack_fraction = std::stod(short_fmt(slack));
+    result.overheads.allocator_slack_fraction = std::stod(sig_figs(slack, 4));
     s = {s.name, s.before, result.overheads.allocator_slack_fraction, true,
          "pool reserved high / counted peak - 1, largest of " + std::to_string(with_runtime) +
              " CUDA run(s): " + slack_run};
@@ -52,7 +42,7 @@ void fit_overheads(const Overheads& before, const std::vector<CalibrationRun>& r
     s.note = "kept: no run reports a reserved high-water mark and a counted peak";
   }
   if (outside_bytes >= 0) {
-    result.overheads.cuda_context_gib = std::stod(short_fmt(outside_bytes / kGiB));
+    result.overheads.cuda_context_gib = std::stod(sig_figs(outside_bytes / kGiB, 4));
     c = {c.name, c.before, result.overheads.cuda_context_gib, true,
          "device used - pool reserved high, largest of " + std::to_string(with_runtime) +
              " CUDA run(s): " + outside_run};

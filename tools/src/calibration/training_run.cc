@@ -13,13 +13,13 @@
 #include <map>
 #include <sstream>
 
-#include "muonplan/cost_model.h"
-#include "muonplan/data_dir.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
+#include "muonplan/base/units.h"
+#include "muonplan/cost_model.h"
+#include "muonplan/data_dir.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan_request.h"
-#include "muonplan/base/units.h"
 #include "muonplan/yaml_reader.h"
 
 namespace muonplan {

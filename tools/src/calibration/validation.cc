@@ -5,10 +5,10 @@
 #include <cstdio>
 
 #include "muonplan/base/io.h"
+#include "muonplan/base/units.h"
 #include "muonplan/model_io.h"
 #include "muonplan/ns_model.h"
 #include "muonplan/plan.h"
-#include "muonplan/base/units.h"
 #include "muonplan/yaml_reader.h"
 
 namespace muonplan {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <string>
 
 namespace muonplan {
 
@@ -26,5 +28,13 @@ inline constexpr int64_t kMaxTensorDim = 100'000'000;
 // Muon batches between their exchanges at once: the lanes (buffer sets, streams) a backend
 // keeps, and the most a plan file may ask for.
 inline constexpr int kMaxBatchesInFlight = 4;
+
+// `v` to `digits` significant digits, as printf's %g writes it: the form a figure takes in a
+// message, and a fitted constant in the YAML calibrate writes (read back bit for bit by stod).
+inline std::string sig_figs(double v, int digits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
 
 }  // namespace muonplan
