@@ -34,7 +34,7 @@ cd "$build"
 failed=0
 # CLI tests that run `execute` as an MPI singleton load OpenMPI too: they go with the
 # multi-rank tests below.
-singleton='^cli\.(hostile_inputs|hostile_round3|data_loss|input_files|output_files)$'
+singleton='^cli\.(hostile_inputs|hostile_round3|data_loss|input_files|output_files|plan_cli)$'
 ctest --output-on-failure -j "$jobs" -E "^(python|gpu|mpi|exec_mpi)\.|$singleton" "$@" || failed=1
 # The multi-rank tests: OpenMPI unloads its components (dlclose) before the leak check, and
 # frame-pointer unwinding stops inside them, so their leaks show as one "<unknown module>" frame
