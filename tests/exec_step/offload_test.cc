@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "muonplan/exec/communicator.h"
+#include "muonplan/exec/cpu_async_backend.h"
 #include "muonplan/exec/rank_state.h"
 #include "muonplan/exec/step.h"
 #include "muonplan/model_io.h"
@@ -195,4 +196,40 @@ TEST_CASE("Nesterov is refused under full offload", "[offload]") {
   RankState s(p, *backend, 0);
   std::unique_ptr<Communicator> self = make_self_communicator(*backend);
   CHECK_THROWS_WITH(MuonStep(s, *self), Catch::Contains("Nesterov") && Catch::Contains("full"));
+}
+
+// The planner rates a mode's PCIe copies as pinned (full offload; optimizer offload with
+// --pinned-state) or pageable (optimizer offload without it): the step's copies go through
+// memory of that kind. The asynchronous-lanes backend counts the bytes whose host side is not
+// from alloc_host.
+TEST_CASE("a step's copies use pinned memory where the plan rates PCIe as pinned", "[offload]") {
+  for (const char* model : {"tiny-dense.yaml", "tiny-moe.yaml"}) {
+    for (int mode = 0; mode < 3; ++mode) {
+      PlanOptions o;
+      o.offload = mode == 0 ? OffloadMode::full : OffloadMode::optimizer;
+      o.pinned_host_state = mode == 1;
+      INFO(model << " mode " << mode);
+      int64_t pageable = 0;
+      CpuAsyncOptions a;
+      a.pageable_copy_bytes = &pageable;
+      std::unique_ptr<Backend> backend = make_cpu_async_backend(a);
+      const Plan plan = muonplan::test::one_rank_plan(model, o);
+      RankState s(plan, *backend, 0);
+      s.init_params();
+      std::unique_ptr<Communicator> self = make_self_communicator(*backend);
+      MuonStep step(s, *self);
+      for (int k = 1; k <= 2; ++k) {
+        s.load_grads(k);  // outside the step: through pageable memory
+        pageable = 0;
+        step.run(k);
+        const StepCounters& c = step.counters();
+        REQUIRE(c.h2d_bytes + c.d2h_bytes > 0);
+        if (mode == 2) {
+          CHECK(pageable == int64_t(c.h2d_bytes + c.d2h_bytes));  // the state, both ways
+        } else {
+          CHECK(pageable == 0);
+        }
+      }
+    }
+  }
 }

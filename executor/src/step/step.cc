@@ -16,6 +16,7 @@
 namespace muonplan::exec {
 
 using step_detail::Buffer;
+using step_detail::HostFree;
 using step_detail::slice_rows;
 using step_detail::Timed;
 
@@ -290,10 +291,7 @@ void MuonStep::adamw_group(int64_t step) {
         scalar_check(static_cast<float>(cpu::sum_squares(p.w, p.elems())), nullptr,
                      state_.plan().inventory.tensors[p.tensor].name);
       }
-      Span sp(*this, stage::kWeightsH2D, Resource::pcie_h2d, cur_chunk_);
-      Timed t(counters_.h2d_s);
-      state_.refresh_compute_copy(p);
-      counters_.h2d_bytes += p.elems() * sizeof(bf16);
+      weights_to_device(p);
       continue;
     }
     StateSlice s = state_in(p, 0, p.elems());
@@ -386,14 +384,17 @@ void MuonStep::run(int64_t step) {
   if (whole_staging()) stage_whole_state(false);
   backend_.set_lane(0);
   backend_.synchronize();
-  std::vector<float> sums(slots);
   Timed t(counters_.check_s);
-  backend_.copy_to_host(sums.data(), check_sums_, slots * sizeof(float));
+  // Into pinned memory, as every copy of the step: a pageable one would stage it (CUDA).
+  const std::unique_ptr<float, HostFree> sums(
+      static_cast<float*>(backend_.alloc_host(slots * sizeof(float))), HostFree{&backend_});
+  backend_.copy_to_host(sums.get(), check_sums_, slots * sizeof(float));
+  backend_.synchronize();
   backend_.free(check_sums_);
   check_sums_ = nullptr;
   const size_t chunks = plan.chunks.chunks.size();
   for (size_t i = 0; i < slots && nonfinite_.empty(); ++i) {
-    if (std::isfinite(sums[i])) continue;
+    if (std::isfinite(sums.get()[i])) continue;
     nonfinite_ =
         plan.inventory.tensors[i < chunks ? plan.chunks.chunks[i].matrices[0].tensor : i - chunks]
             .name;

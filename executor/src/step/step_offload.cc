@@ -13,6 +13,7 @@
 namespace muonplan::exec {
 
 using step_detail::Buffer;
+using step_detail::slice_rows;
 using step_detail::Timed;
 
 MuonStep::StateSlice MuonStep::state_in(LocalParam& p, int64_t off, int64_t len) {
@@ -134,25 +135,132 @@ void MuonStep::scaled_update_to_host(bf16* u, int64_t len, float s, bf16* host_u
   counters_.d2h_bytes += len * sizeof(bf16);
 }
 
-// Full offload, "during backward": each Muon parameter's gradients fold into its host momentum
-// as they arrive, in chunk order (docs/muon-step.md section 5, step 1).
-// Full offload, during backward: every tensor's bf16 gradients to the host, widened into its
-// fp32 accumulator (one micro step: the accumulator is the gradient).
-void MuonStep::grads_to_host() {
-  std::vector<bf16> stage;
-  for (LocalParam& p : state_.params()) {
-    if (!p.g_compute || p.elems() == 0) continue;
-    stage.resize(static_cast<size_t>(p.elems()));
-    {
-      Span sp(*this, stage::kGradsD2H, Resource::pcie_d2h, nullptr);
-      Timed t(counters_.d2h_s);
-      backend_.copy_to_host(stage.data(), p.g_compute, stage.size() * sizeof(bf16));
-      backend_.synchronize();
-      counters_.d2h_bytes += stage.size() * sizeof(bf16);
+namespace {
+
+// The batch lane whose staging the relay borrows: the first batch's (start_batch's lanes).
+int first_batch_lane(const Plan& plan) {
+  return std::clamp(plan.batches_in_flight, 1, Backend::kMaxLanes) < Backend::kMaxLanes ? 1 : 0;
+}
+
+// The relay's two buffers take turns on these two lanes, so waiting for one buffer's copy
+// (synchronize_lane) does not wait for the other's: the host fills or drains one piece while
+// the next one crosses PCIe.
+constexpr int kRelayLanes[2] = {0, 1};
+
+// A rank with no share of any Muon chunk still relays its AdamW tensors: through buffers of
+// this many elements (3 x 128 KiB), which the planner's pinned_staging leaves out.
+constexpr int64_t kRelayFloorElems = int64_t{1} << 16;
+
+}  // namespace
+
+int64_t MuonStep::largest_share_elems() const {
+  const Plan& plan = state_.plan();
+  const int me = state_.group_position();
+  int64_t largest = 0;
+  for (const Chunk& c : plan.chunks.chunks) {
+    if (c.kind == Chunk::Kind::adamw_group || c.matrices.empty()) continue;
+    int64_t share = 0;
+    if (c.kind == Chunk::Kind::muon_batch) {
+      // start_batch's send layout: my rows of every owner's matrix, padding entries included.
+      const size_t real = c.matrices.size();
+      for (size_t k = 0; k < c.owners.size(); ++k) {
+        const MatrixRef& m = c.matrices[std::min(k, real - 1)];
+        share += std::max<int64_t>(0, slice_rows(plan, me, m).size()) * m.cols;
+      }
+    } else {
+      // local_chunk's: every expert (or the one replicated matrix) this rank holds.
+      const MatrixRef& m = c.matrices[0];
+      const LocalParam& p = state_.param(m.tensor);
+      const bool stack = plan.inventory.tensors[m.tensor].stack_dim == 0;
+      share = (stack ? p.end - p.begin : (p.elems() > 0 ? 1 : 0)) * m.rows * m.cols;
     }
-    Timed t(counters_.host_s);
-    for (size_t i = 0; i < stage.size(); ++i) p.g[i] = to_float(stage[i]);
+    largest = std::max(largest, share);
   }
+  return largest;
+}
+
+MuonStep::Relay MuonStep::relay() {
+  if (share_elems_ < 0) share_elems_ = largest_share_elems();
+  // The batches reach this capacity anyway: borrowing it allocates nothing the planner's
+  // pinned_staging does not count. Nothing is in flight here (between steps, before the
+  // batches), and the relay waits for its own copies before a batch reuses the buffers.
+  const int64_t piece = share_elems_ > 0 ? share_elems_ : kRelayFloorElems;
+  HostStaging& hs = staging(first_batch_lane(state_.plan()), piece);
+  return {{hs.momentum, hs.update}, piece};
+}
+
+// Full offload, during backward: every tensor's bf16 gradients to the host, widened into its
+// fp32 accumulator (one micro step: the accumulator is the gradient). The copies land in pinned
+// buffers, as the planner's PCIe rate assumes, in pieces of the relay's size: piece k + 2 is
+// copied while the host widens piece k.
+void MuonStep::grads_to_host() {
+  struct Piece {
+    LocalParam* p;
+    int64_t off, len;
+  };
+  const Relay r = relay();
+  std::vector<Piece> pieces;
+  for (LocalParam& p : state_.params()) {
+    if (!p.g_compute) continue;
+    for (int64_t off = 0; off < p.elems(); off += r.piece_elems) {
+      pieces.push_back({&p, off, std::min(r.piece_elems, p.elems() - off)});
+    }
+  }
+  Span sp(*this, stage::kGradsD2H, Resource::pcie_d2h, nullptr);
+  const auto issue = [&](size_t k) {
+    const Piece& x = pieces[k];
+    backend_.set_lane(kRelayLanes[k % 2]);
+    Timed t(counters_.d2h_s);
+    backend_.copy_to_host(r.buf[k % 2], x.p->g_compute + x.off, size_t(x.len) * sizeof(bf16));
+    counters_.d2h_bytes += x.len * sizeof(bf16);
+  };
+  for (size_t k = 0; k < std::min<size_t>(2, pieces.size()); ++k) issue(k);
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const Piece& x = pieces[k];
+    backend_.set_lane(kRelayLanes[k % 2]);
+    {
+      Timed t(counters_.d2h_s);
+      backend_.synchronize_lane();
+    }
+    {
+      Timed t(counters_.host_s);
+      const bf16* src = r.buf[k % 2];
+      float* dst = x.p->g + x.off;
+      for (int64_t i = 0; i < x.len; ++i) dst[i] = to_float(src[i]);
+    }
+    if (k + 2 < pieces.size()) issue(k + 2);
+  }
+  backend_.set_lane(0);
+}
+
+// Cast to bf16 on the host into a pinned buffer, then to the device, a piece at a time: the
+// host casts piece k + 1 while piece k crosses PCIe. (RankState::refresh_compute_copy does the
+// same through pageable memory for the loads outside the step.)
+void MuonStep::weights_to_device(LocalParam& p) {
+  const Relay r = relay();
+  Span sp(*this, stage::kWeightsH2D, Resource::pcie_h2d, cur_chunk_);
+  int turn = 0;
+  for (int64_t off = 0; off < p.elems(); off += r.piece_elems, turn ^= 1) {
+    const int64_t len = std::min(r.piece_elems, p.elems() - off);
+    backend_.set_lane(kRelayLanes[turn]);
+    {
+      Timed t(counters_.h2d_s);
+      backend_.synchronize_lane();  // this buffer's previous copy has left it
+    }
+    {
+      Timed t(counters_.host_s);
+      host::cast_to_bf16(len, p.w + off, r.buf[turn]);
+    }
+    Timed t(counters_.h2d_s);
+    backend_.copy_to_device(p.w_compute + off, r.buf[turn], size_t(len) * sizeof(bf16));
+    counters_.h2d_bytes += len * sizeof(bf16);
+  }
+  // The batches rewrite these buffers from the host: every copy out of them is done first.
+  for (int lane : kRelayLanes) {
+    backend_.set_lane(lane);
+    backend_.synchronize_lane();
+  }
+  backend_.set_lane(0);
 }
 
 void MuonStep::fold_all() {

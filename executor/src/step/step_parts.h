@@ -39,6 +39,12 @@ struct Buffer {
   float* f32() const { return static_cast<float*>(ptr); }
 };
 
+// Frees alloc_host memory: a unique_ptr's deleter.
+struct HostFree {
+  Backend* backend;
+  void operator()(void* p) const { backend->free_host(p); }
+};
+
 // Adds the wall time of its scope to a counter.
 class Timed {
  public:

@@ -36,6 +36,10 @@ struct CpuAsyncOptions {
   uint64_t seed = 1;
   int64_t max_delay_us = 0;  // 0: each operation runs as soon as its lane reaches it
   bool drop_joins = false;   // tests only: join_lanes() does nothing (a dropped wait)
+  // Tests only: where set, adds the bytes of every copy whose host side is pageable (not from
+  // alloc_host), so a test can check that a step moves what the planner calls pinned through
+  // pinned memory. Written by the host thread.
+  int64_t* pageable_copy_bytes = nullptr;
 };
 
 std::unique_ptr<Backend> make_cpu_async_backend(const CpuAsyncOptions& options);

@@ -102,7 +102,17 @@ class MuonStep {
   void state_out(StateSlice& slice);
   void stage_whole_state(bool in);
   void grads_to_host();
+  // Full offload's host AdamW: p's new bf16 weights to its compute copy on the device.
+  void weights_to_device(LocalParam& p);
   HostStaging& staging(int lane, int64_t elems);
+  // The two pinned buffers and the piece size that grads_to_host and weights_to_device relay
+  // through: the staging of the first batch lane, at this rank's largest chunk share.
+  struct Relay {
+    bf16* buf[2];
+    int64_t piece_elems;
+  };
+  Relay relay();
+  int64_t largest_share_elems() const;
   // Reduces n bf16 NS outputs of `chunk` into its check slot (device memory).
   void check_output(const Chunk& chunk, const bf16* x, int64_t n);
   void scalar_check(float v, const Chunk* chunk, const std::string& tensor);
@@ -119,6 +129,7 @@ class MuonStep {
   };
   std::vector<Staged> whole_;
   std::vector<std::unique_ptr<HostStaging>> staging_;  // per lane, full offload
+  int64_t share_elems_ = -1;                           // largest_share_elems(), once
   StepCounters counters_;
   NsVariant ns_variant_ = NsVariant::plain;
   float* check_sums_ = nullptr;  // device: one sum of squares per chunk, read after the step

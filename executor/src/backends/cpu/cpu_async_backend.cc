@@ -104,12 +104,12 @@ class CpuAsyncBackend final : public Backend {
   void copy_to_device(void* dst, const void* host_src, size_t bytes) override {
     if (bytes == 0) return;
     enqueue([this, dst, host_src, bytes] { inner_->copy_to_device(dst, host_src, bytes); });
-    if (!pinned(host_src, bytes)) synchronize_lane();  // pageable: returns once it was read
+    if (!pinned(host_src, bytes)) pageable_copy(bytes);
   }
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override {
     if (bytes == 0) return;
     enqueue([this, host_dst, src, bytes] { inner_->copy_to_host(host_dst, src, bytes); });
-    if (!pinned(host_dst, bytes)) synchronize_lane();
+    if (!pinned(host_dst, bytes)) pageable_copy(bytes);
   }
   void copy(void* dst, const void* src, size_t bytes) override {
     if (bytes == 0) return;
@@ -315,6 +315,12 @@ class CpuAsyncBackend final : public Backend {
     std::exception_ptr e = error_;
     lock.unlock();
     std::rethrow_exception(e);
+  }
+
+  // A copy from or into pageable memory returns once the lane has run it.
+  void pageable_copy(size_t bytes) {
+    if (opt_.pageable_copy_bytes) *opt_.pageable_copy_bytes += int64_t(bytes);
+    synchronize_lane();
   }
 
   // Whether [p, p + bytes) lies in one alloc_host allocation (touched by the host thread only).
