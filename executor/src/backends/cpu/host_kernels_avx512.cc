@@ -19,31 +19,11 @@
 #include <cstdint>
 
 #include "backends/cpu/host_kernels_isa.h"
+#include "backends/cpu/host_kernels_simd.h"
 #include "muonplan/exec/optimizer_formulas.h"
 
 namespace muonplan::exec::host {
 namespace {
-
-constexpr int64_t kBlock = int64_t{1} << 14;        // elements per OpenMP block, a multiple of 32
-constexpr int64_t kParallelMin = int64_t{1} << 16;  // below this, one thread (fork cost)
-constexpr int64_t kStreamMin = int64_t{1} << 20;    // from here, write-only outputs bypass cache
-
-// As cpu_host_kernels.cc's for_blocks: fixed blocks, static split, stores drained at the end.
-template <class Body>
-void for_blocks(int64_t n, bool streaming, const Body& body) {
-  const int64_t blocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel if (n >= kParallelMin)
-  {
-#pragma omp for schedule(static) nowait
-    for (int64_t b = 0; b < blocks; ++b) body(b * kBlock, std::min(n, (b + 1) * kBlock));
-    if (streaming) _mm_sfence();
-  }
-}
-
-// 512-bit non-temporal stores need 64-byte alignment; blocks start at multiples of kBlock.
-bool stream_output(int64_t n, const void* out) {
-  return n >= kStreamMin && reinterpret_cast<uintptr_t>(out) % 64 == 0;
-}
 
 // Software prefetch distance, in elements: 2 KiB of fp32 ahead. The kernels that read one fp32
 // stream per element and write bf16 (fold_momentum_bf16, cast_to_bf16) move 6-8 B an element
@@ -57,29 +37,7 @@ void prefetch(const void* p) {
   _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0);
 }
 
-int64_t vector_end(int64_t first, int64_t last, int64_t width) {
-  return first + (last - first) / width * width;
-}
-
-// 16 bf16 -> 16 fp32, exact.
-__m512 widen(__m256i h) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-__m512 load_bf16(const bf16* p) {
-  return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-
-// to_bf16 on 16 lanes by its integer rule: the bf16 bits in each 32-bit lane's low half.
-__m512i round_lanes(__m512 x) {
-  const __m512i u = _mm512_castps_si512(x);
-  const __m512i hi = _mm512_srli_epi32(u, 16);
-  const __m512i bias =
-      _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(hi, _mm512_set1_epi32(1)));
-  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
-  const __mmask16 is_nan = _mm512_cmpgt_epu32_mask(
-      _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-  return _mm512_mask_or_epi32(rounded, is_nan, hi, _mm512_set1_epi32(0x0040));
-}
+using Avx512 = Vec<512>;
 
 // Lanes holding a denormal (exponent 0, mantissa not 0): where vcvtneps2bf16 differs.
 // vfpclassps's class bit 5 (0x20) is "denormal", one instruction where two bit tests were.
@@ -93,23 +51,12 @@ __m256i round16(__m512 x) {
   if constexpr (kHw) {
     if (denormal(x) == 0) return reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(x));
   }
-  return _mm512_cvtepi32_epi16(round_lanes(x));
+  return _mm512_cvtepi32_epi16(Avx512::round_lanes(x));
 }
 
 // to_bf16 of 32 lanes (lo: elements 0-15, hi: 16-31) by the integer rule, packed in order.
 __m512i round32(__m512 lo, __m512 hi) {
   return _mm512_inserti64x4(_mm512_castsi256_si512(round16<false>(lo)), round16<false>(hi), 1);
-}
-
-void fold_f32_block(int64_t first, int64_t last, float mu, float scale, const float* g, float* m) {
-  const __m512 vmu = _mm512_set1_ps(mu), vscale = _mm512_set1_ps(scale);
-  const int64_t end = vector_end(first, last, 16);
-  int64_t i = first;
-  for (; i < end; i += 16) {
-    _mm512_storeu_ps(m + i, _mm512_add_ps(_mm512_mul_ps(vmu, _mm512_loadu_ps(m + i)),
-                                          _mm512_mul_ps(vscale, _mm512_loadu_ps(g + i))));
-  }
-  for (; i < last; ++i) m[i] = formula::fold_f32(mu, m[i], scale * g[i]);
 }
 
 // m = bf16(mu * float(m) + float(bf16(scale * g))), 16 elements per step.
@@ -121,46 +68,11 @@ void fold_bf16_block(int64_t first, int64_t last, float mu, float scale, const f
   for (; i < end; i += 16) {
     prefetch(g + i + kPrefetchAhead);
     prefetch(m + i + kPrefetchAhead);
-    const __m512 gb = widen(round16<kHw>(_mm512_mul_ps(vscale, _mm512_loadu_ps(g + i))));
-    const __m512 mi = _mm512_add_ps(_mm512_mul_ps(vmu, load_bf16(m + i)), gb);
+    const __m512 gb = Avx512::widen(round16<kHw>(_mm512_mul_ps(vscale, _mm512_loadu_ps(g + i))));
+    const __m512 mi = _mm512_add_ps(_mm512_mul_ps(vmu, Avx512::load_bf16(m + i)), gb);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(m + i), round16<kHw>(mi));
   }
   for (; i < last; ++i) m[i] = formula::fold_bf16(mu, m[i], scale * g[i]);
-}
-
-void add_update_block(int64_t first, int64_t last, float decay, const bf16* u, float* w) {
-  const __m512 vdecay = _mm512_set1_ps(decay);
-  const int64_t end = vector_end(first, last, 16);
-  int64_t i = first;
-  for (; i < end; i += 16) {
-    _mm512_storeu_ps(
-        w + i, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(w + i), vdecay), load_bf16(u + i)));
-  }
-  for (; i < last; ++i) w[i] = formula::add_update(decay, u[i], w[i]);
-}
-
-void adamw_block(int64_t first, int64_t last, formula::AdamwConstants k, const float* g, float* w,
-                 float* m, float* v) {
-  const __m512 b1 = _mm512_set1_ps(k.beta1), b2 = _mm512_set1_ps(k.beta2);
-  const __m512 c1 = _mm512_set1_ps(k.c1), c2 = _mm512_set1_ps(k.c2);
-  const __m512 decay = _mm512_set1_ps(k.decay), step_size = _mm512_set1_ps(k.step_size);
-  const __m512 sqrt_bc2 = _mm512_set1_ps(k.sqrt_bc2), eps = _mm512_set1_ps(k.eps);
-  const int64_t end = vector_end(first, last, 16);
-  int64_t i = first;
-  for (; i < end; i += 16) {
-    const __m512 gi = _mm512_loadu_ps(g + i);
-    const __m512 mi =
-        _mm512_add_ps(_mm512_mul_ps(b1, _mm512_loadu_ps(m + i)), _mm512_mul_ps(c1, gi));
-    const __m512 vi = _mm512_add_ps(_mm512_mul_ps(b2, _mm512_loadu_ps(v + i)),
-                                    _mm512_mul_ps(_mm512_mul_ps(c2, gi), gi));
-    const __m512 denom = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(vi), sqrt_bc2), eps);
-    const __m512 wi = _mm512_sub_ps(_mm512_mul_ps(_mm512_loadu_ps(w + i), decay),
-                                    _mm512_mul_ps(step_size, _mm512_div_ps(mi, denom)));
-    _mm512_storeu_ps(m + i, mi);
-    _mm512_storeu_ps(v + i, vi);
-    _mm512_storeu_ps(w + i, wi);
-  }
-  for (; i < last; ++i) formula::adamw(k, g[i], w[i], m[i], v[i]);
 }
 
 template <bool kStream>
@@ -196,23 +108,6 @@ void cast_block(int64_t first, int64_t last, const float* x, bf16* y) {
   for (; i < last; ++i) y[i] = to_bf16(x[i]);
 }
 
-template <bool kStream>
-void triad_block(int64_t first, int64_t last, float q, const float* b, const float* c, float* a) {
-  const __m512 vq = _mm512_set1_ps(q);
-  const int64_t end = vector_end(first, last, 16);
-  int64_t i = first;
-  for (; i < end; i += 16) {
-    const __m512 r =
-        _mm512_add_ps(_mm512_loadu_ps(b + i), _mm512_mul_ps(vq, _mm512_loadu_ps(c + i)));
-    if constexpr (kStream) {
-      _mm512_stream_ps(a + i, r);
-    } else {
-      _mm512_storeu_ps(a + i, r);
-    }
-  }
-  for (; i < last; ++i) a[i] = formula::triad(q, b[i], c[i]);
-}
-
 template <bool kHw>
 void fold_bf16(int64_t n, float mu, float scale, const float* g, bf16* m) {
   for_blocks(n, false, [=](int64_t first, int64_t last) {
@@ -222,13 +117,9 @@ void fold_bf16(int64_t n, float mu, float scale, const float* g, bf16* m) {
 
 template <bool kHw>
 void cast(int64_t n, const float* x, bf16* y) {
-  if (stream_output(n, y)) {
-    for_blocks(n, true,
-               [=](int64_t first, int64_t last) { cast_block<kHw, true>(first, last, x, y); });
-  } else {
-    for_blocks(n, false,
-               [=](int64_t first, int64_t last) { cast_block<kHw, false>(first, last, x, y); });
-  }
+  for_output_blocks<Avx512>(n, y, [=](int64_t first, int64_t last, auto stream) {
+    cast_block<kHw, decltype(stream)::value>(first, last, x, y);
+  });
 }
 
 }  // namespace
@@ -236,39 +127,14 @@ void cast(int64_t n, const float* x, bf16* y) {
 // The kernels without bf16 rounding are the same in both forms.
 namespace avx512 {
 
-void fold_momentum_f32(int64_t n, float mu, float scale, const float* g, float* m) {
-  for_blocks(n, false,
-             [=](int64_t first, int64_t last) { fold_f32_block(first, last, mu, scale, g, m); });
-}
+MUONPLAN_PLAIN_HOST_KERNELS(Avx512)
 
 void fold_momentum_bf16(int64_t n, float mu, float scale, const float* g, bf16* m) {
   fold_bf16<false>(n, mu, scale, g, m);
 }
 
-void add_update_bf16(int64_t n, float decay, const bf16* u, float* w) {
-  for_blocks(n, false,
-             [=](int64_t first, int64_t last) { add_update_block(first, last, decay, u, w); });
-}
-
-void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd, int64_t step,
-           const float* g, float* w, float* m, float* v) {
-  const formula::AdamwConstants k = formula::adamw_constants(lr, beta1, beta2, eps, wd, step);
-  for_blocks(n, false,
-             [=](int64_t first, int64_t last) { adamw_block(first, last, k, g, w, m, v); });
-}
-
 void cast_to_bf16(int64_t n, const float* x, bf16* y) {
   cast<false>(n, x, y);
-}
-
-void triad(int64_t n, float q, const float* b, const float* c, float* a) {
-  if (stream_output(n, a)) {
-    for_blocks(n, true,
-               [=](int64_t first, int64_t last) { triad_block<true>(first, last, q, b, c, a); });
-  } else {
-    for_blocks(n, false,
-               [=](int64_t first, int64_t last) { triad_block<false>(first, last, q, b, c, a); });
-  }
 }
 
 }  // namespace avx512
