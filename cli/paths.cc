@@ -69,6 +69,19 @@ void check_pair(const PathArg& out, const PathArg& other, bool other_is_input) {
     refuse(out, "and " + named(other) + " are nested directories; keep them apart");
 }
 
+// An output file that no write could ever create, refused before the command does its work (a
+// long execute would otherwise end in "cannot write"): a directory, a path ending in '/', or
+// one whose directory does not exist. A write can still fail at the end (a full disk): exit 1.
+void check_writable_file(const PathArg& out) {
+  std::error_code ec;
+  if (out.path.back() == '/') refuse(out, "ends with '/': give a file's path");
+  if (fs::is_directory(out.path, ec)) refuse(out, "is a directory: give a file's path");
+  const fs::path parent = fs::absolute(out.path, ec).parent_path();
+  if (!fs::is_directory(parent, ec)) {
+    refuse(out, "cannot be written: its directory " + parent.string() + " does not exist");
+  }
+}
+
 }  // namespace
 
 CLI::Validator non_empty_path() {
@@ -110,6 +123,10 @@ void refuse_overlaps(const std::vector<PathArg>& inputs, const std::vector<PathA
              "is inside a muonplan checkpoint directory, which holds only the checkpoint's "
              "files; write it elsewhere");
     }
+  }
+  // After every overlap, whose messages say more (a file inside a checkpoint to be made).
+  for (const PathArg& out : outputs) {
+    if (!out.path.empty() && !out.dir) check_writable_file(out);
   }
 }
 

@@ -60,6 +60,19 @@ cp tests/data/calibration/cpu/dense-full.metrics.json "$work/cm.json"
 expect "calibrate --out = --metrics" 2 "--out: $work/cm.json is the same file as --metrics ($work/cm.json), an input; write it elsewhere" \
   "$bin" calibrate --metrics "$work/cm.json" --out "$work/cm.json"
 
+# Output files no write could create: refused before the command does its work (a long execute
+# would end in "cannot write"), and nothing is written.
+mkdir "$work/adir"
+expect "--metrics at a directory" 2 "--metrics: $work/adir is a directory: give a file's path" \
+  "$bin" execute --plan "$work/p.json" --metrics "$work/adir" --checkpoint "$work/never"
+expect "--trace ending in /" 2 "--trace: $work/t.json/ ends with '/': give a file's path" \
+  "$bin" execute --plan "$work/p.json" --trace "$work/t.json/" --checkpoint "$work/never"
+expect "plan --out in a missing directory" 2 \
+  "--out: $work/nodir/p.json cannot be written: its directory $work/nodir does not exist" \
+  "$bin" plan --model $M --out "$work/nodir/p.json"
+[ ! -e "$work/never" ] && [ ! -e "$work/nodir" ] && [ -z "$(ls -A "$work/adir")" ] && ok \
+  || bad "a refused output path: something was written"
+
 # --- 5. Outputs inside a checkpoint directory, which would then not be muonplan's alone -------
 expect "metrics inside an existing checkpoint" 2 "--metrics: $work/good/metrics.json is inside a muonplan checkpoint directory, which holds only the checkpoint's files; write it elsewhere" \
   "$bin" execute --plan "$work/p.json" --metrics "$work/good/metrics.json"
