@@ -14,13 +14,13 @@
 #include "backend_select.h"
 #include "commands.h"
 #include "muonplan/base/error.h"
+#include "muonplan/base/io.h"
+#include "muonplan/base/parse_int.h"
 #include "muonplan/exec/backend.h"
 #include "muonplan/exec/communicator.h"
 #include "muonplan/exec/cpu_threads.h"
 #include "muonplan/exec/execute.h"
-#include "muonplan/base/io.h"
 #include "muonplan/metric_keys.h"
-#include "muonplan/base/parse_int.h"
 #include "muonplan/plan.h"
 #include "muonplan/plan_checks.h"
 #include "paths.h"
@@ -252,7 +252,10 @@ void add_run_flags(CLI::App* c, const std::shared_ptr<ExecuteFlags>& f) {
       ->check(non_empty_path());
   c->add_flag("--skip-nonfinite", f->options.skip_nonfinite,
               "Skip a step with NaN/Inf gradients instead of failing");
-  c->add_option("--inject-nonfinite", f->inject, "Test hook: NAME:STEP poisons a gradient");
+  c->add_option("--inject-nonfinite", f->inject, "Test hook: NAME:STEP poisons a gradient")
+      ->check(CLI::Validator(
+          [](std::string& v) { return v.empty() ? "empty; expected NAME:STEP" : std::string(); },
+          "NAME:STEP", "tensor:step"));
   c->add_flag("--json", f->json, "Print the metrics JSON");
   c->add_flag("--progress", f->progress,
               "Print step k/K, s/step and ETA on stderr after each step (on by default when "

@@ -31,6 +31,8 @@ expect "inject nosuch" 2 "muonplan: rank 0: --inject-nonfinite: no tensor named 
   "$bin" execute --plan "$work/p.json" --inject-nonfinite nosuch:1
 expect "inject :1" 2 "muonplan: rank 0: --inject-nonfinite: expected NAME:STEP with NAME a tensor of the plan, got an empty name" \
   "$bin" execute --plan "$work/p.json" --inject-nonfinite :1
+expect "inject ''" 2 "muonplan: --inject-nonfinite: empty; expected NAME:STEP" \
+  "$bin" execute --plan "$work/p.json" --inject-nonfinite ''
 # A real name still poisons (exit 1, named), so the check above refuses only misses.
 expect "inject real name" 1 "muonplan: rank 0: error: non-finite gradient in model.norm.weight at step 1; parameters and state left as after step 0 (--skip-nonfinite skips such steps)" \
   "$bin" execute --plan "$work/p.json" --inject-nonfinite model.norm.weight:1
