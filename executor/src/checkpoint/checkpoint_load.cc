@@ -11,13 +11,13 @@
 
 #include "checkpoint/checkpoint_files.h"
 #include "muonplan/base/error.h"
+#include "muonplan/base/io.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/checkpoint_entries.h"
 #include "muonplan/exec/digest.h"
 #include "muonplan/exec/fnv1a.h"
 #include "muonplan/exec/safetensors.h"
-#include "muonplan/base/io.h"
 
 namespace muonplan::exec {
 namespace {
@@ -288,6 +288,14 @@ CheckpointManifest read_manifest(const std::string& dir_arg) {
     }
   }
   m.path = m.dir + "/manifest.json";
+  // Nothing there at all (a mistyped path): say so, rather than that DIR/manifest.json cannot be
+  // read. A directory without a manifest is reported by the read below.
+  std::error_code ec;
+  if (!fs::exists(m.dir, ec) && !fs::exists(dir + ".tmp", ec) && !fs::exists(dir + ".old", ec)) {
+    throw InputError(
+        {}, "",
+        dir + ": no checkpoint there (no such directory, nor " + dir + ".tmp or " + dir + ".old)");
+  }
   const json j = read_json_file(m.path);
   auto field = [&](const char* key) -> const json& {
     if (!j.is_object() || !j.contains(key)) throw InputError({m.path, 0, 0}, key, "missing");
