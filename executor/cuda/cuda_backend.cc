@@ -127,13 +127,7 @@ class CudaBackendImpl final : public CudaBackend {
     return n <= 1024 ? 128 : n <= 4096 ? 256 : 512;
   }
 
-  void set_lane(int lane) override {
-    if (lane < 0 || lane >= kMaxLanes) {
-      throw std::invalid_argument("set_lane: lane " + std::to_string(lane) + " is not in 0.." +
-                                  std::to_string(kMaxLanes - 1));
-    }
-    lane_ = lane;
-  }
+  void set_lane(int lane) override { lane_ = checked_lane(lane); }
 
   // --- memory
   void* alloc(size_t bytes) override {
@@ -348,13 +342,7 @@ class CudaBackendImpl final : public CudaBackend {
   cublasHandle_t blas() const { return blas_[lane_]; }
 
   // Whether [p, p + bytes) lies in one alloc_host allocation.
-  bool pinned(const void* p, size_t bytes) const {
-    const auto at = reinterpret_cast<uintptr_t>(p);
-    auto it = pinned_.upper_bound(at);
-    if (it == pinned_.begin()) return false;
-    --it;
-    return at + bytes <= it->first + it->second;
-  }
+  bool pinned(const void* p, size_t bytes) const { return within_one(pinned_, p, bytes); }
 
   // Destroys whatever the constructor created; errors are ignored (a destructor cannot report
   // them, and a failed device makes every call fail alike).

@@ -114,6 +114,29 @@ __global__ void ns_scale_kernel(int64_t batch, const float* sum_sq, double norm_
 // 32 x 32 tiles through shared memory (padded against bank conflicts), 32 x 8 threads.
 constexpr int kTile = 32, kTileRows = 8;
 
+// The tile at (r0, c0) of src, a rows x cols matrix with leading dimension ld_src, transposed
+// into dst (leading dimension ld_dst): dst[c][r] = src[r][c], through the shared `tile`, by all
+// kTile x kTileRows threads of the block. kBelowDiagonal: only the elements with c > r are
+// written; dst may then be src (the whole tile is read before any of it is written).
+template <bool kBelowDiagonal>
+__device__ __forceinline__ void transpose_tile(uint16_t (&tile)[kTile][kTile + 1],
+                                               const uint16_t* src, int64_t ld_src, uint16_t* dst,
+                                               int64_t ld_dst, int64_t rows, int64_t cols,
+                                               int64_t r0, int64_t c0) {
+  for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+    const int64_t r = r0 + k, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) tile[k][threadIdx.x] = src[r * ld_src + c];
+  }
+  __syncthreads();
+  for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+    const int64_t c = c0 + k, r = r0 + threadIdx.x;
+    if (r < rows && c < cols && (!kBelowDiagonal || c > r)) {
+      dst[c * ld_dst + r] = tile[threadIdx.x][k];
+    }
+  }
+  __syncthreads();  // the tile is reused by the caller's next iteration
+}
+
 __global__ void transpose_kernel(int64_t batch, int64_t rows, int64_t cols, const uint16_t* x,
                                  uint16_t* y) {
   __shared__ uint16_t tile[kTile][kTile + 1];
@@ -123,17 +146,8 @@ __global__ void transpose_kernel(int64_t batch, int64_t rows, int64_t cols, cons
     uint16_t* yb = y + b * rows * cols;
     for (int64_t tr = blockIdx.y; tr < tiles_r; tr += gridDim.y) {
       const int64_t r0 = tr * kTile, c0 = static_cast<int64_t>(blockIdx.x) * kTile;
-      for (int k = threadIdx.y; k < kTile; k += kTileRows) {
-        const int64_t r = r0 + k, c = c0 + threadIdx.x;
-        if (r < rows && c < cols) tile[k][threadIdx.x] = xb[r * cols + c];
-      }
-      __syncthreads();
       // y is [cols, rows]: y[c][r] = x[r][c].
-      for (int k = threadIdx.y; k < kTile; k += kTileRows) {
-        const int64_t c = c0 + k, r = r0 + threadIdx.x;
-        if (r < rows && c < cols) yb[c * rows + r] = tile[threadIdx.x][k];
-      }
-      __syncthreads();
+      transpose_tile<false>(tile, xb, cols, yb, rows, rows, cols, r0, c0);
     }
   }
 }
@@ -202,16 +216,7 @@ __global__ void mirror_kernel(int64_t batch, int64_t n, int64_t ld, int64_t stri
       int64_t ti = 0, tj = 0;
       lower_tile(t, ti, tj);
       const int64_t r0 = tj * kTile, c0 = ti * kTile;  // the source tile, above the diagonal
-      for (int k = threadIdx.y; k < kTile; k += kTileRows) {
-        const int64_t r = r0 + k, col = c0 + threadIdx.x;
-        if (r < n && col < n) tile[k][threadIdx.x] = cb[r * ld + col];
-      }
-      __syncthreads();
-      for (int k = threadIdx.y; k < kTile; k += kTileRows) {
-        const int64_t i = c0 + k, j = r0 + threadIdx.x;
-        if (i < n && j < n && i > j) cb[i * ld + j] = tile[threadIdx.x][k];
-      }
-      __syncthreads();
+      transpose_tile<true>(tile, cb, ld, cb, ld, n, n, r0, c0);
     }
   }
 }

@@ -87,19 +87,19 @@ timeout 60 "$bin" execute --plan "$work/p.json" --checkpoint "$work/dot/ck/." --
 name_model() {  # name_model OUT NAME: tiny-dense named NAME (printf escapes)
   printf "name: \"$2\"\n" > "$1"; sed '/^name:/d' models/tiny-dense.yaml >> "$1"
 }
-name_model "$work/esc.yaml" 'tiny\\e[31mred'
-expect "model name with ESC" 2 "$work/esc.yaml:1:7: name: must be printable text, got the control character U+001B" \
-  "$bin" inspect --model "$work/esc.yaml"
-name_model "$work/nl.yaml" 'two\\nlines'
-expect "model name with a newline" 2 "$work/nl.yaml:1:7: name: must be printable text, got the control character U+000A" \
-  "$bin" report --model "$work/nl.yaml" --nodes 1 --out "$work/r-nl"
+# name_refused CHECK NAME WHY COMMAND [FLAGS...]: `muonplan COMMAND --model M FLAGS...` with M
+# tiny-dense named NAME exits 2, saying "M:1:7: name: WHY".
+name_refused() {
+  local check="$1" model="$work/named.yaml" why="$3" command="$4"
+  name_model "$model" "$2"; shift 4
+  expect "$check" 2 "$model:1:7: name: $why" "$bin" "$command" --model "$model" "$@"
+}
+control="must be printable text, got the control character"
+name_refused "model name with ESC" 'tiny\\e[31mred' "$control U+001B" inspect
+name_refused "model name with a newline" 'two\\nlines' "$control U+000A" report --nodes 1 --out "$work/r-nl"
 [ ! -e "$work/r-nl/report.md" ] && ok || bad "report written for a name with a newline"
-name_model "$work/c1.yaml" 'x\\u0085y'
-expect "model name with C1 NEL" 2 "$work/c1.yaml:1:7: name: must be printable text, got the control character U+0085" \
-  "$bin" plan --model "$work/c1.yaml"
-name_model "$work/empty.yaml" ''
-expect "empty model name" 2 "$work/empty.yaml:1:7: name: must not be empty" \
-  "$bin" inspect --model "$work/empty.yaml"
+name_refused "model name with C1 NEL" 'x\\u0085y' "$control U+0085" plan
+name_refused "empty model name" '' "must not be empty" inspect
 name_model "$work/uni.yaml" 'modèle-ü'
 "$bin" inspect --model "$work/uni.yaml" >/dev/null 2>"$work/err" && ok || bad "UTF-8 name refused: $(cat "$work/err")"
 sed 's/^name: cpu-ci/name: "cpu\\x7Fci"/' topologies/cpu-ci.yaml > "$work/del-topo.yaml"

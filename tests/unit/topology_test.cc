@@ -75,30 +75,20 @@ TEST_CASE("h200-ib.yaml loads with its datasheet figures", "[topology]") {
   CHECK(t.node.host_ram_gib == 2048);
   CHECK(t.node.host_mem_gbps == 480);
   CHECK(t.node.cpu_cores == 112);
-  CHECK(t.overheads.cuda_context_gib == 0.5);
-  CHECK(t.overheads.allocator_slack_fraction == 0.02);
-  CHECK(t.overheads.host_per_process_gib == 4);
-  // The calibration section spells out the struct defaults.
-  const Calibration defaults;
-  CHECK(t.calibration.gemm_efficiency_max == defaults.gemm_efficiency_max);
-  CHECK(t.calibration.gemm_k_overhead == defaults.gemm_k_overhead);
-  CHECK(t.calibration.gemm_tile_m == defaults.gemm_tile_m);
-  CHECK(t.calibration.gemm_tile_n == defaults.gemm_tile_n);
-  CHECK(t.calibration.kernel_launch_us == defaults.kernel_launch_us);
-  CHECK(t.calibration.hbm_efficiency == defaults.hbm_efficiency);
-  CHECK(t.calibration.link_efficiency == defaults.link_efficiency);
-  CHECK(t.calibration.pcie_efficiency == defaults.pcie_efficiency);
-  // Fitted to the published GLM-4.5-Air run (docs/validation.md), like the pytorch section's
-  // transient_fragmentation and host_per_rank_gib; the rest of that section is the defaults.
-  CHECK(t.calibration.host_kernel_efficiency == defaults.host_kernel_efficiency);
-  CHECK(t.pytorch.host_pass_efficiency == 0.5289);
-  CHECK(t.calibration.model_flops_utilization == 0.457);
-  const PytorchRuntime rt;
-  CHECK(t.pytorch.transient_fragmentation == 1.133);
-  CHECK(t.pytorch.host_per_rank_gib == 4.898);
-  CHECK(t.pytorch.nccl_connection_mib == rt.nccl_connection_mib);
-  CHECK(t.pytorch.nccl_p2p_channels_nvlink_peer == rt.nccl_p2p_channels_nvlink_peer);
-  CHECK(t.pytorch.cuda_context_gib == rt.cuda_context_gib);
+  CHECK(t.overheads == Overheads{.cuda_context_gib = 0.5,
+                                 .allocator_slack_fraction = 0.02,
+                                 .host_per_process_gib = 4});
+  // The calibration and pytorch sections spell out the struct defaults, but for the figures
+  // fitted to the published GLM-4.5-Air run (docs/validation.md). Whole structs: a field the
+  // file sets to its default that is misread fails here too.
+  Calibration calibration;
+  calibration.model_flops_utilization = 0.457;
+  CHECK(t.calibration == calibration);
+  PytorchRuntime pytorch;
+  pytorch.transient_fragmentation = 1.133;
+  pytorch.host_per_rank_gib = 4.898;
+  pytorch.host_pass_efficiency = 0.5289;
+  CHECK(t.pytorch == pytorch);
   CHECK(t.node.cpu_sockets == 2);
 }
 

@@ -22,6 +22,23 @@ void Backend::free_host(void* ptr) {
   free_pageable(ptr);
 }
 
+int Backend::checked_lane(int lane) {
+  if (lane < 0 || lane >= kMaxLanes) {
+    throw std::invalid_argument("set_lane: lane " + std::to_string(lane) + " is not in 0.." +
+                                std::to_string(kMaxLanes - 1));
+  }
+  return lane;
+}
+
+bool Backend::within_one(const std::map<uintptr_t, size_t>& allocations, const void* p,
+                         size_t bytes) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  auto it = allocations.upper_bound(at);
+  if (it == allocations.begin()) return false;
+  --it;
+  return at + bytes <= it->first + it->second;
+}
+
 void* Backend::alloc_pageable(size_t bytes) {
   if (bytes == 0) return nullptr;
   // 64-byte lines: the host kernels use aligned vector loads where they can.

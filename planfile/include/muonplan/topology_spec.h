@@ -14,6 +14,7 @@ struct GpuSpec {
   double bf16_tflops = 0;  // dense bf16 tensor-core peak, TFLOP/s
   double hbm_gbps = 0;     // HBM bandwidth
   int sm_count = 0;        // streaming multiprocessors: the GEMM wave-quantization model uses it
+  bool operator==(const GpuSpec&) const = default;
 };
 
 struct NodeSpec {
@@ -33,6 +34,7 @@ struct NodeSpec {
   double host_mem_gbps = 0;  // per node, STREAM-like achievable
   int cpu_cores = 0;         // per node
   int cpu_sockets = 1;       // NUMA sockets sharing host_mem_gbps; each rank on its GPU's
+  bool operator==(const NodeSpec&) const = default;
 };
 
 // Fixed costs the cost model adds on top of what the tensors need.
@@ -40,6 +42,7 @@ struct Overheads {
   double cuda_context_gib = 0;          // per GPU, outside the allocator's view
   double allocator_slack_fraction = 0;  // fragmentation reserve on top of allocated GPU bytes
   double host_per_process_gib = 0;      // per rank: runtime, libraries, CUDA host allocations
+  bool operator==(const Overheads&) const = default;
 };
 
 // Calibratable constants of the time model (docs/planner.md). `muonplan calibrate` fits them.
@@ -62,6 +65,7 @@ struct Calibration {
   // all-to-alls do; ring attention hides its hops behind attention compute by design).
   double ep_comm_overlap = 0;
   double cp_comm_overlap = 0;
+  bool operator==(const Calibration&) const = default;
 };
 
 // The `pytorch` runtime profile (docs/planner.md, "Runtime"): what a PyTorch FSDP2 trainer on
@@ -104,6 +108,7 @@ struct PytorchRuntime {
   double host_pass_efficiency = 0.8;
   // Optimizer offload: the trainer keeps each state tensor pinned (rounded to a power of two).
   bool optimizer_state_pinned = true;
+  bool operator==(const PytorchRuntime&) const = default;
 };
 
 struct Topology {

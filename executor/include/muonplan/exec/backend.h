@@ -10,13 +10,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "muonplan/base/units.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/memory_counter.h"
-#include "muonplan/base/units.h"
 
 namespace muonplan::exec {
 
@@ -160,6 +161,14 @@ class Backend {
   // Bookkeeping for host_memory(); an override of alloc_host/free_host calls these.
   void track_host_alloc(void* ptr, size_t bytes) { host_counter_.add(ptr, bytes); }
   void track_host_free(void* ptr) { host_counter_.remove(ptr); }
+
+  // For the backends with lanes (CUDA, cpu-async), whose set_lane takes what this returns:
+  // `lane`, or std::invalid_argument when it is not in 0..kMaxLanes-1.
+  static int checked_lane(int lane);
+  // Whether [p, p + bytes) lies in one of `allocations` (start -> bytes): a copy from or into
+  // such pinned memory may return before it has run.
+  static bool within_one(const std::map<uintptr_t, size_t>& allocations, const void* p,
+                         size_t bytes);
 
  private:
   MemoryCounter host_counter_;

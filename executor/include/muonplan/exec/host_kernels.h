@@ -34,33 +34,32 @@ Isa active_isa();
 // std::invalid_argument where the CPU lacks it.
 void set_active_isa(Isa isa);
 
-// m = mu * m + scale * g                                     (fp32 momentum)
-void fold_momentum_f32(int64_t n, float mu, float scale, const float* g, float* m);
-// m = bf16(mu * float(m) + float(bf16(scale * g)))           (bf16 momentum, as the Backend)
-// With scale 1 both folds give Backend::momentum_{f32,bf16}'s m (nesterov off).
-void fold_momentum_bf16(int64_t n, float mu, float scale, const float* g, bf16* m);
-// w = w * decay + float(u)        (u: the bf16 update -s * NS(M) that came back from the device;
-// the bits of Backend::apply_update with s = -1)
-void add_update_bf16(int64_t n, float decay, const bf16* u, float* w);
-// Decoupled AdamW, the formula of Backend::adamw (bias correction computed in double); throws
-// std::invalid_argument when step < 1.
-void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd, int64_t step,
-           const float* g, float* w, float* m, float* v);
-// y = bf16(x), round to nearest even (bf16.h's to_bf16).
-void cast_to_bf16(int64_t n, const float* x, bf16* y);
-// STREAM triad a = b + q * c: the bandwidth yardstick of `muonplan bench cpu-kernels`.
-void triad(int64_t n, float q, const float* b, const float* c, float* a);
+// The kernels, declared once (a macro, so that the plain scalar loops below and each vector form
+// in host_kernels_isa.h declare the same list):
+#define MUONPLAN_HOST_KERNELS                                                                     \
+  /* m = mu * m + scale * g                                   (fp32 momentum) */                  \
+  void fold_momentum_f32(int64_t n, float mu, float scale, const float* g, float* m);             \
+  /* m = bf16(mu * float(m) + float(bf16(scale * g)))         (bf16 momentum, as the Backend) */  \
+  /* With scale 1 both folds give Backend::momentum_{f32,bf16}'s m (nesterov off). */             \
+  void fold_momentum_bf16(int64_t n, float mu, float scale, const float* g, bf16* m);             \
+  /* w = w * decay + float(u)   (u: the bf16 update -s * NS(M) that came back from the device; */ \
+  /* the bits of Backend::apply_update with s = -1) */                                            \
+  void add_update_bf16(int64_t n, float decay, const bf16* u, float* w);                          \
+  /* Decoupled AdamW, the formula of Backend::adamw (bias correction computed in double); */      \
+  /* throws std::invalid_argument when step < 1. */                                               \
+  void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd, int64_t step,    \
+             const float* g, float* w, float* m, float* v);                                       \
+  /* y = bf16(x), round to nearest even (bf16.h's to_bf16). */                                    \
+  void cast_to_bf16(int64_t n, const float* x, bf16* y);                                          \
+  /* STREAM triad a = b + q * c: the bandwidth yardstick of `muonplan bench cpu-kernels`. */      \
+  void triad(int64_t n, float q, const float* b, const float* c, float* a);
+
+MUONPLAN_HOST_KERNELS
 
 // Plain scalar loops of the same kernels (single thread, not vectorized): the bit-for-bit
 // reference of the tests and the baseline of the benchmark.
 namespace scalar {
-void fold_momentum_f32(int64_t n, float mu, float scale, const float* g, float* m);
-void fold_momentum_bf16(int64_t n, float mu, float scale, const float* g, bf16* m);
-void add_update_bf16(int64_t n, float decay, const bf16* u, float* w);
-void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd, int64_t step,
-           const float* g, float* w, float* m, float* v);
-void cast_to_bf16(int64_t n, const float* x, bf16* y);
-void triad(int64_t n, float q, const float* b, const float* c, float* a);
+MUONPLAN_HOST_KERNELS
 }  // namespace scalar
 
 }  // namespace muonplan::exec::host

@@ -71,13 +71,7 @@ class CpuAsyncBackend final : public Backend {
   std::string name() const override { return "cpu-async"; }
   bool host_timed() const override { return false; }  // calls enqueue on a lane
 
-  void set_lane(int lane) override {
-    if (lane < 0 || lane >= kMaxLanes) {
-      throw std::invalid_argument("set_lane: lane " + std::to_string(lane) + " is not in 0.." +
-                                  std::to_string(kMaxLanes - 1));
-    }
-    lane_ = lane;
-  }
+  void set_lane(int lane) override { lane_ = checked_lane(lane); }
 
   // --- memory
   void* alloc(size_t bytes) override {
@@ -324,13 +318,7 @@ class CpuAsyncBackend final : public Backend {
   }
 
   // Whether [p, p + bytes) lies in one alloc_host allocation (touched by the host thread only).
-  bool pinned(const void* p, size_t bytes) const {
-    const auto at = reinterpret_cast<uintptr_t>(p);
-    auto it = pinned_.upper_bound(at);
-    if (it == pinned_.begin()) return false;
-    --it;
-    return at + bytes <= it->first + it->second;
-  }
+  bool pinned(const void* p, size_t bytes) const { return within_one(pinned_, p, bytes); }
 
   const CpuAsyncOptions opt_;
   std::unique_ptr<Backend> inner_;
