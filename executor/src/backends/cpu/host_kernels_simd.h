@@ -232,24 +232,24 @@ void triad_block(int64_t first, int64_t last, float q, const float* b, const flo
 
 // The kernels without bf16 rounding, whole: the same in every form of one vector width.
 template <class V>
-void fold_momentum_f32(int64_t n, float mu, float scale, const float* g, float* m) {
+void fold_f32_kernel(int64_t n, float mu, float scale, const float* g, float* m) {
   for_blocks(n, false,
              [=](int64_t first, int64_t last) { fold_f32_block<V>(first, last, mu, scale, g, m); });
 }
 template <class V>
-void add_update_bf16(int64_t n, float decay, const bf16* u, float* w) {
+void add_update_kernel(int64_t n, float decay, const bf16* u, float* w) {
   for_blocks(n, false,
              [=](int64_t first, int64_t last) { add_update_block<V>(first, last, decay, u, w); });
 }
 template <class V>
-void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd, int64_t step,
-           const float* g, float* w, float* m, float* v) {
+void adamw_kernel(int64_t n, float lr, float beta1, float beta2, float eps, float wd, int64_t step,
+                  const float* g, float* w, float* m, float* v) {
   const formula::AdamwConstants k = formula::adamw_constants(lr, beta1, beta2, eps, wd, step);
   for_blocks(n, false,
              [=](int64_t first, int64_t last) { adamw_block<V>(first, last, k, g, w, m, v); });
 }
 template <class V>
-void triad(int64_t n, float q, const float* b, const float* c, float* a) {
+void triad_kernel(int64_t n, float q, const float* b, const float* c, float* a) {
   for_output_blocks<V>(n, a, [=](int64_t first, int64_t last, auto stream) {
     triad_block<V, decltype(stream)::value>(first, last, q, b, c, a);
   });
@@ -261,15 +261,15 @@ void triad(int64_t n, float q, const float* b, const float* c, float* a) {
 // The entry points (host_kernels_isa.h) of those four kernels in a form's namespace, on vector V.
 #define MUONPLAN_PLAIN_HOST_KERNELS(V)                                                         \
   void fold_momentum_f32(int64_t n, float mu, float scale, const float* g, float* m) {         \
-    host::fold_momentum_f32<V>(n, mu, scale, g, m);                                            \
+    host::fold_f32_kernel<V>(n, mu, scale, g, m);                                              \
   }                                                                                            \
   void add_update_bf16(int64_t n, float decay, const bf16* u, float* w) {                      \
-    host::add_update_bf16<V>(n, decay, u, w);                                                  \
+    host::add_update_kernel<V>(n, decay, u, w);                                                \
   }                                                                                            \
   void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd, int64_t step, \
              const float* g, float* w, float* m, float* v) {                                   \
-    host::adamw<V>(n, lr, beta1, beta2, eps, wd, step, g, w, m, v);                            \
+    host::adamw_kernel<V>(n, lr, beta1, beta2, eps, wd, step, g, w, m, v);                     \
   }                                                                                            \
   void triad(int64_t n, float q, const float* b, const float* c, float* a) {                   \
-    host::triad<V>(n, q, b, c, a);                                                             \
+    host::triad_kernel<V>(n, q, b, c, a);                                                      \
   }
