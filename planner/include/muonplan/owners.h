@@ -1,13 +1,22 @@
 // Owner assignment for Muon batches: which rank orthogonalizes which batch (docs/planner.md).
 #pragma once
 
+#include <algorithm>
+
 #include "muonplan/chunks.h"
 
 namespace muonplan {
 
 namespace detail {
 // Bytes of group rank r's slice of matrix m (bf16), under Shard(0) over group_size ranks.
-double slice_bytes(const ParamInventory& inv, const MatrixRef& m, int group_size, int group_rank);
+// Inline: called once per matrix and holder in the owner search and the cost model.
+inline double slice_bytes(const ParamInventory& inv, const MatrixRef& m, int group_size,
+                          int group_rank) {
+  const Range held = chunk_range(inv.tensors[m.tensor].shape[0], group_size, group_rank);
+  const int64_t begin = std::max(held.begin, m.row_offset);
+  const int64_t end = std::min(held.end, m.row_offset + m.rows);
+  return end > begin ? 2.0 * double(end - begin) * double(m.cols) : 0.0;  // bf16
+}
 // The group positions [begin, end) whose slice of m is not empty (a torch.chunk split gives a
 // contiguous run): loops over them cost the matrix's rows, not the group size.
 Range holders(const ParamInventory& inv, const MatrixRef& m, int group_size);
