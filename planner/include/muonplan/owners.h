@@ -20,6 +20,21 @@ inline double slice_bytes(const ParamInventory& inv, const MatrixRef& m, int gro
 // The group positions [begin, end) whose slice of m is not empty (a torch.chunk split gives a
 // contiguous run): loops over them cost the matrix's rows, not the group size.
 Range holders(const ParamInventory& inv, const MatrixRef& m, int group_size);
+// Calls f(r, slice_bytes(inv, m, group_size, r)) for each holder r of m, in order: the shard
+// size worked out once, no division per holder (the loops over every matrix's holders are most
+// of a large world's candidate).
+template <class F>
+void for_each_slice(const ParamInventory& inv, const MatrixRef& m, int group_size, F f) {
+  const int64_t n = inv.tensors[m.tensor].shape[0];
+  const int64_t per = (n + group_size - 1) / group_size;  // chunk_range's shard size
+  const Range h = holders(inv, m, group_size);
+  for (int64_t r = h.begin; r < h.end; ++r) {
+    const int64_t held_begin = std::min(n, per * r), held_end = std::min(n, held_begin + per);
+    const int64_t begin = std::max(held_begin, m.row_offset);
+    const int64_t end = std::min(held_end, m.row_offset + m.rows);
+    f(int(r), end > begin ? 2.0 * double(end - begin) * double(m.cols) : 0.0);
+  }
+}
 }  // namespace detail
 
 // Sets owners (and padding) of every muon_batch chunk in plan.

@@ -86,33 +86,25 @@ void batch_traffic(const ParamInventory& inv, const Chunk& c, const Rates& rt, i
                    BatchTraffic& bt) {
   const int g = c.group_size;
   clear_batch(bt, g);
-  // Only the ranks holding a slice of a matrix are visited (detail::holders), with the slice
-  // and the owner's node worked out once per matrix: no division per holder.
+  // Only the ranks holding a slice of a matrix are visited (detail::for_each_slice), with the
+  // owner's node worked out once per matrix: no division per holder.
   for (size_t k = 0; k < c.owners.size(); ++k) {
     const MatrixRef& m = c.matrices[std::min(k, c.matrices.size() - 1)];
     const int owner = c.owners[k];
     mark(bt, owner);
-    const int64_t n = inv.tensors[m.tensor].shape[0];
-    const int64_t per = (n + g - 1) / g;  // chunk_range's shard size
     const int owner_node_begin = owner / gpus_per_node * gpus_per_node;
-    const Range h = detail::holders(inv, m, g);
-    for (int64_t rr = h.begin; rr < h.end; ++rr) {
-      const int r = int(rr);
-      const int64_t held_begin = std::min(n, per * rr), held_end = std::min(n, held_begin + per);
-      const int64_t begin = std::max(held_begin, m.row_offset);
-      const int64_t end = std::min(held_end, m.row_offset + m.rows);
-      const double b = end > begin ? 2.0 * double(end - begin) * double(m.cols) : 0.0;  // bf16
+    detail::for_each_slice(inv, m, g, [&](int r, double b) {
       mark(bt, r);
       bt.buffer_elems[r] += b / 2;
       if (k < c.matrices.size()) {
         bt.held_elems[r] += b / 2;
         bt.largest_slice[r] = std::max(bt.largest_slice[r], b / 2);
       }
-      if (r == owner) continue;
+      if (r == owner) return;
       const bool same_node = r >= owner_node_begin && r < owner_node_begin + gpus_per_node;
       (same_node ? bt.send_in : bt.send_out)[r] += b;
       (same_node ? bt.recv_in : bt.recv_out)[owner] += b;
-    }
+    });
   }
   // Owners are the positions owns[] marked 3 (2: listed, +1: owner).
   for (int o : c.owners) bt.owns[o] = 3;
