@@ -2,6 +2,7 @@
 // and the predicted costs (or the trainer settings they imply), write the Plan JSON.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 
@@ -9,13 +10,14 @@
 #include "commands.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
+#include "muonplan/base/units.h"
+#include "muonplan/cost_model.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan.h"
 #include "muonplan/plan_inputs.h"
 #include "muonplan/trace.h"
 #include "muonplan/trainer_answer.h"
 #include "muonplan/trainer_config.h"
-#include "muonplan/base/units.h"
 #include "paths.h"
 
 namespace muonplan::cli {
@@ -144,6 +146,11 @@ Runner add_plan(CLI::App& app) {
     } catch (const InputError& e) {
       if (in.trainer) rethrow_at_file(*in.trainer, e, in.overrides);
       throw;
+    }
+    if (std::getenv("MUONPLAN_WORK_STATS")) {
+      const CostWork w = cost_work();
+      std::cerr << "work: " << w.predictions << " candidates predicted, " << w.rank_window_steps
+                << " rank-window steps\n";
     }
     nlohmann::json j = plan_to_json(plan);
     std::optional<TrainerAnswer> answer;

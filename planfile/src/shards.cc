@@ -11,12 +11,6 @@ std::string to_string(const Layout& layout) {
          ",ep=" + std::to_string(layout.ep);
 }
 
-Range chunk_range(int64_t n, int k, int i) {
-  const int64_t per = (n + k - 1) / k;
-  const int64_t begin = std::min<int64_t>(n, per * i);
-  return {begin, std::min<int64_t>(n, begin + per)};
-}
-
 Range ShardRule::range(int64_t n, int rank) const {
   switch (kind) {
     case Kind::row_sharded:

@@ -230,4 +230,34 @@ floor = float(re.search(r'at least ([0-9.e+-]+) GiB per GPU', r).group(1))
 # The floor is a lower bound: no candidate evaluated needs less.
 assert all(c['gpu_peak_gib'] >= floor * 0.999 for c in d['decision']['candidates'] if 'gpu_peak_gib' in c)"
 
+# The knife edge: a limit just above the bound at the largest world evaluates every count from
+# the bound's cut to the first fit, so each evaluation must cost the ranks its chunks touch,
+# not chunks x world (docs/planner.md, "Search"). The plan's work counter (MUONPLAN_WORK_STATS)
+# says how many rank-chunk window steps one large-world candidate took; the dense loop took
+# one per chunk and rank.
+sed 's/^max_nodes: 64$/max_nodes: 2048/' topologies/h200-ib.yaml > "$work/big.yaml"
+MUONPLAN_WORK_STATS=1 "$bin" plan --model models/kimi-k2.yaml --topology "$work/big.yaml" \
+  --offload none --nodes 1024 --out "$work/wide.json" >/dev/null 2>"$work/err" \
+  || bad "1024-node plan: $(cat "$work/err")"
+steps="$(sed -n 's/^work: 1 candidates predicted, \([0-9]*\) rank-window steps$/\1/p' "$work/err")"
+json_check "one 1024-node candidate costs its touched ranks" "$work/wide.json" "
+steps = int('${steps:-0}' or 0)
+dense = len(d['chunks']) * d['world_size']
+assert 0 < steps and steps * 4 < dense, (steps, dense)"
+# Near the bound: the counter counts each evaluated candidate once, and none is under the floor.
+MUONPLAN_WORK_STATS=1 "$bin" plan --model models/kimi-k2.yaml --topology "$work/big.yaml" \
+  --offload none --nodes auto --gpu-memory-gib 30.9 --out "$work/edge.json" >/dev/null 2>"$work/err" \
+  || bad "knife-edge plan: $(cat "$work/err")"
+predicted="$(sed -n 's/^work: \([0-9]*\) candidates predicted, .*/\1/p' "$work/err")"
+json_check "knife edge: evaluated from the bound's cut" "$work/edge.json" "
+import re
+c = d['decision']['candidates']
+evaluated = [x for x in c if 'gpu_peak_gib' in x]
+assert len(evaluated) == int('${predicted:-0}' or 0), (len(evaluated), '$predicted')
+cut = int(re.search(r'node counts up to ([0-9]+) not evaluated', d['decision']['reason']).group(1))
+assert min(x['nodes'] for x in evaluated) == cut + 1 and d['nodes'] > cut + 1, (cut, d['nodes'])
+floors = {x['nodes']: float(re.search(r'at least ([0-9.e+-]+) GiB', x['note']).group(1))
+          for x in c if x.get('note', '').startswith('not evaluated')}
+assert floors and all(floors[n] > 30.9 for n in floors), floors"
+
 finish

@@ -26,7 +26,12 @@ struct Range {
   int64_t end = 0;
   int64_t size() const { return end - begin; }
 };
-Range chunk_range(int64_t n, int k, int i);
+// Inline: the cost model calls it once per matrix and holder, the search's inner loop.
+inline Range chunk_range(int64_t n, int k, int i) {
+  const int64_t per = (n + k - 1) / k;
+  const int64_t begin = per * i < n ? per * i : n;
+  return {begin, begin + per < n ? begin + per : n};
+}
 
 // One tensor's placement as a rule of a few numbers (a per-rank table would be 131072 entries):
 //   row_sharded:   dim 0 split over the `group_size` ranks of each shard group, rank r holding

@@ -3,6 +3,7 @@
 // rank are for the busiest rank.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,5 +28,14 @@ PipelineResult simulate_pipeline(const std::vector<std::vector<Stage>>& chunks, 
 // Predicts one candidate. `chunks` must come from build_chunks for the same layout and world.
 Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
                    const PlanOptions& opts, const ChunkPlan& chunks);
+
+// The cost model's work since the process started: candidates predicted, and per-rank window
+// steps (one rank's buffers of one chunk) over them. `plan` prints it under
+// MUONPLAN_WORK_STATS, so a test can check that a candidate costs the ranks its chunks touch,
+// not chunks x world, without timing anything.
+struct CostWork {
+  uint64_t predictions = 0, rank_window_steps = 0;
+};
+CostWork cost_work();
 
 }  // namespace muonplan

@@ -1,16 +1,40 @@
 // Owner assignment for Muon batches: which rank orthogonalizes which batch (docs/planner.md).
 #pragma once
 
+#include <algorithm>
+
 #include "muonplan/chunks.h"
 
 namespace muonplan {
 
 namespace detail {
 // Bytes of group rank r's slice of matrix m (bf16), under Shard(0) over group_size ranks.
-double slice_bytes(const ParamInventory& inv, const MatrixRef& m, int group_size, int group_rank);
+// Inline: called once per matrix and holder in the owner search and the cost model.
+inline double slice_bytes(const ParamInventory& inv, const MatrixRef& m, int group_size,
+                          int group_rank) {
+  const Range held = chunk_range(inv.tensors[m.tensor].shape[0], group_size, group_rank);
+  const int64_t begin = std::max(held.begin, m.row_offset);
+  const int64_t end = std::min(held.end, m.row_offset + m.rows);
+  return end > begin ? 2.0 * double(end - begin) * double(m.cols) : 0.0;  // bf16
+}
 // The group positions [begin, end) whose slice of m is not empty (a torch.chunk split gives a
 // contiguous run): loops over them cost the matrix's rows, not the group size.
 Range holders(const ParamInventory& inv, const MatrixRef& m, int group_size);
+// Calls f(r, slice_bytes(inv, m, group_size, r)) for each holder r of m, in order: the shard
+// size worked out once, no division per holder (the loops over every matrix's holders are most
+// of a large world's candidate).
+template <class F>
+void for_each_slice(const ParamInventory& inv, const MatrixRef& m, int group_size, F f) {
+  const int64_t n = inv.tensors[m.tensor].shape[0];
+  const int64_t per = (n + group_size - 1) / group_size;  // chunk_range's shard size
+  const Range h = holders(inv, m, group_size);
+  for (int64_t r = h.begin; r < h.end; ++r) {
+    const int64_t held_begin = std::min(n, per * r), held_end = std::min(n, held_begin + per);
+    const int64_t begin = std::max(held_begin, m.row_offset);
+    const int64_t end = std::min(held_end, m.row_offset + m.rows);
+    f(int(r), end > begin ? 2.0 * double(end - begin) * double(m.cols) : 0.0);
+  }
+}
 }  // namespace detail
 
 // Sets owners (and padding) of every muon_batch chunk in plan.

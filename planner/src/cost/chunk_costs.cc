@@ -106,7 +106,7 @@ std::vector<Stage> chunk_stages(const Topology& topo, const StepFigures& f, cons
   } else {
     double ns_s = 0, exch_s = 0;
     if (c.kind == Chunk::Kind::muon_batch) {
-      elems = *std::max_element(bt.held_elems.begin(), bt.held_elems.end());
+      elems = bt.max_held_elems();
       ns_s = ns_cost(topo, 1, c.rows, c.cols, o.schedule).total_s;
       exch_s = bt.exchange_s;
     } else {
@@ -124,6 +124,31 @@ std::vector<Stage> chunk_stages(const Topology& topo, const StepFigures& f, cons
   return st;
 }
 
+// The world ranks a batch touches: every replica of a position that holds a slice or owns a
+// matrix (bt.touched), each once. `ranks` is reused across chunks.
+const std::vector<int>& batch_ranks(const BatchTraffic& bt, int g, int world,
+                                    std::vector<int>& ranks) {
+  ranks.clear();
+  for (int pos : bt.touched) {
+    for (int r = pos; r < world; r += g) ranks.push_back(r);
+  }
+  return ranks;
+}
+
+// The world ranks holding at least one entry of an expert stack (LocalCounts::at > 0): per ep
+// slice, the first dp ranks whose torch.chunk share of it is not empty (layout.h).
+const std::vector<int>& stack_ranks(const LocalCounts& rule, std::vector<int>& ranks) {
+  ranks.clear();
+  for (int e = 0; e < rule.ep; ++e) {
+    const int64_t slice = chunk_range(rule.entries, rule.ep, e).size();
+    if (slice <= 0) continue;
+    const int64_t per = (slice + rule.dp - 1) / rule.dp;
+    const int64_t holders = std::min<int64_t>(rule.dp, (slice + per - 1) / per);
+    for (int64_t d = 0; d < holders; ++d) ranks.push_back(int(e + int64_t(rule.ep) * d));
+  }
+  return ranks;
+}
+
 // The chunk's buffers on each rank, into that rank's windows. A batch: send and receive
 // buffers of both exchanges (bf16) and, on owners, the gathered matrix, held while in
 // flight; the NS workspace on owners only during NS. Local work needs no exchange: its bf16
@@ -131,7 +156,8 @@ std::vector<Stage> chunk_stages(const Topology& topo, const StepFigures& f, cons
 // state one piece at a time (a rank's slice of a batch matrix, a local entry, an AdamW
 // tensor), written back before the next: scratch too.
 void add_chunk_buffers(RankWindows& windows, const StepFigures& f, const Chunk& c,
-                       const BatchTraffic& bt, const std::vector<double>& adamw_piece) {
+                       const BatchTraffic& bt, const std::vector<double>& adamw_piece,
+                       std::vector<int>& ranks) {
   const PlanOptions& o = f.o;
   const bool chunked = f.chunked;
   const double mom_bytes = muon_state_bytes(o);
@@ -139,9 +165,8 @@ void add_chunk_buffers(RankWindows& windows, const StepFigures& f, const Chunk& 
   const double mat = double(c.rows) * double(c.cols);
   if (c.kind == Chunk::Kind::muon_batch) {
     const double ws = ns_scratch_bytes(1, c.rows, c.cols);
-    const int g = c.group_size;
-    windows.add([&](int r) {
-      const int pos = r % g;
+    windows.add_sparse(batch_ranks(bt, c.group_size, f.world, ranks), [&](int r) {
+      const int pos = r % c.group_size;
       const double held = bt.buffer_elems[pos];
       double h = 2 * 2 * held + (bt.owns[pos] ? 2 * mat : 0) + (o.nesterov ? 4 * held : 0);
       double sc = bt.owns[pos] ? ws : 0;
@@ -149,17 +174,23 @@ void add_chunk_buffers(RankWindows& windows, const StepFigures& f, const Chunk& 
       return std::make_pair(h, sc);
     });
   } else if (c.kind == Chunk::Kind::muon_local) {
-    windows.add([&](int r) {
+    auto local_buffers = [&](int r) {
       const int64_t n = c.local.at(r);
       double sc = 2.0 * double(n) * mat + ns_scratch_bytes(n, c.rows, c.cols) +
                   (o.nesterov ? 4.0 * double(n) * mat : 0);
       if (chunked && n > 0) sc = std::max(sc, mat * mom_bytes);
       return std::make_pair(0.0, sc);
-    });
+    };
+    // A rank with no entry of an expert stack holds nothing of its chunk (all terms 0).
+    if (c.local.stacked) {
+      windows.add_sparse(stack_ranks(c.local, ranks), local_buffers);
+    } else {
+      windows.add(local_buffers);
+    }
+  } else if (chunked) {
+    windows.add([&](int r) { return std::make_pair(0.0, adamw_piece[r] * adamw_piece_bytes); });
   } else {
-    windows.add([&](int r) {
-      return std::make_pair(0.0, chunked ? adamw_piece[r] * adamw_piece_bytes : 0.0);
-    });
+    windows.add_sparse({}, [](int) { return std::make_pair(0.0, 0.0); });
   }
 }
 
@@ -170,12 +201,15 @@ ChunkCosts chunk_costs(const ParamInventory& inv, const Topology& topo, const St
   ChunkCosts cc{{}, RankWindows(f.world, f.depth)};
   const std::vector<double> adamw_piece =
       f.chunked ? largest_adamw_piece(inv, f) : std::vector<double>{};
+  BatchTraffic bt;         // one for every batch (step_traffic.h)
+  std::vector<int> ranks;  // the ranks a chunk touches
   for (const Chunk& c : plan.chunks) {
-    const BatchTraffic bt =
-        c.kind == Chunk::Kind::muon_batch ? batch_traffic(inv, c, f.rt, f.gpn) : BatchTraffic{};
+    // Other chunks do not read bt: it keeps the last batch's figures and arrays.
+    if (c.kind == Chunk::Kind::muon_batch) batch_traffic(inv, c, f.rt, f.gpn, bt);
     cc.stages.push_back(chunk_stages(topo, f, c, bt));
-    add_chunk_buffers(cc.windows, f, c, bt, adamw_piece);
+    add_chunk_buffers(cc.windows, f, c, bt, adamw_piece, ranks);
   }
+  cc.windows.finish();
   return cc;
 }
 

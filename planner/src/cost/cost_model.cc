@@ -2,6 +2,7 @@
 #include "muonplan/cost_model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -11,13 +12,13 @@
 #include "cost/step_figures.h"
 #include "cost/step_traffic.h"
 #include "cost/workload_cost.h"
+#include "muonplan/base/units.h"
 #include "muonplan/layout.h"
 #include "muonplan/ns_model.h"
 #include "muonplan/ns_workspace.h"
 #include "muonplan/offload_policy.h"
 #include "muonplan/owners.h"
 #include "muonplan/stage_names.h"
-#include "muonplan/base/units.h"
 
 namespace muonplan {
 
@@ -289,6 +290,14 @@ OptimizerPhases optimizer_phases(const StepFigures& f,
 
 }  // namespace
 
+namespace {
+std::atomic<uint64_t> predictions{0}, rank_window_steps{0};  // cost_work()
+}  // namespace
+
+CostWork cost_work() {
+  return {predictions.load(), rank_window_steps.load()};
+}
+
 // Memory, traffic and time of one candidate; each part in its own function above, from the
 // figures step_figures computes once.
 Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
@@ -296,6 +305,8 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   Prediction p;
   const StepFigures f = step_figures(inv, topo, o, plan);
   const ChunkCosts chunks = chunk_costs(inv, topo, f, plan);
+  predictions.fetch_add(1, std::memory_order_relaxed);
+  rank_window_steps.fetch_add(chunks.windows.steps(), std::memory_order_relaxed);
   const int peak_rank = add_gpu_memory(p, inv, topo, f, plan, chunks.windows);
   add_host_memory(p, topo, f, plan);
   add_traffic(p, f, plan);

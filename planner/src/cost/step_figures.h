@@ -31,6 +31,12 @@ using muonplan::state_bytes;
 // Per rank, the heaviest window of `depth` consecutive chunks in flight: the bytes they hold
 // summed, plus the largest scratch among them (compute runs one chunk at a time). Each rank's
 // own sum: the busiest ranks of different chunks are different ranks.
+// A chunk touches few ranks of a large world (a batch: its matrices' holders and owners; an
+// expert stack: the ranks with entries), and a rank it does not touch holds nothing of it:
+// add_sparse visits only the touched ranks and a rank catches up on the chunks that passed it
+// by (zeros) when next touched, or in finish(). The arithmetic per rank is the dense add's,
+// in the same order, so the figures are bit-identical; a chunk costs its touched ranks, not
+// the world.
 class RankWindows {
  public:
   RankWindows(int world, int depth)
@@ -39,27 +45,62 @@ class RankWindows {
         held_(size_t(world) * depth, 0),
         scratch_(size_t(world) * depth, 0),
         sum_(world, 0),
-        best_(world, 0) {}
-  // held_scratch(r) -> {held, scratch} of the next chunk on rank r.
+        best_(world, 0),
+        seen_(world, 0) {}
+  // held_scratch(r) -> {held, scratch} of the next chunk on rank r, every rank.
   template <class F>
   void add(F held_scratch) {
-    const size_t slot = n_++ % size_t(depth_);
     for (int r = 0; r < world_; ++r) {
       const auto [h, sc] = held_scratch(r);
-      double* held = &held_[size_t(r) * depth_];
-      double* scratch = &scratch_[size_t(r) * depth_];
-      sum_[r] += h - held[slot];
-      held[slot] = h;
-      scratch[slot] = sc;
-      best_[r] = std::max(best_[r], sum_[r] + *std::max_element(scratch, scratch + depth_));
+      touch(r, h, sc);
     }
+    ++n_;
+  }
+  // As add, where every rank not in `ranks` (each listed once) holds {0, 0} of the chunk.
+  template <class F>
+  void add_sparse(const std::vector<int>& ranks, F held_scratch) {
+    for (int r : ranks) {
+      const auto [h, sc] = held_scratch(r);
+      touch(r, h, sc);
+    }
+    ++n_;
+  }
+  // Brings every rank up to the last chunk added; at() reads finished windows.
+  void finish() {
+    for (int r = 0; r < world_; ++r) catch_up(r);
   }
   double at(int r) const { return best_[r]; }
+  uint64_t steps() const { return steps_; }  // rank-chunk steps taken (cost_work)
 
  private:
+  // Rank r's window after the next chunk, {h, sc} on r, once r has caught up.
+  void touch(int r, double h, double sc) {
+    catch_up(r);
+    step(r, n_ % size_t(depth_), h, sc);
+    seen_[r] = n_ + 1;
+  }
+  // The chunks since r was last touched hold nothing on r. After `depth` of them r's window
+  // is all zeros and further zero chunks change nothing, so at most `depth` are stepped.
+  void catch_up(int r) {
+    const size_t missed = std::min(n_ - seen_[r], size_t(depth_));
+    for (size_t k = 0; k < missed; ++k) step(r, (seen_[r] + k) % size_t(depth_), 0.0, 0.0);
+    seen_[r] = n_;
+  }
+  void step(int r, size_t slot, double h, double sc) {
+    double* held = &held_[size_t(r) * depth_];
+    double* scratch = &scratch_[size_t(r) * depth_];
+    ++steps_;
+    sum_[r] += h - held[slot];
+    held[slot] = h;
+    scratch[slot] = sc;
+    best_[r] = std::max(best_[r], sum_[r] + *std::max_element(scratch, scratch + depth_));
+  }
+
   int world_, depth_;
-  size_t n_ = 0;
+  size_t n_ = 0;  // chunks added
+  uint64_t steps_ = 0;
   std::vector<double> held_, scratch_, sum_, best_;
+  std::vector<size_t> seen_;  // per rank, the chunks it has caught up with
 };
 
 // The figures every part of a prediction reads, computed once per candidate.

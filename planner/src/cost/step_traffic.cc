@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
+#include "muonplan/base/units.h"
 #include "muonplan/offload_policy.h"
 #include "muonplan/owners.h"
-#include "muonplan/base/units.h"
 
 namespace muonplan::step_cost {
 Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node) {
@@ -45,46 +45,80 @@ Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node) {
   return r;
 }
 
-BatchTraffic batch_traffic(const ParamInventory& inv, const Chunk& c, const Rates& rt,
-                           int gpus_per_node) {
-  BatchTraffic bt;
+namespace {
+
+// Zeroes what the last batch left in `bt` (or sizes it to a new group).
+void clear_batch(BatchTraffic& bt, int g) {
+  std::vector<double>* per_pos[] = {&bt.held_elems, &bt.buffer_elems, &bt.largest_slice,
+                                    &bt.send_in,    &bt.send_out,     &bt.recv_in,
+                                    &bt.recv_out};
+  if (bt.owns.size() != size_t(g)) {
+    for (std::vector<double>* v : per_pos) v->assign(g, 0);
+    bt.owns.assign(g, 0);
+  } else {
+    for (int r : bt.touched) {
+      for (std::vector<double>* v : per_pos) (*v)[r] = 0;
+      bt.owns[r] = 0;
+    }
+  }
+  bt.touched.clear();
+  bt.exchange_s = 0;
+}
+
+// Lists position r in bt.touched the first time the batch reaches it. An untouched position
+// has no slice and owns nothing (all its figures zero); `owns` is 2 once listed.
+void mark(BatchTraffic& bt, int r) {
+  if (bt.owns[r] == 0) {
+    bt.owns[r] = 2;
+    bt.touched.push_back(r);
+  }
+}
+
+}  // namespace
+
+double BatchTraffic::max_held_elems() const {
+  double best = 0;  // the untouched positions' (held_elems is never negative)
+  for (int r : touched) best = std::max(best, held_elems[r]);
+  return best;
+}
+
+void batch_traffic(const ParamInventory& inv, const Chunk& c, const Rates& rt, int gpus_per_node,
+                   BatchTraffic& bt) {
   const int g = c.group_size;
-  bt.held_elems.assign(g, 0);
-  bt.buffer_elems.assign(g, 0);
-  bt.largest_slice.assign(g, 0);
-  bt.owns.assign(g, 0);
-  // Exchange 1 bytes per rank, split by link; exchange 2 is its mirror image (send <-> recv).
-  // Only the ranks holding a slice of a matrix are visited (detail::holders).
-  std::vector<double> send_in(g, 0), send_out(g, 0), recv_in(g, 0), recv_out(g, 0);
+  clear_batch(bt, g);
+  // Only the ranks holding a slice of a matrix are visited (detail::for_each_slice), with the
+  // owner's node worked out once per matrix: no division per holder.
   for (size_t k = 0; k < c.owners.size(); ++k) {
     const MatrixRef& m = c.matrices[std::min(k, c.matrices.size() - 1)];
     const int owner = c.owners[k];
-    bt.owns[owner] = 1;
-    const Range h = detail::holders(inv, m, g);
-    for (int64_t rr = h.begin; rr < h.end; ++rr) {
-      const int r = int(rr);
-      const double b = detail::slice_bytes(inv, m, g, r);
+    mark(bt, owner);
+    const int owner_node_begin = owner / gpus_per_node * gpus_per_node;
+    detail::for_each_slice(inv, m, g, [&](int r, double b) {
+      mark(bt, r);
       bt.buffer_elems[r] += b / 2;
       if (k < c.matrices.size()) {
         bt.held_elems[r] += b / 2;
         bt.largest_slice[r] = std::max(bt.largest_slice[r], b / 2);
       }
-      if (r == owner) continue;
-      const bool same_node = r / gpus_per_node == owner / gpus_per_node;
-      (same_node ? send_in : send_out)[r] += b;
-      (same_node ? recv_in : recv_out)[owner] += b;
-    }
+      if (r == owner) return;
+      const bool same_node = r >= owner_node_begin && r < owner_node_begin + gpus_per_node;
+      (same_node ? bt.send_in : bt.send_out)[r] += b;
+      (same_node ? bt.recv_in : bt.recv_out)[owner] += b;
+    });
   }
+  // Owners are the positions owns[] marked 3 (2: listed, +1: owner).
+  for (int o : c.owners) bt.owns[o] = 3;
   bool any_inter = false;
-  for (int r = 0; r < g; ++r) {
+  for (int r : bt.touched) {
+    bt.owns[r] = bt.owns[r] == 3;  // back to 0/1: whether r owns a matrix
     // Links are full duplex: a rank's time is its busier direction on its busier link.
-    const double in = std::max(send_in[r], recv_in[r]), out = std::max(send_out[r], recv_out[r]);
+    const double in = std::max(bt.send_in[r], bt.recv_in[r]),
+                 out = std::max(bt.send_out[r], bt.recv_out[r]);
     const double t = std::max(rt.intra_bps > 0 ? in / rt.intra_bps : 0.0, out / rt.inter_bps);
     bt.exchange_s = std::max(bt.exchange_s, t);
     any_inter = any_inter || out > 0;
   }
   bt.exchange_s += (any_inter ? rt.inter_latency_s : rt.intra_latency_s) + rt.collective_s;
-  return bt;
 }
 
 }  // namespace muonplan::step_cost

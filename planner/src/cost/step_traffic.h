@@ -22,14 +22,23 @@ Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node);
 // of its slices (padding matrices' zero slices too: they travel), whether it owns a matrix (a
 // gathered copy and an NS workspace; padding owners too), and its largest slice of a real
 // matrix (a `chunked` staging piece).
+// The arrays are sized to the group and zero past `touched`: one BatchTraffic serves every
+// batch of a candidate, and batch_traffic clears only the positions the last batch touched, so
+// a batch costs its holders and owners, not the group (a large world's groups are mostly
+// ranks holding nothing of a batch).
 struct BatchTraffic {
   std::vector<double> held_elems;
   double exchange_s = 0;  // one exchange (the return exchange moves the same bytes back)
   std::vector<double> buffer_elems, largest_slice;
   std::vector<char> owns;
+  std::vector<int> touched;  // positions holding a slice or owning a matrix, each once
+  double max_held_elems() const;
+  // Exchange 1 bytes per position, by link (exchange 2 is its mirror image).
+  std::vector<double> send_in, send_out, recv_in, recv_out;
 };
 
-BatchTraffic batch_traffic(const ParamInventory& inv, const Chunk& c, const Rates& rt,
-                           int gpus_per_node);
+// Fills `bt` (a previous batch's, or empty) with batch `c`'s traffic.
+void batch_traffic(const ParamInventory& inv, const Chunk& c, const Rates& rt, int gpus_per_node,
+                   BatchTraffic& bt);
 
 }  // namespace muonplan::step_cost

@@ -13,14 +13,6 @@ namespace muonplan {
 
 namespace detail {
 
-double slice_bytes(const ParamInventory& inv, const MatrixRef& m, int group_size, int group_rank) {
-  const ParamTensor& t = inv.tensors[m.tensor];
-  const Range held = chunk_range(t.shape[0], group_size, group_rank);
-  const int64_t begin = std::max(held.begin, m.row_offset);
-  const int64_t end = std::min(held.end, m.row_offset + m.rows);
-  return end > begin ? 2.0 * double(end - begin) * double(m.cols) : 0.0;  // bf16
-}
-
 Range holders(const ParamInventory& inv, const MatrixRef& m, int group_size) {
   const int64_t n = inv.tensors[m.tensor].shape[0];
   const int64_t per = (n + group_size - 1) / group_size;

@@ -204,11 +204,8 @@ Problem make_problem(const ParamInventory& inv, const ChunkPlan& plan, int ns_it
     p.batches.push_back(&c);
     p.whole.push_back(2.0 * c.rows * c.cols);
     p.flops.push_back(ns_flops(c.rows, c.cols, ns_iterations));
-    for (const MatrixRef& m : c.matrices) {
-      const Range h = detail::holders(inv, m, p.g);
-      for (int64_t r = h.begin; r < h.end; ++r)
-        p.base_bytes[r] += detail::slice_bytes(inv, m, p.g, int(r));
-    }
+    for (const MatrixRef& m : c.matrices)
+      detail::for_each_slice(inv, m, p.g, [&](int r, double b) { p.base_bytes[r] += b; });
   }
   for (const auto& [rule, f] : local_flops) {
     const std::vector<double> per = busiest_replica(rule, p.g, plan.world);
@@ -274,9 +271,7 @@ RankLoads compute_loads(const ParamInventory& inv, const ChunkPlan& plan, int ns
       // sent_r = sum_k slice_r(k) + sum_{k: owner(k) = r} (whole(k) - 2 slice_r(k))
       for (size_t k = 0; k < c.owners.size(); ++k) {
         const MatrixRef& m = c.matrices[std::min(k, c.matrices.size() - 1)];
-        const Range h = detail::holders(inv, m, g);
-        for (int64_t r = h.begin; r < h.end; ++r)
-          bytes[r] += detail::slice_bytes(inv, m, g, int(r));
+        detail::for_each_slice(inv, m, g, [&](int r, double b) { bytes[r] += b; });
         const int o = c.owners[k];
         bytes[o] += 2.0 * double(m.rows) * double(m.cols) - 2 * detail::slice_bytes(inv, m, g, o);
         flops[o] += f;

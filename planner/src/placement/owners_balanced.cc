@@ -299,9 +299,7 @@ void start_loads(State& s, const ParamInventory& inv, const std::vector<double>&
   s.flops = fixed_flops;
   double total_b = 0, total_f = std::accumulate(fixed_flops.begin(), fixed_flops.end(), 0.0);
   for (const Mat& m : s.mats) {
-    const Range h = detail::holders(inv, m.ref, s.g);
-    for (int64_t r = h.begin; r < h.end; ++r)
-      s.bytes[r] += detail::slice_bytes(inv, m.ref, s.g, int(r));
+    detail::for_each_slice(inv, m.ref, s.g, [&](int r, double b) { s.bytes[r] += b; });
     total_b += m.whole * (1 - 1.0 / s.g);
     total_f += m.flops;
   }
