@@ -29,8 +29,9 @@ namespace {
 // stream per element and write bf16 (fold_momentum_bf16, cast_to_bf16) move 6-8 B an element
 // against triad's 12, and on Sapphire Rapids (2-core VM, measured by bench cpu-kernels) the
 // hardware prefetcher alone left them at 61-68% of triad's GB/s; prefetching the fp32 input
-// this far ahead lifts them to 93-97% and 87-89% (fold, cast; quiet machine, 64 Mi elements).
-// 1, 3, 4 and 8 KiB ahead gave the same or less; the fpclass denormal test saves 1-2%.
+// this far ahead lifts them to 93-97% and 87-89% (fold, cast; quiet machine, 64 Mi elements);
+// cast's two read streams a block (cast_block) then 93-95%. 1, 3, 4 and 8 KiB ahead gave the
+// same or less; the fpclass denormal test saves 1-2%.
 constexpr int64_t kPrefetchAhead = 512;
 
 void prefetch(const void* p) {
@@ -84,27 +85,38 @@ void store64(bf16* y, __m512i v) {
   }
 }
 
-// 64 elements a step (four cache lines of input, two of output): with vcvtneps2bf16 the four
-// vectors share one denormal test and one branch, which the 32-element step paid twice; the
-// integer rule is taken for all 64 where any lane is denormal, so the bits stay to_bf16's.
+// 64 elements at i (four cache lines of input, two of output): with vcvtneps2bf16 the four
+// vectors share one denormal test and one branch; the integer rule is taken for all 64 where any
+// lane is denormal, so the bits stay to_bf16's.
+template <bool kHw, bool kStream>
+void cast64(int64_t i, const float* x, bf16* y) {
+  for (int line = 0; line < 64; line += 16) prefetch(x + i + kPrefetchAhead + line);
+  const __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + 16);
+  const __m512 c = _mm512_loadu_ps(x + i + 32), d = _mm512_loadu_ps(x + i + 48);
+  if constexpr (kHw) {
+    if ((denormal(a) | denormal(b) | denormal(c) | denormal(d)) == 0) {
+      store64<kStream>(y + i, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(b, a)));
+      store64<kStream>(y + i + 32, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(d, c)));
+      return;
+    }
+  }
+  store64<kStream>(y + i, round32(a, b));
+  store64<kStream>(y + i + 32, round32(c, d));
+}
+
+// The block's two halves as two read streams, a step of each in turn: one fp32 stream per core
+// left Sapphire Rapids' prefetchers short of misses in flight (cast at 0.86-0.88 of triad, whose
+// two read streams reach 1.0).
 template <bool kHw, bool kStream>
 void cast_block(int64_t first, int64_t last, const float* x, bf16* y) {
-  const int64_t end = vector_end(first, last, 64);
+  const int64_t half = (last - first) / 128 * 64;
   int64_t i = first;
-  for (; i < end; i += 64) {
-    for (int line = 0; line < 64; line += 16) prefetch(x + i + kPrefetchAhead + line);
-    const __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + 16);
-    const __m512 c = _mm512_loadu_ps(x + i + 32), d = _mm512_loadu_ps(x + i + 48);
-    if constexpr (kHw) {
-      if ((denormal(a) | denormal(b) | denormal(c) | denormal(d)) == 0) {
-        store64<kStream>(y + i, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(b, a)));
-        store64<kStream>(y + i + 32, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(d, c)));
-        continue;
-      }
-    }
-    store64<kStream>(y + i, round32(a, b));
-    store64<kStream>(y + i + 32, round32(c, d));
+  for (const int64_t mid = first + half; i < mid; i += 64) {
+    cast64<kHw, kStream>(i, x, y);
+    cast64<kHw, kStream>(i + half, x, y);
   }
+  i += half;
+  for (const int64_t end = vector_end(i, last, 64); i < end; i += 64) cast64<kHw, kStream>(i, x, y);
   for (; i < last; ++i) y[i] = to_bf16(x[i]);
 }
 
