@@ -5,9 +5,9 @@
 #include <limits>
 
 #include "cost/gpu_persistent.h"
+#include "muonplan/base/units.h"
 #include "muonplan/ns_workspace.h"
 #include "muonplan/offload_policy.h"
-#include "muonplan/base/units.h"
 
 namespace muonplan {
 namespace {
@@ -120,11 +120,6 @@ std::string SearchFloor::why_first_only(size_t node_counts, int64_t last_world) 
                 "first of %zu node counts was evaluated",
                 min_gpu_bytes(last_world) / kGiB, limit_bytes / kGiB, node_counts);
   return buf;
-}
-
-double gpu_floor_bytes(const ParamInventory& inv, const Topology& topo, const PlanOptions& o) {
-  return topo.overheads.cuda_context_gib * kGiB +
-         largest_owner_bytes(inv, o) * (1 + topo.overheads.allocator_slack_fraction);
 }
 
 }  // namespace muonplan

@@ -54,8 +54,4 @@ class SearchFloor {
   double context_bytes_ = 0, slack_fraction_ = 0;
 };
 
-// The per-world part alone: the owner's bytes, the context and the slack (as gpu_bytes with no
-// rank 0 term). Kept for the tests that check it against plans of many sizes.
-double gpu_floor_bytes(const ParamInventory& inv, const Topology& topo, const PlanOptions& o);
-
 }  // namespace muonplan
