@@ -8,14 +8,17 @@
 namespace muonplan {
 
 namespace detail {
+// Bytes (bf16) of matrix m's rows within `held`, a rank's rows of m's tensor.
+inline double held_slice_bytes(Range held, const MatrixRef& m) {
+  const int64_t begin = std::max(held.begin, m.row_offset);
+  const int64_t end = std::min(held.end, m.row_offset + m.rows);
+  return end > begin ? 2.0 * double(end - begin) * double(m.cols) : 0.0;
+}
 // Bytes of group rank r's slice of matrix m (bf16), under Shard(0) over group_size ranks.
 // Inline: called once per matrix and holder in the owner search and the cost model.
 inline double slice_bytes(const ParamInventory& inv, const MatrixRef& m, int group_size,
                           int group_rank) {
-  const Range held = chunk_range(inv.tensors[m.tensor].shape[0], group_size, group_rank);
-  const int64_t begin = std::max(held.begin, m.row_offset);
-  const int64_t end = std::min(held.end, m.row_offset + m.rows);
-  return end > begin ? 2.0 * double(end - begin) * double(m.cols) : 0.0;  // bf16
+  return held_slice_bytes(chunk_range(inv.tensors[m.tensor].shape[0], group_size, group_rank), m);
 }
 // The group positions [begin, end) whose slice of m is not empty (a torch.chunk split gives a
 // contiguous run): loops over them cost the matrix's rows, not the group size.
@@ -29,10 +32,8 @@ void for_each_slice(const ParamInventory& inv, const MatrixRef& m, int group_siz
   const int64_t per = (n + group_size - 1) / group_size;  // chunk_range's shard size
   const Range h = holders(inv, m, group_size);
   for (int64_t r = h.begin; r < h.end; ++r) {
-    const int64_t held_begin = std::min(n, per * r), held_end = std::min(n, held_begin + per);
-    const int64_t begin = std::max(held_begin, m.row_offset);
-    const int64_t end = std::min(held_end, m.row_offset + m.rows);
-    f(int(r), end > begin ? 2.0 * double(end - begin) * double(m.cols) : 0.0);
+    const int64_t held_begin = std::min(n, per * r);
+    f(int(r), held_slice_bytes({held_begin, std::min(n, held_begin + per)}, m));
   }
 }
 }  // namespace detail
