@@ -118,9 +118,8 @@ std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c, int lane
     for (int k = 0; k < total; ++k) {
       if (c.owners[k] != j) continue;
       const MatrixRef& m = c.matrices[std::min(k, real - 1)];
-      const Range r = slice_rows(plan, me, m);
       f->my_pos[k] = pos;
-      f->my_len[k] = std::max<int64_t>(0, r.size()) * m.cols;
+      f->my_len[k] = step_detail::slice_elems(plan, me, m);
       pos += f->my_len[k];
     }
     f->s1_bytes[base + j] = static_cast<size_t>(pos) * sizeof(bf16) - f->s1_displs[base + j];
@@ -225,15 +224,20 @@ void MuonStep::finish(Flight& f) {
   }
 }
 
+int64_t MuonStep::local_count(const Chunk& c) const {
+  const MatrixRef& m = c.matrices[0];
+  const LocalParam& p = state_.param(m.tensor);
+  if (state_.plan().inventory.tensors[m.tensor].stack_dim == 0) return p.end - p.begin;
+  return p.elems() > 0 ? 1 : 0;
+}
+
 void MuonStep::local_chunk(const Chunk& c) {
   const Plan& plan = state_.plan();
   const OptimizerHyper& h = plan.options.hyper;
   const MatrixRef& m = c.matrices[0];
   LocalParam& p = state_.param(m.tensor);
-  const ParamTensor& t = plan.inventory.tensors[m.tensor];
-  // A stack holds `count` experts of [out, in]; a replicated matrix is one entry of its rows.
-  const bool stack = t.stack_dim == 0;
-  const int64_t count = stack ? p.end - p.begin : (p.elems() > 0 ? 1 : 0);
+  const bool stack = plan.inventory.tensors[m.tensor].stack_dim == 0;
+  const int64_t count = local_count(c);
   if (count == 0) return;
   cur_chunk_ = &c;
   backend_.set_lane(0);
@@ -344,8 +348,7 @@ void MuonStep::run(int64_t step) {
   // Zero-filled on the current lane, written on every lane: no lane may write a sum before the
   // zeroing has run (a late zero-fill would erase a NaN).
   backend_.join_lanes();
-  const size_t depth =
-      static_cast<size_t>(std::clamp(plan.batches_in_flight, 1, Backend::kMaxLanes));
+  const size_t depth = step_detail::flight_depth(plan);
   if (policy_.bf16_compute_copy) grads_to_host();
   if (policy_.host_fold) fold_all();  // during backward, from the bf16 gradients
   if (policy_.host_adamw) {
@@ -367,9 +370,7 @@ void MuonStep::run(int64_t step) {
     switch (c.kind) {
       case Chunk::Kind::muon_batch:
         if (flights.size() == depth) retire();
-        // Lane 0 is for local chunks and AdamW; batches take lanes 1..depth when there are
-        // enough, so a batch never waits behind unrelated work.
-        flights.push_back(start_batch(c, int(started++ % depth) + (depth < Backend::kMaxLanes)));
+        flights.push_back(start_batch(c, step_detail::batch_lane(plan, started++)));
         break;
       case Chunk::Kind::muon_local:
         local_chunk(c);

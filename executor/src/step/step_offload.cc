@@ -13,7 +13,6 @@
 namespace muonplan::exec {
 
 using step_detail::Buffer;
-using step_detail::slice_rows;
 using step_detail::Timed;
 
 MuonStep::StateSlice MuonStep::state_in(LocalParam& p, int64_t off, int64_t len) {
@@ -137,11 +136,6 @@ void MuonStep::scaled_update_to_host(bf16* u, int64_t len, float s, bf16* host_u
 
 namespace {
 
-// The batch lane whose staging the relay borrows: the first batch's (start_batch's lanes).
-int first_batch_lane(const Plan& plan) {
-  return std::clamp(plan.batches_in_flight, 1, Backend::kMaxLanes) < Backend::kMaxLanes ? 1 : 0;
-}
-
 // The relay's two buffers take turns on these two lanes, so waiting for one buffer's copy
 // (synchronize_lane) does not wait for the other's: the host fills or drains one piece while
 // the next one crosses PCIe.
@@ -164,15 +158,10 @@ int64_t MuonStep::largest_share_elems() const {
       // start_batch's send layout: my rows of every owner's matrix, padding entries included.
       const size_t real = c.matrices.size();
       for (size_t k = 0; k < c.owners.size(); ++k) {
-        const MatrixRef& m = c.matrices[std::min(k, real - 1)];
-        share += std::max<int64_t>(0, slice_rows(plan, me, m).size()) * m.cols;
+        share += step_detail::slice_elems(plan, me, c.matrices[std::min(k, real - 1)]);
       }
     } else {
-      // local_chunk's: every expert (or the one replicated matrix) this rank holds.
-      const MatrixRef& m = c.matrices[0];
-      const LocalParam& p = state_.param(m.tensor);
-      const bool stack = plan.inventory.tensors[m.tensor].stack_dim == 0;
-      share = (stack ? p.end - p.begin : (p.elems() > 0 ? 1 : 0)) * m.rows * m.cols;
+      share = local_count(c) * c.matrices[0].rows * c.matrices[0].cols;  // local_chunk's
     }
     largest = std::max(largest, share);
   }
@@ -185,7 +174,7 @@ MuonStep::Relay MuonStep::relay() {
   // pinned_staging does not count. Nothing is in flight here (between steps, before the
   // batches), and the relay waits for its own copies before a batch reuses the buffers.
   const int64_t piece = share_elems_ > 0 ? share_elems_ : kRelayFloorElems;
-  HostStaging& hs = staging(first_batch_lane(state_.plan()), piece);
+  HostStaging& hs = staging(step_detail::batch_lane(state_.plan(), 0), piece);  // the first batch's
   return {{hs.momentum, hs.update}, piece};
 }
 
@@ -224,9 +213,7 @@ void MuonStep::grads_to_host() {
     }
     {
       Timed t(counters_.host_s);
-      const bf16* src = r.buf[k % 2];
-      float* dst = x.p->g + x.off;
-      for (int64_t i = 0; i < x.len; ++i) dst[i] = to_float(src[i]);
+      cpu::bf16_to_f32(r.buf[k % 2], x.p->g + x.off, x.len);
     }
     if (k + 2 < pieces.size()) issue(k + 2);
   }

@@ -20,6 +20,23 @@ inline Range slice_rows(const Plan& plan, int j, const MatrixRef& m) {
   return {std::max(held.begin, m.row_offset), std::min(held.end, m.row_offset + m.rows)};
 }
 
+// Elements of my slice of matrix m, group position j: what a batch sends of it (start_batch).
+inline int64_t slice_elems(const Plan& plan, int j, const MatrixRef& m) {
+  return std::max<int64_t>(0, slice_rows(plan, j, m).size()) * m.cols;
+}
+
+// Muon batches in flight (the plan's, within the backend's lanes).
+inline size_t flight_depth(const Plan& plan) {
+  return static_cast<size_t>(std::clamp(plan.batches_in_flight, 1, Backend::kMaxLanes));
+}
+
+// The lane of the k-th batch of a step: lane 0 is for local chunks and AdamW; batches take
+// lanes 1..depth when there are enough, so a batch never waits behind unrelated work.
+inline int batch_lane(const Plan& plan, int64_t k) {
+  const size_t depth = flight_depth(plan);
+  return int(size_t(k) % depth) + (depth < size_t(Backend::kMaxLanes));
+}
+
 // Backend memory freed when it goes out of scope.
 struct Buffer {
   Backend* backend = nullptr;

@@ -87,6 +87,9 @@ class MuonStep {
   void orthogonalize(Flight& f);
   void finish(Flight& f);
   void local_chunk(const Chunk& chunk);
+  // The matrices of a local chunk this rank orthogonalizes: a stack's experts it holds, or the
+  // one replicated matrix (0 where it holds none).
+  int64_t local_count(const Chunk& chunk) const;
   void adamw_group(int64_t step);
   void fold_all();
   float update_scale(int64_t rows, int64_t cols) const;
