@@ -78,8 +78,27 @@ void print_candidates(const Plan& plan) {
               layouts_vary ? "layout                  " : "", "offload", "fits", "GPU peak GiB",
               "host GiB/node", "step s", "GPU-s", "margin");
   bool collapsed = false;
-  for (const auto& group : rows) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::vector<const Candidate*>& group = rows[i];
     const Candidate& c = *group.front();
+    // Counts not evaluated for one reason, in a row (the search's budget spent, or bounds that
+    // print alike): one row, a..b.
+    size_t run_end = i + 1;
+    while (!c.evaluated && run_end < rows.size() && !rows[run_end].front()->evaluated &&
+           rows[run_end].front()->note == c.note)
+      ++run_end;
+    const Candidate& run_last = *rows[run_end - 1].front();
+    if (run_last.nodes != c.nodes) {
+      bool one_mode = true;
+      for (size_t k = i; k < run_end; ++k)
+        one_mode = one_mode && rows[k].front()->offload == c.offload;
+      const std::string span = std::to_string(c.nodes) + ".." + std::to_string(run_last.nodes);
+      std::printf("%5s  %s%-9s  %-4s  %s\n", span.c_str(),
+                  layouts_vary ? "-                       " : "",
+                  one_mode ? to_string(c.offload) : "all", "-", c.note.c_str());
+      i = run_end - 1;
+      continue;
+    }
     bool chosen = false;
     for (const Candidate* g : group)
       chosen =

@@ -23,6 +23,11 @@ void add_plan_flags(CLI::App* c, PlanFlags& f, bool search) {
   if (search) {
     c->add_option("--nodes", f.nodes, "Node count, or auto")->capture_default_str();
     add_positive(c, f, "max-nodes", "Upper bound for --nodes auto (default: topology)", "INT");
+    add_positive(c, f, "max-predictions",
+                 "--nodes auto predicts at most about this many candidates, then lists the "
+                 "node counts left as not evaluated (default: " +
+                     std::to_string(kDefaultMaxPredictions) + ")",
+                 "INT");
   }
   add_positive(c, f, "gpus-per-node", "Override the topology's GPUs per node", "INT");
   c->add_option("--layout", f.layout, "fsdp=F,cp=C,ep=E (default: FSDP over all ranks)");

@@ -12,8 +12,8 @@
 #include <map>
 #include <string>
 
-#include "muonplan/data_dir.h"
 #include "muonplan/base/error.h"
+#include "muonplan/data_dir.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/checkpoint_entries.h"
@@ -173,9 +173,13 @@ std::string node_counts_text(py::handle nodes) {
 py::object report(py::handle model, py::handle out, py::handle topology, py::handle nodes,
                   py::handle metrics, const py::kwargs& options) {
   std::map<std::string, std::string> map = option_map(options);
-  for (const char* swept : {"offload", "max_nodes"}) {
-    if (map.count(swept)) {
-      throw InputError({}, std::string("--") + (swept[0] == 'o' ? "offload" : "max-nodes"),
+  // The CLI's report has none of these flags: it sweeps offload modes and node counts, each
+  // count planned on its own (no search to bound).
+  for (const auto& [key, flag] : {std::pair{"offload", "--offload"},
+                                  {"max_nodes", "--max-nodes"},
+                                  {"max_predictions", "--max-predictions"}}) {
+    if (map.count(key)) {
+      throw InputError({}, flag,
                        "not a report option: the report sweeps offload modes and node counts");
     }
   }

@@ -259,5 +259,24 @@ assert min(x['nodes'] for x in evaluated) == cut + 1 and d['nodes'] > cut + 1, (
 floors = {x['nodes']: float(re.search(r'at least ([0-9.e+-]+) GiB', x['note']).group(1))
           for x in c if x.get('note', '').startswith('not evaluated')}
 assert floors and all(floors[n] > 30.9 for n in floors), floors"
+# Within the few MiB between the bound and the peak at every large world, thousands of counts
+# stay: the search stops once its budget of predictions is spent (--max-predictions), says
+# that the counts left may fit, and the table prints them as one row.
+sed 's/^max_nodes: 64$/max_nodes: 16384/' topologies/h200-ib.yaml > "$work/vast.yaml"
+"$bin" plan --model models/kimi-k2.yaml --topology "$work/vast.yaml" --offload none --nodes auto \
+  --gpu-memory-gib 30.758 --max-predictions 100 --out "$work/budget.json" >"$work/out" 2>"$work/err" \
+  || bad "budget plan: $(cat "$work/err")"
+json_check "knife edge: the budget stops the search" "$work/budget.json" "
+c = d['decision']['candidates']
+evaluated = [x for x in c if 'gpu_peak_gib' in x]
+left = [x['nodes'] for x in c if 'budget of 100 predicted candidates' in x.get('note', '')]
+assert 100 <= len(evaluated) < 116 and not d['fits'], (len(evaluated), d['fits'])
+last = max(x['nodes'] for x in evaluated)
+assert left == list(range(last + 1, 16385)), (last, left[:3], left[-3:])
+assert d['decision']['reason'].startswith('no candidate evaluated fits; %d node count(s), %d..16384, not evaluated' % (len(left), last + 1)), d['decision']['reason']"
+grep -q "^ *[0-9]*\.\.16384 .* not evaluated: the search's budget of 100 predicted candidates (--max-predictions) was spent$" "$work/out" \
+  && ok || bad "budget plan: no one-row summary of the counts left: $(grep -c . "$work/out") lines"
+expect "--max-predictions 0" 2 "--max-predictions: expected a positive integer, got '0'" \
+  "$bin" plan --model models/tiny-dense.yaml --max-predictions 0
 
 finish

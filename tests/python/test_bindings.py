@@ -204,6 +204,23 @@ class ReportAndExample(unittest.TestCase):
         with self.assertRaises(ValueError) as ctx:
             muonplan.report(TINY_MOE, "/tmp/unused", offload="none")
         self.assertIn("--offload: not a report option", str(ctx.exception))
+        with self.assertRaises(ValueError) as ctx:
+            muonplan.report(TINY_MOE, "/tmp/unused", max_predictions=5)
+        self.assertIn("--max-predictions: not a report option", str(ctx.exception))
+
+    def test_search_budget(self):
+        # The budget of predictions is the CLI's --max-predictions: a fit within it is the
+        # same answer; a budget given must be positive.
+        model = path("models/tiny-moe.yaml")
+        got = muonplan.plan(model, path("topologies/cpu-ci.yaml"), max_predictions=1,
+                            gpus_per_node=4)
+        want = cli_json("plan", "--model", model, "--topology", path("topologies/cpu-ci.yaml"),
+                        "--max-predictions", "1", "--gpus-per-node", "4")
+        self.assertEqual(got, want)
+        self.assertTrue(got["fits"])
+        with self.assertRaises(muonplan.InputError) as e:
+            muonplan.plan(TINY_MOE, max_predictions=0)
+        self.assertEqual(str(e.exception), "--max-predictions: expected a positive integer, got '0'")
 
     def test_report_node_range_is_bounded(self):
         # A billion node counts would fill memory before the first plan; they are refused at

@@ -170,3 +170,59 @@ TEST_CASE("local matrix counts follow the expert placement on every rank", "[own
     CHECK(rule.max() == most);
   }
 }
+
+// The search builds one layout's chunks and reuses them for every other ep of the world that
+// places expert entries alike (same_chunking): each reused plan must be the one build_chunks
+// gives that layout, field by field, for every owner strategy. Both answers of same_chunking
+// occur below, so neither branch goes untested.
+TEST_CASE("a plan reused across ep layouts is the one build_chunks gives", "[owners]") {
+  int alike = 0, unlike = 0;
+  for (const char* name : {"qwen3-30b-a3b", "kimi-k2", "tiny-moe"}) {
+    const ModelSpec spec = load_model(repo_path(std::string("models/") + name + ".yaml"));
+    const ParamInventory inv = build_inventory(spec);
+    const int experts = spec.moe.num_experts;
+    for (int world : {8, 48, 96, 384, 1024}) {
+      std::vector<int> eps;
+      for (int ep = 1; ep <= world && ep <= experts; ++ep) {
+        if (experts % ep == 0 && world % ep == 0) eps.push_back(ep);
+      }
+      for (OwnerStrategy s : {OwnerStrategy::balanced, OwnerStrategy::round_robin,
+                              OwnerStrategy::padded, OwnerStrategy::restart}) {
+        const Layout first = resolve_layout(Layout{0, 1, eps.front()}, world, spec);
+        const ChunkPlan base = build_chunks(inv, false, first, world, s, 5);
+        for (int ep : eps) {
+          const Layout l = resolve_layout(Layout{0, 1, ep}, world, spec);
+          if (!same_chunking(inv, false, first, l, world)) {
+            ++unlike;
+            continue;
+          }
+          ++alike;
+          const ChunkPlan want = build_chunks(inv, false, l, world, s, 5);
+          const ChunkPlan got = relayout(base, l);
+          INFO(name << " on " << world << " ranks, ep " << ep << ", owners " << to_string(s));
+          REQUIRE(got.chunks.size() == want.chunks.size());
+          CHECK(to_string(got.layout) == to_string(want.layout));
+          CHECK(got.loads.alltoall_bytes == want.loads.alltoall_bytes);
+          CHECK(got.loads.ns_flops == want.loads.ns_flops);
+          for (size_t i = 0; i < want.chunks.size(); ++i) {
+            const Chunk &a = got.chunks[i], &b = want.chunks[i];
+            CHECK(a.kind == b.kind);
+            CHECK(a.owners == b.owners);
+            CHECK(a.padding == b.padding);
+            CHECK(a.local == b.local);
+            CHECK(a.params == b.params);
+            CHECK(a.param_names == b.param_names);
+            REQUIRE(a.matrices.size() == b.matrices.size());
+            for (size_t k = 0; k < a.matrices.size(); ++k) {
+              CHECK(a.matrices[k].tensor == b.matrices[k].tensor);
+              CHECK(a.matrices[k].row_offset == b.matrices[k].row_offset);
+              CHECK(a.matrices[k].rows == b.matrices[k].rows);
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(alike > 20);
+  CHECK(unlike > 4);
+}

@@ -96,6 +96,54 @@ TEST_CASE("the search skips the node counts its lower bound rules out", "[search
   CHECK_THAT(none.reason, Catch::Contains("only the first of 16384 node counts was evaluated"));
 }
 
+// Kimi-K2 in 30.758 GiB over 16384 nodes: the bound is under the limit from about 1862 nodes to
+// the last, and no count fits before the budget is spent, so the search stops after the count
+// that spends it and lists the rest as not evaluated, without claiming that nothing fits. A
+// budget cannot change an answer found: 60 GiB fits at the first count evaluated.
+TEST_CASE("the search stops where its budget of predictions is spent", "[search]") {
+  Topology big = h200();
+  big.max_nodes = 16384;
+  PlanRequest r;
+  r.auto_nodes = true;
+  r.search_ep = true;
+  r.options.offload = OffloadMode::none;
+  r.options.gpu_memory_gib = 30.758;
+  r.max_predictions = 40;
+  const Plan p = make_plan(model("kimi-k2"), big, r);
+  CHECK_FALSE(p.fits);
+  int predicted = 0, last_evaluated = 0, left = 0;
+  std::vector<int> skipped(16385, 0), evaluated(16385, 0);  // per count
+  for (const Candidate& c : p.candidates) {
+    ++(c.evaluated ? evaluated : skipped)[c.nodes];
+    if (c.evaluated) {
+      ++predicted;
+      last_evaluated = std::max(last_evaluated, c.nodes);
+    } else if (c.note.find("budget") != std::string::npos) {
+      CHECK(c.note ==
+            "not evaluated: the search's budget of 40 predicted candidates "
+            "(--max-predictions) was spent");
+      CHECK(c.nodes > last_evaluated);
+      ++left;
+    }
+  }
+  CHECK(predicted >= 40);
+  CHECK(predicted < 40 + 16);  // the count that spends it is evaluated whole
+  CHECK(left == 16384 - last_evaluated);
+  // Every count: evaluated (one candidate per layout), or listed once (one mode).
+  for (int n = 1; n <= 16384; ++n)
+    CHECK(((skipped[n] == 1 && evaluated[n] == 0) || (skipped[n] == 0 && evaluated[n] > 0)));
+  CHECK_THAT(p.reason, Catch::StartsWith("no candidate evaluated fits; " + std::to_string(left) +
+                                         " node count(s), " + std::to_string(last_evaluated + 1) +
+                                         "..16384"));
+  CHECK_THAT(p.reason, Catch::Contains("so one of them may fit"));
+
+  r.options.gpu_memory_gib = 60;
+  r.max_predictions = 1;
+  const Plan fit = make_plan(model("kimi-k2"), big, r);
+  CHECK(fit.fits);
+  CHECK(fit.options.nodes == 48);
+}
+
 TEST_CASE("a limit below the floor stops the search after one node count", "[search]") {
   PlanRequest r;
   r.auto_nodes = r.auto_offload = true;

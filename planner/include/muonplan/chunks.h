@@ -13,6 +13,17 @@ namespace muonplan {
 ChunkPlan build_chunks(const ParamInventory& inv, bool include_mtp, const Layout& layout, int world,
                        OwnerStrategy strategy, int ns_iterations);
 
+// Whether build_chunks gives layouts `a` and `b` of one world the same batches, owners and
+// loads: a layout reaches them only through its shard groups (fsdp) and the number of expert
+// entries each rank holds (LocalCounts::at), so equal groups and equal counts on every rank
+// give equal plans. The search tries every ep dividing the world; past the expert count most
+// place one entry on each of the first ranks alike, and one owner search serves them all.
+bool same_chunking(const ParamInventory& inv, bool include_mtp, const Layout& a, const Layout& b,
+                   int world);
+// The plan build_chunks gives `layout` where same_chunking(plan.layout, layout) holds: `plan`
+// with its layout and its local chunks' placement rules (ep, dp) set to layout's.
+ChunkPlan relayout(ChunkPlan plan, const Layout& layout);
+
 // Bytes rank r (group position) sends for batch `c` with its current owners: exchange 1 sends
 // its slices of matrices others own; exchange 2 sends the slices of its own matrix back.
 // Zero matrices of the padded strategy count like real ones (they travel).

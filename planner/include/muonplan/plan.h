@@ -24,7 +24,16 @@ struct PlanRequest {
   // Layout search: enumerate ep (divisors of the expert count that divide the world) and, with
   // a workload, cp (1, 2, 4, 8 dividing the sequence); a dimension the layout names is fixed.
   bool search_ep = false, search_cp = false;
+  // --nodes auto predicts at most about this many candidates (0: kDefaultMaxPredictions): the
+  // node counts left once it is spent are listed as not evaluated, and the decision says that
+  // one of them may fit. A limit within a few MiB of the GPU peak at every large world leaves
+  // thousands of counts the lower bound cannot rule out (docs/planner.md section 9).
+  int max_predictions = 0;
 };
+
+// Candidates --nodes auto predicts at most, unless asked otherwise: a bundled model's search
+// predicts under 100; 1000 kimi-k2 candidates at 100k ranks take about 20 s.
+inline constexpr int kDefaultMaxPredictions = 1000;
 
 // The one message for a node count that is not one (the flag's text or a request's number):
 // "expected a positive integer or auto, got 'GOT'", said of --nodes.

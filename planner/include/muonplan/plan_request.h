@@ -22,7 +22,7 @@ struct PlanFlags {
   std::string trainer_config;
   int64_t lm_head_chunk = 0;
   int64_t ac_max_inflight = 5;  // no flag: a trainer config's ac_offloading sets it
-  int gpus_per_node = 0, max_nodes = 0;
+  int gpus_per_node = 0, max_nodes = 0, max_predictions = 0;
   int64_t tokens_per_step = 0, seq_len = 0, micro_batch_seqs = 1;
   bool ac_offload = false, bf16_momentum = false, nesterov = false, pinned_state = false;
   bool include_mtp = false;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 #include <tuple>
 
 #include "muonplan/base/error.h"
@@ -68,6 +69,34 @@ void add_local_chunks(const ParamTensor& t, int ti, const Layout& layout, int wo
 }
 
 }  // namespace
+
+bool same_chunking(const ParamInventory& inv, bool include_mtp, const Layout& a, const Layout& b,
+                   int world) {
+  if (a.fsdp != b.fsdp) return false;  // shard_kind and the groups follow fsdp alone
+  if (a.ep == b.ep) return true;
+  std::set<int64_t> entries;  // of the expert stacks that become local chunks
+  for (const ParamTensor& t : inv.tensors) {
+    if (t.rule == UpdateRule::muon && t.stack_dim == 0 && (include_mtp || !t.mtp))
+      entries.insert(t.stack_count());
+  }
+  for (int64_t n : entries) {
+    const LocalCounts ra{true, n, a.ep, world / a.ep}, rb{true, n, b.ep, world / b.ep};
+    for (int r = 0; r < world; ++r) {
+      if (ra.at(r) != rb.at(r)) return false;
+    }
+  }
+  return true;
+}
+
+ChunkPlan relayout(ChunkPlan plan, const Layout& layout) {
+  plan.layout = layout;
+  for (Chunk& c : plan.chunks) {
+    if (c.kind != Chunk::Kind::muon_local || !c.local.stacked) continue;
+    c.local.ep = layout.ep;  // as add_local_chunks sets them
+    c.local.dp = plan.world / layout.ep;
+  }
+  return plan;
+}
 
 ChunkPlan build_chunks(const ParamInventory& inv, bool include_mtp, const Layout& layout, int world,
                        OwnerStrategy strategy, int ns_iterations) {

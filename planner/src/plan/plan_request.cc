@@ -9,8 +9,8 @@
 #include <type_traits>
 
 #include "muonplan/base/error.h"
-#include "muonplan/layout.h"
 #include "muonplan/base/parse_int.h"
+#include "muonplan/layout.h"
 #include "muonplan/plan_checks.h"
 #include "muonplan/workload.h"
 
@@ -174,6 +174,7 @@ const std::vector<std::pair<std::string, Access>>& setters() {
   static const std::vector<std::pair<std::string, Access>> table = {
       {"nodes", text(&PlanFlags::nodes)},
       {"max-nodes", positive_int(&PlanFlags::max_nodes)},
+      {"max-predictions", positive_int(&PlanFlags::max_predictions)},
       {"gpus-per-node", positive_int(&PlanFlags::gpus_per_node)},
       {"layout", layout()},
       {"optimizer", text(&PlanFlags::optimizer)},
@@ -257,8 +258,9 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
   r.auto_offload = f.offload == "auto";
   if (!r.auto_offload) o.offload = parse_offload(f.offload);
   // 0 is "not given" (the topology's); set_plan_flag refuses a 0 given, this a negative one.
-  for (auto [name, v] :
-       {std::pair{"--max-nodes", f.max_nodes}, {"--gpus-per-node", f.gpus_per_node}}) {
+  for (auto [name, v] : {std::pair{"--max-nodes", f.max_nodes},
+                         {"--max-predictions", f.max_predictions},
+                         {"--gpus-per-node", f.gpus_per_node}}) {
     if (v < 0) throw InputError({}, name, positive_integer_message(v));
   }
   for (auto [name, v] :
@@ -266,6 +268,7 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
     if (v != 0) check_positive_finite(v, name);
   }
   r.max_nodes = f.max_nodes;
+  r.max_predictions = f.max_predictions;
   o.gpus_per_node = f.gpus_per_node;
   // Layout search: `--layout auto`, or no layout or a partial one with --nodes auto; the
   // dimensions the layout names stay fixed (docs/planner.md section 9).

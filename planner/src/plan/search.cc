@@ -3,12 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "cost/workload_cost.h"
 #include "muonplan/base/error.h"
+#include "muonplan/base/units.h"
 #include "muonplan/ns_model.h"
 #include "muonplan/plan.h"
-#include "muonplan/base/units.h"
 #include "muonplan/workload.h"
 #include "plan/search_floor.h"
 
@@ -149,6 +150,7 @@ struct Search {
   Plan best;
   bool have_best = false, best_fits = false;
   double best_key = 0;
+  int predictions = 0;  // candidates predicted so far (PlanRequest::max_predictions)
   std::string last_layout_error;
 
   // Fitting beats not fitting; among fits, fewer nodes then fewer GPU-seconds; among misfits,
@@ -176,6 +178,7 @@ struct Search {
     o.nodes = nodes;
     o.gpus_per_node = gpn;
     bool any_fit = false;
+    std::optional<ChunkPlan> last;  // the last layout's chunks, reused where they are alike
     for (const Layout& asked : layouts_to_try(req, spec, world)) {
       try {
         o.layout = resolve_layout(asked, world, spec);
@@ -188,8 +191,11 @@ struct Search {
           best.candidates.push_back({nodes, m, "", false, false, 0, 0, 0, 0, e.message()});
         continue;
       }
-      const ChunkPlan chunks = build_chunks(inv, o.include_mtp, o.layout, world, o.owners,
-                                            static_cast<int>(o.schedule.steps.size()));
+      const bool alike = last && same_chunking(inv, o.include_mtp, last->layout, o.layout, world);
+      last = alike ? relayout(std::move(*last), o.layout)
+                   : build_chunks(inv, o.include_mtp, o.layout, world, o.owners,
+                                  static_cast<int>(o.schedule.steps.size()));
+      const ChunkPlan& chunks = *last;
       for (OffloadMode m : modes) {
         o.offload = m;
         if (o.nesterov && !nesterov_supported(m)) {
@@ -198,6 +204,7 @@ struct Search {
           continue;
         }
         Prediction p = predict(spec, inv, topo, o, chunks);
+        ++predictions;
         const Candidate c{nodes,
                           m,
                           to_string(o.layout),
@@ -218,9 +225,16 @@ struct Search {
   }
 };
 
+// The node counts the search's budget left unevaluated: how many, and the last one's bound.
+struct Unevaluated {
+  int first = 0, count = 0, last = 0;  // count 0: the budget was not spent
+  int budget = 0;
+  double last_bound_gib = 0;  // the lower bound on the GPU peak at the last count
+};
+
 // The decision in words: why this candidate, or how close the closest came.
 std::string explain(const Plan& best, const PlanRequest& req, const std::vector<int>& counts,
-                    const std::string& floor_why, int skipped) {
+                    const std::string& floor_why, int skipped, const Unevaluated& left) {
   const Candidate* chosen = nullptr;
   for (const Candidate& c : best.candidates) {
     if (c.nodes == best.options.nodes && c.offload == best.options.offload && c.evaluated &&
@@ -232,6 +246,19 @@ std::string explain(const Plan& best, const PlanRequest& req, const std::vector<
       skipped > 0 ? "; node counts up to " + std::to_string(skipped) +
                         " not evaluated: their lower bound on the GPU peak is over the limit"
                   : "";
+  if (!best.fits && left.count > 0) {
+    // Not "does not fit": the counts left were not ruled out.
+    return "no candidate evaluated fits; " + std::to_string(left.count) + " node count(s), " +
+           std::to_string(left.first) + ".." + std::to_string(left.last) +
+           ", not evaluated: the search's budget of " + std::to_string(left.budget) +
+           " predicted candidates (--max-predictions) was spent, and their lower bound on the "
+           "GPU peak (" +
+           fmt("%.4f", left.last_bound_gib) + " GiB at " + std::to_string(left.last) +
+           " nodes) is under the limit, so one of them may fit" + skip_why +
+           "; closest evaluated: " + std::to_string(chosen->nodes) + " node(s), offload " +
+           to_string(chosen->offload) + " (GPU peak " + fmt("%.4f", chosen->gpu_peak_gib) +
+           " GiB, host RAM " + fmt("%.0f", chosen->host_ram_per_node_gib) + " GiB per node)";
+  }
   if (!best.fits) {
     return "does not fit on any candidate up to " + std::to_string(counts.back()) + " node(s)" +
            floor_why + skip_why + "; closest: " + std::to_string(chosen->nodes) +
@@ -284,6 +311,11 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
   search.best.gpus_per_node = gpn;
   const bool first_only = !floor.may_fit(int64_t(counts.back()) * gpn);
   int skipped = 0;  // the prefix of counts not evaluated
+  Unevaluated left;
+  left.budget = req.max_predictions > 0 ? req.max_predictions : kDefaultMaxPredictions;
+  const std::string budget_note = "not evaluated: the search's budget of " +
+                                  std::to_string(left.budget) +
+                                  " predicted candidates (--max-predictions) was spent";
   for (int nodes : counts) {
     if (first_only && nodes != counts.front()) break;
     const int64_t world = int64_t(nodes) * gpn;
@@ -292,6 +324,15 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
         search.best.candidates.push_back(
             {nodes, m, "", false, false, 0, 0, 0, 0, floor.skip_note(m, world)});
       skipped = nodes;
+      continue;
+    }
+    // A count is evaluated whole, so the budget may be passed by one count's candidates.
+    if (req.auto_nodes && search.predictions >= left.budget) {
+      for (OffloadMode m : modes)
+        search.best.candidates.push_back({nodes, m, "", false, false, 0, 0, 0, 0, budget_note});
+      if (left.count++ == 0) left.first = nodes;
+      left.last = nodes;
+      left.last_bound_gib = floor.min_gpu_bytes(world) / kGiB;
       continue;
     }
     if (search.evaluate(nodes, gpn) && req.auto_nodes) break;  // fewer nodes cannot come later
@@ -306,7 +347,7 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
   resolve_for_executor(best);
   const std::string floor_why =
       first_only ? floor.why_first_only(counts.size(), int64_t(counts.back()) * gpn) : "";
-  best.reason = explain(best, req, counts, floor_why, skipped);
+  best.reason = explain(best, req, counts, floor_why, skipped, left);
   return best;
 }
 
