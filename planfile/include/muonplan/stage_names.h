@@ -2,7 +2,8 @@
 // The names of the optimizer step's pipeline stages, one table for both sides: the planner's
 // schedule (cost_model.cc) predicts stages under these names and the executor's trace
 // (step.cc) records them under the same, so `report --trace` lines up a measured stage with
-// its prediction by name. A stage renamed here is renamed on both sides at once.
+// its prediction by name. A stage renamed here is renamed on both sides at once. The step's
+// phases, below, likewise for the cost model and the calibration fit.
 
 namespace muonplan::stage {
 
@@ -32,3 +33,21 @@ inline constexpr const char* kStateH2D = "state H2D";
 inline constexpr const char* kStateD2H = "state D2H";
 
 }  // namespace muonplan::stage
+
+// The optimizer step's phases (Prediction::step_phases_s): what the cost model writes
+// (cost_model.cc) and the calibration fit reads back by name (calibrate.cc); reports/report.py
+// reads the last two.
+namespace muonplan::phase {
+
+inline constexpr const char* kStateH2D = "state_h2d";  // whole staging: the state up, before
+inline constexpr const char* kStateD2H = "state_d2h";  // and back, after
+// The stages' time summed per resource.
+inline constexpr const char* kGpuBusy = "gpu_busy";
+inline constexpr const char* kNetworkBusy = "network_busy";
+inline constexpr const char* kPcieH2DBusy = "pcie_h2d_busy";
+inline constexpr const char* kPcieD2HBusy = "pcie_d2h_busy";
+inline constexpr const char* kCpuBusy = "cpu_busy";
+inline constexpr const char* kPipelinedChunks = "pipelined_chunks";  // the schedule's makespan
+inline constexpr const char* kOverlapped = "overlapped";  // busy time hidden behind others
+
+}  // namespace muonplan::phase

@@ -229,20 +229,22 @@ void add_step_time(Prediction& p, const StepFigures& f,
   const PipelineResult pr = simulate_pipeline(stages, depth);
   double staged_s = 0;
   if (f.pol.staging == OffloadStaging::whole) {
-    p.step_phases_s.push_back({"state_h2d", state / rt.h2d_bps, "whole state to GPU before"});
-    p.step_phases_s.push_back({"state_d2h", state / rt.d2h_bps, "whole state back after"});
+    p.step_phases_s.push_back({phase::kStateH2D, state / rt.h2d_bps, "whole state to GPU before"});
+    p.step_phases_s.push_back({phase::kStateD2H, state / rt.d2h_bps, "whole state back after"});
     staged_s = state / rt.h2d_bps + state / rt.d2h_bps;
   }
-  const char* names[] = {"gpu_busy", "network_busy", "pcie_h2d_busy", "pcie_d2h_busy", "cpu_busy"};
+  // In Resource order (prediction.h).
+  const char* names[] = {phase::kGpuBusy, phase::kNetworkBusy, phase::kPcieH2DBusy,
+                         phase::kPcieD2HBusy, phase::kCpuBusy};
   double busy_total = 0;
   for (int r = 0; r < 5; ++r) {
     busy_total += pr.busy_s[r];
     if (pr.busy_s[r] > 0) p.step_phases_s.push_back({names[r], pr.busy_s[r], "sum of stages"});
   }
   p.step_phases_s.push_back(
-      {"pipelined_chunks", pr.makespan_s, std::to_string(depth) + " chunks in flight"});
+      {phase::kPipelinedChunks, pr.makespan_s, std::to_string(depth) + " chunks in flight"});
   p.step_phases_s.push_back(
-      {"overlapped", busy_total - pr.makespan_s, "stage time hidden behind other resources"});
+      {phase::kOverlapped, busy_total - pr.makespan_s, "stage time hidden behind other resources"});
   p.optimizer_step_s = staged_s + pr.makespan_s;
   // The schedule a trace draws: under whole staging the state upload comes first (chunk -1:
   // no chunk's) and its download last.

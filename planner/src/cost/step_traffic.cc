@@ -74,6 +74,49 @@ void mark(BatchTraffic& bt, int r) {
   }
 }
 
+// One group's exchange 1, as the matrix-by-matrix loop would add it: each holder r sends its
+// slice b of each matrix it does not own, within its node to owners there (send_in) and to
+// the others out of it (send_out); each owner receives every other holder's slice, split
+// alike (recv_in, recv_out). Owners sorted, a holder's own count and its node's are runs.
+void group_traffic(const ParamInventory& inv, SliceGroup& sg, int g, int gpn, BatchTraffic& bt) {
+  std::sort(sg.owners.begin(), sg.owners.end());
+  const int all = int(sg.owners.size());
+  size_t own_at = 0, node_at = 0;  // first owner >= r, first owner on r's node or after
+  double total_b = 0;              // the group's bytes over all holders
+  std::vector<std::pair<int, double>>& node_b = bt.node_bytes;  // node -> holders' bytes
+  node_b.clear();
+  detail::for_each_slice(inv, sg.m, g, [&](int r, double b) {
+    mark(bt, r);
+    bt.buffer_elems[r] += all * (b / 2);
+    if (sg.real > 0) {
+      bt.held_elems[r] += sg.real * (b / 2);
+      bt.largest_slice[r] = std::max(bt.largest_slice[r], b / 2);
+    }
+    const int node = r / gpn;
+    while (node_at < sg.owners.size() && sg.owners[node_at] / gpn < node) ++node_at;
+    size_t node_end = node_at;
+    while (node_end < sg.owners.size() && sg.owners[node_end] / gpn == node) ++node_end;
+    while (own_at < sg.owners.size() && sg.owners[own_at] < r) ++own_at;
+    size_t own_end = own_at;
+    while (own_end < sg.owners.size() && sg.owners[own_end] == r) ++own_end;
+    const int on_node = int(node_end - node_at), own = int(own_end - own_at);
+    bt.send_in[r] += (on_node - own) * b;
+    bt.send_out[r] += (all - on_node) * b;
+    total_b += b;
+    if (node_b.empty() || node_b.back().first != node) node_b.push_back({node, 0.0});
+    node_b.back().second += b;
+  });
+  for (int o : sg.owners) {
+    const int node = o / gpn;
+    const auto it =
+        std::lower_bound(node_b.begin(), node_b.end(), std::pair<int, double>{node, -1.0});
+    const double on_node_b = it != node_b.end() && it->first == node ? it->second : 0.0;
+    const double own_b = detail::slice_bytes(inv, sg.m, g, o);
+    bt.recv_in[o] += on_node_b - own_b;
+    bt.recv_out[o] += total_b - on_node_b;
+  }
+}
+
 }  // namespace
 
 double BatchTraffic::max_held_elems() const {
@@ -86,26 +129,26 @@ void batch_traffic(const ParamInventory& inv, const Chunk& c, const Rates& rt, i
                    BatchTraffic& bt) {
   const int g = c.group_size;
   clear_batch(bt, g);
-  // Only the ranks holding a slice of a matrix are visited (detail::for_each_slice), with the
-  // owner's node worked out once per matrix: no division per holder.
+  // Matrices sliced alike (slice_group) give each holder the same slice, so a group visits its
+  // holders once whatever its size (a batch of one shape is usually one group of up to g
+  // matrices). Every figure is a sum of whole bytes, integers far below 2^53 in doubles, so
+  // the sums are exactly those taken matrix by matrix, in any order.
+  std::vector<SliceGroup>& groups = bt.groups;
+  groups.clear();
   for (size_t k = 0; k < c.owners.size(); ++k) {
+    // Padding matrices have the shape and sharding of the batch's last real matrix.
     const MatrixRef& m = c.matrices[std::min(k, c.matrices.size() - 1)];
-    const int owner = c.owners[k];
-    mark(bt, owner);
-    const int owner_node_begin = owner / gpus_per_node * gpus_per_node;
-    detail::for_each_slice(inv, m, g, [&](int r, double b) {
-      mark(bt, r);
-      bt.buffer_elems[r] += b / 2;
-      if (k < c.matrices.size()) {
-        bt.held_elems[r] += b / 2;
-        bt.largest_slice[r] = std::max(bt.largest_slice[r], b / 2);
-      }
-      if (r == owner) return;
-      const bool same_node = r >= owner_node_begin && r < owner_node_begin + gpus_per_node;
-      (same_node ? bt.send_in : bt.send_out)[r] += b;
-      (same_node ? bt.recv_in : bt.recv_out)[owner] += b;
+    const int64_t n = inv.tensors[m.tensor].shape[0];
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const SliceGroup& sg) {
+      return sg.n == n && sg.m.row_offset == m.row_offset && sg.m.rows == m.rows &&
+             sg.m.cols == m.cols;
     });
+    if (it == groups.end()) it = groups.insert(groups.end(), SliceGroup{m, n, 0, {}});
+    it->real += k < c.matrices.size();
+    it->owners.push_back(c.owners[k]);
+    mark(bt, c.owners[k]);
   }
+  for (SliceGroup& sg : groups) group_traffic(inv, sg, g, gpus_per_node, bt);
   // Owners are the positions owns[] marked 3 (2: listed, +1: owner).
   for (int o : c.owners) bt.owns[o] = 3;
   bool any_inter = false;

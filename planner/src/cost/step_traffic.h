@@ -26,6 +26,15 @@ Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node);
 // batch of a candidate, and batch_traffic clears only the positions the last batch touched, so
 // a batch costs its holders and owners, not the group (a large world's groups are mostly
 // ranks holding nothing of a batch).
+// Matrices of a batch whose slices are alike on every position: the same tensor row count,
+// row offset and shape (step_traffic.cc); their owners, and how many are real (not padding).
+struct SliceGroup {
+  MatrixRef m;
+  int64_t n = 0;  // the tensor's rows, which fix the shard size
+  int real = 0;
+  std::vector<int> owners;
+};
+
 struct BatchTraffic {
   std::vector<double> held_elems;
   double exchange_s = 0;  // one exchange (the return exchange moves the same bytes back)
@@ -35,6 +44,9 @@ struct BatchTraffic {
   double max_held_elems() const;
   // Exchange 1 bytes per position, by link (exchange 2 is its mirror image).
   std::vector<double> send_in, send_out, recv_in, recv_out;
+  // batch_traffic's scratch, kept for the next batch: its slice groups, a group's bytes by node.
+  std::vector<SliceGroup> groups;
+  std::vector<std::pair<int, double>> node_bytes;
 };
 
 // Fills `bt` (a previous batch's, or empty) with batch `c`'s traffic.

@@ -15,6 +15,7 @@
 #include "muonplan/model_spec.h"
 #include "muonplan/owners.h"
 #include "muonplan/plan_checks.h"
+#include "muonplan/stage_names.h"
 
 namespace muonplan {
 namespace {
@@ -31,9 +32,9 @@ Predicted predict_run(const Topology& topo, const CalibrationRun& run) {
   Predicted r;
   r.step_s = p.optimizer_step_s;
   for (const Term& t : p.step_phases_s) {
-    if (t.name == "gpu_busy") r.device_s += t.value;
-    if (t.name == "pcie_h2d_busy" || t.name == "state_h2d") r.h2d_s += t.value;
-    if (t.name == "cpu_busy") r.host_s += t.value;
+    if (t.name == phase::kGpuBusy) r.device_s += t.value;
+    if (t.name == phase::kPcieH2DBusy || t.name == phase::kStateH2D) r.h2d_s += t.value;
+    if (t.name == phase::kCpuBusy) r.host_s += t.value;
   }
   return r;
 }
