@@ -81,7 +81,11 @@ bool same_chunking(const ParamInventory& inv, bool include_mtp, const Layout& a,
   }
   for (int64_t n : entries) {
     const LocalCounts ra{true, n, a.ep, world / a.ep}, rb{true, n, b.ep, world / b.ep};
-    for (int r = 0; r < world; ++r) {
+    // Rank r = e + ep * d holds entries only while d is under its ep slice's size, at most
+    // ceil(n / ep): past ep * ceil(n / ep) both rules give 0.
+    const auto extent = [&](int ep) { return int64_t(ep) * ((n + ep - 1) / ep); };
+    const int64_t ranks = std::min<int64_t>(world, std::max(extent(a.ep), extent(b.ep)));
+    for (int r = 0; r < ranks; ++r) {
       if (ra.at(r) != rb.at(r)) return false;
     }
   }

@@ -21,6 +21,7 @@ struct Mat {
   int shape = 0;
   size_t order = 0;  // position in the round-robin chunk list: model order
   double whole = 0, flops = 0;
+  Range holders;  // the positions with a slice of it (detail::holders)
 };
 
 struct State {
@@ -45,7 +46,11 @@ struct State {
   std::vector<int> by_bytes, by_flops, by_load;
 
   // Computed where needed: a per-rank table per matrix would hold matrices x ranks entries.
-  double slice(int m, int r) const { return detail::slice_bytes(*inv, mats[m].ref, g, r); }
+  // Outside its holders a matrix has no slice: 0, without slice_bytes' division.
+  double slice(int m, int r) const {
+    const Range& h = mats[m].holders;
+    return r < h.begin || r >= h.end ? 0.0 : detail::slice_bytes(*inv, mats[m].ref, g, r);
+  }
   double delta_bytes(int m, int r) const { return mats[m].whole - 2 * slice(m, r); }
   double sq(double b, double f) const { return (b / nb) * (b / nb) + (f / nf) * (f / nf); }
   double load(int r) const { return std::max(bytes[r] / nb, flops[r] / nf); }
@@ -182,20 +187,22 @@ bool improve(State& s) {
   for (int i : ranks) {
     double best_gain = 1e-12;
     int best_m = -1, best_j = -1, best_m2 = -1;
+    const double sq_i = s.sq(s.bytes[i], s.flops[i]);
     // Consider giving m to j and taking m2 (-1: nothing) back; keep it if it is the best so far.
-    auto consider = [&](int m, int j, int m2) {
+    // dmi, dmj: delta_bytes(m, i) and (m, j), worked out once for all the moves and swaps that
+    // use them (the same expressions, so the same values).
+    auto consider = [&](int m, int j, int m2, double dmi, double dmj) {
       const double take_b = m2 >= 0 ? s.delta_bytes(m2, i) : 0,
                    take_f = m2 >= 0 ? s.mats[m2].flops : 0;
       const double give_b = m2 >= 0 ? s.delta_bytes(m2, j) : 0;
-      const double bi = s.bytes[i] - s.delta_bytes(m, i) + take_b;
+      const double bi = s.bytes[i] - dmi + take_b;
       const double fi = s.flops[i] - s.mats[m].flops + take_f;
-      const double bj = s.bytes[j] + s.delta_bytes(m, j) - give_b;
+      const double bj = s.bytes[j] + dmj - give_b;
       const double fj = s.flops[j] + s.mats[m].flops - take_f;
       if (max_with(s.bytes, tb, i, bi, j, bj) > max_b ||
           max_with(s.flops, tf, i, fi, j, fj) > max_f)
         return;
-      const double gain =
-          s.sq(s.bytes[i], s.flops[i]) + s.sq(s.bytes[j], s.flops[j]) - s.sq(bi, fi) - s.sq(bj, fj);
+      const double gain = sq_i + s.sq(s.bytes[j], s.flops[j]) - s.sq(bi, fi) - s.sq(bj, fj);
       // Ties go to the first candidate in rank order (then a move before swaps, smaller m2
       // first), as a scan of every rank would find them.
       if (gain > best_gain || (gain == best_gain && m == best_m &&
@@ -208,14 +215,16 @@ bool improve(State& s) {
     };
     for (int m : s.owned[i]) {
       const int sh = s.mats[m].shape;
+      const double dmi = s.delta_bytes(m, i);
       for (int j : targets(s, m, i)) {
-        if (s.count[sh][j] < s.cap[sh]) consider(m, j, -1);  // move m to j
+        const double dmj = s.delta_bytes(m, j);
+        if (s.count[sh][j] < s.cap[sh]) consider(m, j, -1, dmi, dmj);  // move m to j
         // Swap m with a smaller matrix m2 of j (caps hold when shapes match or have room).
         for (int m2 : s.owned[j]) {
           if (s.mats[m2].whole >= s.mats[m].whole) continue;
           const int sh2 = s.mats[m2].shape;
           if (sh2 != sh && (s.count[sh][j] >= s.cap[sh] || s.count[sh2][i] >= s.cap[sh2])) continue;
-          consider(m, j, m2);
+          consider(m, j, m2, dmi, dmj);
         }
       }
     }
@@ -280,6 +289,7 @@ ShapeIds collect_matrices(const ChunkPlan& plan, int ns_iterations, State& s) {
       m.order = s.mats.size();
       m.whole = 2.0 * double(ref.rows) * double(ref.cols);
       m.flops = ns_flops(ref.rows, ref.cols, ns_iterations);
+      m.holders = detail::holders(*s.inv, ref, s.g);
       s.mats.push_back(std::move(m));
     }
   }
