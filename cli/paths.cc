@@ -47,7 +47,7 @@ bool holds_checkpoint(const fs::path& dir) {
 }
 
 std::string named(const PathArg& a) {
-  return a.flag + " (" + a.path + ")";
+  return a.flag + a.what + " (" + a.path + ")";
 }
 
 [[noreturn]] void refuse(const PathArg& a, const std::string& why) {
@@ -60,8 +60,14 @@ void check_pair(const PathArg& out, const PathArg& other, bool other_is_input) {
   const char* role = other_is_input ? "an input" : "another output";
   if (!out.dir && !other.dir && same_file(out.path, other.path))
     refuse(out, "is the same file as " + named(other) + ", " + role + "; write it elsewhere");
+  // A file where a directory argument lives or will (a checkpoint's DIR.tmp, DIR.old): the
+  // next save or resume would find a file there and refuse, or read it.
+  if (out.dir != other.dir && same_file(out.path, other.path)) {
+    refuse(out, "is the path of " + named(other) + ", " + role + "; write it elsewhere");
+  }
   if (!out.dir && other.dir && inside(out.path, other.path))
-    refuse(out, "is inside the directory of " + named(other) + "; write it elsewhere");
+    refuse(out, "is inside " + std::string(other.what.empty() ? "the directory of " : "") +
+                    named(other) + "; write it elsewhere");
   if (out.dir && !other.dir && inside(other.path, out.path))
     refuse(out, "holds " + named(other) + ", and the command replaces its contents");
   if (out.dir && other.dir && !same_file(out.path, other.path) &&
@@ -97,8 +103,10 @@ std::vector<PathArg> checkpoint_paths(const std::string& flag, const std::string
   if (dir.empty()) return {};
   std::string d = dir;
   while (d.size() > 1 && d.back() == '/') d.pop_back();
-  std::vector<PathArg> out = {{flag, d, true}, {flag, d + ".tmp", true}, {flag, d + ".old", true}};
-  if (save) out.push_back({flag, d + ".lock", false});
+  std::vector<PathArg> out = {{flag, d, true},
+                              {flag, d + ".tmp", true, "'s staging directory"},
+                              {flag, d + ".old", true, "'s previous checkpoint"}};
+  if (save) out.push_back({flag, d + ".lock", false, "'s lock file"});
   return out;
 }
 
@@ -112,8 +120,9 @@ void refuse_overlaps(const std::vector<PathArg>& inputs, const std::vector<PathA
     for (size_t j = 0; j < i; ++j) {
       const PathArg& other = outputs[j];
       if (other.path.empty()) continue;
-      // A file inside an output directory is named as the file's fault, whichever came first.
-      if (out.dir && !other.dir)
+      // A file inside an output directory, or onto a path muonplan names itself (DIR.lock), is
+      // named as the given file's fault, whichever came first.
+      if ((out.dir && !other.dir) || (!out.what.empty() && other.what.empty()))
         check_pair(other, out, false);
       else
         check_pair(out, other, false);

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "muonplan/plan_request.h"
@@ -17,8 +18,11 @@ CLI::Validator non_empty_path();
 // One path argument of a command: a file, or a directory whose contents the command reads or
 // replaces (a checkpoint, a report directory).
 struct PathArg {
+  PathArg(std::string f, std::string p, bool d = false, std::string w = {})
+      : flag(std::move(f)), path(std::move(p)), dir(d), what(std::move(w)) {}
   std::string flag, path;
   bool dir = false;
+  std::string what;  // in messages after the flag: "'s staging directory" (DIR.tmp); "": itself
 };
 
 // The path arguments of a checkpoint directory DIR: DIR, DIR.tmp and DIR.old (a save and a

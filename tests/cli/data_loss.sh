@@ -80,6 +80,20 @@ expect "metrics inside --checkpoint" 2 "--metrics: $work/new/m.json is inside th
   "$bin" execute --plan "$work/p.json" --checkpoint "$work/new" --metrics "$work/new/m.json"
 expect "nested --checkpoint" 2 "--checkpoint: $work/good/sub and --resume ($work/good) are nested directories; keep them apart" \
   "$bin" execute --plan "$work/p.json" --resume "$work/good" --checkpoint "$work/good/sub"
+# A file onto the paths a checkpoint saves through (DIR.tmp, DIR.old, DIR.lock): it was written,
+# and the next save refused DIR.tmp as "not a directory" (or a resume met a file at DIR.old).
+expect "metrics onto --checkpoint's DIR.tmp" 2 "--metrics: $work/new.tmp is the path of --checkpoint's staging directory ($work/new.tmp), another output; write it elsewhere" \
+  "$bin" execute --plan "$work/p.json" --checkpoint "$work/new" --metrics "$work/new.tmp"
+expect "trace onto --checkpoint's DIR.old" 2 "--trace: $work/new.old is the path of --checkpoint's previous checkpoint ($work/new.old), another output; write it elsewhere" \
+  "$bin" execute --plan "$work/p.json" --checkpoint "$work/new/" --trace "$work/new.old"
+expect "metrics onto --checkpoint's lock" 2 "--metrics: $work/new.lock is the same file as --checkpoint's lock file ($work/new.lock), another output; write it elsewhere" \
+  "$bin" execute --plan "$work/p.json" --checkpoint "$work/new" --metrics "$work/new.lock"
+expect "metrics onto --resume's DIR.old" 2 "--metrics: $work/good.old is the path of --resume's previous checkpoint ($work/good.old), an input; write it elsewhere" \
+  "$bin" execute --plan "$work/p.json" --resume "$work/good" --metrics "$work/good.old"
+expect "--checkpoint onto the plan" 2 "--checkpoint: $work/p.json is the path of --plan ($work/p.json), an input; write it elsewhere" \
+  "$bin" execute --plan "$work/p.json" --checkpoint "$work/p.json"
+[ ! -e "$work/new" ] && [ ! -e "$work/new.tmp" ] && [ ! -e "$work/new.old" ] && [ ! -e "$work/new.lock" ] \
+  && [ ! -e "$work/good.old" ] && ok || bad "a refused checkpoint-path output: something was written"
 
 # --- 3. Report directories --------------------------------------------------------------------
 refusal="muonplan writes a report only into a new or empty directory, or one it wrote: give another --out"
