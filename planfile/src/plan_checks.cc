@@ -91,6 +91,22 @@ void check_optimizer_config(const OptimizerHyper& h, const NsSchedule& s,
   c.fraction(h.adamw_beta2, "--adamw-betas", oc + "adamw.beta2", false);
   c.positive(h.adamw_eps, "eps", oc + "adamw.eps");  // no flag sets it
   c.non_negative(h.adamw_weight_decay, "--adamw-weight-decay", oc + "adamw.weight_decay");
+  // Decoupled decay multiplies W by 1 - lr * weight_decay each step: past lr * wd = 1 the factor
+  // is negative, and past 2 it grows |W| every step until W overflows. --weight-decay 1e30
+  // left every Muon weight inf with exit 0: the non-finite check sums the updates, which stayed
+  // finite. A factor in [0, 1] keeps |W| within its update's reach.
+  const auto decay = [&](double lr, double wd, const char* flag, const char* lr_flag,
+                         const std::string& field) {
+    char bound[32];
+    std::snprintf(bound, sizeof bound, "%.6g", 1 / lr);
+    c.check(lr * wd <= 1, flag, field,
+            std::string("must be at most 1/lr = ") + bound + " (" + lr_flag + " " + num(lr) +
+                "): each step multiplies W by 1 - lr * weight_decay",
+            wd);
+  };
+  decay(h.lr, h.weight_decay, "--weight-decay", "lr", oc + "weight_decay");
+  decay(h.adamw_lr, h.adamw_weight_decay, "--adamw-weight-decay", "AdamW lr",
+        oc + "adamw.weight_decay");
   const std::string coeffs = oc + "newton_schulz_coefficients";
   if (s.steps.empty() || s.steps.size() > kMaxNsSteps) {
     if (!c.from_plan()) throw InputError({}, "--ns-schedule", ns_steps_message(s.steps.size()));

@@ -141,6 +141,17 @@ edit_plan "$work/alr.json" 'p["optimizer_config"]["adamw"]["lr"] = 1e38'
 expect "AdamW update overflows" 1 "muonplan: rank 0: error: non-finite update in model.embed_tokens.weight at step 1; the parameters hold it: check the learning rate and the NS schedule" \
   "$bin" execute --plan "$work/alr.json" --steps 2 --checkpoint "$work/nan"
 [ ! -e "$work/nan" ] && ok || bad "a NaN AdamW state was saved"
+# Decay past 1/lr: each step multiplied every Muon weight by 1 - lr * wd = -2e28, the updates
+# stayed finite, and a checkpoint of inf weights was saved with exit 0.
+expect "weight decay past 1/lr" 2 "--weight-decay: must be at most 1/lr = 50 (lr 0.02): each step multiplies W by 1 - lr * weight_decay, got 1e+30" \
+  "$bin" plan --model models/tiny-dense.yaml $T --nodes 1 --gpus-per-node 1 --weight-decay 1e30
+edit_plan "$work/wd.json" 'p["optimizer_config"]["weight_decay"] = 1e30'
+expect "plan with decay past 1/lr" 2 "muonplan: rank 0: $work/wd.json: optimizer_config.weight_decay: must be at most 1/lr = 50 (lr 0.02): each step multiplies W by 1 - lr * weight_decay, got 1e+30" \
+  "$bin" execute --plan "$work/wd.json" --steps 3 --checkpoint "$work/inf"
+edit_plan "$work/awd.json" 'p["optimizer_config"]["adamw"]["weight_decay"] = 60.5'
+expect "plan with AdamW decay past 1/lr" 2 "muonplan: rank 0: $work/awd.json: optimizer_config.adamw.weight_decay: must be at most 1/lr = 50 (AdamW lr 0.02): each step multiplies W by 1 - lr * weight_decay, got 60.5" \
+  "$bin" execute --plan "$work/awd.json" --steps 3 --checkpoint "$work/inf"
+[ ! -e "$work/inf" ] && ok || bad "a checkpoint of inf weights was saved"
 PYTHONPATH="$root/build/python" "$py" - "$work" <<'EOF' && ok || bad "writing the damaged checkpoints failed"
 import sys, muonplan
 w = sys.argv[1]

@@ -60,10 +60,10 @@ TEST_CASE("whatever plan accepts, the plan loader accepts, and the reverse", "[p
   const std::vector<Case> cases = {
       {"lr", {"lr"}, {0.02, 1e-9, 0, -1, 1e308}},
       {"momentum", {"momentum"}, {0.95, 0.5, 1e-9, 0, 1, 1.5, -0.1}},
-      {"weight_decay", {"weight_decay"}, {0, 0.1, -0.1, 1e308}},
+      {"weight_decay", {"weight_decay"}, {0, 0.1, -0.1, 1e308, 50, 50.5, 1e30}},
       {"update_rms", {"update_rms"}, {0.2, 1e-6, -1}},
       {"adamw_lr", {"adamw", "lr"}, {0.001, -0.5}},
-      {"adamw_weight_decay", {"adamw", "weight_decay"}, {0, 0.05, -1}},
+      {"adamw_weight_decay", {"adamw", "weight_decay"}, {0, 0.05, -1, 60.5}},
   };
   for (const Case& c : cases) {
     for (double v : c.values) {
