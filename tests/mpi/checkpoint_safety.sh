@@ -33,7 +33,11 @@ refused() {
 mkdir -p "$work/important/sub"; echo x > "$work/important/notes.txt"
 refused "$work/important" "$work/important"
 refused "$work/important" "$work/important/"
-refused "$work/p.json" "$work/p.json"
+# The plan itself: refused with the other path clashes, before any rank starts (cli/paths.cc).
+before="$(snapshot "$work")"
+ex --steps 1 --checkpoint "$work/p.json" >/dev/null; rc=$?
+[ "$rc" = 2 ] && [ "$(cat "$work/err")" = "--checkpoint: $work/p.json is the path of --plan ($work/p.json), an input; write it elsewhere" ] \
+  && [ "$before" = "$(snapshot "$work")" ] && ok || bad "--checkpoint onto the plan: exit $rc: $(cat "$work/err")"
 ln -s "$work/important" "$work/link"; refused "$work/link" "$work/link"
 
 # A user's directory at DIR.tmp or DIR.old, beside a DIR that does not exist yet.
