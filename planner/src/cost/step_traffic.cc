@@ -129,7 +129,7 @@ void batch_traffic(const ParamInventory& inv, const Chunk& c, const Rates& rt, i
                    BatchTraffic& bt) {
   const int g = c.group_size;
   clear_batch(bt, g);
-  // Matrices sliced alike (slice_group) give each holder the same slice, so a group visits its
+  // Matrices sliced alike (SliceGroup) give each holder the same slice, so a group visits its
   // holders once whatever its size (a batch of one shape is usually one group of up to g
   // matrices). Every figure is a sum of whole bytes, integers far below 2^53 in doubles, so
   // the sums are exactly those taken matrix by matrix, in any order.
