@@ -280,6 +280,8 @@ void check_paths(ExecuteFlags* f) {
   for (const PathArg& a : checkpoint_paths("--checkpoint", f->options.checkpoint_dir, true))
     out.push_back(a);
   refuse_overlaps(in, out);
+  if (!f->options.checkpoint_dir.empty())
+    refuse_checkpoint_sibling("--checkpoint", f->options.checkpoint_dir);
 }
 
 }  // namespace

@@ -50,8 +50,10 @@ std::string named(const PathArg& a) {
   return a.flag + a.what + " (" + a.path + ")";
 }
 
+// A path the command derived (DIR.old of --checkpoint DIR) is named with what it is.
 [[noreturn]] void refuse(const PathArg& a, const std::string& why) {
-  throw InputError({}, a.flag, a.path + " " + why);
+  const std::string subject = a.what.empty() ? a.path : a.path + ", " + a.flag + a.what + ",";
+  throw InputError({}, a.flag, subject + " " + why);
 }
 
 // An output against an input or an earlier output.
@@ -70,6 +72,10 @@ void check_pair(const PathArg& out, const PathArg& other, bool other_is_input) {
                     named(other) + "; write it elsewhere");
   if (out.dir && !other.dir && inside(other.path, out.path))
     refuse(out, "holds " + named(other) + ", and the command replaces its contents");
+  // `--resume ck --checkpoint ck` continues a run in place (DIR onto DIR, DIR.tmp onto DIR.tmp):
+  // a directory onto another one's staging or previous copy would be replaced by its save.
+  if (out.dir && other.dir && out.what != other.what && same_file(out.path, other.path))
+    refuse(out, "is the path of " + named(other) + ", " + role + "; write it elsewhere");
   if (out.dir && other.dir && !same_file(out.path, other.path) &&
       (inside(out.path, other.path) || inside(other.path, out.path)))
     refuse(out, "and " + named(other) + " are nested directories; keep them apart");
@@ -108,6 +114,19 @@ std::vector<PathArg> checkpoint_paths(const std::string& flag, const std::string
                               {flag, d + ".old", true, "'s previous checkpoint"}};
   if (save) out.push_back({flag, d + ".lock", false, "'s lock file"});
   return out;
+}
+
+void refuse_checkpoint_sibling(const std::string& flag, const std::string& dir) {
+  for (const char* suffix : {".tmp", ".old"}) {
+    const std::string s = suffix;
+    if (dir.size() <= s.size() || dir.compare(dir.size() - s.size(), s.size(), s) != 0) continue;
+    const std::string base = dir.substr(0, dir.size() - s.size());
+    if (!holds_checkpoint(base)) continue;
+    throw InputError({}, flag,
+                     dir + " is where a save of the checkpoint " + base +
+                         (s == ".tmp" ? " stages its files" : " keeps its previous checkpoint") +
+                         ", and that save would replace it: choose another name");
+  }
 }
 
 void refuse_overlaps(const std::vector<PathArg>& inputs, const std::vector<PathArg>& outputs) {

@@ -29,6 +29,10 @@ struct PathArg {
 // resume touch all three) and, for a save, its lock file DIR.lock.
 std::vector<PathArg> checkpoint_paths(const std::string& flag, const std::string& dir, bool save);
 
+// A save into DIR.tmp or DIR.old beside a muonplan checkpoint DIR: DIR's next save would
+// replace it (DIR.tmp is its staging directory, DIR.old its previous copy). InputError.
+void refuse_checkpoint_sibling(const std::string& flag, const std::string& dir);
+
 // InputError "--out: PATH is the same file as --model (...)" (exit 2) when an output is an input
 // or another output (resolved: links followed, hard links compared by inode), lies inside an
 // input or output directory or inside a muonplan checkpoint, or an input lies inside an output

@@ -94,6 +94,19 @@ expect "--checkpoint onto the plan" 2 "--checkpoint: $work/p.json is the path of
   "$bin" execute --plan "$work/p.json" --checkpoint "$work/p.json"
 [ ! -e "$work/new" ] && [ ! -e "$work/new.tmp" ] && [ ! -e "$work/new.old" ] && [ ! -e "$work/new.lock" ] \
   && [ ! -e "$work/good.old" ] && ok || bad "a refused checkpoint-path output: something was written"
+# A checkpoint onto another's staging or previous copy: DIR's next save clears DIR.tmp and
+# DIR.old before it writes, so the resumed-from copy was gone if that save then failed, and a
+# checkpoint saved as DIR.tmp was removed by the next save of DIR.
+cp -r "$work/good" "$work/keep.old"
+expect "--resume DIR.old --checkpoint DIR" 2 "--checkpoint: $work/keep.old, --checkpoint's previous checkpoint, is the path of --resume ($work/keep.old), an input; write it elsewhere" \
+  "$bin" execute --plan "$work/p.json" --resume "$work/keep.old" --checkpoint "$work/keep"
+expect "--resume DIR --checkpoint DIR.tmp" 2 "--checkpoint: $work/good.tmp is the path of --resume's staging directory ($work/good.tmp), an input; write it elsewhere" \
+  "$bin" execute --plan "$work/p.json" --resume "$work/good" --checkpoint "$work/good.tmp"
+expect "--checkpoint beside a checkpoint, as its DIR.old" 2 "--checkpoint: $work/good.old is where a save of the checkpoint $work/good keeps its previous checkpoint, and that save would replace it: choose another name" \
+  "$bin" execute --plan "$work/p.json" --checkpoint "$work/good.old"
+[ ! -e "$work/keep" ] && [ ! -e "$work/good.tmp" ] && [ ! -e "$work/good.old" ] && [ -f "$work/keep.old/manifest.json" ] \
+  && ok || bad "a refused checkpoint beside a checkpoint: something was written or removed"
+rm -rf "$work/keep.old"
 
 # --- 3. Report directories --------------------------------------------------------------------
 refusal="muonplan writes a report only into a new or empty directory, or one it wrote: give another --out"
