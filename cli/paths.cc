@@ -60,23 +60,21 @@ std::string named(const PathArg& a) {
 void check_pair(const PathArg& out, const PathArg& other, bool other_is_input) {
   if (out.flag == other.flag) return;  // one argument's own paths (DIR, DIR.tmp, ...)
   const char* role = other_is_input ? "an input" : "another output";
-  if (!out.dir && !other.dir && same_file(out.path, other.path))
+  const bool same = same_file(out.path, other.path);
+  if (!out.dir && !other.dir && same)
     refuse(out, "is the same file as " + named(other) + ", " + role + "; write it elsewhere");
-  // A file where a directory argument lives or will (a checkpoint's DIR.tmp, DIR.old): the
-  // next save or resume would find a file there and refuse, or read it.
-  if (out.dir != other.dir && same_file(out.path, other.path)) {
+  // One path as a file and a directory argument (a checkpoint's DIR.tmp, DIR.old: the next save
+  // or resume would find a file there and refuse, or read it), or as two directories of
+  // different roles (a save clears its DIR.tmp and DIR.old before it writes). `--resume ck
+  // --checkpoint ck` continues a run in place: DIR onto DIR, DIR.tmp onto DIR.tmp.
+  if (same && (out.dir != other.dir || (out.dir && out.what != other.what)))
     refuse(out, "is the path of " + named(other) + ", " + role + "; write it elsewhere");
-  }
   if (!out.dir && other.dir && inside(out.path, other.path))
     refuse(out, "is inside " + std::string(other.what.empty() ? "the directory of " : "") +
                     named(other) + "; write it elsewhere");
   if (out.dir && !other.dir && inside(other.path, out.path))
     refuse(out, "holds " + named(other) + ", and the command replaces its contents");
-  // `--resume ck --checkpoint ck` continues a run in place (DIR onto DIR, DIR.tmp onto DIR.tmp):
-  // a directory onto another one's staging or previous copy would be replaced by its save.
-  if (out.dir && other.dir && out.what != other.what && same_file(out.path, other.path))
-    refuse(out, "is the path of " + named(other) + ", " + role + "; write it elsewhere");
-  if (out.dir && other.dir && !same_file(out.path, other.path) &&
+  if (out.dir && other.dir && !same &&
       (inside(out.path, other.path) || inside(other.path, out.path)))
     refuse(out, "and " + named(other) + " are nested directories; keep them apart");
 }

@@ -17,15 +17,6 @@ struct Rates {
 
 Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node);
 
-// Per group position: elements of the batch it holds, and the seconds of each exchange; and
-// its buffers as the step allocates them (executor/src/step/step.cc, start_batch): `buffer_elems`
-// of its slices (padding matrices' zero slices too: they travel), whether it owns a matrix (a
-// gathered copy and an NS workspace; padding owners too), and its largest slice of a real
-// matrix (a `chunked` staging piece).
-// The arrays are sized to the group and zero past `touched`: one BatchTraffic serves every
-// batch of a candidate, and batch_traffic clears only the positions the last batch touched, so
-// a batch costs its holders and owners, not the group (a large world's groups are mostly
-// ranks holding nothing of a batch).
 // Matrices of a batch whose slices are alike on every position: the same tensor row count,
 // row offset and shape (step_traffic.cc); their owners, and how many are real (not padding).
 struct SliceGroup {
@@ -35,6 +26,15 @@ struct SliceGroup {
   std::vector<int> owners;
 };
 
+// Per group position: elements of the batch it holds, and the seconds of each exchange; and
+// its buffers as the step allocates them (executor/src/step/step.cc, start_batch): `buffer_elems`
+// of its slices (padding matrices' zero slices too: they travel), whether it owns a matrix (a
+// gathered copy and an NS workspace; padding owners too), and its largest slice of a real
+// matrix (a `chunked` staging piece).
+// The arrays are sized to the group and zero past `touched`: one BatchTraffic serves every
+// batch of a candidate, and batch_traffic clears only the positions the last batch touched, so
+// a batch costs its holders and owners, not the group (a large world's groups are mostly
+// ranks holding nothing of a batch).
 struct BatchTraffic {
   std::vector<double> held_elems;
   double exchange_s = 0;  // one exchange (the return exchange moves the same bytes back)

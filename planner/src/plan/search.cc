@@ -332,11 +332,11 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
         search.best.candidates.push_back({nodes, m, "", false, false, 0, 0, 0, 0, budget_note});
       if (left.count++ == 0) left.first = nodes;
       left.last = nodes;
-      left.last_bound_gib = floor.min_gpu_bytes(world) / kGiB;
       continue;
     }
     if (search.evaluate(nodes, gpn) && req.auto_nodes) break;  // fewer nodes cannot come later
   }
+  if (left.count > 0) left.last_bound_gib = floor.min_gpu_bytes(int64_t(left.last) * gpn) / kGiB;
   Plan& best = search.best;
   if (!search.have_best) {
     throw InputError(
