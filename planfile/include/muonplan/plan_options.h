@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "muonplan/chunk_plan.h"
 #include "muonplan/base/enum_names.h"
@@ -49,6 +50,10 @@ inline constexpr EnumName<CpStyle> kCpStyleNames[] = {{CpStyle::ulysses, "ulysse
 CpStyle parse_cp_style(const std::string& name);  // InputError on unknown
 const char* to_string(CpStyle s);
 
+// The trainer's attention kernel (prime-rl `model.attn`); its throughput per GPU generation times
+// attention. `auto`: FlashAttention-3 on SM90 (Hopper), FlashAttention-2 elsewhere, as prime-rl.
+enum class AttentionKernel { auto_kernel, fa2, fa3, sdpa };
+
 struct Workload {
   int64_t tokens_per_step = 0;  // global batch in tokens
   int64_t seq_len = 0;
@@ -61,6 +66,18 @@ struct Workload {
   // ac_offloading.max_inflight_activations): carried for the runtime-memory profile; the plan
   // file does not store it yet.
   int64_t ac_max_inflight = 5;
+  AttentionKernel attention = AttentionKernel::auto_kernel;
+};
+
+// LoRA as prime-rl runs it (`[model.lora]`): the base weights are frozen bf16 (no fp32 master,
+// gradient or optimizer state); each target module gets adapters A [rank, in] and B [out, rank]
+// with fp32 master, gradient and AdamW state, `adapters` times (prime-rl's max_concurrent_runs
+// slots kept resident). rank 0: no LoRA.
+struct LoraConfig {
+  int64_t rank = 0;
+  double alpha = 0;                         // 0: prime-rl's default
+  std::vector<std::string> target_modules;  // empty: prime-rl's default targets
+  int64_t adapters = 1;
 };
 
 // Step hyperparameters: not needed to plan, carried in the Plan for the executor.
@@ -120,6 +137,7 @@ struct PlanOptions {
   OptimizerHyper hyper;
   OwnerStrategy owners = OwnerStrategy::balanced;
   std::optional<Workload> workload;
+  LoraConfig lora;
   double gpu_memory_gib = 0;  // limit per GPU; 0: the topology's memory less fixed overheads
   double host_ram_gib = 0;    // limit per node; 0: the topology's
   bool include_mtp = false;
