@@ -7,7 +7,7 @@
 # --max-nodes N, --emit prime-rl, --trainer-config FILE, --model ...).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-bash "$root/scripts/build.sh" >/dev/null
+bash "$root/scripts/build.sh" >/dev/null  # progress on stderr
 config="$root/examples/prime-rl/glm-4.5-air-rl-131k.toml"
 for a in "$@"; do [ "$a" = "--trainer-config" ] && config=""; done
 exec "$root/build/cli/muonplan" plan ${config:+--trainer-config "$config"} \

@@ -13,9 +13,15 @@ for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing ${missing[*]}" >&2
+  # shellcheck source=scripts/progress.sh
+  . "$(dirname "$0")/progress.sh"
+  echo "setup: ${#missing[@]} Debian package(s) missing: ${missing[*]}" >&2
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   export DEBIAN_FRONTEND=noninteractive
+  stage_start "setup: apt-get update"
   $sudo apt-get update -qq
+  stage_done
+  stage_start "setup: installing them (apt-get install; a few minutes on a fresh machine)"
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  stage_done
 fi
