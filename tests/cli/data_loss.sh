@@ -74,7 +74,7 @@ expect "plan --out in a missing directory" 2 \
   || bad "a refused output path: something was written"
 
 # --- 5. Outputs inside a checkpoint directory, which would then not be muonplan's alone -------
-expect "metrics inside an existing checkpoint" 2 "--metrics: $work/good/metrics.json is inside a muonplan checkpoint directory, which holds only the checkpoint's files; write it elsewhere" \
+expect "metrics inside an existing checkpoint" 2 "--metrics: $work/good/metrics.json is inside a muonplan checkpoint directory ($work/good), which holds only the checkpoint's files; write it elsewhere" \
   "$bin" execute --plan "$work/p.json" --metrics "$work/good/metrics.json"
 expect "metrics inside --checkpoint" 2 "--metrics: $work/new/m.json is inside the directory of --checkpoint ($work/new); write it elsewhere" \
   "$bin" execute --plan "$work/p.json" --checkpoint "$work/new" --metrics "$work/new/m.json"

@@ -13,6 +13,7 @@
 
 #include "checkpoint/checkpoint_files.h"
 #include "muonplan/base/error.h"
+#include "muonplan/base/paths.h"
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/safetensors.h"
 
@@ -134,6 +135,9 @@ CheckpointLock::CheckpointLock(const std::string& dir_arg) {
     fd_ = -1;
     throw InputError({path, 0, 0}, "--checkpoint", why);
   };
+  // Before the lock file is made: a checkpoint inside another (ck/sub, from execute or Python's
+  // write_checkpoint) would make every later save into the outer one refuse it as foreign.
+  refuse_inside_checkpoint("--checkpoint", dir);
   bool created = false;
   for (int attempt = 0; fd_ < 0; ++attempt) {
     std::error_code ec;
