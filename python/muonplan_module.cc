@@ -242,7 +242,13 @@ std::string dir_from(py::handle dir) {
 // Whole tensors by entry name, as float32 arrays; bf16 is widened exactly (its bits are the
 // upper half of a float32's).
 py::dict read_checkpoint(py::handle dir) {
-  const exec::WholeCheckpoint w = exec::read_whole_checkpoint(dir_from(dir));
+  const std::string path = dir_from(dir);
+  exec::WholeCheckpoint w;
+  try {
+    w = exec::read_whole_checkpoint(path);
+  } catch (const InputError& e) {
+    throw exec::load_error_while_saving(path, e);  // a run saving into it as it was read
+  }
   py::dict tensors;
   for (const exec::WholeEntry& e : w.entries) {
     py::array_t<float> a(std::vector<py::ssize_t>(e.shape.begin(), e.shape.end()));

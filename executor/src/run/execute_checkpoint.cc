@@ -183,7 +183,10 @@ Resumed resume_on_every_rank(RankState& state, const ExecuteOptions& opt, int wo
   try {
     resumed = resume(state, opt.resume_dir, world);
   } catch (const InputError& e) {
-    error = {e.what(), true};
+    // Another run saving into the checkpoint as it is read (this run's own lock, on
+    // --checkpoint DIR, is no such run).
+    const bool own = opt.resume_dir == opt.checkpoint_dir;
+    error = {own ? e.what() : load_error_while_saving(opt.resume_dir, e).what(), true};
   } catch (const std::exception& e) {
     error = {e.what(), false};
   }
