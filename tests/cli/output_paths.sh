@@ -71,6 +71,10 @@ for flag in --metrics --trace; do
   expect "execute $flag through a dangling link into ck" 2 "$flag: $work/dangling.json $inside" \
     "$bin" execute --plan "$work/p.json" $flag "$work/dangling.json"
 done
+# A chain: a relative link to an absolute one that dangles into ck.
+ln -s "$work/ck/chained.json" "$work/chain2"; ln -s chain2 "$work/chain1"
+expect "plan --out through a chain of links into ck" 2 "--out: $work/chain1 $inside" \
+  "$bin" plan --model tests/data/micro-dense.yaml $T --nodes 1 --gpus-per-node 1 --out "$work/chain1"
 expect "calibrate --out through a dangling link into ck" 2 "--out: $work/dangling.json $inside" \
   "$bin" calibrate --metrics tests/data/calibration/cpu/dense-none.metrics.json $T --out "$work/dangling.json"
 expect "report --out ck/rep" 2 "--out: $work/ck/rep $inside" \
