@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "muonplan/calibrate.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
+#include "muonplan/calibrate.h"
 #include "muonplan/training_run.h"
 #include "paths.h"
 
@@ -30,6 +30,18 @@ int calibrate_training(const std::string& topology, const std::vector<std::strin
   std::vector<TrainingRun> fit, held_out;
   for (const std::string& r : runs) fit.push_back(load_training_run(r, topo));
   for (const std::string& r : checks) held_out.push_back(load_training_run(r, topo));
+  // The files the runs name are inputs too: --out onto a run's model would replace it.
+  std::vector<PathArg> in = {{"--topology", topology}};
+  for (const TrainingRun& r : fit) {
+    in.push_back({"--training-run", r.model_path, false, " " + r.name + "'s model"});
+    in.push_back(
+        {"--training-run", r.trainer_config_path, false, " " + r.name + "'s trainer_config"});
+  }
+  for (const TrainingRun& r : held_out) {
+    in.push_back({"--check", r.model_path, false, " " + r.name + "'s model"});
+    in.push_back({"--check", r.trainer_config_path, false, " " + r.name + "'s trainer_config"});
+  }
+  refuse_overlaps(in, {{"--out", out}});
   const TrainingFit tf = fit_training_runs(topo, fit, held_out);
   if (!out.empty()) {
     const std::string comment =
@@ -117,6 +129,17 @@ void print_calibration(const CalibrationResult& r, const std::string& out) {
               out.empty() ? "" : ("; wrote " + out).c_str());
 }
 
+// The plans the metrics name are inputs too: `--out P` onto m.json's plan P replaced it.
+void refuse_onto_plans(const std::string& out, const std::vector<CalibrationRun>& fit,
+                       const std::vector<CalibrationRun>& held_out) {
+  std::vector<PathArg> plans;
+  for (const CalibrationRun& r : fit)
+    plans.push_back({"--metrics", r.plan_path, false, " " + r.name + "'s plan"});
+  for (const CalibrationRun& r : held_out)
+    plans.push_back({"--check", r.plan_path, false, " " + r.name + "'s plan"});
+  refuse_overlaps(plans, {{"--out", out}});
+}
+
 // `muonplan calibrate`: fits training runs or metrics, writes the topology, reports the fit.
 int run_calibrate(const CalibrateFlags* f) {
   std::vector<PathArg> in = {{"--topology", f->topology}};
@@ -134,6 +157,7 @@ int run_calibrate(const CalibrateFlags* f) {
   std::vector<CalibrationRun> fit, held_out;
   for (const std::string& m : f->metrics) fit.push_back(load_calibration_run(m));
   for (const std::string& m : f->held_out) held_out.push_back(load_calibration_run(m));
+  refuse_onto_plans(f->out, fit, held_out);
   const CalibrationResult r = calibrate(topo, fit, held_out);
   if (!f->out.empty()) {
     const std::string comment = "fitted by `muonplan calibrate` to " + std::to_string(fit.size()) +

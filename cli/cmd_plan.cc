@@ -135,6 +135,10 @@ Runner add_plan(CLI::App& app) {
       throw InputError({}, "--emit", "prints instead of --json; give one of them");
     }
     const PlanInputs in = prepare_plan(f->model, f->flags);
+    // Again with the file the model name resolved to: `--model DIR --out DIR/config.json`.
+    std::vector<PathArg> inputs = plan_inputs(f->model, f->topology, f->flags);
+    inputs.push_back(resolved_model_input(f->model, in.model));
+    refuse_overlaps(inputs, {{"--out", f->out}, {"--trace", f->trace}});
     if (in.trainer) {
       for (const std::string& w : in.trainer->warnings) std::cerr << "warning: " << w << "\n";
     }

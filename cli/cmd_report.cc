@@ -4,8 +4,8 @@
 #include <iostream>
 
 #include "commands.h"
-#include "muonplan/data_dir.h"
 #include "muonplan/base/io.h"
+#include "muonplan/data_dir.h"
 #include "muonplan/model_io.h"
 #include "muonplan/model_resolve.h"
 #include "muonplan/report_data.h"
@@ -60,7 +60,10 @@ Runner add_report(CLI::App& app) {
     inputs.push_back({"--trace", f->trace});
     for (const std::string& m : f->metrics) inputs.push_back({"--metrics", m});
     refuse_overlaps(inputs, {{"--out", f->out, true}});
-    const ModelSpec spec = resolve_model(f->model, {}, "--model").spec;
+    const ResolvedModel model = resolve_model(f->model, {}, "--model");
+    inputs.push_back(resolved_model_input(f->model, model));
+    refuse_overlaps(inputs, {{"--out", f->out, true}});  // again with the model's file
+    const ModelSpec& spec = model.spec;
     const Topology topo = load_topology(f->topology);
     const PlanRequest request = to_plan_request(f->flags);
     ReportInputs in;

@@ -2,21 +2,18 @@
 #include "paths.h"
 
 #include <filesystem>
-#include <fstream>
 
 #include "muonplan/base/error.h"
+#include "muonplan/base/paths.h"
 
 namespace muonplan::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Where the file system will put or find `p`: absolute, links followed as far as they exist.
+// Where the file system will put or find `p`: absolute, links followed, dangling ones too.
 fs::path resolved(const std::string& p) {
-  std::error_code ec;
-  const fs::path abs = fs::absolute(p, ec);
-  const fs::path r = fs::weakly_canonical(abs, ec);
-  return ec ? abs.lexically_normal() : r;
+  return resolve_path(p);
 }
 
 bool same_file(const std::string& a, const std::string& b) {
@@ -36,14 +33,6 @@ bool inside(const std::string& p, const std::string& dir) {
     if (q == rp.end() || *d != *q) return false;
   }
   return q != rp.end();
-}
-
-// Whether `dir` holds a muonplan checkpoint: its manifest names our schema.
-bool holds_checkpoint(const fs::path& dir) {
-  std::ifstream in(dir / "manifest.json");
-  char head[256] = {};
-  in.read(head, sizeof head - 1);
-  return std::string(head).find("\"muonplan.checkpoint/") != std::string::npos;
 }
 
 std::string named(const PathArg& a) {
@@ -144,10 +133,12 @@ void refuse_overlaps(const std::vector<PathArg>& inputs, const std::vector<PathA
       else
         check_pair(out, other, false);
     }
-    if (!out.dir && holds_checkpoint(resolved(out.path).parent_path())) {
-      refuse(out,
-             "is inside a muonplan checkpoint directory, which holds only the checkpoint's "
-             "files; write it elsewhere");
+    // Any output, file or directory, at any depth (ck/sub/x.json, a report in ck/rep, a
+    // checkpoint in ck/sub), through links dangling or not: ck's next save would refuse it.
+    const std::string ck = enclosing_checkpoint(out.path);
+    if (!ck.empty()) {
+      refuse(out, "is inside a muonplan checkpoint directory (" + ck +
+                      "), which holds only the checkpoint's files; write it elsewhere");
     }
   }
   // After every overlap, whose messages say more (a file inside a checkpoint to be made).
@@ -162,6 +153,11 @@ std::vector<PathArg> plan_inputs(const std::string& model, const std::string& to
           {"--topology", topology},
           {"--workload", flags.workload},
           {"--trainer-config", flags.trainer_config}};
+}
+
+PathArg resolved_model_input(const std::string& model, const ResolvedModel& resolved) {
+  if (model.empty()) return {"--trainer-config", resolved.path, false, "'s model.name"};
+  return {"--model", resolved.path, false, resolved.path == model ? "" : "'s file"};
 }
 
 }  // namespace muonplan::cli

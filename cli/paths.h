@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "muonplan/model_resolve.h"
 #include "muonplan/plan_request.h"
 
 namespace muonplan::cli {
@@ -44,5 +45,11 @@ void refuse_overlaps(const std::vector<PathArg>& inputs, const std::vector<PathA
 // --trainer-config.
 std::vector<PathArg> plan_inputs(const std::string& model, const std::string& topology,
                                  const PlanFlags& flags);
+
+// The file a model name resolved to (--model DIR -> DIR/config.json, an HF id -> its snapshot's
+// config.json, a bundled name -> models/NAME.yaml; with no --model, the trainer config's
+// model.name): an input like the typed ones, so no output may replace it. `model`: --model's
+// argument, empty when the trainer config named the model.
+PathArg resolved_model_input(const std::string& model, const ResolvedModel& resolved);
 
 }  // namespace muonplan::cli

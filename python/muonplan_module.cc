@@ -242,7 +242,13 @@ std::string dir_from(py::handle dir) {
 // Whole tensors by entry name, as float32 arrays; bf16 is widened exactly (its bits are the
 // upper half of a float32's).
 py::dict read_checkpoint(py::handle dir) {
-  const exec::WholeCheckpoint w = exec::read_whole_checkpoint(dir_from(dir));
+  const std::string path = dir_from(dir);
+  exec::WholeCheckpoint w;
+  try {
+    w = exec::read_whole_checkpoint(path);
+  } catch (const InputError& e) {
+    throw exec::load_error_while_saving(path, e);  // a run saving into it as it was read
+  }
   py::dict tensors;
   for (const exec::WholeEntry& e : w.entries) {
     py::array_t<float> a(std::vector<py::ssize_t>(e.shape.begin(), e.shape.end()));
@@ -263,6 +269,22 @@ py::dict read_checkpoint(py::handle dir) {
 }
 
 using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+
+// `value` as float32: real numbers only. numpy would cast a complex array's real part (the
+// imaginary one lost) and an object array's None to NaN; both are refused naming the tensor.
+FloatArray float_array(const std::string& name, py::handle value) {
+  py::array given = py::array::ensure(value);
+  if (!given) throw py::value_error(name + ": not convertible to a float32 array");
+  const char kind = given.dtype().kind();
+  if (kind != 'f' && kind != 'i' && kind != 'u' && kind != 'b') {
+    throw py::value_error(name + ": an array of dtype " +
+                          py::str(given.dtype()).cast<std::string>() +
+                          "; a checkpoint holds real numbers (float32)");
+  }
+  FloatArray a = FloatArray::ensure(given);
+  if (!a) throw py::value_error(name + ": not convertible to a float32 array");
+  return a;
+}
 
 // Cuts whole tensors into the plan's shards, one rank file per rank of the plan: "<t>/param"
 // for every tensor; "<t>/momentum" and, for AdamW tensors, "<t>/variance" default to zeros (a
@@ -288,8 +310,7 @@ void write_checkpoint(py::handle dir, const py::dict& tensors, int64_t step, py:
                             ": not <tensor>/param, /momentum or (AdamW) /variance of a "
                             "tensor of the plan's model");
     }
-    FloatArray a = FloatArray::ensure(value);
-    if (!a) throw py::value_error(name + ": not convertible to a float32 array");
+    FloatArray a = float_array(name, value);
     const std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
     if (shape != t->shape) {
       throw py::value_error(name + ": shape " + json(shape).dump() + ", the plan's tensor is " +
@@ -317,6 +338,14 @@ void write_checkpoint(py::handle dir, const py::dict& tensors, int64_t step, py:
           for (size_t k = 0; k < n; ++k) out[k] = exec::to_bf16(src[k]);
         } else if (src) {
           std::memcpy(e.bytes.data(), src, n * 4);
+        }
+        // What --resume would call damaged (NaN, a float64 infinite in float32, a negative
+        // variance), by its own rule, after the rounding to the stored dtype.
+        const std::string fault = exec::stored_values_fault(
+            e.bytes.data(), n, dtype, field == "variance", s.begin * s.row_elems);
+        if (!fault.empty()) {
+          throw py::value_error(e.name + ": " + fault +
+                                "; --resume would refuse the checkpoint as damaged");
         }
         per_rank[size_t(r)].push_back(std::move(e));
       };

@@ -13,6 +13,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -24,11 +25,14 @@
 #include "backend_select.h"
 #include "commands.h"
 #include "muonplan/base/error.h"
+#include "muonplan/base/io.h"
 #include "muonplan/exec/backend.h"
 #include "muonplan/exec/newton_schulz.h"
 #include "muonplan/exec/openblas_core.h"
 #include "muonplan/exec/sgemm_rate.h"
 #include "muonplan/ns_model.h"
+#include "muonplan/report_dir.h"
+#include "paths.h"
 
 namespace muonplan::cli {
 namespace {
@@ -260,21 +264,19 @@ int run_bench_ns(const BenchFlags& f) {
   const bool cpu = backend->name() == "cpu";
   const int threads = omp_get_max_threads();
 
-  if (!f.dump.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(f.dump, ec);
-    if (ec || !std::filesystem::is_directory(f.dump)) {
-      throw InputError({}, "--dump", "cannot create the folder '" + f.dump + "'");
-    }
-  }
-  nlohmann::json out = ns_run_json(*backend, schedule, f, threads, cpu);
-  if (!f.json) print_ns_header(*backend, schedule, f, threads, cpu);
-  for (const Shape& s : shapes) bench_shape(*backend, schedule, f, variants, s, threads, cpu, out);
-  if (!f.dump.empty()) {
-    const std::string path = f.dump + "/ns.json";
-    std::ofstream j(path);
-    j << out.dump(2) << "\n";
-    if (!j) throw std::runtime_error("--dump: cannot write " + path);
+  // --dump DIR follows report --out's rule (report_dir.h): a directory of its own, marked,
+  // never inside a checkpoint, filled in a staging directory and swapped in whole.
+  std::optional<ReportDir> dump;
+  if (!f.dump.empty()) dump.emplace(f.dump, kBenchDumpOwner);
+  BenchFlags into = f;
+  if (dump) into.dump = dump->staging();
+  nlohmann::json out = ns_run_json(*backend, schedule, into, threads, cpu);
+  if (!f.json) print_ns_header(*backend, schedule, into, threads, cpu);
+  for (const Shape& s : shapes)
+    bench_shape(*backend, schedule, into, variants, s, threads, cpu, out);
+  if (dump) {
+    write_file_atomic(into.dump + "/ns.json", out.dump(2) + "\n");
+    dump->publish();
   }
   if (f.json) std::cout << out.dump(2) << "\n";
   return 0;
@@ -300,7 +302,9 @@ Runner add_bench(CLI::App& app) {
   ns->add_option("--sgemm-size", f->sgemm_n, "N of the N^3 reference sgemm")->capture_default_str();
   ns->add_option("--dump", f->dump,
                  "Write each shape's input and each variant's output (raw bf16) and ns.json "
-                 "(the JSON output, with file names) to this folder");
+                 "(the JSON output, with file names) to this folder: a new or empty one, or one "
+                 "an earlier --dump wrote")
+      ->check(non_empty_path());
   ns->add_option("--gemm", f->gemm,
                  "CPU backend's GEMM path: onednn | openblas (default: MUONPLAN_CPU_GEMM, else "
                  "onednn)");

@@ -104,4 +104,33 @@ EOF
 else
   echo "no torch for $py: ns_torch.py not run (apt-get install python3-torch)"
 fi
+# --- Where --dump writes (round 4, D3): report --out's rule. A user's directory, a checkpoint,
+# a directory inside one (through a dangling link too) and '' are refused before anything is
+# written; a directory an earlier --dump wrote is replaced whole.
+small=(bench ns --backend cpu --shapes "1,8,8" --reps 1 --sgemm-size 8)
+dumped="muonplan writes a bench dump only into a new or empty directory, or one it wrote: give another --dump"
+mkdir "$work/mine"; echo "my figures" >"$work/mine/ns.json"
+expect "--dump into a user's directory" 2 "--dump: $work/mine holds files muonplan did not write (ns.json); $dumped" \
+  "$bin" "${small[@]}" --dump "$work/mine"
+[ "$(cat "$work/mine/ns.json")" = "my figures" ] && [ "$(ls -A "$work/mine")" = ns.json ] && ok \
+  || bad "--dump replaced a user's ns.json"
+expect "--dump ''" 2 "muonplan: --dump: an empty path; give a path (leave the option out to skip it)" \
+  "$bin" "${small[@]}" --dump ''
+plan_micro "$work/p.json" || bad "plan micro"
+timeout 60 "$bin" execute --plan "$work/p.json" --checkpoint "$work/ck" >/dev/null 2>"$work/err" \
+  || bad "save: $(cat "$work/err")"
+expect "--dump into a checkpoint" 2 "--dump: $work/ck is a muonplan checkpoint directory; $dumped" \
+  "$bin" "${small[@]}" --dump "$work/ck"
+ln -s ck/dump "$work/dangling"
+for d in "$work/ck/dump" "$work/dangling"; do
+  expect "--dump inside a checkpoint ($d)" 2 "--dump: $d is inside a muonplan checkpoint directory ($work/ck), which holds only the checkpoint's files; write it elsewhere" \
+    "$bin" "${small[@]}" --dump "$d"
+done
+[ "$(cd "$work/ck" && ls -A | sort | tr '\n' ' ')" = "manifest.json rank-00000.safetensors " ] && ok \
+  || bad "--dump littered the checkpoint: $(ls -A "$work/ck")"
+timeout 60 "$bin" execute --plan "$work/p.json" --resume "$work/ck" --checkpoint "$work/ck" >/dev/null 2>"$work/err" \
+  && ok || bad "a save into ck after the refused dumps: $(cat "$work/err")"
+"$bin" "${small[@]}" --dump "$dump" >/dev/null 2>"$work/err" && [ -f "$dump/.muonplan-bench-dump" ] \
+  && [ -f "$dump/ns_1x8x8.in.bf16" ] && [ ! -e "$dump/ns_2x48x80.in.bf16" ] && ok \
+  || bad "--dump into its own earlier dump, replaced whole: $(cat "$work/err"); $(ls -A "$dump")"
 finish

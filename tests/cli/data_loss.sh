@@ -74,7 +74,7 @@ expect "plan --out in a missing directory" 2 \
   || bad "a refused output path: something was written"
 
 # --- 5. Outputs inside a checkpoint directory, which would then not be muonplan's alone -------
-expect "metrics inside an existing checkpoint" 2 "--metrics: $work/good/metrics.json is inside a muonplan checkpoint directory, which holds only the checkpoint's files; write it elsewhere" \
+expect "metrics inside an existing checkpoint" 2 "--metrics: $work/good/metrics.json is inside a muonplan checkpoint directory ($work/good), which holds only the checkpoint's files; write it elsewhere" \
   "$bin" execute --plan "$work/p.json" --metrics "$work/good/metrics.json"
 expect "metrics inside --checkpoint" 2 "--metrics: $work/new/m.json is inside the directory of --checkpoint ($work/new); write it elsewhere" \
   "$bin" execute --plan "$work/p.json" --checkpoint "$work/new" --metrics "$work/new/m.json"
@@ -165,23 +165,37 @@ edit_plan "$work/awd.json" 'p["optimizer_config"]["adamw"]["weight_decay"] = 60.
 expect "plan with AdamW decay past 1/lr" 2 "muonplan: rank 0: $work/awd.json: optimizer_config.adamw.weight_decay: must be at most 1/lr = 50 (AdamW lr 0.02): each step multiplies W by 1 - lr * weight_decay, got 60.5" \
   "$bin" execute --plan "$work/awd.json" --steps 3 --checkpoint "$work/inf"
 [ ! -e "$work/inf" ] && ok || bad "a checkpoint of inf weights was saved"
-PYTHONPATH="$root/build/python" "$py" - "$work" <<'EOF' && ok || bad "writing the damaged checkpoints failed"
-import sys, muonplan
+# write_checkpoint refuses these values (tests/python/test_checkpoint_writes.py), so the damage
+# is done to a saved micro-dense checkpoint's bytes, its checksum (FNV-1a 64) made to match.
+plan_micro "$work/pm.json" || bad "plan micro"
+timeout 60 "$bin" execute --plan "$work/pm.json" --checkpoint "$work/mgood" >/dev/null 2>"$work/err" \
+  || bad "save micro: $(cat "$work/err")"
+"$py" - "$work" <<'EOF' && ok || bad "writing the damaged checkpoints failed"
+import json, shutil, struct, sys
 w = sys.argv[1]
-ck = muonplan.read_checkpoint(w + "/good")
-t = ck["tensors"]
-v = "model.embed_tokens.weight/variance"
-t[v] = t[v].copy(); t[v].flat[3] = -1.0
-muonplan.write_checkpoint(w + "/negv", t, ck["step"], w + "/p.json")
-t[v].flat[3] = 0.0
-p = "model.norm.weight/param"
-t[p] = t[p].copy(); t[p].flat[0] = float("nan")
-muonplan.write_checkpoint(w + "/nanp", t, ck["step"], w + "/p.json")
+def fnv1a64(data):
+    h = 14695981039346656037
+    for b in data:
+        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return h
+def damage(dst, entry, element, value):
+    shutil.copytree(w + "/mgood", dst)
+    path = dst + "/rank-00000.safetensors"
+    raw = bytearray(open(path, "rb").read())
+    n = struct.unpack_from("<Q", raw)[0]
+    begin = json.loads(raw[8:8 + n])[entry]["data_offsets"][0]
+    struct.pack_into("<f", raw, 8 + n + begin + 4 * element, value)
+    open(path, "wb").write(raw)
+    m = json.load(open(dst + "/manifest.json"))
+    m["ranks"][0]["checksum"] = "%016x" % fnv1a64(raw)
+    json.dump(m, open(dst + "/manifest.json", "w"))
+damage(w + "/negv", "model.embed_tokens.weight/variance", 3, -1.0)
+damage(w + "/nanp", "model.norm.weight/param", 0, float("nan"))
 EOF
 expect "resume a negative variance" 2 "muonplan: rank 0: $work/negv: model.embed_tokens.weight/variance: holds -1 at element 3; an AdamW variance is >= 0: the checkpoint is damaged, refusing to resume from it" \
-  "$bin" execute --plan "$work/p.json" --resume "$work/negv"
+  "$bin" execute --plan "$work/pm.json" --resume "$work/negv"
 expect "resume a NaN parameter" 2 "muonplan: rank 0: $work/nanp: model.norm.weight/param: holds nan at element 0; a checkpoint holds only finite values: the checkpoint is damaged, refusing to resume from it" \
-  "$bin" execute --plan "$work/p.json" --resume "$work/nanp"
+  "$bin" execute --plan "$work/pm.json" --resume "$work/nanp"
 
 # --- 12. Deep nesting -------------------------------------------------------------------------
 deep="json: nested deeper than 64 levels; no muonplan input nests more than a few"

@@ -8,34 +8,36 @@
 
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
+#include "muonplan/base/paths.h"
 
 namespace muonplan {
 namespace {
 
 namespace fs = std::filesystem;
 
-[[noreturn]] void refuse(const std::string& dir, const std::string& why) {
-  throw InputError({}, "--out",
-                   dir + " " + why +
-                       "; muonplan writes a report only into a new or empty directory, or one it "
-                       "wrote: give another --out");
+[[noreturn]] void refuse(const DirOwner& owner, const std::string& dir, const std::string& why) {
+  throw InputError({}, owner.flag,
+                   dir + " " + why + "; muonplan writes " + owner.what +
+                       " only into a new or empty directory, or one it wrote: give another " +
+                       owner.flag);
 }
 
-// Why DIR must not be replaced; empty when it may be.
-void check_target(const std::string& dir) {
+// Refuses DIR when it must not be replaced.
+void check_target(const DirOwner& owner, const std::string& dir) {
   std::error_code ec;
   const fs::file_status st = fs::symlink_status(dir, ec);
   if (!fs::exists(st)) return;
-  if (fs::is_symlink(st)) refuse(dir, "is a symbolic link");
-  if (!fs::is_directory(st)) refuse(dir, "exists and is not a directory");
-  const bool ours = fs::is_regular_file(fs::symlink_status(fs::path(dir) / kReportMarker, ec));
+  if (fs::is_symlink(st)) refuse(owner, dir, "is a symbolic link");
+  if (!fs::is_directory(st)) refuse(owner, dir, "exists and is not a directory");
+  if (holds_checkpoint(dir)) refuse(owner, dir, "is a muonplan checkpoint directory");
+  const bool ours = fs::is_regular_file(fs::symlink_status(fs::path(dir) / owner.marker, ec));
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (!ours) refuse(dir, "holds files muonplan did not write (" + name + ")");
+    if (!ours) refuse(owner, dir, "holds files muonplan did not write (" + name + ")");
     if (!fs::is_regular_file(e.symlink_status(ec)))
-      refuse(dir, "holds " + name + ", which is not a regular file");
+      refuse(owner, dir, "holds " + name + ", which is not a regular file");
   }
-  if (ec) refuse(dir, "cannot be listed (" + ec.message() + ")");
+  if (ec) refuse(owner, dir, "cannot be listed (" + ec.message() + ")");
 }
 
 fs::path beside(const fs::path& dir, const std::string& what) {
@@ -45,12 +47,15 @@ fs::path beside(const fs::path& dir, const std::string& what) {
 
 }  // namespace
 
-ReportDir::ReportDir(const std::string& dir_arg) {
+ReportDir::ReportDir(const std::string& dir_arg, const DirOwner& owner) : owner_(owner) {
   fs::path dir = fs::path(dir_arg).lexically_normal();
   if (dir.filename().empty()) dir = dir.parent_path();  // "out/" names out
-  if (dir.empty() || dir == "." || dir == "..") refuse(dir_arg, "is a working directory");
+  if (dir_arg.empty()) throw InputError({}, owner.flag, "an empty path; give a directory");
+  if (dir.empty() || dir == "." || dir == "..") refuse(owner, dir_arg, "is a working directory");
   dir_ = dir.string();
-  check_target(dir_);
+  // Resolved, dangling links followed: `rep -> ck/rep` would put the report inside ck.
+  refuse_inside_checkpoint(owner.flag, dir_);
+  check_target(owner, dir_);
   std::error_code ec;
   if (dir.has_parent_path()) fs::create_directories(dir.parent_path(), ec);
   if (ec)
@@ -60,8 +65,9 @@ ReportDir::ReportDir(const std::string& dir_arg) {
   if (!fs::create_directory(staging_, ec))
     throw std::runtime_error("cannot create " + staging_ + ": " + ec.message());
   try {
-    write_file_atomic((fs::path(staging_) / kReportMarker).string(),
-                      "written by muonplan report; a later report may replace this directory\n");
+    write_file_atomic((fs::path(staging_) / owner.marker).string(),
+                      std::string("written by muonplan: ") + owner.what +
+                          "; a later one may replace this directory\n");
   } catch (...) {
     fs::remove_all(staging_, ec);
     throw;
@@ -74,7 +80,7 @@ ReportDir::~ReportDir() {
 }
 
 void ReportDir::publish() {
-  check_target(dir_);  // again: DIR may have changed while the report was drawn
+  check_target(owner_, dir_);  // again: DIR may have changed while the report was drawn
   std::error_code ec;
   const fs::path old = beside(dir_, "old");
   const bool exists = fs::exists(fs::symlink_status(dir_, ec));

@@ -8,6 +8,7 @@
 
 #include "checkpoint/checkpoint_files.h"
 #include "muonplan/base/error.h"
+#include "muonplan/base/regular_file.h"
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/digest.h"
 #include "muonplan/exec/fnv1a.h"
@@ -27,7 +28,9 @@ size_t dtype_size(const std::string& dtype) {
 class Reader {
  public:
   Reader(std::string path, uint64_t size, uint64_t basis)
-      : path_(std::move(path)), in_(path_, std::ios::binary), left_(size), sum_(basis) {
+      : path_(std::move(path)), left_(size), sum_(basis) {
+    check_regular_input(path_);  // before the open: a FIFO there would block it
+    in_.open(path_, std::ios::binary);
     if (!in_) throw InputError({path_, 0, 0}, "file", "cannot be read");
   }
   [[noreturn]] void corrupt(const std::string& what) const {

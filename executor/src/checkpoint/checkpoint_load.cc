@@ -12,6 +12,7 @@
 #include "checkpoint/checkpoint_files.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
+#include "muonplan/base/regular_file.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/checkpoint_entries.h"
@@ -113,6 +114,7 @@ std::vector<FileView> read_headers(const CheckpointManifest& m) {
   for (int i = 0; i < m.world; ++i) {
     const CheckpointFile& f = m.files[size_t(i)];
     const std::string path = m.dir + "/" + f.name;
+    check_regular_input(path);  // before the open: a FIFO there would block it
     std::error_code ec;
     const uint64_t actual = fs::file_size(path, ec);
     std::ifstream in(path, std::ios::binary);
@@ -212,6 +214,7 @@ std::vector<bool> files_to_read(const std::vector<FileView>& views,
 std::vector<unsigned char> read_verified(const CheckpointManifest& m, size_t i,
                                          const std::string& path) {
   const CheckpointFile& f = m.files[i];
+  check_regular_input(path);  // before the open: a FIFO there would block it
   std::ifstream in(path, std::ios::binary);
   std::vector<unsigned char> file(f.bytes);
   if (!in || !in.read(reinterpret_cast<char*>(file.data()), std::streamsize(file.size())))

@@ -13,6 +13,7 @@
 
 #include "checkpoint/checkpoint_files.h"
 #include "muonplan/base/error.h"
+#include "muonplan/base/paths.h"
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/safetensors.h"
 
@@ -134,6 +135,9 @@ CheckpointLock::CheckpointLock(const std::string& dir_arg) {
     fd_ = -1;
     throw InputError({path, 0, 0}, "--checkpoint", why);
   };
+  // Before the lock file is made: a checkpoint inside another (ck/sub, from execute or Python's
+  // write_checkpoint) would make every later save into the outer one refuse it as foreign.
+  refuse_inside_checkpoint("--checkpoint", dir);
   bool created = false;
   for (int attempt = 0; fd_ < 0; ++attempt) {
     std::error_code ec;
@@ -175,6 +179,32 @@ CheckpointLock::CheckpointLock(const std::string& dir_arg) {
   if (::ftruncate(fd_, 0) != 0 ||
       ::pwrite(fd_, mine.data(), mine.size(), 0) != ssize_t(mine.size()))
     sys_fail("cannot write the checkpoint lock", path);
+}
+
+InputError load_error_while_saving(const std::string& dir_arg, const InputError& e) {
+  const std::string path = without_trailing_slash(dir_arg) + ".lock";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return e;
+  struct stat st {};
+  // A shared probe: it fails only while a saving run holds the lock exclusively. Closing this
+  // descriptor drops the probe, never another descriptor's lock.
+  const bool held = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                    ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  char text[256] = {};
+  const ssize_t n = held ? ::pread(fd, text, sizeof text - 1, 0) : 0;
+  ::close(fd);
+  if (!held) return e;
+  const std::string content = n > 0 ? std::string(text, size_t(n)) : std::string();
+  const size_t at = content.rfind(kLockHeader, 0) == 0 ? content.find("pid ") : std::string::npos;
+  const std::string who =
+      at == std::string::npos
+          ? "another process"
+          : "another run (pid " + content.substr(at + 4, content.find('\n', at) - at - 4) + ")";
+  return InputError({}, "--resume",
+                    dir_arg + " could not be loaded while " + who + " holds " + path +
+                        " and may be saving into it (" + e.what() +
+                        "): resume once that run has saved; the checkpoint is damaged only if "
+                        "this happens with no run holding the lock");
 }
 
 CheckpointLock::~CheckpointLock() {

@@ -2,7 +2,6 @@
 // agrees on, and the entries a save writes (execute_checkpoint.h).
 #include "run/execute_checkpoint.h"
 
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -10,7 +9,6 @@
 
 #include "muonplan/base/error.h"
 #include "muonplan/exec/agreed_error.h"
-#include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint_entries.h"
 #include "muonplan/exec/plan_shards.h"
 
@@ -60,29 +58,16 @@ std::vector<ShardRequest> wanted(const RankState& state) {
   return out;
 }
 
-// Refuses a loaded entry holding what no run saves: a NaN or Inf (the step stops before a
-// non-finite value reaches the state), or a negative AdamW variance. One pass over the loaded
-// bytes, beside reading them from disk.
+// Refuses a loaded entry holding what no run saves (stored_values_fault, the rule Python's
+// write_checkpoint applies too). One pass over the loaded bytes, beside reading them from disk.
 void check_loaded_values(const CheckpointEntry& e, bool variance, const std::string& dir) {
-  const bool is_bf16 = e.dtype == kCheckpointBf16.entry;
-  const size_t n = e.bytes.size() / (is_bf16 ? sizeof(bf16) : sizeof(float));
-  for (size_t i = 0; i < n; ++i) {
-    float v;
-    if (is_bf16) {
-      bf16 b;
-      std::memcpy(&b, e.bytes.data() + i * sizeof b, sizeof b);
-      v = to_float(b);
-    } else {
-      std::memcpy(&v, e.bytes.data() + i * sizeof v, sizeof v);
-    }
-    if (std::isfinite(v) && !(variance && v < 0)) continue;
-    char got[32];
-    std::snprintf(got, sizeof got, "%g", double(v));
+  const CheckpointDtype* dtype = checkpoint_dtype(e.dtype);
+  if (!dtype) throw std::runtime_error(dir + ": entry " + e.name + " has dtype " + e.dtype);
+  const std::string fault =
+      stored_values_fault(e.bytes.data(), e.bytes.size() / dtype->bytes, *dtype, variance);
+  if (!fault.empty()) {
     throw InputError({dir, 0, 0}, e.name,
-                     std::string("holds ") + got + " at element " + std::to_string(i) +
-                         (std::isfinite(v) ? "; an AdamW variance is >= 0"
-                                           : "; a checkpoint holds only finite values") +
-                         ": the checkpoint is damaged, refusing to resume from it");
+                     fault + ": the checkpoint is damaged, refusing to resume from it");
   }
 }
 
@@ -198,7 +183,10 @@ Resumed resume_on_every_rank(RankState& state, const ExecuteOptions& opt, int wo
   try {
     resumed = resume(state, opt.resume_dir, world);
   } catch (const InputError& e) {
-    error = {e.what(), true};
+    // Another run saving into the checkpoint as it is read (this run's own lock, on
+    // --checkpoint DIR, is no such run).
+    const bool own = opt.resume_dir == opt.checkpoint_dir;
+    error = {own ? e.what() : load_error_while_saving(opt.resume_dir, e).what(), true};
   } catch (const std::exception& e) {
     error = {e.what(), false};
   }

@@ -1,6 +1,7 @@
 // Reading inputs and writing outputs (io.h). POSIX calls rather than streams: a stream neither
 // refuses a FIFO before it blocks nor reports the errno of a failed write or close.
 #include "muonplan/base/io.h"
+#include "muonplan/base/regular_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -149,6 +150,17 @@ std::string read_input_file(const std::string& path, const std::string& field) {
     text.append(buf, static_cast<size_t>(n));
   }
   return text;
+}
+
+void check_regular_input(const std::string& path, const std::string& field) {
+  struct stat st = {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    throw InputError(
+        {path, 0, 0}, field,
+        err == ENOENT ? "cannot be read" : std::string("cannot be read: ") + std::strerror(err));
+  }
+  if (const char* why = not_regular(st.st_mode)) throw InputError({path, 0, 0}, field, why);
 }
 
 json read_json_file(const std::string& path, const std::string& field) {

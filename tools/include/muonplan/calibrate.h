@@ -24,6 +24,8 @@ namespace muonplan {
 // One `muonplan execute --metrics` file and the plan it ran.
 struct CalibrationRun {
   std::string name;  // the metrics file
+  std::string
+      plan_path;  // the plan file it names, as read (an input: calibrate --out may not be it)
   Plan plan;
   double step_s = 0;  // measured.optimizer_step_s
   // measured.busy_s, when present: backend kernels, H2D copies, host kernels.

@@ -1,9 +1,11 @@
-// Where a report is written (docs/report.md, "Where it writes"). A report replaces the files of
-// its directory, so muonplan writes only into a new or empty directory, or one it wrote before
-// (marked by the file `.muonplan-report`, and holding nothing but regular files: a symbolic
-// link there would be written through into the file it names). Everything is written into a
-// staging directory beside DIR first and swapped in whole: a report that fails half-way leaves
-// DIR as it was, without another run's plots mixed into it.
+// Where a report (or any directory of files muonplan fills: `bench ns --dump`) is written
+// (docs/report.md, "Where it writes"). Such a command replaces the files of its directory, so
+// muonplan writes only into a new or empty directory, or one the same command wrote before
+// (marked by its marker file, `.muonplan-report` for a report, and holding nothing but regular
+// files: a symbolic link there would be written through into the file it names), and never
+// inside a checkpoint (whose next save would refuse the stranger). Everything is written into a
+// staging directory beside DIR first and swapped in whole: a command that fails half-way leaves
+// DIR as it was, without another run's files mixed into it.
 #pragma once
 
 #include <string>
@@ -12,11 +14,21 @@ namespace muonplan {
 
 inline constexpr const char* kReportMarker = ".muonplan-report";
 
+// Which command owns a directory: the flag that names it, what it holds (for messages) and the
+// marker file that says this command wrote it.
+struct DirOwner {
+  const char* flag;
+  const char* what;
+  const char* marker;
+};
+inline constexpr DirOwner kReportOwner = {"--out", "a report", kReportMarker};
+inline constexpr DirOwner kBenchDumpOwner = {"--dump", "a bench dump", ".muonplan-bench-dump"};
+
 class ReportDir {
  public:
-  // Checks DIR (InputError "--out: DIR: ...", exit 2, before anything is written) and makes the
-  // staging directory `.NAME.report.PID` beside it, with the marker inside.
-  explicit ReportDir(const std::string& dir);
+  // Checks DIR (InputError "FLAG: DIR: ...", exit 2, before anything is written) and makes the
+  // staging directory `.NAME.report.PID` beside it, with the owner's marker inside.
+  explicit ReportDir(const std::string& dir, const DirOwner& owner = kReportOwner);
   ~ReportDir();  // removes the staging directory unless published
   ReportDir(const ReportDir&) = delete;
   ReportDir& operator=(const ReportDir&) = delete;
@@ -27,6 +39,7 @@ class ReportDir {
   void publish();
 
  private:
+  DirOwner owner_;
   std::string dir_, staging_;
   bool published_ = false;
 };

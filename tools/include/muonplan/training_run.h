@@ -15,6 +15,8 @@ namespace muonplan {
 
 struct TrainingRun {
   std::string name;  // the file
+  // The files it names, as read: the model (resolved) and the trainer config, if any.
+  std::string model_path, trainer_config_path;
   ModelSpec spec;
   Plan plan;  // planned at the run's nodes, layout, offload and workload
   // measured: what the file gives

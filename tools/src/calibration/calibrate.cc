@@ -230,7 +230,8 @@ CalibrationRun load_calibration_run(const std::string& path) {
   if (!fs::exists(plan_path)) {
     throw InputError({path, 0, 0}, "plan", "'" + plan + "' not found, nor beside the metrics file");
   }
-  r.plan = load_plan(plan_path.string());
+  r.plan_path = plan_path.string();
+  r.plan = load_plan(r.plan_path);
   // The per-rank loads the cost model reads are the planner's figures, not the file's.
   r.plan.chunks.loads = compute_loads(r.plan.inventory, r.plan.chunks,
                                       static_cast<int>(r.plan.options.schedule.steps.size()));

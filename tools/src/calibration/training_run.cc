@@ -204,6 +204,8 @@ TrainingRun load_training_run(const std::string& path, const Topology& topo) {
   read_measured(root.get_map("measured"), r);
   const PlanInputs in = prepare_plan(model, f);
   r.spec = in.model.spec;
+  r.model_path = in.model.path;
+  r.trainer_config_path = f.trainer_config;
   r.plan = make_plan(r.spec, topo, in.request);
   return r;
 }

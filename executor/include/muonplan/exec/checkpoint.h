@@ -86,6 +86,12 @@ class CheckpointLock {
   int fd_ = -1;
 };
 
+// A failed load of DIR while another run holds DIR.lock (from before its first step through its
+// save) may be that run's save replacing the files as they were read: `e`, saying so and naming
+// the holder, instead of calling a healthy checkpoint damaged. `e` itself when no other run
+// holds the lock (probed without blocking). Not for a run that holds DIR.lock itself.
+InputError load_error_while_saving(const std::string& dir, const InputError& e);
+
 // --- loading ---
 
 struct CheckpointFile {

@@ -6,6 +6,7 @@
 // field or dtype added here is written, wanted, checked and loaded alike.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "muonplan/exec/field.h"
@@ -52,6 +53,14 @@ inline const CheckpointDtype& kept_dtype(const CheckpointField& f, bool bf16_mom
 inline bool dtype_allowed(const CheckpointField& f, const CheckpointDtype& d) {
   return &d == &kCheckpointF32 || f.bf16;
 }
+
+// What no run saves, so that `--resume` calls the checkpoint damaged and Python's
+// write_checkpoint refuses to store it (one rule, both sides): a NaN or Inf (the step stops
+// before a non-finite value reaches the state), or a negative AdamW variance. `bytes`: `n`
+// values in `dtype`. "" when every value may be stored, else "holds V at element I; why" with I
+// counted from `first_element`.
+std::string stored_values_fault(const uint8_t* bytes, size_t n, const CheckpointDtype& dtype,
+                                bool variance, int64_t first_element = 0);
 
 // "/param, /momentum or /variance": the fields, as messages list them.
 std::string checkpoint_fields_text();
