@@ -288,7 +288,10 @@ void add_run_flags(CLI::App* c, const std::shared_ptr<ExecuteFlags>& f) {
   c->add_option("--inject-nonfinite", f->inject, "Test hook: NAME:STEP poisons a gradient")
       ->group("")  // a test hook: usable, not listed by --help
       ->check(CLI::Validator(
-          [](std::string& v) { return v.empty() ? "empty; expected NAME:STEP" : std::string(); },
+          // Hidden options have no name in CLI11's errors: the message names it (main.cc).
+          [](std::string& v) {
+            return v.empty() ? "--inject-nonfinite: empty; expected NAME:STEP" : std::string();
+          },
           "NAME:STEP", "tensor:step"));
   c->add_flag("--json", f->json, "Print the metrics JSON");
   c->add_flag("--progress", f->progress,

@@ -114,7 +114,9 @@ void check_request(const Topology& topo, const PlanRequest& req, int gpn) {
                          " ranks is more than muonplan plans for (" +
                          std::to_string(kMaxWorldRanks) + ")");
   }
-  if (!req.auto_nodes) check_node_count(req.options.nodes, topo, "--nodes");
+  // (0 and below: node_counts_to_try's message, the flag's.)
+  if (!req.auto_nodes && req.options.nodes > 0)
+    check_node_count(req.options.nodes, topo, "--nodes");
 }
 
 // The node counts to try, in order: the listed ones in range, 1..max, or the one asked for.
