@@ -81,21 +81,27 @@ void print_candidates(const Plan& plan) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const std::vector<const Candidate*>& group = rows[i];
     const Candidate& c = *group.front();
-    // Counts not evaluated for one reason, in a row (the search's budget spent, or bounds that
-    // print alike): one row, a..b.
+    // Candidates not evaluated for one reason, in a row (the search's budget spent, bounds that
+    // print alike, a layout no world of the count takes): one row, a..b, with how many when
+    // they share one node count.
     size_t run_end = i + 1;
     while (!c.evaluated && run_end < rows.size() && !rows[run_end].front()->evaluated &&
            rows[run_end].front()->note == c.note)
       ++run_end;
     const Candidate& run_last = *rows[run_end - 1].front();
-    if (run_last.nodes != c.nodes) {
+    if (run_end - i > 1) {
       bool one_mode = true;
       for (size_t k = i; k < run_end; ++k)
         one_mode = one_mode && rows[k].front()->offload == c.offload;
-      const std::string span = std::to_string(c.nodes) + ".." + std::to_string(run_last.nodes);
-      std::printf("%5s  %s%-9s  %-4s  %s\n", span.c_str(),
+      const bool one_count = run_last.nodes == c.nodes;
+      const std::string span =
+          one_count ? std::to_string(c.nodes)
+                    : std::to_string(c.nodes) + ".." + std::to_string(run_last.nodes);
+      const std::string count =
+          one_count ? " (" + std::to_string(run_end - i) + " candidates)" : "";
+      std::printf("%5s  %s%-9s  %-4s  %s%s\n", span.c_str(),
                   layouts_vary ? "-                       " : "",
-                  one_mode ? to_string(c.offload) : "all", "-", c.note.c_str());
+                  one_mode ? to_string(c.offload) : "all", "-", c.note.c_str(), count.c_str());
       i = run_end - 1;
       continue;
     }

@@ -20,7 +20,7 @@ struct CalibrateFlags {
   std::vector<std::string> metrics, held_out, training_runs;
   std::string topology = default_topology_path();
   std::string out;
-  bool json = false;
+  bool json = false, force = false;
 };
 
 // --training-run: the constants each measured figure determines, fitted over every run.
@@ -88,7 +88,10 @@ int calibrate_training(const std::string& topology, const std::vector<std::strin
 nlohmann::json calibration_json(const std::string& topology, const CalibrationResult& r) {
   nlohmann::json j = {{"topology", topology},
                       {"max_fit_error", r.max_fit_error()},
-                      {"max_held_out_error", r.max_held_out_error()}};
+                      {"max_held_out_error", r.max_held_out_error()},
+                      {"max_held_out_error_before", r.max_held_out_error_before()},
+                      {"determining_figures", r.determining_figures},
+                      {"warnings", overfit_warnings(r)}};
   for (const FittedConstant& k : r.constants) {
     j["constants"][k.name] = {
         {"before", k.before}, {"after", k.after}, {"fitted", k.fitted}, {"note", k.note}};
@@ -110,6 +113,13 @@ nlohmann::json calibration_json(const std::string& topology, const CalibrationRe
   return j;
 }
 
+bool held_out(const CalibrationResult& r) {
+  for (const RunCheck& run : r.runs) {
+    if (run.held_out) return true;
+  }
+  return false;
+}
+
 // The fit as two tables, constants and runs; `out`: where the topology was written, if anywhere.
 void print_calibration(const CalibrationResult& r, const std::string& out) {
   std::printf("%-34s %12s %12s  %s\n", "constant", "before", "after", "");
@@ -124,9 +134,24 @@ void print_calibration(const CalibrationResult& r, const std::string& out) {
                 100 * run.rel_error_before(), run.after_s, 100 * run.rel_error_after(),
                 run.name.c_str());
   }
-  std::printf("\nmax error after: %.1f%% on fitted runs, %.1f%% held out%s\n",
-              100 * r.max_fit_error(), 100 * r.max_held_out_error(),
+  std::printf("\nmax error after: %.1f%% on fitted runs%s\n", 100 * r.max_fit_error(),
               out.empty() ? "" : ("; wrote " + out).c_str());
+  if (held_out(r)) {
+    std::printf("held-out error: %.1f%% before, %.1f%% after\n",
+                100 * r.max_held_out_error_before(), 100 * r.max_held_out_error());
+  }
+}
+
+// The held-out runs' worst error got worse: the fit serves the fitted runs at their expense.
+void refuse_worse_held_out(const CalibrationResult& r, const CalibrateFlags& f) {
+  if (f.out.empty() || f.force || !held_out(r)) return;
+  if (r.max_held_out_error() <= r.max_held_out_error_before()) return;
+  char errors[96];
+  std::snprintf(errors, sizeof errors, "%.1f%% before, %.1f%% after",
+                100 * r.max_held_out_error_before(), 100 * r.max_held_out_error());
+  throw InputError({}, "--out",
+                   f.out + " not written: the held-out error got worse (" + errors +
+                       "): the fit overfits the --metrics runs; --force writes it anyway");
 }
 
 // The plans the metrics name are inputs too: `--out P` onto m.json's plan P replaced it.
@@ -159,6 +184,8 @@ int run_calibrate(const CalibrateFlags* f) {
   for (const std::string& m : f->held_out) held_out.push_back(load_calibration_run(m));
   refuse_onto_plans(f->out, fit, held_out);
   const CalibrationResult r = calibrate(topo, fit, held_out);
+  for (const std::string& w : overfit_warnings(r)) std::cerr << "warning: " << w << "\n";
+  refuse_worse_held_out(r, *f);
   if (!f->out.empty()) {
     const std::string comment = "fitted by `muonplan calibrate` to " + std::to_string(fit.size()) +
                                 " measured run(s); max error " +
@@ -190,10 +217,11 @@ Runner add_calibrate(CLI::App& app) {
   c->add_option("--training-run", f->training_runs,
                 "Measured training steps to fit (YAML: model, layout, ..., measured:)")
       ->check(non_empty_path());
-  c->add_option("--check", f->held_out,
-                "Files held out of the fit, only checked (metrics, or training runs with "
-                "--training-run)")
+  c->add_option("--holdout,--check", f->held_out,
+                "Files held out of the fit, only checked: their error before and after "
+                "(metrics, or training runs with --training-run)")
       ->check(non_empty_path());
+  c->add_flag("--force", f->force, "Write --out even when the held-out error got worse");
   c->add_option("--topology", f->topology, "Topology to start from (YAML)")
       ->capture_default_str()
       ->check(non_empty_path());

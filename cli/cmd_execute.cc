@@ -78,6 +78,36 @@ void check_inject_target(const Plan& plan, const std::string& name) {
 // --checkpoint/--resume DIR as one spelling: `ck/.`, `ck/` and `./ck` are `ck`, and `.` or
 // `x/..` is the directory's absolute path, so that DIR.lock, DIR.tmp and DIR.old are its
 // siblings (`.` was refused for holding `..lock`, the lock file muonplan had made itself).
+// A figure of the plan JSON at `section.key`, or -1 when it is absent or not a number.
+double plan_figure(const nlohmann::json& plan, const char* section, const char* key) {
+  const auto s = plan.find(section);
+  if (s == plan.end() || !s->is_object()) return -1;
+  const auto v = s->find(key);
+  return v != s->end() && v->is_number() ? v->get<double>() : -1;
+}
+
+// A plan that does not fit is refused with its figures and what to re-plan with, before its
+// fields are checked: its negative predicted.fit_margin is its verdict, not a bad field.
+void refuse_unfit(const nlohmann::json& plan, const std::string& path) {
+  const auto fits = plan.is_object() ? plan.find("fits") : plan.end();
+  if (fits == plan.end() || !fits->is_boolean() || fits->get<bool>()) return;
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "this plan does not fit: GPU peak %.4g of %.4g GiB, host RAM %.4g of %.4g GiB per "
+                "node (headroom GPU %.0f%%, host %.0f%%); ",
+                plan_figure(plan, "predicted", "gpu_peak_gib"),
+                plan_figure(plan, "limits", "gpu_memory_gib"),
+                plan_figure(plan, "predicted", "host_ram_per_node_gib"),
+                plan_figure(plan, "limits", "host_ram_per_node_gib"),
+                100 * std::max(0.0, plan_figure(plan, "runtime", "gpu_headroom")),
+                100 * std::max(0.0, plan_figure(plan, "runtime", "host_headroom")));
+  throw InputError({path, 0, 0}, "",
+                   std::string(buf) +
+                       "re-plan with more nodes (--nodes auto), another offload mode (--offload "
+                       "auto) or the limits of the machine it runs on (--gpu-memory-gib, "
+                       "--host-ram-gib)");
+}
+
 std::string normal_dir(const std::string& dir) {
   if (dir.empty()) return dir;
   std::filesystem::path p = std::filesystem::path(dir).lexically_normal();
@@ -159,6 +189,7 @@ int run(const ExecuteFlags& f) {
       }
     }
     const nlohmann::json plan_json = read_json_file(f.plan);
+    refuse_unfit(plan_json, f.plan);
     const Plan plan = plan_from_json(plan_json, f.plan);
     if (!f.inject.empty()) check_inject_target(plan, opt.inject_nonfinite_tensor);
     exec::ExecuteResult r = exec::execute(plan, opt, *backend, *comm);
@@ -221,9 +252,11 @@ void add_backend_flags(CLI::App* c, const std::shared_ptr<ExecuteFlags>& f) {
   c->add_flag("--host-staged-exchange", f->host_staged,
               "All-to-alls through pinned host memory over MPI (automatic for cuda ranks "
               "sharing a GPU)");
-  // Test hook (docs/executor.md, "Lanes"): a dropped wait must change the digest.
+  // Test hook (docs/executor.md, "Lanes"): a dropped wait must change the digest. Group "":
+  // usable, not listed by --help.
   c->add_flag("--async-drop-joins", f->async.drop_joins,
-              "Test hook, cpu-async: join_lanes() does nothing");
+              "Test hook, cpu-async: join_lanes() does nothing")
+      ->group("");
 }
 
 // What the run does: steps, outputs, checkpoints, checks.
@@ -253,8 +286,12 @@ void add_run_flags(CLI::App* c, const std::shared_ptr<ExecuteFlags>& f) {
   c->add_flag("--skip-nonfinite", f->options.skip_nonfinite,
               "Skip a step with NaN/Inf gradients instead of failing");
   c->add_option("--inject-nonfinite", f->inject, "Test hook: NAME:STEP poisons a gradient")
+      ->group("")  // a test hook: usable, not listed by --help
       ->check(CLI::Validator(
-          [](std::string& v) { return v.empty() ? "empty; expected NAME:STEP" : std::string(); },
+          // Hidden options have no name in CLI11's errors: the message names it (main.cc).
+          [](std::string& v) {
+            return v.empty() ? "--inject-nonfinite: empty; expected NAME:STEP" : std::string();
+          },
           "NAME:STEP", "tensor:step"));
   c->add_flag("--json", f->json, "Print the metrics JSON");
   c->add_flag("--progress", f->progress,

@@ -12,6 +12,7 @@
 #include "muonplan/base/io.h"
 #include "muonplan/base/units.h"
 #include "muonplan/cost_model.h"
+#include "muonplan/fit_scope.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan.h"
 #include "muonplan/plan_inputs.h"
@@ -33,19 +34,27 @@ void print_terms(const char* title, const std::vector<Term>& terms, double scale
   }
 }
 
-void print_plan(const Plan& plan, bool explain) {
+// --quiet: the first line, the decision and the chosen figures, without the tables.
+void print_plan(const Plan& plan, bool explain, bool quiet) {
   const PlanOptions& o = plan.options;
   const Prediction& p = plan.predicted;
-  std::printf("muonplan plan: %s on %s (%d GPUs per node), optimizer %s, owners %s\n",
+  // Without a workload "fits" leaves out the activations: the first line says so.
+  const std::string scope =
+      o.workload ? "" : std::string("; ") + kOptimizerStepOnly + " (" + kWorkloadHint + ")";
+  std::printf("muonplan plan: %s on %s (%d GPUs per node), optimizer %s, owners %s%s\n",
               plan.model_name.c_str(), plan.topology_name.c_str(), plan.gpus_per_node,
-              to_string(o.optimizer), to_string(o.owners));
+              to_string(o.optimizer), to_string(o.owners), scope.c_str());
   std::printf(
       "limits: GPU %.1f GiB, host RAM %.0f GiB per node; runtime %s, headroom GPU %.0f%%, "
-      "host %.0f%%\n\n",
+      "host %.0f%%\n",
       p.gpu_limit_bytes / kGiB, p.host_limit_bytes / kGiB, to_string(o.runtime),
       100 * p.gpu_headroom, 100 * p.host_headroom);
-  print_candidates(plan);
-  std::printf("\ndecision: %s%s\n", plan.fits ? "" : "NO FIT: ", plan.reason.c_str());
+  if (!quiet) {
+    std::printf("\n");
+    print_candidates(plan);
+    std::printf("\n");
+  }
+  std::printf("decision: %s%s\n", plan.fits ? "" : "NO FIT: ", plan.reason.c_str());
   std::printf("chosen: %d node(s) x %d GPUs, layout %s, offload %s\n", o.nodes, plan.gpus_per_node,
               to_string(o.layout).c_str(), to_string(o.offload));
   std::printf("  GPU peak %.2f GiB (step transient %.2f GiB), host RAM %.1f GiB per node: %s\n",
@@ -60,6 +69,7 @@ void print_plan(const Plan& plan, bool explain) {
   std::printf("  optimizer step %.3f s", p.optimizer_step_s);
   if (p.training_step_s) std::printf(", training step %.3f s", *p.training_step_s);
   std::printf("\n");
+  if (quiet) return;
   if (!explain) {
     std::printf("(--explain prints every term; --json the full plan)\n");
     return;
@@ -87,7 +97,7 @@ void print_plan(const Plan& plan, bool explain) {
 struct PlanCommand {
   std::string model, topology = default_topology_path(), out, emit, trace;
   PlanFlags flags;
-  bool json = false, explain = false;
+  bool json = false, explain = false, quiet = false;
 };
 
 // --emit prime-rl writes the SFT form when the input was SFT; --emit toml is the old name.
@@ -118,6 +128,8 @@ Runner add_plan(CLI::App& app) {
   add_plan_flags(c, f->flags, true);
   c->add_flag("--json", f->json, "Print the plan as JSON");
   c->add_flag("--explain", f->explain, "Print every named term");
+  c->add_flag("--quiet", f->quiet,
+              "Print only the decision and the chosen plan's figures (no candidate table)");
   c->add_option("--emit", f->emit,
                 "prime-rl | prime-rl-sft: print the plan as a prime-rl config (toml: prime-rl)");
   c->add_option("--out", f->out, "Write the plan JSON to this file")->check(non_empty_path());
@@ -131,6 +143,7 @@ Runner add_plan(CLI::App& app) {
     if (!f->emit.empty() && f->emit != "prime-rl" && f->emit != "prime-rl-sft") {
       throw InputError({}, "--emit", "expected prime-rl or prime-rl-sft, got '" + f->emit + "'");
     }
+    if (f->quiet && f->explain) throw InputError({}, "--quiet", "not with --explain");
     if (!f->emit.empty() && f->json) {
       throw InputError({}, "--emit", "prints instead of --json; give one of them");
     }
@@ -166,10 +179,10 @@ Runner add_plan(CLI::App& app) {
     if (!emitted.empty()) {
       std::cout << emitted;
     } else if (f->json) {
-      if (answer) j["trainer_config"] = trainer_answer_json(in, *answer);
+      if (answer) j["trainer_config"] = trainer_answer_json(in, *answer, plan);
       std::cout << j.dump(2) << "\n";
     } else {
-      print_plan(plan, f->explain);
+      print_plan(plan, f->explain, f->quiet);
       if (answer) std::cout << trainer_answer_text(in, *answer, plan, f->explain);
     }
     return 0;

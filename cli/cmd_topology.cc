@@ -11,12 +11,13 @@
 #include "commands.h"
 #include "muonplan/base/error.h"
 #include "muonplan/topology.h"
+#include "muonplan/topology_nodes.h"
 
 namespace muonplan::cli {
 namespace {
 
 struct TopologyOptions {
-  std::string topology;
+  std::string topology = default_topology_path();
   int nodes = 0;  // when --nodes is not given: the topology's max_nodes
   std::vector<std::string> route;
   bool json = false;
@@ -120,7 +121,8 @@ void print_route(const TopologyGraph& g, const Route& r) {
 Runner add_topology(CLI::App& app) {
   auto opts = std::make_shared<TopologyOptions>();
   CLI::App* cmd = app.add_subcommand("topology", "Summarize a topology and query routes");
-  cmd->add_option("--topology", opts->topology, "YAML topology (topologies/*.yaml)")->required();
+  cmd->add_option("--topology", opts->topology, "YAML topology (topologies/*.yaml)")
+      ->capture_default_str();
   CLI::Option* nodes_flag =
       cmd->add_option("--nodes", opts->nodes, "Nodes in the device graph (default: max_nodes)");
   cmd->add_option("--route", opts->route, "Route between two devices, e.g. n0.gpu0 n1.gpu3")
@@ -129,11 +131,7 @@ Runner add_topology(CLI::App& app) {
   return [opts, nodes_flag]() {
     const Topology t = load_topology(opts->topology);
     const int nodes = nodes_flag->count() > 0 ? opts->nodes : t.max_nodes;
-    if (nodes < 1 || nodes > t.max_nodes) {
-      throw InputError({}, "--nodes",
-                       "must be between 1 and max_nodes (" + std::to_string(t.max_nodes) +
-                           "), got " + std::to_string(nodes));
-    }
+    check_node_count(nodes, t, "--nodes");
     const TopologyGraph g(t, nodes);
     std::optional<Route> route;
     if (!opts->route.empty()) {

@@ -32,6 +32,11 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& flags, bool search);
 std::string default_topology_path();
 Runner add_topology(CLI::App& app);
 
+// Each command's --help ends with its examples (help_examples.cc); a bare `muonplan` prints
+// usage_with_examples: the commands, then one example of each.
+void add_help_examples(CLI::App& app);
+std::string usage_with_examples(CLI::App& app);
+
 // Thousands separators for large counts: 30532122624 -> "30,532,122,624".
 std::string with_commas(long long value);
 

@@ -4,11 +4,14 @@
 #include <iostream>
 #include <map>
 #include <new>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "muonplan/child_process.h"
 #include "muonplan/base/error.h"
+#include "muonplan/base/suggest.h"
 
 // " while reading --model m.yaml, --plan p.json" for the input files given to the command that
 // ran out of memory (std::bad_alloc carries no file), or "".
@@ -24,6 +27,26 @@ std::string inputs_given(CLI::App& app) {
     }
   }
   return out.empty() ? "" : " while reading " + out;
+}
+
+// " (did you mean --nodes?)" when an unexpected argument is a flag close to one of the
+// command's own, else "".
+std::string flag_suggestion(CLI::App& app, const CLI::ParseError& e) {
+  const std::string what = e.what(), lead = "not expected: ";
+  const size_t at = what.find(lead);
+  if (at == std::string::npos) return "";
+  CLI::App* cmd = &app;  // the deepest command given
+  while (!cmd->get_subcommands().empty()) cmd = cmd->get_subcommands().front();
+  std::vector<std::string> known;
+  for (const CLI::Option* o : cmd->get_options())
+    for (const std::string& n : o->get_lnames()) known.push_back("--" + n);
+  std::istringstream args(what.substr(at + lead.size()));
+  for (std::string arg; args >> arg;) {
+    if (arg.rfind("--", 0) != 0) continue;
+    const std::string meant = muonplan::closest_name(arg.substr(0, arg.find('=')), known);
+    if (!meant.empty()) return " (did you mean " + meant + "?)";
+  }
+  return "";
 }
 
 int main(int argc, char** argv) {
@@ -49,6 +72,11 @@ int main(int argc, char** argv) {
   reg(muonplan::cli::add_execute);
   reg(muonplan::cli::add_topology);
   reg(muonplan::cli::add_report);
+  muonplan::cli::add_help_examples(app);
+  if (argc == 1) {  // no command: what the commands are and how each is used, exit 2
+    std::cerr << muonplan::cli::usage_with_examples(app);
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -58,7 +86,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "muonplan: " << e.what() << "\n";
+    // A hidden option (a test hook) has no name in CLI11's errors, ": what": its message
+    // names it.
+    const std::string what = e.what();
+    std::cerr << "muonplan: " << (what.rfind(": ", 0) == 0 ? what.substr(2) : what)
+              << flag_suggestion(app, e) << "\n";
     return 2;
   } catch (const muonplan::InputError& e) {  // a flag checked while parsing (plan_flags.cc)
     std::cerr << e.what() << "\n";

@@ -149,7 +149,7 @@ py::object plan(py::handle model, py::handle topology, const py::kwargs& options
     rethrow_at_file(*in.trainer, e, in.overrides);  // as the CLI reports it
   }
   json j = plan_to_json(p);
-  j["trainer_config"] = trainer_answer_json(in, trainer_answer(in.model.spec, topo, in, p));
+  j["trainer_config"] = trainer_answer_json(in, trainer_answer(in.model.spec, topo, in, p), p);
   return to_python(j);
 }
 

@@ -96,15 +96,21 @@ def md_decision(data):
             "Candidates of the search over the swept node counts (from the fewest up, stopping "
             "at the first where something fits; for a sweep from 1, `muonplan plan --max-nodes "
             f"{max(nodes)}`):", "",
-            "| nodes | offload | fits | GPU peak GiB | host GiB/node | step s | GPU-s |",
-            "| ---: | --- | --- | ---: | ---: | ---: | ---: |"]
+            "| nodes | layout | offload | fits | GPU peak GiB | host GiB/node | step s | GPU-s |",
+            "| ---: | --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    # One row per candidate with its layout; "(chosen)" marks the plan's own candidate, and
+    # only when it fits (a plan that fits nowhere shows its closest as "(closest)").
+    layout = f"fsdp={c['layout']['fsdp']},cp={c['layout']['cp']},ep={c['layout']['ep']}"
+    tag = " **(chosen)**" if c["fits"] else " (closest)"
     for cand in c["decision"]["candidates"]:
         if "gpu_peak_gib" not in cand:
-            out.append(f"| {cand['nodes']} | {cand['offload']} | - | {cand.get('note', '')} | | | |")
+            out.append(f"| {cand['nodes']} | {cand.get('layout', '-')} | {cand['offload']} | - | "
+                       f"{cand.get('note', '')} | | | |")
             continue
-        mark = " **(chosen)**" if (cand["nodes"], cand["offload"]) == (c["nodes"], c["offload"]) \
-            else ""
-        out.append(f"| {cand['nodes']} | {cand['offload']}{mark} | "
+        mine = (cand["nodes"], cand["offload"], cand.get("layout")) == \
+            (c["nodes"], c["offload"], layout)
+        mark = tag if mine and cand["fits"] == c["fits"] else ""
+        out.append(f"| {cand['nodes']} | {cand.get('layout', '-')} | {cand['offload']}{mark} | "
                    f"{'yes' if cand['fits'] else 'no'} | {cand['gpu_peak_gib']:.1f} | "
                    f"{cand['host_ram_per_node_gib']:.1f} | {cand['step_s']:.3f} | "
                    f"{cand['gpu_seconds']:.2f} |")

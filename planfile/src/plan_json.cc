@@ -1,5 +1,6 @@
 // The Plan as JSON (docs/cli-contract.md). Bytes are reported in GiB (2^30) or GB (kGB) as the key
 // says; every figure under predicted.breakdown is a named term with its formula.
+#include "muonplan/fit_scope.h"
 #include "muonplan/plan_checks.h"
 #include "muonplan/plan_file.h"
 #include "muonplan/base/units.h"
@@ -217,6 +218,7 @@ json plan_to_json(const Plan& plan) {
                   {"gpu_headroom", p.gpu_headroom},
                   {"host_headroom", p.host_headroom}};
   j["fits"] = plan.fits;
+  j["fit_covers"] = fit_covers(o.workload.has_value());
   j["limits"] = {{"gpu_memory_gib", p.gpu_limit_bytes / kGiB},
                  {"host_ram_per_node_gib", p.host_limit_bytes / kGiB}};
   j["predicted"] = predicted_json(plan);

@@ -8,12 +8,23 @@ set -u
 source "$(dirname "$0")/lib.sh"
 cd tests/data/calibration/cpu || exit 1
 
+# calibrate_ok NAME ARGS...: exit 0, stdout (--json) in $work/out, and stderr only the JSON's
+# overfitting warnings, one "warning: " line each.
+calibrate_ok() {
+  local name="$1" rc; shift
+  "$bin" calibrate "$@" >"$work/out" 2>"$work/err"; rc=$?
+  [ $rc = 0 ] && "$py" -c "import json, sys
+w = json.load(open(sys.argv[1]))['warnings']
+assert open(sys.argv[2]).read() == ''.join('warning: ' + x + '\n' for x in w)" "$work/out" "$work/err" \
+    && ok || bad "$name: exit $rc: $(head -c 600 "$work/err")"
+}
+
 fit="dense-none moe-none dense384-none dense-optimizer moe-full"
 held="dense-full dense384-optimizer-chunked"
 args=(--topology "$root/topologies/cpu-ci.yaml" --out "$work/cal.yaml" --json)
 for r in $fit; do args+=(--metrics "$r.metrics.json"); done
 for r in $held; do args+=(--check "$r.metrics.json"); done
-expect calibrate 0 "" "$bin" calibrate "${args[@]}"
+calibrate_ok calibrate "${args[@]}"
 cp "$work/out" "$work/r.json"
 "$py" - "$work/r.json" <<'PY' && ok || bad "calibration accuracy"
 import json, sys
@@ -28,7 +39,29 @@ for x in r["runs"]:
 assert all(abs(x["rel_error_after"]) <= 0.05 for x in fit), "a fitted run is off by more than 5%"
 assert all(abs(x["rel_error_after"]) <= 0.15 for x in held), "a held-out run is off by more than 15%"
 assert abs(r["max_fit_error"] - max(abs(x["rel_error_after"]) for x in fit)) < 1e-12
+assert abs(r["max_held_out_error_before"] - max(abs(x["rel_error_before"]) for x in held)) < 1e-12
+# The CPU runs drive constants to the ends of their ranges: said, constant by constant.
+w = r["warnings"]
+assert any(x.startswith("gemm_k_overhead fitted at its lower bound 0 (") for x in w), w
+assert any(x.startswith("gemm_tile_m fitted at its lower bound 16 (16)") for x in w), w
+assert not any(x.startswith("gemm_efficiency_max") for x in w), w
 PY
+
+# Overfitting: one run fits 8 constants to its 2 figures (step time, device busy), and says so;
+# the text prints the held-out error before and after.
+"$bin" calibrate --topology "$root/topologies/cpu-ci.yaml" --metrics dense-none.metrics.json \
+  --holdout moe-full.metrics.json >"$work/one.txt" 2>"$work/one.err"
+grep -qx "warning: 8 constants fitted to 2 measured figures: the fit is underdetermined (more runs, or runs with measured.busy_s, pin them down); check it on a held-out run (--holdout)" \
+  "$work/one.err" && ok || bad "underdetermined fit: $(cat "$work/one.err")"
+grep -qx "held-out error: 59.6% before, 12.5% after" "$work/one.txt" && ok || bad "held-out line: $(tail -2 "$work/one.txt")"
+# A fit whose held-out error got worse is not written (calibrated topology, one run refitted),
+# unless --force.
+worse=(--topology "$work/cal.yaml" --metrics dense-none.metrics.json
+       --holdout dense384-optimizer-chunked.metrics.json --out "$work/worse.yaml")
+"$bin" calibrate "${worse[@]}" >/dev/null 2>"$work/err"; rc=$?
+[ $rc = 2 ] && [ "$(tail -1 "$work/err")" = "--out: $work/worse.yaml not written: the held-out error got worse (0.7% before, 1.0% after): the fit overfits the --metrics runs; --force writes it anyway" ] \
+  && [ ! -e "$work/worse.yaml" ] && ok || bad "held-out worse: exit $rc: $(tail -1 "$work/err")"
+"$bin" calibrate "${worse[@]}" --force >/dev/null 2>&1 && [ -s "$work/worse.yaml" ] && ok || bad "--force"
 
 # The written topology loads, and planning on it reproduces calibrate's prediction.
 expect "topology cal.yaml" 0 "" "$bin" topology --topology "$work/cal.yaml"
@@ -63,7 +96,7 @@ m['gpu_runtime'] = {'pool_reserved_high_gib': reserved, 'pool_used_high_gib': m[
                     'device_used_gib': reserved + $3}
 p['plan'] = '$PWD/' + p['plan']"
 done
-expect "calibrate gpu_runtime" 0 "" "$bin" calibrate --topology "$root/topologies/h200-ib.yaml" \
+calibrate_ok "calibrate gpu_runtime" --topology "$root/topologies/h200-ib.yaml" \
   --metrics "$work/dense-none.gpu.json" --metrics "$work/moe-none.gpu.json" --out "$work/gpu.yaml" --json
 cp "$work/out" "$work/g.json"
 "$py" - "$work/g.json" <<'PY' && ok || bad "overheads fitted from gpu_runtime"

@@ -62,7 +62,7 @@ round_trip muon-flags prime-rl --model models/qwen3-30b-a3b.yaml --nodes 2 --lay
   --offload optimizer --offload-staging chunked --pinned-state --bf16-momentum \
   --ns-schedule polar-express --lr 0.01 --adamw-betas 0.8,0.99 --tokens-per-step 1048576 \
   --seq-len 4096 --lm-head-chunk 1024 --cp-style ring
-round_trip muon-full toml --model models/qwen3-8b.yaml --nodes 1 --offload full --lr 0.002 \
+round_trip muon-none toml --model models/qwen3-8b.yaml --nodes 1 --offload none --lr 0.002 \
   --tokens-per-step 65536 --seq-len 4096 --ns-schedule '3.4445,-4.775,2.0315;3.4445,-4.775,2.0315'
 round_trip adamw-sft prime-rl-sft --model glm-4.5-air --nodes 2 --offload full --optimizer adamw \
   --tokens-per-step 262144 --seq-len 8192 --micro-batch-seqs 1
@@ -71,7 +71,9 @@ round_trip sft-file prime-rl --trainer-config tests/data/prime-rl/sft.toml
 round_trip old-rl prime-rl --trainer-config tests/data/prime-rl/rl-old.toml
 grep -q '^token_batch_size = 2097152' "$work/glm-rl.toml" && ok || bad "glm-rl: token_batch_size not kept"
 grep -q '^batch_size = 66 ' "$work/old-rl.toml" && ok || bad "old-rl: batch_size not kept"
-grep -q '^# muonplan: offload = "full"' "$work/muon-full.toml" && ok || bad "muon-full: no muonplan offload comment"
+# Muon under full offload is not written (prime-rl's full_offload refuses Muon; tests/cli/first_hour.sh).
+grep -qx 'optim_cpu_offload = false' "$work/muon-none.toml" && ! grep -q 'full_offload' "$work/muon-none.toml" \
+  && ok || bad "muon-none: offload keys"
 
 expect bad-emit 2 "--emit: expected prime-rl or prime-rl-sft, got 'yaml'" \
   "$bin" plan --model models/qwen3-8b.yaml --emit yaml

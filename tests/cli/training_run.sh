@@ -44,9 +44,14 @@ assert abs(q["fit_margin"] - min(1 - q["gpu_peak_gib"] / (d["limits"]["gpu_memor
            1 - q["host_ram_per_node_gib"] / (d["limits"]["host_ram_per_node_gib"] * 0.95))) < 1e-9
 assert d["decision"]["candidates"][0]["fit_margin"] == q["fit_margin"]'
 
-# The same run given as a trainer config (what --emit toml writes) and the measured figures.
-expect emit 0 "" "$bin" plan "${glm[@]}" "${wl[@]}" --emit toml
-cp "$work/out" "$work/run.toml"
+# The same run given as a trainer config and the measured figures. --emit refuses Muon under
+# full offload (prime-rl would run it with no offload), so the config is the optimizer-offload
+# emit with the offload muonplan's own comment names (as an older --emit wrote it).
+expect emit-refused 2 "--emit: prime-rl cannot run this plan (1 node(s), offload full, optimizer muon): Muon under full offload: prime-rl's full_offload accepts only adamw and sign_sgd (it would run once full_offload's CPU step supports Muon's Newton-Schulz update); plan with --offload optimizer or --offload none, or with --optimizer adamw; no config written, since prime-rl would run it otherwise than planned" \
+  "$bin" plan "${glm[@]}" "${wl[@]}" --emit toml
+expect emit 0 "" "$bin" plan "${glm[@]/full/optimizer}" "${wl[@]}" --emit toml
+sed 's/^optim_cpu_offload = true\(.*\)$/optim_cpu_offload = false\1\n# muonplan: offload = "full"/' \
+  "$work/out" >"$work/run.toml"
 { echo "model: glm-4.5-air"; echo "trainer_config: run.toml"; sed -n '/^measured:/,$p' "$run"; } \
   >"$work/from-toml.yaml"
 expect calibrate-toml 0 "" "$bin" calibrate --topology "$work/start.yaml" \

@@ -10,6 +10,7 @@
 #include "muonplan/ns_model.h"
 #include "muonplan/plan.h"
 #include "muonplan/plan_request.h"
+#include "muonplan/prime_rl_runs.h"
 #include "muonplan/report_data.h"
 #include "muonplan/trainer_config.h"
 #include "test_paths.h"
@@ -146,18 +147,45 @@ TEST_CASE("report data: the chosen node count is one of the sweep's", "[report]"
 TEST_CASE("prime-rl config: values copied from the plan", "[report]") {
   const ModelSpec spec = load_model(repo_path("models/qwen3-30b-a3b.yaml"));
   const Topology topo = load_topology(repo_path("topologies/h200-ib.yaml"));
-  PlanRequest r = to_plan_request(plan_flags_from_map(
-      {{"nodes", "2"}, {"layout", "fsdp=8,ep=8"}, {"offload", "full"}, {"bf16-momentum", "1"}}));
+  PlanRequest r = to_plan_request(plan_flags_from_map({{"nodes", "2"},
+                                                       {"layout", "fsdp=8,ep=8"},
+                                                       {"offload", "optimizer"},
+                                                       {"bf16-momentum", "1"}}));
   EmitInput e;
   e.model_id = "Qwen/Qwen3-30B-A3B";
   const std::string toml = prime_rl_config(plan_to_json(make_plan(spec, topo, r)), e);
   for (const char* line :
-       {"num_train_nodes = 2\n", "name = \"Qwen/Qwen3-30B-A3B\"\n", "optim_cpu_offload = false\n",
-        "# muonplan: offload = \"full\"", "dp_replicate = 2", "ep = 8\n",
-        "# muonplan: bf16_momentum = true", "[trainer.model]\n", "[trainer.optim]\n",
+       {"num_train_nodes = 2\n", "name = \"Qwen/Qwen3-30B-A3B\"\n", "optim_cpu_offload = true\n",
+        "dp_replicate = 2", "ep = 8\n", "# muonplan: bf16_momentum = true", "[trainer.model]\n",
+        "[trainer.optim]\n",
         "# muonplan: newton_schulz_coefficients = [[4.0848, -6.8946, 2.927], "}) {
     INFO(line);
     CHECK(toml.find(line) != std::string::npos);
   }
   CHECK(toml.find("fsdp_cpu_offload") == std::string::npos);
+  CHECK(toml.find("full_offload") == std::string::npos);
+}
+
+TEST_CASE("prime-rl config: a plan prime-rl would run otherwise is not written", "[report]") {
+  const ModelSpec spec = load_model(repo_path("models/qwen3-30b-a3b.yaml"));
+  const Topology topo = load_topology(repo_path("topologies/h200-ib.yaml"));
+  EmitInput e;
+  e.model_id = "Qwen/Qwen3-30B-A3B";
+  // Muon under full offload: prime-rl's full_offload refuses Muon; as no offload it would not
+  // be the plan. The same plan with AdamW is written, full_offload = true.
+  PlanRequest r = to_plan_request(
+      plan_flags_from_map({{"nodes", "2"}, {"layout", "fsdp=8,ep=8"}, {"offload", "full"}}));
+  const nlohmann::json muon = plan_to_json(make_plan(spec, topo, r));
+  CHECK_THROWS_WITH(prime_rl_config(muon, e),
+                    Catch::StartsWith("--emit: prime-rl cannot run this plan (2 node(s), "
+                                      "offload full, optimizer muon): Muon under full "
+                                      "offload: prime-rl's full_offload accepts only "
+                                      "adamw and sign_sgd"));
+  r.options.optimizer = OptimizerKind::adamw;
+  const std::string adamw = prime_rl_config(plan_to_json(make_plan(spec, topo, r)), e);
+  CHECK(adamw.find("full_offload = true\n") != std::string::npos);
+  CHECK(adamw.find("optim_cpu_offload = false\n") != std::string::npos);
+  CHECK(prime_rl_cannot_run(OffloadMode::full, OptimizerKind::muon, Layout{8, 1, 8}) != "");
+  CHECK(prime_rl_cannot_run(OffloadMode::optimizer, OptimizerKind::muon, Layout{8, 2, 3}) != "");
+  CHECK(prime_rl_cannot_run(OffloadMode::optimizer, OptimizerKind::muon, Layout{8, 2, 4}) == "");
 }

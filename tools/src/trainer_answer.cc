@@ -1,6 +1,9 @@
 #include "muonplan/trainer_answer.h"
 
 #include <cstdio>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "muonplan/base/units.h"
 
@@ -28,6 +31,19 @@ nlohmann::json candidate_json(const Candidate& c) {
           {"gpu_seconds", c.gpu_seconds}};
 }
 
+// An RL config's global batch on its own world and as planned: a flag (--nodes, whose workers
+// need whole rows again; --tokens-per-step) may change it, and the trainer would then run
+// another batch than the file's.
+std::optional<std::pair<int64_t, int64_t>> batch_change(const TrainerConfig& tc,
+                                                        const Plan& written) {
+  const FileValue* file = tc.value("tokens-per-step");
+  if (tc.sft || !file || !written.options.workload) return std::nullopt;
+  const int64_t as_written = std::stoll(file->text);
+  const int64_t planned = written.options.workload->tokens_per_step;
+  if (planned == as_written) return std::nullopt;
+  return std::pair{as_written, planned};
+}
+
 }  // namespace
 
 std::string trainer_answer_text(const PlanInputs& in, const TrainerAnswer& a, const Plan& written,
@@ -37,6 +53,12 @@ std::string trainer_answer_text(const PlanInputs& in, const TrainerAnswer& a, co
                     " (model " + in.model_name + ", read from " + in.model.path + ")\n";
   out += "  as written: " + describe(a.as_written, written.gpus_per_node) + "\n";
   for (const std::string& n : tc.notes) out += "  note: " + n + "\n";
+  if (const auto change = batch_change(tc, written)) {
+    out += "  global batch changed by the flags: " + std::to_string(change->first) +
+           " tokens per step as written, " + std::to_string(change->second) +
+           " planned; the trainer runs the planned step only with [orchestrator] " + tc.batch_key +
+           " set to match\n";
+  }
   if (a.alternatives.empty()) {
     out +=
         "  no layout prime-rl accepts fits on up to " + std::to_string(a.max_nodes) + " node(s)\n";
@@ -57,7 +79,8 @@ std::string trainer_answer_text(const PlanInputs& in, const TrainerAnswer& a, co
   return out;
 }
 
-nlohmann::json trainer_answer_json(const PlanInputs& in, const TrainerAnswer& a) {
+nlohmann::json trainer_answer_json(const PlanInputs& in, const TrainerAnswer& a,
+                                   const Plan& written) {
   const TrainerConfig& tc = *in.trainer;
   nlohmann::json alts = nlohmann::json::array();
   for (const Alternative& alt : a.alternatives) {
@@ -66,7 +89,12 @@ nlohmann::json trainer_answer_json(const PlanInputs& in, const TrainerAnswer& a)
     j["keys_to_change"] = alt.keys;
     alts.push_back(j);
   }
+  const auto change = batch_change(tc, written);
+  const nlohmann::json batch = change ? nlohmann::json{{"as_written_tokens", change->first},
+                                                       {"planned_tokens", change->second}}
+                                      : nlohmann::json(nullptr);
   return {{"path", tc.path},
+          {"global_batch_changed", batch},
           {"kind", tc.sft ? "sft" : "rl"},
           {"model_name", in.model_name},
           {"model_file", in.model.path},

@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "muonplan/prime_rl_emit_check.h"
 #include "muonplan/trainer_keys.h"
 
 namespace muonplan {
@@ -133,6 +134,7 @@ void write_muonplan(Writer& t, const json& plan) {
 }  // namespace
 
 std::string prime_rl_config(const json& plan, const EmitInput& in) {
+  check_prime_rl_runs(plan);
   Writer t(in.sft);
   t.comment(std::string("prime-rl ") + (in.sft ? "SFT" : "RL") +
             " config fragment for the muonplan plan of " + plan.at("model").get<std::string>() +

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "muonplan/layout.h"
+#include "muonplan/prime_rl_runs.h"
 #include "muonplan/trainer_keys.h"
 
 namespace muonplan {
@@ -30,9 +31,7 @@ std::vector<int> sweep_counts(int written, int max_nodes) {
 
 bool prime_rl_runs(const Candidate& c, OptimizerKind optimizer) {
   if (!c.evaluated || !c.fits) return false;
-  if (c.offload == OffloadMode::full && optimizer == OptimizerKind::muon) return false;
-  const Layout l = parse_layout(c.layout);
-  return l.ep == 1 || l.ep % l.cp == 0;
+  return prime_rl_cannot_run(c.offload, optimizer, parse_layout(c.layout)).empty();
 }
 
 std::string line(const std::string& table, bool sft, const std::string& key,

@@ -8,8 +8,10 @@
 #include "cost/workload_cost.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/units.h"
+#include "muonplan/fit_scope.h"
 #include "muonplan/ns_model.h"
 #include "muonplan/plan.h"
+#include "muonplan/topology_nodes.h"
 #include "muonplan/workload.h"
 #include "plan/search_floor.h"
 
@@ -112,6 +114,9 @@ void check_request(const Topology& topo, const PlanRequest& req, int gpn) {
                          " ranks is more than muonplan plans for (" +
                          std::to_string(kMaxWorldRanks) + ")");
   }
+  // (0 and below: node_counts_to_try's message, the flag's.)
+  if (!req.auto_nodes && req.options.nodes > 0)
+    check_node_count(req.options.nodes, topo, "--nodes");
 }
 
 // The node counts to try, in order: the listed ones in range, 1..max, or the one asked for.
@@ -266,7 +271,10 @@ std::string explain(const Plan& best, const PlanRequest& req, const std::vector<
            fmt("%.1f", chosen->gpu_peak_gib) + " GiB, host RAM " +
            fmt("%.0f", chosen->host_ram_per_node_gib) + " GiB per node)";
   }
-  std::string reason = "fewest nodes that fit: " + std::to_string(chosen->nodes) +
+  // Without a workload "fits" is the optimizer step's alone: the decision says so first.
+  const std::string scope =
+      req.options.workload ? "" : std::string("fits (") + kOptimizerStepOnly + "): ";
+  std::string reason = scope + "fewest nodes that fit: " + std::to_string(chosen->nodes) +
                        " node(s), offload " + to_string(chosen->offload) + ": GPU peak " +
                        fmt("%.1f", chosen->gpu_peak_gib) + " of " +
                        fmt("%.1f", best.predicted.gpu_limit_bytes / kGiB) + " GiB, host RAM " +

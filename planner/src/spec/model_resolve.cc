@@ -7,8 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "muonplan/data_dir.h"
 #include "muonplan/base/io.h"
+#include "muonplan/base/suggest.h"
+#include "muonplan/data_dir.h"
 #include "muonplan/model_io.h"
 
 namespace muonplan {
@@ -20,6 +21,10 @@ bool is_file(const fs::path& p) {
   return fs::is_regular_file(p, ec);
 }
 
+bool same_ignoring_case(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && edit_distance(a, b) == 0;
+}
+
 // A hub snapshot's config.json: refs/main names the snapshot; without it any snapshot that has
 // one (the newest by name, so the choice does not depend on directory order).
 std::string cached_config(const std::string& id, std::vector<std::string>& looked) {
@@ -27,15 +32,22 @@ std::string cached_config(const std::string& id, std::vector<std::string>& looke
   if (slash == std::string::npos || slash == 0 || slash + 1 == id.size() ||
       id.find('/', slash + 1) != std::string::npos)
     return "";
-  const fs::path repo =
+  fs::path repo =
       fs::path(hf_hub_cache()) / ("models--" + id.substr(0, slash) + "--" + id.substr(slash + 1));
   looked.push_back(repo.string() + " (Hugging Face cache)");
+  // The Hub matches ids without regard to case, so the cache's folder may be spelt otherwise.
+  std::error_code ec;
+  if (!fs::exists(repo, ec)) {
+    for (const auto& e : fs::directory_iterator(repo.parent_path(), ec)) {
+      if (same_ignoring_case(e.path().filename().string(), repo.filename().string()))
+        repo = e.path();
+    }
+  }
   std::ifstream ref(repo / "refs" / "main");
   std::string hash;
   if (ref >> hash && is_file(repo / "snapshots" / hash / "config.json"))
     return (repo / "snapshots" / hash / "config.json").string();
   std::vector<std::string> found;
-  std::error_code ec;
   for (const auto& e : fs::directory_iterator(repo / "snapshots", ec)) {
     if (is_file(e.path() / "config.json")) found.push_back((e.path() / "config.json").string());
   }
@@ -91,16 +103,24 @@ ResolvedModel resolve_model(const std::string& name, const SourceLoc& at,
   if (const std::string config = cached_config(name, looked); !config.empty())
     return {load_model(config), config, "hf cache"};
   for (const BundledModel& b : bundled) {
-    if (!b.hf_id.empty() && b.hf_id == name)
+    if (!b.hf_id.empty() && same_ignoring_case(b.hf_id, name))
       return {load_model_yaml(b.path), b.path, "bundled hf_id"};
   }
+  std::vector<std::string> known;
+  for (const BundledModel& b : bundled) {
+    known.push_back(b.name);
+    if (!b.hf_id.empty()) known.push_back(b.hf_id);
+  }
+  const std::string meant = closest_name(name, known);
   looked.push_back(bundled.empty()
                        ? "bundled specs (no data directory)"
                        : "the bundled specs' names and hf_id (muonplan inspect --list)");
   std::string list;
   for (const std::string& l : looked) list += (list.empty() ? "" : "; ") + l;
   throw InputError(at, field,
-                   "'" + name + "' not found; looked in: " + list + " (nothing is downloaded)");
+                   "'" + name + "' not found" +
+                       (meant.empty() ? "" : " (did you mean " + meant + "?)") +
+                       "; looked in: " + list + " (nothing is downloaded)");
 }
 
 }  // namespace muonplan

@@ -8,6 +8,7 @@
 
 #include "muonplan/base/error.h"
 #include "muonplan/topology.h"
+#include "muonplan/topology_nodes.h"
 
 namespace muonplan {
 
@@ -77,13 +78,16 @@ struct TopologyGraph::Impl {
   Route lowest_latency(int from, int to, double min_gbps) const;
 };
 
+void check_node_count(int64_t nodes, const Topology& topology, const std::string& field) {
+  if (nodes >= 1 && nodes <= topology.max_nodes) return;
+  throw InputError({}, field,
+                   "must be between 1 and max_nodes (" + std::to_string(topology.max_nodes) +
+                       ") of topology " + topology.name + ", got " + std::to_string(nodes));
+}
+
 TopologyGraph::TopologyGraph(const Topology& topology, int nodes)
     : impl_(std::make_unique<Impl>()) {
-  if (nodes < 1 || nodes > topology.max_nodes) {
-    throw InputError({}, "nodes",
-                     "must be between 1 and max_nodes (" + std::to_string(topology.max_nodes) +
-                         ") of topology " + topology.name + ", got " + std::to_string(nodes));
-  }
+  check_node_count(nodes, topology, "nodes");
   const NodeSpec& spec = topology.node;
   const double pcie_gbps = std::min(spec.pcie_h2d_gbps, spec.pcie_d2h_gbps);
   const int switches = spec.gpus / spec.gpus_per_pcie_switch;

@@ -49,6 +49,9 @@ struct FittedConstant {
   double before = 0, after = 0;
   bool fitted = false;
   std::string note;  // why it was not fitted, or what determined it
+  // The range the fit keeps it in; hi 0: unbounded above. A fitted constant at either end (or
+  // at 0) was pushed there by the runs: a sign of overfitting (overfit_warnings).
+  double lo = 0, hi = 0;
 };
 
 struct RunCheck {
@@ -67,10 +70,19 @@ struct CalibrationResult {
   Overheads overheads;
   bool overheads_fitted = false;
   std::vector<FittedConstant> constants;
-  std::vector<RunCheck> runs;         // fitted runs, then held-out runs
-  double max_fit_error() const;       // max |rel_error_after| over fitted runs
-  double max_held_out_error() const;  // the same over held-out runs (0 when none)
+  std::vector<RunCheck> runs;  // fitted runs, then held-out runs
+  // The measured figures that determined the fit: each fitted run's step time, its component
+  // times over the noise floor, and its gpu_runtime figures.
+  int determining_figures = 0;
+  double max_fit_error() const;              // max |rel_error_after| over fitted runs
+  double max_held_out_error() const;         // the same over held-out runs (0 when none)
+  double max_held_out_error_before() const;  // max |rel_error_before| over held-out runs
 };
+
+// Signs that the fit overfits, one line each, over every entry of `constants` (whatever
+// constants the fit has): a fitted constant at an end of its range or at 0, and more fitted
+// constants than determining figures. Empty when none.
+std::vector<std::string> overfit_warnings(const CalibrationResult& result);
 
 // Fits topo.calibration to `fit`, then checks `held_out` with the result. InputError when `fit`
 // is empty.

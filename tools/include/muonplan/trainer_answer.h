@@ -11,6 +11,7 @@ namespace muonplan {
 
 std::string trainer_answer_text(const PlanInputs& in, const TrainerAnswer& a, const Plan& written,
                                 bool explain);
-nlohmann::json trainer_answer_json(const PlanInputs& in, const TrainerAnswer& a);
+nlohmann::json trainer_answer_json(const PlanInputs& in, const TrainerAnswer& a,
+                                   const Plan& written);
 
 }  // namespace muonplan

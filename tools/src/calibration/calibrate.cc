@@ -254,13 +254,22 @@ double CalibrationResult::max_held_out_error() const {
   return e;
 }
 
+double CalibrationResult::max_held_out_error_before() const {
+  double e = 0;
+  for (const RunCheck& r : runs) {
+    if (r.held_out) e = std::max(e, std::abs(r.rel_error_before()));
+  }
+  return e;
+}
+
 CalibrationResult calibrate(const Topology& topo, const std::vector<CalibrationRun>& fit,
                             const std::vector<CalibrationRun>& held_out) {
   if (fit.empty()) throw InputError({}, "--metrics", "no runs to fit");
   std::vector<Knob> active;
   CalibrationResult result;
   for (const Knob& k : knobs()) {
-    FittedConstant c{k.name, topo.calibration.*k.field, topo.calibration.*k.field, false, ""};
+    FittedConstant c{k.name, topo.calibration.*k.field, topo.calibration.*k.field, false, "",
+                     0,      k.efficiency ? 1.0 : 0.0};
     if (std::any_of(fit.begin(), fit.end(), k.exercised)) {
       active.push_back(k);
       c.fitted = true;
@@ -305,12 +314,13 @@ CalibrationResult calibrate(const Topology& topo, const std::vector<CalibrationR
       if (c.name == k.name) c.after = std::stod(fmt(best.calibration.*k.field));
     }
   }
+  // The tiles tried span 16..256: the best at an end may lie beyond what was tried.
   result.constants.push_back({"gemm_tile_m", double(topo.calibration.gemm_tile_m),
                               double(best.calibration.gemm_tile_m), true,
-                              "best of the common GEMM tiles"});
+                              "best of the common GEMM tiles", 16, 256});
   result.constants.push_back({"gemm_tile_n", double(topo.calibration.gemm_tile_n),
                               double(best.calibration.gemm_tile_n), true,
-                              "best of the common GEMM tiles"});
+                              "best of the common GEMM tiles", 16, 256});
   // What is written is what is checked: the constants as the YAML will hold them.
   for (const Knob& k : knobs())
     best.calibration.*k.field = std::stod(fmt(best.calibration.*k.field));
@@ -323,7 +333,12 @@ CalibrationResult calibrate(const Topology& topo, const std::vector<CalibrationR
     if (r.host_s) c.components.emplace_back("host_kernels", *r.host_s, p.host_s);
     result.runs.push_back(std::move(c));
   };
-  for (const CalibrationRun& r : fit) check(r, false);
+  for (const CalibrationRun& r : fit) {
+    check(r, false);
+    auto counts = [](const std::optional<double>& m) { return m && *m >= kMinComponentS; };
+    result.determining_figures +=
+        1 + counts(r.device_s) + counts(r.h2d_s) + counts(r.host_s) + 2 * bool(r.gpu_runtime);
+  }
   for (const CalibrationRun& r : held_out) check(r, true);
   fit_overheads(topo.overheads, fit, result);
   return result;

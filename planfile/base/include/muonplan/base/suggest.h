@@ -1,0 +1,45 @@
+// "did you mean ...?" for a mistyped name: the closest of the names that are known, by edit
+// distance (insertions, deletions, substitutions, and swaps of two neighbours, case
+// ignored), when it is close enough to be the name meant. One rule for flags, model names
+// and HF ids.
+#pragma once
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+#include <vector>
+
+namespace muonplan {
+
+// Optimal string alignment distance of a and b, case ignored.
+inline size_t edit_distance(const std::string& a, const std::string& b) {
+  auto low = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
+  const size_t n = a.size(), m = b.size();
+  std::vector<std::vector<size_t>> d(n + 1, std::vector<size_t>(m + 1));
+  for (size_t i = 0; i <= n; ++i) d[i][0] = i;
+  for (size_t j = 0; j <= m; ++j) d[0][j] = j;
+  for (size_t i = 1; i <= n; ++i) {
+    for (size_t j = 1; j <= m; ++j) {
+      const size_t cost = low(a[i - 1]) == low(b[j - 1]) ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && low(a[i - 1]) == low(b[j - 2]) && low(a[i - 2]) == low(b[j - 1]))
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[n][m];
+}
+
+// The known name closest to `word` within a third of its length (at most 3 edits), or "".
+// Ties go to the first in `known`.
+inline std::string closest_name(const std::string& word, const std::vector<std::string>& known) {
+  const size_t limit = std::min<size_t>(3, std::max<size_t>(1, word.size() / 3));
+  std::string best;
+  size_t best_d = limit + 1;
+  for (const std::string& k : known) {
+    const size_t d = edit_distance(word, k);
+    if (d < best_d) best = k, best_d = d;
+  }
+  return best;
+}
+
+}  // namespace muonplan
