@@ -13,12 +13,16 @@ expect no-rank 2 "--lora-adapters: needs --lora-rank (LoRA is off without it)" \
   "$bin" plan --model $M --nodes 1 --optimizer adamw --lora-adapters 4
 expect zero-rank 2 "--lora-rank: expected a positive integer, got '0'" \
   "$bin" plan --model $M --nodes 1 --optimizer adamw --lora-rank 0
+expect slots-offload 2 "--offload: optimizer offload with more than one LoRA adapter slot is refused by prime-rl (optim_cpu_offload with max_concurrent_runs > 1); plan with --offload none or full" \
+  "$bin" plan "${lora[@]}" --lora-adapters 2 --offload optimizer
 expect regex 2 "--lora-targets: '.*_proj' is a regex pattern; muonplan matches plain module names (q_proj, experts, ...) only" \
   "$bin" plan "${lora[@]}" --lora-targets '.*_proj'
 
 # The flags: the adapters are the plan's tensors (28 layers x 7 targets x A, B; x 4 slots).
 expect flags 0 "" "$bin" plan "${lora[@]}" --lora-adapters 4 --lora-alpha 64 --out "$work/lora.json"
 json_check flags "$work/lora.json" '
+refused = [c for c in d["decision"]["candidates"] if c["offload"] == "optimizer"]
+assert refused and all(not c["fits"] and "refused by prime-rl" in c["note"] for c in refused), refused
 assert d["lora"] == {"rank": 16, "alpha": 64.0, "target_modules": [], "adapters": 4}, d["lora"]
 names = [t["name"] for t in d["tensors"]]
 assert len(names) == 28 * 7 * 2 * 4 and "model.layers.0.self_attn.q_proj.lora_A.0" in names, names[:4]

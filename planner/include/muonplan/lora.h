@@ -29,6 +29,14 @@ std::vector<std::string> parse_lora_targets(const std::string& text, const std::
 // LoRA runs use AdamW (Muon on the adapters is not planned), or with a bad rank or slot count.
 void check_lora(const LoraConfig& lora, OptimizerKind optimizer, const std::string& field);
 
+// prime-rl refuses optimizer-state offload with more than one adapter slot (its
+// validate_optim_cpu_offload_single_run): the search lists such a candidate with this note, and
+// --offload optimizer with --lora-adapters > 1 is refused with it.
+inline constexpr const char* kLoraSlotsOffloadRefused =
+    "optimizer offload with more than one LoRA adapter slot is refused by prime-rl "
+    "(optim_cpu_offload with max_concurrent_runs > 1); plan with --offload none or full";
+bool lora_offload_refused(const LoraConfig& lora, OffloadMode mode);
+
 // With lora.rank > 0: moves every base tensor of `inv` to inv.frozen and puts in inv.tensors,
 // per adapter slot, A [rank, in] and B [out, rank] for each targeted matrix (each partition of
 // a fused one; [E, rank, in] / [E, out, rank] for an expert stack), trained by AdamW.

@@ -324,6 +324,8 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
   o.include_mtp = f.include_mtp;
   o.lora = lora_options(f);
   check_lora(o.lora, o.optimizer, "--optimizer");
+  if (!r.auto_offload && lora_offload_refused(o.lora, o.offload))
+    throw InputError({}, "--offload", kLoraSlotsOffloadRefused);
   if (!f.workload.empty()) {
     o.workload = load_workload(f.workload);
   } else if (f.tokens_per_step > 0 || f.seq_len > 0) {

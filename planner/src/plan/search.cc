@@ -207,6 +207,11 @@ struct Search {
               {nodes, m, to_string(o.layout), false, false, 0, 0, 0, 0, kNesterovRefused});
           continue;
         }
+        if (lora_offload_refused(o.lora, m)) {
+          best.candidates.push_back(
+              {nodes, m, to_string(o.layout), false, false, 0, 0, 0, 0, kLoraSlotsOffloadRefused});
+          continue;
+        }
         Prediction p = predict(spec, inv, topo, o, chunks);
         ++predictions;
         const Candidate c{nodes,
@@ -304,7 +309,9 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
   const ParamInventory inv = planned_inventory(spec, req.options);
   std::vector<OffloadMode> allowed;  // the modes whose candidates are predicted
   for (OffloadMode m : modes) {
-    if (!req.options.nesterov || nesterov_supported(m)) allowed.push_back(m);
+    if ((!req.options.nesterov || nesterov_supported(m)) &&
+        !lora_offload_refused(req.options.lora, m))
+      allowed.push_back(m);
   }
   const SearchFloor floor(inv, topo, req.options, allowed);
 

@@ -54,6 +54,10 @@ void check_lora(const LoraConfig& lora, OptimizerKind optimizer, const std::stri
   if (lora.adapters < 1) throw InputError({}, "--lora-adapters", "must be at least 1");
 }
 
+bool lora_offload_refused(const LoraConfig& lora, OffloadMode mode) {
+  return lora.rank > 0 && lora.adapters > 1 && mode == OffloadMode::optimizer;
+}
+
 namespace {
 
 // prime-rl's match of a plain name: any component of the module's path equals it.
