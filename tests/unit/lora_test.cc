@@ -56,7 +56,7 @@ TEST_CASE("lora: qwen3-0.6b rank 16 adapters, counted by hand", "[lora]") {
         std::vector<int64_t>{1024, 16});
 }
 
-TEST_CASE("lora: experts get per-expert stacks, the router none; targets restrict", "[lora]") {
+TEST_CASE("lora: experts get per-expert stacks, the router none, and targets restrict", "[lora]") {
   ParamInventory inv = build_inventory(model("tiny-moe"));
   const ModelSpec spec = model("tiny-moe");
   apply_lora(inv, rank16());
