@@ -86,6 +86,16 @@ void add_plan_flags(CLI::App* c, PlanFlags& f, bool search) {
                "FLOAT");
   add_positive(c, f, "host-ram-gib", "Host RAM limit per node (default: the topology's)", "FLOAT");
   c->add_flag("--include-mtp", f.include_mtp, "Train the multi-token-prediction layers too");
+  add_positive(c, f, "lora-rank",
+               "LoRA: adapters of this rank on frozen bf16 base weights (with --optimizer adamw)",
+               "INT");
+  add_positive(c, f, "lora-alpha", "LoRA scaling alpha (default 32, prime-rl's)", "FLOAT");
+  c->add_option("--lora-targets", f.lora_targets,
+                "LoRA target modules a,b,c (default prime-rl's: q_proj,k_proj,v_proj,o_proj,"
+                "gate_proj,up_proj,down_proj,experts)");
+  add_positive(c, f, "lora-adapters",
+               "LoRA adapter slots kept resident (prime-rl's max_concurrent_runs; default 1)",
+               "INT");
   c->add_option("--runtime", f.runtime,
                 "Memory of: muonplan (our executor, exact) | pytorch (FSDP2 + NCCL; the default "
                 "with a workload)");

@@ -1,9 +1,9 @@
 // The Plan as JSON (docs/cli-contract.md). Bytes are reported in GiB (2^30) or GB (kGB) as the key
 // says; every figure under predicted.breakdown is a named term with its formula.
+#include "muonplan/base/units.h"
 #include "muonplan/fit_scope.h"
 #include "muonplan/plan_checks.h"
 #include "muonplan/plan_file.h"
-#include "muonplan/base/units.h"
 
 namespace muonplan {
 namespace {
@@ -210,6 +210,14 @@ json plan_to_json(const Plan& plan) {
   j["optimizer"] = to_string(o.optimizer);
   j["owners"] = to_string(o.owners);
   j["include_mtp"] = o.include_mtp;
+  // LoRA (plan_options.h): written only when on, so plans without it read as before. Its
+  // tensors are the adapters; the frozen base weights are the model's and are not listed.
+  if (o.lora.rank > 0) {
+    j["lora"] = {{"rank", o.lora.rank},
+                 {"alpha", o.lora.alpha},
+                 {"target_modules", o.lora.target_modules},
+                 {"adapters", o.lora.adapters}};
+  }
   // What forward/backward the plan covers; null: the optimizer step alone.
   j["workload"] = workload_to_json(o.workload);
   j["optimizer_config"] = optimizer_config_json(plan);

@@ -81,6 +81,21 @@ void read_options(const Node& root, Plan& plan) {
   o.offload = root["offload"].named(kOffloadModeNames);
   o.optimizer = root["optimizer"].named(kOptimizerNames);
   o.owners = root["owners"].named(kOwnerStrategyNames);
+  // LoRA: absent in plans without it (and in plans older than the key).
+  if (root.has("lora")) {
+    const Node l = root["lora"];
+    l.only({"rank", "alpha", "target_modules", "adapters"});
+    o.lora.rank = l["rank"].integer(1);
+    o.lora.alpha = l["alpha"].number();
+    if (!(o.lora.alpha >= 0)) l["alpha"].fail("must not be negative (0: prime-rl's 32)");
+    const Node targets = l["target_modules"];
+    if (!targets.raw().is_array()) targets.fail("expected a list of module names");
+    for (size_t i = 0; i < targets.size(); ++i)
+      o.lora.target_modules.push_back(targets[i].string());
+    o.lora.adapters = l["adapters"].integer(1);
+    if (o.optimizer == OptimizerKind::muon)
+      root["optimizer"].fail("muon with LoRA: the planner plans LoRA with adamw only");
+  }
 
   const Node c = root["optimizer_config"];
   c.only({"bf16_momentum", "nesterov", "lr", "momentum", "weight_decay", "update_rms", "adamw",
@@ -180,10 +195,11 @@ Plan plan_from_json(const json& j, const std::string& path) {
     throw InputError({path, 0, 0}, "schema",
                      std::string("expected ") + kPlanSchema + ", got '" + got + "'" + older);
   }
-  root.only({"schema",           "model",   "topology",  "nodes",     "gpus_per_node", "world_size",
-             "layout",           "offload", "optimizer", "owners",    "include_mtp",   "workload",
-             "optimizer_config", "fits",    "limits",    "predicted", "chunks",        "tensors",
-             "decision",         "runtime", "fit_covers"});
+  root.only({"schema",      "model",    "topology",         "nodes",     "gpus_per_node",
+             "world_size",  "layout",   "offload",          "optimizer", "owners",
+             "include_mtp", "workload", "optimizer_config", "fits",      "limits",
+             "predicted",   "chunks",   "tensors",          "decision",  "runtime",
+             "fit_covers",  "lora"});
   if (root.has("workload") && !root["workload"].raw().is_null()) {
     root["workload"].only({"tokens_per_step", "seq_len", "micro_batch_seqs", "ac", "ac_offload",
                            "lm_head_chunk", "cp_style"});

@@ -64,6 +64,21 @@ class PlanMatchesCli(unittest.TestCase):
             muonplan.plan(model, tokens_per_step=1048576, seq_len=131072, cp_style="spiral")
         self.assertEqual(str(e.exception), "--cp-style: expected ulysses or ring, got 'spiral'")
 
+    def test_lora_options(self):
+        # LoRA's keywords are its flags: same plan, the adapters as its tensors; Muon refused.
+        model = path("models/qwen3-0.6b.yaml")
+        got = muonplan.plan(model, nodes=1, optimizer="adamw", lora_rank=16, lora_adapters=2,
+                            lora_targets="q_proj,v_proj")
+        want = cli_json("plan", "--model", model, "--nodes", "1", "--optimizer", "adamw",
+                        "--lora-rank", "16", "--lora-adapters", "2",
+                        "--lora-targets", "q_proj,v_proj")
+        self.assertEqual(got, want)
+        self.assertEqual(got["lora"]["adapters"], 2)
+        self.assertEqual(len(got["tensors"]), 28 * 2 * 2 * 2)
+        with self.assertRaises(muonplan.InputError) as e:
+            muonplan.plan(model, nodes=1, lora_rank=16)
+        self.assertTrue(str(e.exception).startswith("--optimizer: Muon on LoRA adapters"))
+
     def test_options_use_flag_names(self):
         model = path("models/qwen3-30b-a3b.yaml")
         got = muonplan.plan(model, path("topologies/h200-ib.yaml"), nodes=2, offload="optimizer",

@@ -18,8 +18,8 @@ using test::error_of;
 namespace {
 
 const std::vector<std::string> kRealModels = {
-    "qwen3-0.6b", "qwen3-8b",    "qwen3-30b-a3b", "qwen3-235b-a22b", "glm-4.5-air",  "glm-4.5",
-    "glm-5",      "deepseek-v3", "kimi-k2",       "llama-3.1-8b",    "llama-3.1-70b"};
+    "qwen3-0.6b", "qwen3-4b", "qwen3-8b",    "qwen3-30b-a3b", "qwen3-235b-a22b", "glm-4.5-air",
+    "glm-4.5",    "glm-5",    "deepseek-v3", "kimi-k2",       "llama-3.1-8b",    "llama-3.1-70b"};
 
 std::string yaml_path(const std::string& name) {
   return repo_path("models/" + name + ".yaml");

@@ -57,9 +57,22 @@ struct InventorySummary {
   std::vector<ShapeGroup> shape_groups;  // sorted by (rows, cols)
 };
 
+// Which tensors a step trains is said by where they sit, and nowhere else: `tensors` are
+// trained (fp32 master, gradient, optimizer state; the optimizer step updates them), `frozen`
+// are read by forward and backward but never trained (LoRA's base weights: bf16, no master,
+// gradient or state). Without LoRA `frozen` is empty. The memory model, the training step's
+// timeline and its time model read both lists through for_each_weight.
 struct ParamInventory {
   std::string model_name;
   std::vector<ParamTensor> tensors;  // main model first, then MTP layers (mtp = true)
+  std::vector<ParamTensor> frozen;   // LoRA: the adapted model's base weights
+
+  // Every weight a forward pass reads, with whether it is trained: f(tensor, trained).
+  template <class F>
+  void for_each_weight(F&& f) const {
+    for (const ParamTensor& t : tensors) f(t, true);
+    for (const ParamTensor& t : frozen) f(t, false);
+  }
 
   // Totals over the main model, plus the MTP layers when include_mtp.
   InventorySummary summarize(bool include_mtp = false) const;

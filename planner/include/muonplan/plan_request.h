@@ -26,6 +26,11 @@ struct PlanFlags {
   int64_t tokens_per_step = 0, seq_len = 0, micro_batch_seqs = 1;
   bool ac_offload = false, bf16_momentum = false, nesterov = false, pinned_state = false;
   bool include_mtp = false;
+  // LoRA (lora.h): rank 0 is none; alpha 0 and empty targets are prime-rl's defaults;
+  // adapters: the slots kept resident (prime-rl's max_concurrent_runs).
+  int lora_rank = 0, lora_adapters = 1;
+  double lora_alpha = 0;
+  std::string lora_targets;
   double gpu_memory_gib = 0, host_ram_gib = 0;
   std::string runtime;  // muonplan | pytorch; empty: pytorch with a workload, else muonplan
   double gpu_headroom = -1, host_headroom = -1;  // fractions kept free; negative: the runtime's

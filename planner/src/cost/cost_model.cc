@@ -30,12 +30,12 @@ namespace {
 // Tensors whose placements split alike (row-sharded ones with the same row count, expert
 // stacks with the same entry count) are summed first, then spread over the ranks once per
 // kind: the cost is tensors plus ranks x distinct shapes, not tensors x ranks.
-LocalElems count_local(const ParamInventory& inv, const PlanOptions& o, int world) {
+LocalElems count_local(const std::vector<ParamTensor>& tensors, const PlanOptions& o, int world) {
   LocalElems e{std::vector<double>(world, 0), std::vector<double>(world, 0)};
   const Layout& layout = o.layout;
   // [muon?][row count or entry count] -> elements per row or per entry, summed over tensors.
   std::map<int64_t, double> rows[2], stacks[2];
-  for (const ParamTensor& t : inv.tensors) {
+  for (const ParamTensor& t : tensors) {
     if (t.mtp && !o.include_mtp) continue;
     const int muon = t.rule == UpdateRule::muon;
     const double per_entry = double(t.numel()) / double(t.shape[0]);
@@ -67,7 +67,7 @@ StepFigures step_figures(const ParamInventory& inv, const Topology& topo, const 
                 gpn,
                 world,
                 o.batches_in_flight(),
-                count_local(inv, o, world),
+                count_local(inv.tensors, o, world),
                 rates(topo, o, gpn),
                 host_passes(o),
                 o.optimizer == OptimizerKind::muon,
@@ -112,12 +112,15 @@ int add_gpu_memory(Prediction& p, const ParamInventory& inv, const Topology& top
     return f.pol.staging == OffloadStaging::whole ? state_bytes(o, local.muon[r], local.adamw[r])
                                                   : 0;
   };
+  // LoRA's frozen base weights: FSDP-sharded as trained ones are (gpu_persistent.h).
+  const double frozen_b = frozen_weight_bytes(f.pol);
+  const LocalElems frozen = count_local(inv.frozen, o, f.world);
   int peak_rank = 0;
   double best_peak = -1, best_transient = -1;
   for (int r = 0; r < f.world; ++r) {
     const double tr = windows.at(r) + check_bytes + staged(r);
-    const double pk =
-        per_all * local.all(r) + per_mu * local.muon[r] + per_aw * local.adamw[r] + tr;
+    const double pk = per_all * local.all(r) + per_mu * local.muon[r] + per_aw * local.adamw[r] +
+                      frozen_b * frozen.all(r) + tr;
     if (pk > best_peak || (pk == best_peak && tr > best_transient)) {
       peak_rank = r;
       best_peak = pk;
@@ -126,6 +129,12 @@ int add_gpu_memory(Prediction& p, const ParamInventory& inv, const Topology& top
   }
   p.gpu_persistent_bytes =
       persistent_terms(f, local.all(peak_rank), local.muon[peak_rank], local.adamw[peak_rank]);
+  if (!inv.frozen.empty()) {
+    p.gpu_persistent_bytes.push_back(
+        {"frozen_params", frozen_b * frozen.all(peak_rank),
+         std::to_string(int(frozen_b)) +
+             " B x local frozen base params (LoRA: no gradient or optimizer state)"});
+  }
   p.gpu_transient_bytes.push_back(
       {"step_buffers", windows.at(peak_rank),
        "on the peak rank (" + std::to_string(peak_rank) + "): max over " + std::to_string(f.depth) +

@@ -13,6 +13,10 @@ double adamw_state_bytes() {
   return 8;
 }
 
+double frozen_weight_bytes(const OffloadPolicy& pol) {
+  return pol.bf16_compute_copy ? 2 : 4;
+}
+
 double state_bytes(const PlanOptions& o, double muon_elems, double adamw_elems) {
   if (o.optimizer == OptimizerKind::signsgd) return 0;
   return muon_elems * muon_state_bytes(o) + adamw_elems * adamw_state_bytes();

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <map>
 
-#include "muonplan/offload_policy.h"
 #include "muonplan/base/units.h"
+#include "muonplan/offload_policy.h"
 
 namespace muonplan {
 
@@ -51,15 +51,16 @@ std::vector<double> host_state_arrays(const PlanOptions& o, bool muon_tensor) {
 }
 
 // The largest decoder layer's unsharded elements on one rank: non-expert weights whole, expert
-// stacks split over EP (what FSDP2 all-gathers for one layer).
-double max_layer_elems(const ParamInventory& inv, const PlanOptions& o) {
+// stacks split over EP (what FSDP2 all-gathers for one layer); with `frozen` LoRA's frozen base
+// weights too (gathered, but without gradients).
+double max_layer_elems(const ParamInventory& inv, const PlanOptions& o, bool frozen) {
   double best = 0;
   std::map<int64_t, double> layers;
-  for (const ParamTensor& t : inv.tensors) {
-    if ((t.mtp && !o.include_mtp) || t.layer < 0) continue;
+  inv.for_each_weight([&](const ParamTensor& t, bool trained) {
+    if ((t.mtp && !o.include_mtp) || t.layer < 0 || (!trained && !frozen)) return;
     const bool expert = t.stack_dim == 0 || t.routed_expert;
     layers[t.layer] += double(t.numel()) / (expert ? o.layout.ep : 1);
-  }
+  });
   for (const auto& [layer, n] : layers) best = std::max(best, n);
   return best;
 }
@@ -210,7 +211,8 @@ void add_gpu_terms(const ModelSpec& spec, const ParamInventory& inv, const Topol
   double varying = 0;
   if (o.workload) {
     const Workload& w = *o.workload;
-    const double layer = max_layer_elems(inv, o);
+    const double layer = max_layer_elems(inv, o, false);  // trained: their gradients
+    const double gathered = max_layer_elems(inv, o, true);
     // FSDP2 backward: the unsharded bf16 gradients of the group, and the previous group's fp32
     // reduce-scatter input, held until the next post_backward.
     p.gpu_runtime_bytes.push_back(
@@ -228,7 +230,7 @@ void add_gpu_terms(const ModelSpec& spec, const ParamInventory& inv, const Topol
     }
     // The all-gather stream's pool keeps its forward high-water (2 flat buffers), which the
     // default stream cannot reuse; in backward one is live.
-    p.gpu_reserve_bytes.push_back({"fsdp2_all_gather_pool", 2 * layer,
+    p.gpu_reserve_bytes.push_back({"fsdp2_all_gather_pool", 2 * gathered,
                                    "one bf16 flat buffer cached in the all-gather stream's pool"});
     for (const char* name :
          {"recomputed_layer_activations", "activations", "lm_head_chunk_logits", "logits"})

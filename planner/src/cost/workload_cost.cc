@@ -10,8 +10,8 @@
 #include <map>
 
 #include "muonplan/base/error.h"
-#include "muonplan/offload_policy.h"
 #include "muonplan/base/units.h"
+#include "muonplan/offload_policy.h"
 #include "muonplan/workload.h"
 
 namespace muonplan {
@@ -56,9 +56,12 @@ double layer_activation_bytes(const ModelSpec& s, int64_t layer, double t) {
 
 // Parameters by FSDP unit (a decoder layer; -1: embeddings, final norm and LM head).
 struct Unit {
-  double non_expert = 0, expert = 0;  // elements
-  double muon = 0, all = 0;           // elements on one rank (its share)
+  double non_expert = 0, expert = 0;  // elements, trained
+  double muon = 0, all = 0;           // elements on one rank (its share), trained
   double flops_per_token = 0;         // forward + backward, without recomputation
+  // LoRA's frozen base weights (lora.h): elements, and their forward + input-gradient FLOPs
+  // (4 N: backward computes no weight gradient for them).
+  double frozen_non_expert = 0, frozen_expert = 0, frozen_flops_per_token = 0;
 };
 
 struct Rates {
@@ -122,8 +125,10 @@ struct StepShape {
   int64_t layers = 0;
   Heads a{};
   std::map<int64_t, Unit> units{};
-  double expert_total = 0, non_expert = 0;
-  double attn_flops_per_token = 0, max_layer = 0;
+  double expert_total = 0, non_expert = 0;          // trained elements
+  double frozen_expert = 0, frozen_non_expert = 0;  // LoRA's frozen elements
+  double attn_flops_per_token = 0, max_layer = 0;   // max_layer: gathered, trained or not
+  double max_layer_trained = 0;                     // the part with gradients
   double stored_inputs = 0;  // bf16 input of every layer (the checkpoints of full AC)
 };
 
@@ -136,11 +141,22 @@ void count_units(StepShape& sh, const ModelSpec& s, const ParamInventory& inv,
   std::map<int64_t, Unit>& units = sh.units;
   double& expert_total = sh.expert_total;
   double& non_expert = sh.non_expert;
-  for (const ParamTensor& pt : inv.tensors) {
-    if (pt.mtp && !o.include_mtp) continue;
+  // LoRA: one adapter slot of the resident ones carries a sequence's tokens (prime-rl's
+  // MultiLoRA layers pick one per micro step), so each slot's FLOPs count 1 / adapters.
+  const double slot_share = o.lora.rank > 0 ? 1.0 / double(o.lora.adapters) : 1.0;
+  inv.for_each_weight([&](const ParamTensor& pt, bool trained) {
+    if (pt.mtp && !o.include_mtp) return;
     const double n = double(pt.numel());
     Unit& u = units[pt.layer];
     const bool expert = pt.stack_dim == 0 || pt.routed_expert;
+    const bool lookup = pt.name == "model.embed_tokens.weight" && !s.tie_embeddings;
+    if (!trained) {  // forward 2 N and the input gradient 2 N; no weight gradient
+      (expert ? u.frozen_expert : u.frozen_non_expert) += n;
+      (expert ? sh.frozen_expert : sh.frozen_non_expert) += n;
+      if (!lookup) u.frozen_flops_per_token += 4 * n * (expert ? k_frac : 1);
+      return;
+    }
+    const double flops = 6 * n * slot_share;
     (expert ? u.expert : u.non_expert) += n;
     // Non-expert params are split over F ranks, expert params over all ranks (EP x the rest).
     const double share = expert ? n / world : n / l.fsdp;
@@ -148,13 +164,13 @@ void count_units(StepShape& sh, const ModelSpec& s, const ParamInventory& inv,
     if (pt.rule == UpdateRule::muon) u.muon += share;
     if (expert) {
       expert_total += n;
-      u.flops_per_token += 6 * n * k_frac;
+      u.flops_per_token += flops * k_frac;
     } else {
       non_expert += n;
       // The input embedding is a lookup, not a matmul, unless it is also the output head.
-      if (pt.name != "model.embed_tokens.weight" || s.tie_embeddings) u.flops_per_token += 6 * n;
+      if (!lookup) u.flops_per_token += flops;
     }
-  }
+  });
   // Causal attention: QK^T and AV over half the sequence on average, x3 for backward.
   const Heads& a = sh.a;
   sh.attn_flops_per_token = 6 * double(sh.w.seq_len) * a.q * (a.qk + a.v) / 2;
@@ -162,7 +178,10 @@ void count_units(StepShape& sh, const ModelSpec& s, const ParamInventory& inv,
     if (layer >= 0) u.flops_per_token += sh.attn_flops_per_token;
   }
   for (const auto& [layer, u] : units) {
-    if (layer >= 0) sh.max_layer = std::max(sh.max_layer, u.non_expert + u.expert / l.ep);
+    if (layer < 0) continue;
+    const double trained = u.non_expert + u.expert / l.ep;
+    sh.max_layer_trained = std::max(sh.max_layer_trained, trained);
+    sh.max_layer = std::max(sh.max_layer, trained + u.frozen_non_expert + u.frozen_expert / l.ep);
   }
 }
 
@@ -224,7 +243,7 @@ void add_workload_memory(Prediction& p, const ModelSpec& s, const PlanOptions& o
       {"lm_head_io", 2 * 2 * t * h, "bf16 final hidden states and their gradient"});
   p.gpu_workload_bytes.push_back(
       {"gathered_layer_weights", 2 * 2 * max_layer, "bf16 weights of 2 layers (one prefetched)"});
-  p.gpu_workload_bytes.push_back({"unsharded_layer_grads", 4 * max_layer,
+  p.gpu_workload_bytes.push_back({"unsharded_layer_grads", 4 * sh.max_layer_trained,
                                   "fp32 gradients of one layer before reduce-scatter"});
   const OffloadPolicy& pol = offload_policy(o.offload, o.optimizer_staging);
   if (pol.bf16_compute_copy) {
@@ -264,9 +283,13 @@ CommSeconds add_workload_traffic(Prediction& p, const ModelSpec& s, const Topolo
   r.d2h_bps = topo.node.pcie_d2h_gbps * kGB * cal.pcie_efficiency;
   // FSDP: all-gather bf16 weights twice (forward, backward), reduce-scatter fp32 grads, over
   // the non-expert group (fsdp) and the expert group (world / ep).
+  // LoRA's frozen weights are gathered as the trained ones are, but have no gradient to
+  // reduce-scatter.
   const double f = double(l.fsdp), de = double(world / l.ep);
+  const double gathered = non_expert + sh.frozen_non_expert;
+  const double gathered_expert = expert_total + sh.frozen_expert;
   const double ag =
-      n_micro * (2 * 2 * non_expert * (f - 1) / f + 2 * 2 * expert_total / l.ep * (de - 1) / de);
+      n_micro * (2 * 2 * gathered * (f - 1) / f + 2 * 2 * gathered_expert / l.ep * (de - 1) / de);
   const double rs =
       n_micro * (4 * non_expert * (f - 1) / f + 4 * expert_total / l.ep * (de - 1) / de);
   p.comm_bytes.push_back({"fsdp_all_gather", ag, "bf16 weights, forward and backward"});
@@ -314,14 +337,18 @@ ComputeSeconds compute_seconds(const Topology& topo, const StepShape& sh) {
   const Workload& w = sh.w;
   ComputeSeconds c;
   c.recompute = w.ac_full ? 4.0 / 3.0 : 1.0;
-  double per_token = 0, attn_per_token = 0;
+  double per_token = 0, attn_per_token = 0, frozen_per_token = 0;
   for (const auto& [layer, u] : sh.units) {
     per_token += u.flops_per_token;
+    frozen_per_token += u.frozen_flops_per_token;
     if (layer >= 0) attn_per_token += sh.attn_flops_per_token;
   }
   c.rate = topo.node.gpu.bf16_tflops * 1e12 * topo.calibration.model_flops_utilization;
   c.tokens_per_rank = double(w.tokens_per_step) / sh.world;
   c.compute_s = per_token * c.recompute * c.tokens_per_rank / c.rate;
+  // LoRA's frozen weights: 4 N, and full AC's recompute adds their forward 2 N (x 1.5).
+  if (frozen_per_token > 0)
+    c.compute_s += frozen_per_token * (w.ac_full ? 1.5 : 1.0) * c.tokens_per_rank / c.rate;
   c.attn_s = attn_per_token * c.recompute * c.tokens_per_rank / c.rate;
   return c;
 }
@@ -379,7 +406,9 @@ void add_offloaded_backward(Prediction& p, const PlanOptions& o, const StepShape
     // norm) last, where FSDP reduces it.
     for (auto it = units.rbegin(); it != units.rend(); ++it) {
       const Unit& u = it->second;
-      clock += u.flops_per_token * recompute * tokens_per_rank / n_micro / rate * bwd_share;
+      clock +=
+          (u.flops_per_token * recompute + u.frozen_flops_per_token * (w.ac_full ? 1.5 : 1.0)) *
+          tokens_per_rank / n_micro / rate * bwd_share;
       const double d2h = 2 * u.all / opt.d2h_bps;
       d2h_free = std::max(clock, d2h_free) + d2h;
       // Host bytes per element: accumulate (write fp32; later read it too), or at the last

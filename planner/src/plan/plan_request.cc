@@ -11,6 +11,7 @@
 #include "muonplan/base/error.h"
 #include "muonplan/base/parse_int.h"
 #include "muonplan/layout.h"
+#include "muonplan/lora.h"
 #include "muonplan/plan_checks.h"
 #include "muonplan/workload.h"
 
@@ -203,6 +204,10 @@ const std::vector<std::pair<std::string, Access>>& setters() {
       {"gpu-memory-gib", positive_double(&PlanFlags::gpu_memory_gib)},
       {"host-ram-gib", positive_double(&PlanFlags::host_ram_gib)},
       {"include-mtp", boolean(&PlanFlags::include_mtp)},
+      {"lora-rank", positive_int(&PlanFlags::lora_rank)},
+      {"lora-alpha", positive_double(&PlanFlags::lora_alpha)},
+      {"lora-targets", text(&PlanFlags::lora_targets)},
+      {"lora-adapters", positive_int(&PlanFlags::lora_adapters)},
       {"runtime", text(&PlanFlags::runtime)},
       {"gpu-headroom", headroom(&PlanFlags::gpu_headroom)},
       {"host-headroom", headroom(&PlanFlags::host_headroom)},
@@ -244,6 +249,32 @@ std::vector<std::string> plan_flag_names() {
   for (const auto& entry : setters()) names.push_back(entry.first);
   return names;
 }
+
+namespace {
+
+// --lora-*: the rank turns LoRA on; the other three refine it and need it.
+LoraConfig lora_options(const PlanFlags& f) {
+  LoraConfig l;
+  if (f.lora_rank < 0) throw InputError({}, "--lora-rank", positive_integer_message(f.lora_rank));
+  if (f.lora_alpha < 0) throw InputError({}, "--lora-alpha", "must be positive");
+  if (f.lora_adapters < 1) throw InputError({}, "--lora-adapters", "must be at least 1");
+  if (f.lora_rank == 0) {
+    const char* given = f.lora_alpha != 0         ? "--lora-alpha"
+                        : !f.lora_targets.empty() ? "--lora-targets"
+                        : f.lora_adapters != 1    ? "--lora-adapters"
+                                                  : nullptr;
+    if (given) throw InputError({}, given, "needs --lora-rank (LoRA is off without it)");
+    return l;
+  }
+  l.rank = f.lora_rank;
+  l.alpha = f.lora_alpha;
+  l.adapters = f.lora_adapters;
+  if (!f.lora_targets.empty())
+    l.target_modules = parse_lora_targets(f.lora_targets, "--lora-targets");
+  return l;
+}
+
+}  // namespace
 
 PlanRequest to_plan_request(const PlanFlags& flags) {
   if (!flags.trainer_config.empty()) {  // it needs the model: prepare_plan applies it
@@ -291,6 +322,10 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
   o.gpu_memory_gib = f.gpu_memory_gib;  // 0: the topology's
   o.host_ram_gib = f.host_ram_gib;
   o.include_mtp = f.include_mtp;
+  o.lora = lora_options(f);
+  check_lora(o.lora, o.optimizer, "--optimizer");
+  if (!r.auto_offload && lora_offload_refused(o.lora, o.offload))
+    throw InputError({}, "--offload", kLoraSlotsOffloadRefused);
   if (!f.workload.empty()) {
     o.workload = load_workload(f.workload);
   } else if (f.tokens_per_step > 0 || f.seq_len > 0) {

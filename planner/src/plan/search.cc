@@ -9,6 +9,7 @@
 #include "muonplan/base/error.h"
 #include "muonplan/base/units.h"
 #include "muonplan/fit_scope.h"
+#include "muonplan/lora.h"
 #include "muonplan/ns_model.h"
 #include "muonplan/plan.h"
 #include "muonplan/topology_nodes.h"
@@ -29,11 +30,14 @@ double pressure(const Prediction& p) {
   return std::max(p.gpu_peak_bytes() / p.gpu_limit_bytes, p.host_bytes() / p.host_limit_bytes);
 }
 
-ParamInventory planned_inventory(const ModelSpec& spec, OptimizerKind optimizer) {
+// The tensors the plan trains under `o`: all of the model's, or with LoRA its adapters (the
+// base weights frozen, lora.h).
+ParamInventory planned_inventory(const ModelSpec& spec, const PlanOptions& o) {
   ParamInventory inv = build_inventory(spec);
-  if (optimizer != OptimizerKind::muon) {
+  if (o.optimizer != OptimizerKind::muon) {
     for (ParamTensor& t : inv.tensors) t.rule = UpdateRule::adamw;
   }
+  apply_lora(inv, o.lora);
   return inv;
 }
 
@@ -208,6 +212,11 @@ struct Search {
               {nodes, m, to_string(o.layout), false, false, 0, 0, 0, 0, kNesterovRefused});
           continue;
         }
+        if (lora_offload_refused(o.lora, m)) {
+          best.candidates.push_back(
+              {nodes, m, to_string(o.layout), false, false, 0, 0, 0, 0, kLoraSlotsOffloadRefused});
+          continue;
+        }
         Prediction p = predict(spec, inv, topo, o, chunks);
         ++predictions;
         const Candidate c{nodes,
@@ -305,10 +314,12 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
   const std::vector<int> counts = node_counts_to_try(req, max_nodes, gpn);
   std::vector<OffloadMode> modes = {req.options.offload};
   if (req.auto_offload) modes = {OffloadMode::none, OffloadMode::optimizer, OffloadMode::full};
-  const ParamInventory inv = planned_inventory(spec, req.options.optimizer);
+  const ParamInventory inv = planned_inventory(spec, req.options);
   std::vector<OffloadMode> allowed;  // the modes whose candidates are predicted
   for (OffloadMode m : modes) {
-    if (!req.options.nesterov || nesterov_supported(m)) allowed.push_back(m);
+    if ((!req.options.nesterov || nesterov_supported(m)) &&
+        !lora_offload_refused(req.options.lora, m))
+      allowed.push_back(m);
   }
   const SearchFloor floor(inv, topo, req.options, allowed);
 

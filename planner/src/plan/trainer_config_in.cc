@@ -126,7 +126,8 @@ void collect_tables(TrainerFile& f, TrainerConfig& tc, const TomlNode& root) {
                {"optim", trainer ? trainer->get("optim") : nullptr},
                {"shared", root.get("model")},
                {"deployment", root.get("deployment")},
-               {"orchestrator", root.get("orchestrator")}};
+               {"orchestrator", root.get("orchestrator")},
+               {"trainer", trainer}};  // its own keys: max_concurrent_runs (LoRA slots)
   }
   for (const auto& [k, v] : root.members) {
     if (v.kind != TomlNode::Kind::table) {  // top-level keys: seq_len, older num_nodes, ...
@@ -223,6 +224,7 @@ TrainerConfig read_trainer_config(const std::string& path) {
   detail::read_deployment(f, tc);
   detail::read_parallel(f, tc);
   detail::read_offload_and_optimizer(f, tc);
+  detail::read_lora(f, tc);
   detail::read_batch(f, tc);
   return tc;
 }

@@ -53,5 +53,7 @@ void read_deployment(const TrainerFile& f, TrainerConfig& tc);
 void read_parallel(const TrainerFile& f, TrainerConfig& tc);
 void read_offload_and_optimizer(const TrainerFile& f, TrainerConfig& tc);
 void read_batch(const TrainerFile& f, TrainerConfig& tc);
+// prime_rl_lora.cc: [model.lora] and max_concurrent_runs into the --lora-* flags.
+void read_lora(const TrainerFile& f, TrainerConfig& tc);
 
 }  // namespace muonplan::detail
