@@ -17,7 +17,8 @@ calibration_section() {
   sed -e 's/^  transient_fragmentation: .*/  transient_fragmentation: 0.25/' \
       -e 's/^  host_per_rank_gib: .*/  host_per_rank_gib: 2.0/' \
       -e 's/^  host_pass_efficiency: .*/  host_pass_efficiency: 0.8/' \
-      -e 's/^  model_flops_utilization: .*/  model_flops_utilization: 0.4/' \
+      -e 's/^  training_gemm_efficiency: .*/  training_gemm_efficiency: 0.75/' \
+      -e 's/^  layer_overhead_us: .*/  layer_overhead_us: 0/' \
       topologies/h200-ib.yaml >"$start"
   cat <<'TEXT'
 ## Calibration on the measured GLM-4.5-Air run

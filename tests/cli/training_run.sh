@@ -13,7 +13,8 @@ glm=(--model models/glm-4.5-air.yaml --nodes 1 --offload full --layout fsdp=8,cp
 sed -e 's/^  transient_fragmentation: .*/  transient_fragmentation: 0.25/' \
     -e 's/^  host_per_rank_gib: .*/  host_per_rank_gib: 2.0/' \
     -e 's/^  host_pass_efficiency: .*/  host_pass_efficiency: 0.8/' \
-    -e 's/^  model_flops_utilization: .*/  model_flops_utilization: 0.4/' \
+    -e 's/^  training_gemm_efficiency: .*/  training_gemm_efficiency: 0.75/' \
+    -e 's/^  layer_overhead_us: .*/  layer_overhead_us: 0/' \
     topologies/h200-ib.yaml >"$work/start.yaml"
 expect calibrate 0 "" "$bin" calibrate --topology "$work/start.yaml" --training-run "$run" \
   --check "$run" --out "$work/cal.yaml" --json
@@ -26,11 +27,12 @@ assert all(abs(r["rel_error_after"]) < 0.005 for r in d["residuals"]), d["residu
 assert any(abs(r["rel_error_before"]) > 0.1 for r in fit), "the defaults already fit?"
 c = d["constants"]
 fitted = sorted(k for k, v in c.items() if v["fitted"])
-assert fitted == ["calibration.model_flops_utilization", "pytorch.host_pass_efficiency",
+assert fitted == ["calibration.training_gemm_efficiency", "pytorch.host_pass_efficiency",
     "pytorch.host_per_rank_gib", "pytorch.transient_fragmentation"], fitted
-for k in ["calibration.ep_comm_overlap", "pytorch.cuda_context_gib"]:
+for k in ["calibration.layer_overhead_us", "pytorch.cuda_context_gib"]:
     assert not c[k]["fitted"] and c[k]["after"] == c[k]["before"] and "default" in c[k]["note"]
-assert 0.05 <= c["calibration.model_flops_utilization"]["after"] <= 0.9'
+assert "calibration.ep_comm_overlap" not in c and "calibration.model_flops_utilization" not in c
+assert 0.3 <= c["calibration.training_gemm_efficiency"]["after"] <= 0.9'
 # The written topology predicts the measured figures (what calibrate reported).
 expect plan 0 "" "$bin" plan "${glm[@]}" "${wl[@]}" --topology "$work/cal.yaml" --json
 json_check "calibrated plan" "$work/out" '
@@ -71,6 +73,27 @@ expect bad-runtime 2 "--runtime: expected muonplan or pytorch, got 'jax'" \
   "$bin" plan "${glm[@]}" --runtime jax
 expect bad-headroom 2 "--gpu-headroom: a fraction in [0, 1), got '1.5'" \
   "$bin" plan "${glm[@]}" --gpu-headroom 1.5
+
+# The trainer-benchmark runs: by bundled topology name; the H100 run fits its topology, the runs
+# of other topologies and the LoRA runs are named and skipped.
+tr=tests/data/training-runs
+expect bench-h100 0 "skipped $tr/bench-qwen3-0.6b-a6000-sft.yaml: measured on rtx-a6000, not h100-ib
+skipped $tr/bench-qwen3-4b-h200-rl-lora.yaml: measured on h200-ib, not h100-ib" \
+  "$bin" calibrate --topology h100-ib --json --training-run "$tr/bench-qwen3-0.6b-h100-rl.yaml" \
+  --training-run "$tr/bench-qwen3-0.6b-a6000-sft.yaml" \
+  --training-run "$tr/bench-qwen3-4b-h200-rl-lora.yaml"
+json_check "bench h100" "$work/out" '
+step = [r for r in d["residuals"] if r["figure"] == "training_step_s"]
+assert len(step) == 1 and step[0]["run"].endswith("bench-qwen3-0.6b-h100-rl.yaml"), step
+# One figure fits one constant: the GEMM efficiency, which reaches its bound (docs/validation.md).
+assert abs(step[0]["rel_error_after"]) < abs(step[0]["rel_error_before"]), step
+c = d["constants"]["calibration.training_gemm_efficiency"]
+assert c["fitted"] and 0.3 <= c["after"] <= 0.9, c'
+expect bench-lora 0 \
+  "skipped $tr/bench-intellect-3-h200-rl-lora-offload.yaml: LoRA (rank 16): this build does not plan LoRA" \
+  "$bin" calibrate --topology h200-ib --json \
+  --training-run "$tr/bench-qwen3-30b-a3b-h200-sft.yaml" \
+  --training-run "$tr/bench-intellect-3-h200-rl-lora-offload.yaml"
 
 # Bad training runs: one line naming the file, line and field.
 sed 's/gpu_peak_kind: reserved/gpu_peak_kind: nvidia-smi/' "$run" >"$work/bad.yaml"

@@ -5,13 +5,15 @@
 // then summed over the step's micro steps (docs/planner.md section 8).
 #include "cost/workload_cost.h"
 
+#include "cost/roofline.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
 
 #include "muonplan/base/error.h"
-#include "muonplan/offload_policy.h"
 #include "muonplan/base/units.h"
+#include "muonplan/offload_policy.h"
 #include "muonplan/workload.h"
 
 namespace muonplan {
@@ -58,7 +60,6 @@ double layer_activation_bytes(const ModelSpec& s, int64_t layer, double t) {
 struct Unit {
   double non_expert = 0, expert = 0;  // elements
   double muon = 0, all = 0;           // elements on one rank (its share)
-  double flops_per_token = 0;         // forward + backward, without recomputation
 };
 
 struct Rates {
@@ -123,16 +124,14 @@ struct StepShape {
   Heads a{};
   std::map<int64_t, Unit> units{};
   double expert_total = 0, non_expert = 0;
-  double attn_flops_per_token = 0, max_layer = 0;
+  double max_layer = 0;
   double stored_inputs = 0;  // bf16 input of every layer (the checkpoints of full AC)
 };
 
 // Parameters per FSDP unit, and each rank's share of them.
-void count_units(StepShape& sh, const ModelSpec& s, const ParamInventory& inv,
-                 const PlanOptions& o) {
+void count_units(StepShape& sh, const ParamInventory& inv, const PlanOptions& o) {
   const int world = sh.world;
   const Layout& l = sh.l;
-  const double k_frac = s.moe.num_experts > 0 ? top_k(s) / double(s.moe.num_experts) : 0;
   std::map<int64_t, Unit>& units = sh.units;
   double& expert_total = sh.expert_total;
   double& non_expert = sh.non_expert;
@@ -146,20 +145,7 @@ void count_units(StepShape& sh, const ModelSpec& s, const ParamInventory& inv,
     const double share = expert ? n / world : n / l.fsdp;
     u.all += share;
     if (pt.rule == UpdateRule::muon) u.muon += share;
-    if (expert) {
-      expert_total += n;
-      u.flops_per_token += 6 * n * k_frac;
-    } else {
-      non_expert += n;
-      // The input embedding is a lookup, not a matmul, unless it is also the output head.
-      if (pt.name != "model.embed_tokens.weight" || s.tie_embeddings) u.flops_per_token += 6 * n;
-    }
-  }
-  // Causal attention: QK^T and AV over half the sequence on average, x3 for backward.
-  const Heads& a = sh.a;
-  sh.attn_flops_per_token = 6 * double(sh.w.seq_len) * a.q * (a.qk + a.v) / 2;
-  for (auto& [layer, u] : units) {
-    if (layer >= 0) u.flops_per_token += sh.attn_flops_per_token;
+    (expert ? expert_total : non_expert) += n;
   }
   for (const auto& [layer, u] : units) {
     if (layer >= 0) sh.max_layer = std::max(sh.max_layer, u.non_expert + u.expert / l.ep);
@@ -184,7 +170,7 @@ StepShape step_shape(const ModelSpec& s, const ParamInventory& inv, const Topolo
   sh.h = double(s.hidden_size);
   sh.layers = s.num_layers + (o.include_mtp ? s.mtp_layers : 0);
   sh.a = heads_of(s);
-  count_units(sh, s, inv, o);
+  count_units(sh, inv, o);
   sh.stored_inputs = double(sh.layers) * 2 * sh.t * sh.h;
   return sh;
 }
@@ -301,28 +287,23 @@ CommSeconds add_workload_traffic(Prediction& p, const ModelSpec& s, const Topolo
   return {fsdp_s, ep_s, cp_s, r.d2h_bps};
 }
 
-// The model's compute per rank and step: 6 N T (x 4/3 with full recomputation), N the active
-// matmul params, plus causal attention.
+// The model's compute per rank and step, operation by operation (roofline.cc).
 struct ComputeSeconds {
-  double recompute = 1;  // the FLOPs factor of full AC
-  double rate = 0;       // FLOP/s
-  double tokens_per_rank = 0;
+  RooflineStep roof;
   double compute_s = 0, attn_s = 0;
 };
 
-ComputeSeconds compute_seconds(const Topology& topo, const StepShape& sh) {
+ComputeSeconds compute_seconds(const ModelSpec& s, const ParamInventory& inv, const Topology& topo,
+                               const PlanOptions& o, const StepShape& sh) {
   const Workload& w = sh.w;
+  const RooflineShape rs{sh.t,     sh.n_micro, double(w.seq_len), double(w.micro_batch_seqs),
+                         sh.l.cp,  sh.l.ep,    sh.l.fsdp,         sh.gpn,
+                         sh.a.q,   sh.a.kv,    sh.a.qk,           sh.a.v,
+                         w.ac_full};
   ComputeSeconds c;
-  c.recompute = w.ac_full ? 4.0 / 3.0 : 1.0;
-  double per_token = 0, attn_per_token = 0;
-  for (const auto& [layer, u] : sh.units) {
-    per_token += u.flops_per_token;
-    if (layer >= 0) attn_per_token += sh.attn_flops_per_token;
-  }
-  c.rate = topo.node.gpu.bf16_tflops * 1e12 * topo.calibration.model_flops_utilization;
-  c.tokens_per_rank = double(w.tokens_per_step) / sh.world;
-  c.compute_s = per_token * c.recompute * c.tokens_per_rank / c.rate;
-  c.attn_s = attn_per_token * c.recompute * c.tokens_per_rank / c.rate;
+  c.roof = roofline_step(s, inv, topo, o, rs);
+  c.compute_s = c.roof.compute_s;
+  c.attn_s = c.roof.attention_s;
   return c;
 }
 
@@ -340,9 +321,9 @@ void add_compute_terms(Prediction& p, const Topology& topo, const StepShape& sh,
   const double ep_hidden = hidden(ep_s * cal.ep_comm_overlap, compute_s);
   const double cp_hidden = w.cp_style == CpStyle::ring ? hidden(cp_s, attn_s)
                                                        : hidden(cp_s * cal.cp_comm_overlap, attn_s);
-  p.training_terms_s.push_back({"forward_backward", compute_s,
-                                "model FLOPs / (peak x model_flops_utilization), " +
-                                    std::to_string(int64_t(sh.n_micro)) + " micro step(s)"});
+  const std::string micro = ", " + std::to_string(int64_t(sh.n_micro)) + " micro step(s)";
+  for (const Term& t : c.roof.terms)
+    p.training_terms_s.push_back({t.name, t.value, t.formula + micro});
   p.training_terms_s.push_back({"exposed_fsdp_comm", std::max(0.0, fsdp_s - compute_s),
                                 "FSDP traffic not hidden by compute"});
   p.training_terms_s.push_back(
@@ -364,22 +345,22 @@ void add_compute_terms(Prediction& p, const Topology& topo, const StepShape& sh,
 // order (PCIe D2H, then CPU), each FIFO; what outlasts the last backward is exposed.
 void add_offloaded_backward(Prediction& p, const PlanOptions& o, const StepShape& sh,
                             const ComputeSeconds& c, const OptimizerPhases& opt) {
-  const Workload& w = sh.w;
-  const double n_micro = sh.n_micro, compute_s = c.compute_s, recompute = c.recompute;
-  const double tokens_per_rank = c.tokens_per_rank, rate = c.rate;
+  const double n_micro = sh.n_micro, compute_s = c.compute_s;
   const std::map<int64_t, Unit>& units = sh.units;
-  const double bwd_share = w.ac_full ? 3.0 / 4.0 : 2.0 / 3.0;
+  double bwd_s = 0;  // one micro step
+  for (const auto& [layer, b] : c.roof.unit_bwd_s) bwd_s += b;
   const double mom_b = o.bf16_momentum ? 2 : 4;
   const double host_update_bpe = o.optimizer == OptimizerKind::signsgd ? 10 : 26;
   double clock = 0, d2h_free = 0, cpu_free = 0, d2h_busy = 0, cpu_busy = 0;
   for (int64_t m = 0; m < int64_t(n_micro); ++m) {
-    clock += compute_s / n_micro * (1 - bwd_share);  // forward
+    clock += compute_s / n_micro - bwd_s;  // forward
     const bool last = m + 1 == int64_t(n_micro);
     // Backward order: layers from the last; the root unit (-1: embeddings, LM head, final
     // norm) last, where FSDP reduces it.
     for (auto it = units.rbegin(); it != units.rend(); ++it) {
       const Unit& u = it->second;
-      clock += u.flops_per_token * recompute * tokens_per_rank / n_micro / rate * bwd_share;
+      const auto b = c.roof.unit_bwd_s.find(it->first);
+      clock += b == c.roof.unit_bwd_s.end() ? 0 : b->second;
       const double d2h = 2 * u.all / opt.d2h_bps;
       d2h_free = std::max(clock, d2h_free) + d2h;
       // Host bytes per element: accumulate (write fp32; later read it too), or at the last
@@ -420,7 +401,7 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Top
   const StepShape sh = step_shape(s, inv, topo, o, plan);
   add_workload_memory(p, s, o, sh);
   const CommSeconds comm = add_workload_traffic(p, s, topo, sh);
-  const ComputeSeconds c = compute_seconds(topo, sh);
+  const ComputeSeconds c = compute_seconds(s, inv, topo, o, sh);
   add_compute_terms(p, topo, sh, comm, c);
   if (!offload_policy(o.offload, o.optimizer_staging).host_fold) {
     p.training_terms_s.push_back(
