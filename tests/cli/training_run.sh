@@ -95,6 +95,30 @@ expect bench-lora 0 \
   --training-run "$tr/bench-qwen3-30b-a3b-h200-sft.yaml" \
   --training-run "$tr/bench-intellect-3-h200-rl-lora-offload.yaml"
 
+# Bundled topologies plan by name; --attention reaches the plan; FA3 only on SM90; prime-rl's
+# [model] attn is read (flash_attention_4 refused).
+q=(--model qwen3-0.6b --nodes 1 --offload none --tokens-per-step 65536 --seq-len 8192)
+for t in h100-ib b200-ib a100-ib rtx-a6000 h200-ib; do
+  expect "by-name-$t" 0 "" "$bin" plan "${q[@]}" --topology "$t" --json
+  json_check "by-name-$t" "$work/out" "assert d['topology'].endswith('$t.yaml'), d['topology']
+assert d['predicted']['training_step_s'] > 0"
+done
+expect attention-fa2 0 "" "$bin" plan "${q[@]}" --topology h100-ib --attention fa2 --json
+json_check "attention-fa2" "$work/out" '
+assert d["workload"]["attention"] == "fa2", d["workload"]'
+EXPECT_MATCH=suffix expect fa3-ampere 2 \
+  "--attention: FlashAttention-3 runs on SM90 (Hopper) only; this GPU's compute capability is 8.6 (use fa2, sdpa or auto)" \
+  "$bin" plan "${q[@]}" --topology rtx-a6000 --attention fa3
+EXPECT_MATCH=suffix expect bad-attention 2 "--attention: expected auto, fa2, fa3 or sdpa, got 'fa9'" \
+  "$bin" plan "${q[@]}" --attention fa9
+{ cat tests/data/prime-rl/sft.toml; } | sed 's/^cp = 2$/cp = 2\nattn = "flash_attention_4"/' >"$work/fa4.toml"
+EXPECT_MATCH=suffix expect prime-rl-fa4 2 \
+  "expected flash_attention_2, flash_attention_3, sdpa or auto (the planner has no throughput figures for others), got 'flash_attention_4'" \
+  "$bin" plan --trainer-config "$work/fa4.toml"
+sed 's/^cp = 2$/cp = 2\nattn = "flash_attention_2"/' tests/data/prime-rl/sft.toml >"$work/fa2.toml"
+expect prime-rl-fa2 0 "" "$bin" plan --trainer-config "$work/fa2.toml" --json
+json_check "prime-rl-fa2" "$work/out" 'assert d["workload"]["attention"] == "fa2", d["workload"]'
+
 # Bad training runs: one line naming the file, line and field.
 sed 's/gpu_peak_kind: reserved/gpu_peak_kind: nvidia-smi/' "$run" >"$work/bad.yaml"
 EXPECT_MATCH=suffix expect bad-kind 2 \

@@ -187,6 +187,7 @@ TEST_CASE("roofline GEMMs: a bigger training_gemm_efficiency is faster in propor
   r.options.layout = Layout{8, 1, 1};
   r.options.workload = qwen_rows(false);
   Topology t = h200();
+  t.calibration.layer_overhead_us = 0;
   t.calibration.training_gemm_efficiency = 0.4;
   const Plan slow = make_plan(model("qwen3-0.6b"), t, r);
   t.calibration.training_gemm_efficiency = 0.8;

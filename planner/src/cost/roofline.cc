@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "muonplan/base/error.h"
@@ -18,10 +19,12 @@ namespace muonplan {
 AttentionRate attention_rate(AttentionKernel kernel, double cc) {
   const bool hopper = cc >= 9 && cc < 10, blackwell = cc >= 10;
   if (kernel == AttentionKernel::fa3 && cc > 0 && !hopper) {
-    throw InputError({}, "--attention",
-                     "FlashAttention-3 runs on SM90 (Hopper) only; this GPU's compute capability "
-                     "is " +
-                         std::to_string(cc).substr(0, 4) + " (use fa2, sdpa or auto)");
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "FlashAttention-3 runs on SM90 (Hopper) only; this GPU's compute capability "
+                  "is %.1f (use fa2, sdpa or auto)",
+                  cc);
+    throw InputError({}, "--attention", buf);
   }
   if (kernel == AttentionKernel::auto_kernel)
     kernel = hopper ? AttentionKernel::fa3 : AttentionKernel::fa2;
