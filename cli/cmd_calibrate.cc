@@ -28,8 +28,19 @@ int calibrate_training(const std::string& topology, const std::vector<std::strin
                        const std::vector<std::string>& checks, const std::string& out, bool json) {
   const Topology topo = load_topology(topology);
   std::vector<TrainingRun> fit, held_out;
-  for (const std::string& r : runs) fit.push_back(load_training_run(r, topo));
-  for (const std::string& r : checks) held_out.push_back(load_training_run(r, topo));
+  // A run this topology cannot plan (measured on another, or with LoRA) is named and left out.
+  auto load = [&](const std::vector<std::string>& files, std::vector<TrainingRun>& into) {
+    for (const std::string& file : files) {
+      TrainingRun r = load_training_run(file, topo);
+      if (r.skipped.empty()) {
+        into.push_back(std::move(r));
+      } else {
+        std::fprintf(stderr, "skipped %s: %s\n", file.c_str(), r.skipped.c_str());
+      }
+    }
+  };
+  load(runs, fit);
+  load(checks, held_out);
   // The files the runs name are inputs too: --out onto a run's model would replace it.
   std::vector<PathArg> in = {{"--topology", topology}};
   for (const TrainingRun& r : fit) {
@@ -46,7 +57,8 @@ int calibrate_training(const std::string& topology, const std::vector<std::strin
   if (!out.empty()) {
     const std::string comment =
         "fitted by muonplan calibrate --training-run (" + std::to_string(fit.size()) + " run(s))";
-    write_file_atomic(out, with_training_constants(read_input_file(topology), tf, comment));
+    write_file_atomic(out, with_training_constants(read_input_file(resolve_topology_path(topology)),
+                                                   tf, comment));
   }
   if (json) {
     nlohmann::json j = {{"topology", topology}};
@@ -190,7 +202,8 @@ int run_calibrate(const CalibrateFlags* f) {
     const std::string comment = "fitted by `muonplan calibrate` to " + std::to_string(fit.size()) +
                                 " measured run(s); max error " +
                                 std::to_string(100 * r.max_fit_error()).substr(0, 4) + "%";
-    std::string text = with_calibration(read_input_file(f->topology), r.calibration, comment);
+    std::string text = with_calibration(read_input_file(resolve_topology_path(f->topology)),
+                                        r.calibration, comment);
     std::map<std::string, double> fixed;  // the fixed GPU costs, where a CUDA run gave them
     for (const FittedConstant& k : r.constants) {
       if (k.fitted && k.name.rfind("overheads.", 0) == 0) fixed[k.name] = k.after;

@@ -82,6 +82,9 @@ void add_plan_flags(CLI::App* c, PlanFlags& f, bool search) {
   c->add_option("--cp-style", f.cp_style,
                 "Context parallelism: " + choices_help(enum_names(kCpStyleNames)))
       ->capture_default_str();
+  c->add_option("--attention", f.attention,
+                "Attention kernel: " + choices_help(enum_names(kAttentionKernelNames)) +
+                    " (auto: FA3 on SM90, FA2 elsewhere; default: the workload file's, else auto)");
   add_positive(c, f, "gpu-memory-gib", "GPU memory limit per GPU (default: the topology's)",
                "FLOAT");
   add_positive(c, f, "host-ram-gib", "Host RAM limit per node (default: the topology's)", "FLOAT");

@@ -17,7 +17,8 @@ calibration_section() {
   sed -e 's/^  transient_fragmentation: .*/  transient_fragmentation: 0.25/' \
       -e 's/^  host_per_rank_gib: .*/  host_per_rank_gib: 2.0/' \
       -e 's/^  host_pass_efficiency: .*/  host_pass_efficiency: 0.8/' \
-      -e 's/^  model_flops_utilization: .*/  model_flops_utilization: 0.4/' \
+      -e 's/^  training_gemm_efficiency: .*/  training_gemm_efficiency: 0.75/' \
+      -e 's/^  layer_overhead_us: .*/  layer_overhead_us: 0/' \
       topologies/h200-ib.yaml >"$start"
   cat <<'TEXT'
 ## Calibration on the measured GLM-4.5-Air run
@@ -58,7 +59,8 @@ element instead of 12) close about half of each gap before any constant moves. W
 fit then moves: `transient_fragmentation` (the allocator's reserve on the recomputed
 activations, logits chunks and MoE buffers, about one more copy of them), `host_pass_efficiency`
 (the trainer's host passes run at about half of the socket's STREAM bandwidth), the per-rank host runtime
-and the model FLOPs utilization.
+and the training GEMMs' efficiency (this run alone; the shipped h200-ib fits it with
+`layer_overhead_us` over two H200 runs, next section).
 
 TEXT
 }
@@ -127,6 +129,63 @@ print()
 PY
   calibration_section
 }
+# Item: the prime-rl trainer benchmark runs (tests/data/training-runs/bench-*.yaml) before the
+# roofline (the figures `muonplan plan` printed at 71ab662 with model_flops_utilization 0.457,
+# recorded here since that code is gone) and after, on the shipped topologies.
+benchmark_section() {
+  cat <<'TEXT'
+## Trainer benchmark runs (step time)
+
+prime-rl's own trainer benchmark, six runs (`data/calibration/published.yaml`,
+`trainer_benchmarks`; the files in `tests/data/training-runs/bench-*.yaml`). "before": the single
+`model_flops_utilization` (0.457, fitted to GLM-4.5-Air) for every GEMM and attention, at
+71ab662; "after": the roofline (docs/planner.md section 8) on the shipped topology, whose two
+constants were fitted to these runs (`muonplan calibrate --topology NAME --training-run ...`):
+h200-ib to GLM-4.5-Air and Qwen3-30B-A3B SFT (training_gemm_efficiency 0.3162,
+layer_overhead_us 4949), h100-ib to the H100 run (training_gemm_efficiency at its bound 0.3; one
+figure fits one constant), rtx-a6000 to the A6000 run (0.4962). The roofline with the constants'
+defaults (0.75, 0 us) is the "roofline, unfitted" column: what the physical model alone says.
+The LoRA runs are kept as data; calibrate skips them until LoRA plans.
+
+TEXT
+  /usr/bin/python3 - "$bin" <<'PY'
+import json, subprocess, sys
+bin = sys.argv[1]
+common = ["--nodes", "1", "--offload", "none", "--optimizer", "adamw", "--ac", "full", "--json"]
+runs = [
+    ("Qwen3-0.6B SFT, 1 x RTX A6000, 8K, FA2", "rtx-a6000", "qwen3-0.6b", 1, 8192, 0, "fa2", 2.46, 1.999),
+    ("Qwen3-0.6B RL, 1 x H100, 16K, FA3", "h100-ib", "qwen3-0.6b", 1, 16384, 2048, "fa3", 1.99, 0.896),
+    ("Qwen3-30B-A3B SFT, 8 x H200, 16K, FA3", "h200-ib", "qwen3-30b-a3b", 8, 16384, 0, "fa3", 7.17, 3.656),
+]
+def step(topo, model, gpus, seq, chunk, attn, extra=()):
+    cmd = [bin, "plan", "--model", model, "--topology", topo, "--gpus-per-node", str(gpus),
+           "--layout", f"fsdp={gpus}", "--tokens-per-step", str(2 * gpus * seq), "--seq-len",
+           str(seq), "--lm-head-chunk", str(chunk), "--attention", attn, *common, *extra]
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)[
+        "predicted"]["training_step_s"]
+print("| run | measured | before | error | roofline, unfitted | error | after | error |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+import os, tempfile
+for name, topo, model, gpus, seq, chunk, attn, measured, before in runs:
+    text = open(f"topologies/{topo}.yaml").read().splitlines()
+    plain = [("  training_gemm_efficiency: 0.75" if l.startswith("  training_gemm_efficiency:") else
+              "  layer_overhead_us: 0" if l.startswith("  layer_overhead_us:") else l) for l in text]
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        f.write("\n".join(plain) + "\n")
+    raw = step(f.name, model, gpus, seq, chunk, attn)
+    os.unlink(f.name)
+    after = step(topo, model, gpus, seq, chunk, attn)
+    e = lambda p: f"{100 * (p / measured - 1):+.1f}%"
+    print(f"| {name} | {measured:.2f} s | {before:.2f} s | {e(before)} | {raw:.2f} s | {e(raw)} | "
+          f"{after:.2f} s | {e(after)} |")
+for name, measured in [("INTELLECT-3 RL LoRA 16, 8 x B200, 16K, FA2", 54.28),
+                       ("INTELLECT-3 RL LoRA 16, 8 x H200, 16K, AC offload, FA3", 16.23),
+                       ("Qwen3-4B RL LoRA 16, 8 x H200, 16K, FA3", 5.01)]:
+    print(f"| {name} | {measured:.2f} s | not plannable (LoRA) | | | | | |")
+print()
+PY
+}
+
 {
   cat <<'HEAD'
 # Validation against published measurements
@@ -144,6 +203,7 @@ Regenerate with `scripts/gen-validation.sh` (after a build). Command behind the 
 
 HEAD
   training_step_section
+  benchmark_section
   echo "## Optimizer step against published figures"
   echo
   "$bin" validate --markdown

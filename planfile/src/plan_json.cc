@@ -78,13 +78,16 @@ json chunk_json(const Plan& plan, const Chunk& c) {
 json workload_to_json(const std::optional<Workload>& workload) {
   if (!workload) return nullptr;
   const Workload& w = *workload;
-  return {{"tokens_per_step", w.tokens_per_step},
-          {"seq_len", w.seq_len},
-          {"micro_batch_seqs", w.micro_batch_seqs},
-          {"ac", w.ac_full ? "full" : "none"},
-          {"ac_offload", w.ac_offload},
-          {"lm_head_chunk", w.lm_head_chunk},
-          {"cp_style", to_string(w.cp_style)}};
+  json j = {{"tokens_per_step", w.tokens_per_step},
+            {"seq_len", w.seq_len},
+            {"micro_batch_seqs", w.micro_batch_seqs},
+            {"ac", w.ac_full ? "full" : "none"},
+            {"ac_offload", w.ac_offload},
+            {"lm_head_chunk", w.lm_head_chunk},
+            {"cp_style", to_string(w.cp_style)}};
+  // Written only when chosen, so a plan of the default kernel reads as before.
+  if (w.attention != AttentionKernel::auto_kernel) j["attention"] = to_string(w.attention);
+  return j;
 }
 
 PredictedFigures predicted_figures(const Plan& plan) {

@@ -19,6 +19,12 @@ RuntimeKind parse_runtime(const std::string& name) {
 CpStyle parse_cp_style(const std::string& name) {
   return parse_enum(kCpStyleNames, name, "--cp-style");
 }
+AttentionKernel parse_attention_kernel(const std::string& name) {
+  return parse_enum(kAttentionKernelNames, name, "--attention");
+}
+const char* to_string(AttentionKernel k) {
+  return enum_name(kAttentionKernelNames, k);
+}
 
 const char* to_string(OffloadMode m) {
   return enum_name(kOffloadModeNames, m);

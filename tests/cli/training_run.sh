@@ -13,7 +13,8 @@ glm=(--model models/glm-4.5-air.yaml --nodes 1 --offload full --layout fsdp=8,cp
 sed -e 's/^  transient_fragmentation: .*/  transient_fragmentation: 0.25/' \
     -e 's/^  host_per_rank_gib: .*/  host_per_rank_gib: 2.0/' \
     -e 's/^  host_pass_efficiency: .*/  host_pass_efficiency: 0.8/' \
-    -e 's/^  model_flops_utilization: .*/  model_flops_utilization: 0.4/' \
+    -e 's/^  training_gemm_efficiency: .*/  training_gemm_efficiency: 0.75/' \
+    -e 's/^  layer_overhead_us: .*/  layer_overhead_us: 0/' \
     topologies/h200-ib.yaml >"$work/start.yaml"
 expect calibrate 0 "" "$bin" calibrate --topology "$work/start.yaml" --training-run "$run" \
   --check "$run" --out "$work/cal.yaml" --json
@@ -26,11 +27,12 @@ assert all(abs(r["rel_error_after"]) < 0.005 for r in d["residuals"]), d["residu
 assert any(abs(r["rel_error_before"]) > 0.1 for r in fit), "the defaults already fit?"
 c = d["constants"]
 fitted = sorted(k for k, v in c.items() if v["fitted"])
-assert fitted == ["calibration.model_flops_utilization", "pytorch.host_pass_efficiency",
+assert fitted == ["calibration.training_gemm_efficiency", "pytorch.host_pass_efficiency",
     "pytorch.host_per_rank_gib", "pytorch.transient_fragmentation"], fitted
-for k in ["calibration.ep_comm_overlap", "pytorch.cuda_context_gib"]:
+for k in ["calibration.layer_overhead_us", "pytorch.cuda_context_gib"]:
     assert not c[k]["fitted"] and c[k]["after"] == c[k]["before"] and "default" in c[k]["note"]
-assert 0.05 <= c["calibration.model_flops_utilization"]["after"] <= 0.9'
+assert "calibration.ep_comm_overlap" not in c and "calibration.model_flops_utilization" not in c
+assert 0.3 <= c["calibration.training_gemm_efficiency"]["after"] <= 0.9'
 # The written topology predicts the measured figures (what calibrate reported).
 expect plan 0 "" "$bin" plan "${glm[@]}" "${wl[@]}" --topology "$work/cal.yaml" --json
 json_check "calibrated plan" "$work/out" '
@@ -76,6 +78,55 @@ expect bad-runtime 2 "--runtime: expected muonplan or pytorch, got 'jax'" \
   "$bin" plan "${glm[@]}" --runtime jax
 expect bad-headroom 2 "--gpu-headroom: a fraction in [0, 1), got '1.5'" \
   "$bin" plan "${glm[@]}" --gpu-headroom 1.5
+
+# The trainer-benchmark runs: by bundled topology name; the H100 run fits its topology, the runs
+# of other topologies and the LoRA runs are named and skipped.
+tr=tests/data/training-runs
+# The shipped h100-ib with its fitted constant back at its default (the name stays h100-ib).
+sed -e 's/^  training_gemm_efficiency: .*/  training_gemm_efficiency: 0.75/' \
+  topologies/h100-ib.yaml >"$work/h100.yaml"
+expect bench-h100 0 "skipped $tr/bench-qwen3-0.6b-a6000-sft.yaml: measured on rtx-a6000, not h100-ib
+skipped $tr/bench-qwen3-4b-h200-rl-lora.yaml: measured on h200-ib, not h100-ib" \
+  "$bin" calibrate --topology "$work/h100.yaml" --json \
+  --training-run "$tr/bench-qwen3-0.6b-h100-rl.yaml" \
+  --training-run "$tr/bench-qwen3-0.6b-a6000-sft.yaml" \
+  --training-run "$tr/bench-qwen3-4b-h200-rl-lora.yaml"
+json_check "bench h100" "$work/out" '
+step = [r for r in d["residuals"] if r["figure"] == "training_step_s"]
+assert len(step) == 1 and step[0]["run"].endswith("bench-qwen3-0.6b-h100-rl.yaml"), step
+# One figure fits one constant: the GEMM efficiency, which reaches its bound (docs/validation.md).
+assert abs(step[0]["rel_error_after"]) < abs(step[0]["rel_error_before"]), step
+c = d["constants"]["calibration.training_gemm_efficiency"]
+assert c["fitted"] and 0.3 <= c["after"] <= 0.9, c'
+expect bench-lora 0 \
+  "skipped $tr/bench-intellect-3-h200-rl-lora-offload.yaml: LoRA (rank 16): this build does not plan LoRA" \
+  "$bin" calibrate --topology h200-ib --json \
+  --training-run "$tr/bench-qwen3-30b-a3b-h200-sft.yaml" \
+  --training-run "$tr/bench-intellect-3-h200-rl-lora-offload.yaml"
+
+# Bundled topologies plan by name; --attention reaches the plan; FA3 only on SM90; prime-rl's
+# [model] attn is read (flash_attention_4 refused).
+q=(--model qwen3-0.6b --nodes 1 --offload none --tokens-per-step 65536 --seq-len 8192)
+for t in h100-ib b200-ib a100-ib rtx-a6000 h200-ib; do
+  expect "by-name-$t" 0 "" "$bin" plan "${q[@]}" --topology "$t" --json
+  json_check "by-name-$t" "$work/out" "assert d['topology'] == '$t', d['topology']
+assert d['predicted']['training_step_s'] > 0"
+done
+expect attention-fa2 0 "" "$bin" plan "${q[@]}" --topology h100-ib --attention fa2 --json
+json_check "attention-fa2" "$work/out" '
+assert d["workload"]["attention"] == "fa2", d["workload"]'
+EXPECT_MATCH=suffix expect fa3-ampere 2 \
+  "--attention: FlashAttention-3 runs on SM90 (Hopper) only; this GPU's compute capability is 8.6 (use fa2, sdpa or auto)" \
+  "$bin" plan "${q[@]}" --topology rtx-a6000 --attention fa3
+EXPECT_MATCH=suffix expect bad-attention 2 "--attention: expected auto, fa2, fa3 or sdpa, got 'fa9'" \
+  "$bin" plan "${q[@]}" --attention fa9
+{ cat tests/data/prime-rl/sft.toml; } | sed 's/^cp = 2$/cp = 2\nattn = "flash_attention_4"/' >"$work/fa4.toml"
+EXPECT_MATCH=suffix expect prime-rl-fa4 2 \
+  "expected flash_attention_2, flash_attention_3, sdpa or auto (the planner has no throughput figures for others), got 'flash_attention_4'" \
+  "$bin" plan --trainer-config "$work/fa4.toml"
+sed 's/^cp = 2$/cp = 2\nattn = "flash_attention_2"/' tests/data/prime-rl/sft.toml >"$work/fa2.toml"
+expect prime-rl-fa2 0 "" "$bin" plan --trainer-config "$work/fa2.toml" --json
+json_check "prime-rl-fa2" "$work/out" 'assert d["workload"]["attention"] == "fa2", d["workload"]'
 
 # Bad training runs: one line naming the file, line and field.
 sed 's/gpu_peak_kind: reserved/gpu_peak_kind: nvidia-smi/' "$run" >"$work/bad.yaml"

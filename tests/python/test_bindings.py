@@ -79,6 +79,19 @@ class PlanMatchesCli(unittest.TestCase):
             muonplan.plan(model, nodes=1, lora_rank=16)
         self.assertTrue(str(e.exception).startswith("--optimizer: Muon on LoRA adapters"))
 
+    def test_attention_and_bundled_topology(self):
+        # attention= is --attention; a topology may be a bundled name, as on the CLI.
+        model = path("models/qwen3-0.6b.yaml")
+        got = muonplan.plan(model, "h100-ib", nodes=1, offload="none", tokens_per_step=65536,
+                            seq_len=8192, attention="fa2")
+        want = cli_json("plan", "--model", model, "--topology", "h100-ib", "--nodes", "1",
+                        "--offload", "none", "--tokens-per-step", "65536", "--seq-len", "8192",
+                        "--attention", "fa2")
+        self.assertEqual(got, want)
+        self.assertEqual(got["workload"]["attention"], "fa2")
+        terms = {t["name"] for t in got["predicted"]["breakdown"]["training_step_s"]}
+        self.assertTrue({"gemm", "attention", "elementwise", "lm_head", "layer_fixed"} <= terms)
+
     def test_options_use_flag_names(self):
         model = path("models/qwen3-30b-a3b.yaml")
         got = muonplan.plan(model, path("topologies/h200-ib.yaml"), nodes=2, offload="optimizer",

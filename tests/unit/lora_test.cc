@@ -119,26 +119,25 @@ TEST_CASE("lora: memory terms of qwen3-0.6b on one H200 against hand figures", "
         term(p.gpu_persistent_bytes, "frozen_params").value);
 }
 
-TEST_CASE("lora: a training step's frozen weights: 4 N FLOPs, gathered, not reduced", "[lora]") {
+TEST_CASE("lora: a training step's frozen weights: no weight-gradient GEMMs, gathered, not reduced",
+          "[lora]") {
   PlanOptions o;
   o.optimizer = OptimizerKind::adamw;
   o.runtime = RuntimeKind::muonplan;
-  o.workload = Workload{8 * 4096, 4096, 1, false, false, 0};  // no AC: 6 N vs 4 N plain
+  o.workload = Workload{8 * 4096, 4096, 1, false, false, 0};  // no AC: 3 GEMMs vs 2 per weight
   const Plan full = plan_fixed("qwen3-0.6b", 1, OffloadMode::none, o);
   o.lora = rank16();
   const Plan lora = plan_fixed("qwen3-0.6b", 1, OffloadMode::none, o);
-  const ModelSpec s = model("qwen3-0.6b");
-  // Every base parameter's FLOPs (the tied embedding is the head's matmul; norms count as the
-  // 6 N rule counts them) go from 6 N to 4 N; the adapters add 6 x 10,092,544; attention is the
-  // same in both.
-  const double n = double(build_inventory(s).summarize().params_total);
-  const double tokens_per_rank = 8 * 4096 / 8.0;
-  const double rate =
-      h200().node.gpu.bf16_tflops * 1e12 * h200().calibration.model_flops_utilization;
-  const double saved_s = (2 * n - 6 * 10092544.0) * tokens_per_rank / rate;
-  const double fb_full = term(full.predicted.training_terms_s, "forward_backward").value;
-  const double fb_lora = term(lora.predicted.training_terms_s, "forward_backward").value;
-  CHECK(fb_full - fb_lora == Approx(saved_s).epsilon(1e-9));
+  // A trained weight costs three GEMMs (forward, input and weight gradient), a frozen one two.
+  // The weight gradient's output is the small [out, in] matrix (qwen3-0.6b: 1024 wide, 32 tiles
+  // of 128 x 256 on 132 SMs), so it is the slowest of the three and the frozen share is under
+  // 2/3 (0.555 here); the adapters add time of their own.
+  const double g_full = term(full.predicted.training_terms_s, "gemm").value;
+  const double g_lora = term(lora.predicted.training_terms_s, "gemm").value;
+  CHECK(g_lora / g_full > 0.45);
+  CHECK(g_lora / g_full < 0.66);
+  CHECK(term(lora.predicted.training_terms_s, "adapter_gemm").value > 0);
+  CHECK(term(full.predicted.training_terms_s, "adapter_gemm").value == 0);
   // FSDP (one micro step): the base weights and the adapters all-gathered in bf16, forward
   // and backward; a reduce-scatter of the adapters' fp32 gradients only.
   CHECK(term(lora.predicted.comm_bytes, "fsdp_all_gather").value ==

@@ -82,7 +82,8 @@ TEST_CASE("h200-ib.yaml loads with its datasheet figures", "[topology]") {
   // fitted to the published GLM-4.5-Air run (docs/validation.md). Whole structs: a field the
   // file sets to its default that is misread fails here too.
   Calibration calibration;
-  calibration.model_flops_utilization = 0.457;
+  calibration.training_gemm_efficiency = 0.3162;
+  calibration.layer_overhead_us = 4949;
   CHECK(t.calibration == calibration);
   PytorchRuntime pytorch;
   pytorch.transient_fragmentation = 1.133;

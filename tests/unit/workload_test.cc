@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <set>
 
+#include "cost/roofline.h"
 #include "muonplan/base/error.h"
 #include "muonplan/model_io.h"
 #include "muonplan/plan.h"
@@ -119,27 +120,87 @@ TEST_CASE("expert- and context-parallel traffic follow the hand formulas", "[wor
   CHECK(term(flat.predicted.comm_bytes, "cp_attention").value == 0);
 }
 
-TEST_CASE("forward_backward: 6 N_active + causal attention, x4/3 with full AC", "[workload]") {
-  const ModelSpec s = model("qwen3-0.6b");  // dense, tied embeddings
-  const ParamInventory inv = build_inventory(s);
+// Causal attention over 4096 tokens of Qwen3-0.6B: per row and layer forward 4096^2 x 16 heads
+// x (128 + 128) = 68,719,476,736 FLOPs (QK^T and PV, half of the square), backward 2.5x that.
+constexpr double kQwenAttnFwd = 4096.0 * 4096 * 16 * 256;
+
+Workload qwen_rows(bool ac_full, AttentionKernel k = AttentionKernel::auto_kernel) {
   Workload w;
-  w.tokens_per_step = 8 * 4096;
+  w.tokens_per_step = 8 * 4096;  // one row per rank of 8
   w.seq_len = 4096;
-  w.ac_full = false;
-  const Plan p = plan_with("qwen3-0.6b", 1, OffloadMode::none, Layout{8, 1, 1}, w);
-  // By hand: Qwen3-0.6B has 596,049,920 parameters, all active (dense; the tied embedding is
-  // the LM head too): 6 x 596,049,920 = 3,576,299,520 FLOPs a token. Causal attention over 4096
-  // tokens: 28 layers x 3 (forward and backward) x 4096 x 16 heads x 2 x 128 (QK^T and PV, half
-  // of the square causal) = 1,409,286,144. 4,985,585,664 FLOPs a token.
-  CHECK(inv.summarize().params_total == 596'049'920);
-  const double per_token = 4'985'585'664.0;
-  const Topology topo = h200();
-  const double rate = topo.node.gpu.bf16_tflops * 1e12 * topo.calibration.model_flops_utilization;
-  const double want = per_token * (8 * 4096 / 8.0) / rate;
-  CHECK(term(p.predicted.training_terms_s, "forward_backward").value == Approx(want));
-  w.ac_full = true;
-  const Plan ac = plan_with("qwen3-0.6b", 1, OffloadMode::none, Layout{8, 1, 1}, w);
-  CHECK(term(ac.predicted.training_terms_s, "forward_backward").value == Approx(want * 4 / 3));
+  w.ac_full = ac_full;
+  w.attention = k;
+  return w;
+}
+
+TEST_CASE("roofline attention: causal FLOPs at the kernel's published rate", "[workload]") {
+  // H200 (SM90): auto is FlashAttention-3, 616 TFLOP/s forward and 561 backward (FA3 paper).
+  const Plan p = plan_with("qwen3-0.6b", 1, OffloadMode::none, Layout{8, 1, 1}, qwen_rows(false));
+  const double fa3 = 28 * (kQwenAttnFwd / 616e12 + 2.5 * kQwenAttnFwd / 561e12);
+  CHECK(term(p.predicted.training_terms_s, "attention").value == Approx(fa3).epsilon(1e-9));
+  const Plan f2 = plan_with("qwen3-0.6b", 1, OffloadMode::none, Layout{8, 1, 1},
+                            qwen_rows(false, AttentionKernel::fa2));
+  const double fa2 = 28 * (kQwenAttnFwd / 335e12 + 2.5 * kQwenAttnFwd / 322e12);
+  CHECK(term(f2.predicted.training_terms_s, "attention").value == Approx(fa2).epsilon(1e-9));
+  // Full AC runs the forward again inside backward.
+  const Plan ac = plan_with("qwen3-0.6b", 1, OffloadMode::none, Layout{8, 1, 1}, qwen_rows(true));
+  CHECK(term(ac.predicted.training_terms_s, "attention").value ==
+        Approx(fa3 + 28 * kQwenAttnFwd / 616e12).epsilon(1e-9));
+}
+
+TEST_CASE("roofline: FA3 only on SM90; auto is FA2 elsewhere", "[workload]") {
+  CHECK(std::string(attention_rate(AttentionKernel::auto_kernel, 9.0).kernel) ==
+        "FlashAttention-3");
+  CHECK(std::string(attention_rate(AttentionKernel::auto_kernel, 8.6).kernel) ==
+        "FlashAttention-2");
+  CHECK(std::string(attention_rate(AttentionKernel::auto_kernel, 10.0).kernel) ==
+        "FlashAttention-2");
+  CHECK_THROWS_WITH(attention_rate(AttentionKernel::fa3, 8.0),
+                    Catch::Contains("--attention: FlashAttention-3 runs on SM90 (Hopper) only"));
+}
+
+TEST_CASE("roofline GEMMs: frozen weights skip their weight grads; LoRA adds adapters",
+          "[workload]") {
+  const Plan full =
+      plan_with("qwen3-0.6b", 1, OffloadMode::none, Layout{8, 1, 1}, qwen_rows(false));
+  PlanRequest r;
+  r.options.nodes = 1;
+  r.options.offload = OffloadMode::none;
+  r.options.layout = Layout{8, 1, 1};
+  r.options.workload = qwen_rows(false);
+  r.options.lora.rank = 16;
+  const Plan lora = make_plan(model("qwen3-0.6b"), h200(), r);
+  const double g = term(full.predicted.training_terms_s, "gemm").value;
+  const double gl = term(lora.predicted.training_terms_s, "gemm").value;
+  // Forward, input grad, weight grad of about equal cost: two of the three remain.
+  CHECK(gl < 0.8 * g);
+  CHECK(gl > 0.55 * g);
+  CHECK(term(full.predicted.training_terms_s, "adapter_gemm").value == 0);
+  CHECK(term(lora.predicted.training_terms_s, "adapter_gemm").value > 0);
+}
+
+TEST_CASE("roofline GEMMs: a bigger training_gemm_efficiency is faster in proportion",
+          "[workload]") {
+  PlanRequest r;
+  r.options.nodes = 1;
+  r.options.offload = OffloadMode::none;
+  r.options.layout = Layout{8, 1, 1};
+  r.options.workload = qwen_rows(false);
+  Topology t = h200();
+  t.calibration.layer_overhead_us = 0;
+  t.calibration.training_gemm_efficiency = 0.4;
+  const Plan slow = make_plan(model("qwen3-0.6b"), t, r);
+  t.calibration.training_gemm_efficiency = 0.8;
+  const Plan fast = make_plan(model("qwen3-0.6b"), t, r);
+  // Compute-bound at 4096 tokens per rank: the GEMM term halves.
+  CHECK(term(fast.predicted.training_terms_s, "gemm").value ==
+        Approx(term(slow.predicted.training_terms_s, "gemm").value / 2).epsilon(0.02));
+  t.calibration.layer_overhead_us = 1000;
+  const Plan fixed = make_plan(model("qwen3-0.6b"), t, r);
+  // 28 layers x (forward + backward) x 1 ms, one micro step.
+  CHECK(term(fixed.predicted.training_terms_s, "layer_fixed").value -
+            term(fast.predicted.training_terms_s, "layer_fixed").value ==
+        Approx(28 * 2 * 1e-3));
 }
 
 TEST_CASE("training step is the sum of its terms; hidden work is listed apart", "[workload]") {
@@ -164,8 +225,7 @@ TEST_CASE("full offload: Muon pays its post-backward phase, signSGD hides its wo
   const Prediction& g = sign.predicted;
   const double post = term(m.training_terms_s, "post_backward_optimizer").value;
   CHECK(term(g.training_terms_s, "post_backward_optimizer").value == 0);
-  CHECK(term(m.training_terms_s, "forward_backward").value ==
-        Approx(term(g.training_terms_s, "forward_backward").value));
+  CHECK(term(m.training_terms_s, "gemm").value == Approx(term(g.training_terms_s, "gemm").value));
   // Muon is slower, by about its post-backward phase less signSGD's weight upload.
   const double diff = *m.training_step_s - *g.training_step_s;
   const double upload = term(g.training_terms_s, "weight_upload").value;
@@ -258,7 +318,10 @@ TEST_CASE("full offload: weight upload and backward offload against hand figures
   topo.node.host_mem_gbps /= 1000;
   const Plan slow = make_plan(spec, topo, r);
   const double host = term(slow.predicted.training_hidden_s, "backward_host_work").value;
-  const double fb = term(slow.predicted.training_terms_s, "forward_backward").value;
+  double fb = 0;  // the whole compute: the roofline's terms
+  for (const char* n : {"gemm", "expert_gemm", "adapter_gemm", "attention", "elementwise",
+                        "moe_routing", "lm_head", "layer_fixed"})
+    fb += term(slow.predicted.training_terms_s, n).value;
   const double slow_exposed =
       term(slow.predicted.training_terms_s, "exposed_backward_offload").value;
   CHECK(slow_exposed >= host - fb);

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "muonplan/chunk_plan.h"
 #include "muonplan/base/enum_names.h"
+#include "muonplan/chunk_plan.h"
 #include "muonplan/ns_schedule.h"
 #include "muonplan/shards.h"
 
@@ -53,6 +53,13 @@ const char* to_string(CpStyle s);
 // The trainer's attention kernel (prime-rl `model.attn`); its throughput per GPU generation times
 // attention. `auto`: FlashAttention-3 on SM90 (Hopper), FlashAttention-2 elsewhere, as prime-rl.
 enum class AttentionKernel { auto_kernel, fa2, fa3, sdpa };
+inline constexpr EnumName<AttentionKernel> kAttentionKernelNames[] = {
+    {AttentionKernel::auto_kernel, "auto"},
+    {AttentionKernel::fa2, "fa2"},
+    {AttentionKernel::fa3, "fa3"},
+    {AttentionKernel::sdpa, "sdpa"}};
+AttentionKernel parse_attention_kernel(const std::string& name);  // InputError on unknown
+const char* to_string(AttentionKernel k);
 
 struct Workload {
   int64_t tokens_per_step = 0;  // global batch in tokens

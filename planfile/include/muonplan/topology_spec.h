@@ -14,6 +14,9 @@ struct GpuSpec {
   double bf16_tflops = 0;  // dense bf16 tensor-core peak, TFLOP/s
   double hbm_gbps = 0;     // HBM bandwidth
   int sm_count = 0;        // streaming multiprocessors: the GEMM wave-quantization model uses it
+  // CUDA compute capability (8.0 A100, 8.6 RTX A6000, 9.0 H100/H200, 10.0 B200): picks the
+  // attention kernel's throughput and `--attention auto`'s kernel; 0: not given.
+  double compute_capability = 0;
   bool operator==(const GpuSpec&) const = default;
 };
 
@@ -57,9 +60,14 @@ struct Calibration {
   // Fixed cost of one all-to-all beyond the route's latency: launch, synchronization, progress
   // (0: not modeled; `muonplan calibrate` fits it where runs show it, as on CPU ranks).
   double collective_us = 0;
-  double pcie_efficiency = 1.0;          // pcie_* figures are already measured rates
-  double host_kernel_efficiency = 0.8;   // CPU optimizer kernels' fraction of host_mem_gbps
-  double model_flops_utilization = 0.4;  // training-step compute at this fraction of peak
+  double pcie_efficiency = 1.0;         // pcie_* figures are already measured rates
+  double host_kernel_efficiency = 0.8;  // CPU optimizer kernels' fraction of host_mem_gbps
+  // The training step's roofline (docs/planner.md section 8), its two fitted constants: the
+  // training GEMMs' large-shape fraction of bf16 peak (in place of gemm_efficiency_max, which is
+  // the NS kernels'), and a fixed cost per decoder layer per pass (autograd, FSDP hooks, the
+  // trainer's Python between kernels) beyond the modelled launches and collective latencies.
+  double training_gemm_efficiency = 0.75;
+  double layer_overhead_us = 0;
   // Fractions of the expert-parallel dispatch/combine and of the Ulysses context-parallel
   // all-to-alls that run under compute (0: the trainer waits for each, as synchronous
   // all-to-alls do; ring attention hides its hops behind attention compute by design).

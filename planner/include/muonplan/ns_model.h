@@ -41,6 +41,17 @@ struct NsCost {
 // FLOPs of NS on one [rows, cols] matrix.
 double ns_flops(int64_t rows, int64_t cols, int iterations, bool symmetric = false);
 
+// The shape's share of a GEMM kernel's large-shape rate, the one rule the NS model and the
+// training step's roofline share: wave = tiles / (ceil(tiles / sm_count) x sm_count) with tiles
+// = batch x ceil(m / tile_m) x ceil(n / tile_n) (the last wave of output tiles leaves SMs idle:
+// small m or n, few tiles), k = K / (K + gemm_k_overhead) (each tile's prologue and epilogue:
+// short K). Doubles: a grouped GEMM's tokens per expert need not be whole.
+struct GemmShapeEfficiency {
+  double wave = 1, k = 1;
+};
+GemmShapeEfficiency gemm_shape_efficiency(const Topology& topo, double batch, double m, double n,
+                                          double k);
+
 GemmCost gemm_cost(const Topology& topo, const std::string& what, int64_t batch, int64_t m,
                    int64_t n, int64_t k, bool accumulate);
 

@@ -17,6 +17,7 @@ struct PlanFlags {
   std::string nodes = "auto", layout, optimizer = "muon", offload = "auto";
   std::string staging = "whole", schedule = "quintic", owners = "balanced";
   std::string workload, ac = "full", cp_style = "ulysses";
+  std::string attention;  // fa2 | fa3 | sdpa | auto; empty: the workload file's, else auto
   // A prime-rl trainer config; apply_trainer_config (trainer_config_in.h) turns it into the
   // flags below before to_plan_request, which refuses one not applied.
   std::string trainer_config;

@@ -11,8 +11,12 @@
 
 namespace muonplan {
 
+// A topology file, or a bundled topology's name (h200-ib, h100-ib, b200-ib, a100-ib,
+// rtx-a6000: topologies/NAME.yaml in the data directory) as --model takes a bundled name: the
+// path to read. A path that exists, or that names a .yaml file, is taken as written.
+std::string resolve_topology_path(const std::string& path_or_name);
 // Throws InputError ("FILE:LINE:COL: field: what is wrong") on any bad field.
-Topology load_topology(const std::string& path);
+Topology load_topology(const std::string& path_or_name);
 Topology parse_topology(const std::string& text, const std::string& path_for_errors);
 
 enum class DeviceKind { gpu, pcie_switch, host_memory, nic, nvswitch, fabric };

@@ -9,6 +9,15 @@ namespace {
 constexpr double kBf16Bytes = 2;
 }
 
+GemmShapeEfficiency gemm_shape_efficiency(const Topology& topo, double batch, double m, double n,
+                                          double k) {
+  const Calibration& cal = topo.calibration;
+  const double tiles = batch * std::ceil(m / cal.gemm_tile_m) * std::ceil(n / cal.gemm_tile_n);
+  const int sms = std::max(1, topo.node.gpu.sm_count);
+  const double waves = std::ceil(tiles / sms);
+  return {tiles / (waves * sms), k / (k + cal.gemm_k_overhead)};
+}
+
 double ns_flops(int64_t rows, int64_t cols, int iterations, bool symmetric) {
   const double m = static_cast<double>(std::min(rows, cols));
   const double n = static_cast<double>(std::max(rows, cols));
@@ -30,12 +39,10 @@ GemmCost gemm_cost(const Topology& topo, const std::string& what, int64_t batch,
   // Reads A [m,k] and B [k,n]; writes C [m,n], and reads it first when the add is folded in.
   g.bytes =
       kBf16Bytes * batch * (double(m) * k + double(k) * n + double(m) * n * (accumulate ? 2 : 1));
-  const double tiles = double(batch) * std::ceil(double(m) / cal.gemm_tile_m) *
-                       std::ceil(double(n) / cal.gemm_tile_n);
-  const int sms = std::max(1, gpu.sm_count);
-  const double waves = std::ceil(tiles / sms);
-  g.wave_efficiency = tiles / (waves * sms);
-  g.k_efficiency = double(k) / (double(k) + cal.gemm_k_overhead);
+  const GemmShapeEfficiency e =
+      gemm_shape_efficiency(topo, double(batch), double(m), double(n), double(k));
+  g.wave_efficiency = e.wave;
+  g.k_efficiency = e.k;
   const double rate =
       gpu.bf16_tflops * 1e12 * cal.gemm_efficiency_max * g.wave_efficiency * g.k_efficiency;
   g.compute_s = g.flops / rate;

@@ -1,9 +1,11 @@
 // Workload terms: memory, traffic and time of the training step around the optimizer step.
 // Activation bytes follow Korthikanti et al. ("Reducing Activation Recomputation in Large
 // Transformer Models", 2022) with flash attention (no s^2 score tensors) and SwiGLU/MoE MLPs;
-// compute follows the 6 N T rule plus causal attention. Every figure is per micro step first,
+// compute is each operation's roofline (roofline.cc). Every figure is per micro step first,
 // then summed over the step's micro steps (docs/planner.md section 8).
 #include "cost/workload_cost.h"
+
+#include "cost/roofline.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -58,10 +60,8 @@ double layer_activation_bytes(const ModelSpec& s, int64_t layer, double t) {
 struct Unit {
   double non_expert = 0, expert = 0;  // elements, trained
   double muon = 0, all = 0;           // elements on one rank (its share), trained
-  double flops_per_token = 0;         // forward + backward, without recomputation
-  // LoRA's frozen base weights (lora.h): elements, and their forward + input-gradient FLOPs
-  // (4 N: backward computes no weight gradient for them).
-  double frozen_non_expert = 0, frozen_expert = 0, frozen_flops_per_token = 0;
+  // LoRA's frozen base weights (lora.h): elements (gathered, no gradient)
+  double frozen_non_expert = 0, frozen_expert = 0;
 };
 
 struct Rates {
@@ -127,56 +127,35 @@ struct StepShape {
   std::map<int64_t, Unit> units{};
   double expert_total = 0, non_expert = 0;          // trained elements
   double frozen_expert = 0, frozen_non_expert = 0;  // LoRA's frozen elements
-  double attn_flops_per_token = 0, max_layer = 0;   // max_layer: gathered, trained or not
+  double max_layer = 0;                             // gathered, trained or not
   double max_layer_trained = 0;                     // the part with gradients
   double stored_inputs = 0;  // bf16 input of every layer (the checkpoints of full AC)
 };
 
 // Parameters per FSDP unit, and each rank's share of them.
-void count_units(StepShape& sh, const ModelSpec& s, const ParamInventory& inv,
-                 const PlanOptions& o) {
+void count_units(StepShape& sh, const ParamInventory& inv, const PlanOptions& o) {
   const int world = sh.world;
   const Layout& l = sh.l;
-  const double k_frac = s.moe.num_experts > 0 ? top_k(s) / double(s.moe.num_experts) : 0;
   std::map<int64_t, Unit>& units = sh.units;
   double& expert_total = sh.expert_total;
   double& non_expert = sh.non_expert;
-  // LoRA: one adapter slot of the resident ones carries a sequence's tokens (prime-rl's
-  // MultiLoRA layers pick one per micro step), so each slot's FLOPs count 1 / adapters.
-  const double slot_share = o.lora.rank > 0 ? 1.0 / double(o.lora.adapters) : 1.0;
   inv.for_each_weight([&](const ParamTensor& pt, bool trained) {
     if (pt.mtp && !o.include_mtp) return;
     const double n = double(pt.numel());
     Unit& u = units[pt.layer];
     const bool expert = pt.stack_dim == 0 || pt.routed_expert;
-    const bool lookup = pt.name == "model.embed_tokens.weight" && !s.tie_embeddings;
-    if (!trained) {  // forward 2 N and the input gradient 2 N; no weight gradient
+    if (!trained) {  // LoRA's frozen base weights: gathered, but no gradient
       (expert ? u.frozen_expert : u.frozen_non_expert) += n;
       (expert ? sh.frozen_expert : sh.frozen_non_expert) += n;
-      if (!lookup) u.frozen_flops_per_token += 4 * n * (expert ? k_frac : 1);
       return;
     }
-    const double flops = 6 * n * slot_share;
     (expert ? u.expert : u.non_expert) += n;
     // Non-expert params are split over F ranks, expert params over all ranks (EP x the rest).
     const double share = expert ? n / world : n / l.fsdp;
     u.all += share;
     if (pt.rule == UpdateRule::muon) u.muon += share;
-    if (expert) {
-      expert_total += n;
-      u.flops_per_token += flops * k_frac;
-    } else {
-      non_expert += n;
-      // The input embedding is a lookup, not a matmul, unless it is also the output head.
-      if (!lookup) u.flops_per_token += flops;
-    }
+    (expert ? expert_total : non_expert) += n;
   });
-  // Causal attention: QK^T and AV over half the sequence on average, x3 for backward.
-  const Heads& a = sh.a;
-  sh.attn_flops_per_token = 6 * double(sh.w.seq_len) * a.q * (a.qk + a.v) / 2;
-  for (auto& [layer, u] : units) {
-    if (layer >= 0) u.flops_per_token += sh.attn_flops_per_token;
-  }
   for (const auto& [layer, u] : units) {
     if (layer < 0) continue;
     const double trained = u.non_expert + u.expert / l.ep;
@@ -203,7 +182,7 @@ StepShape step_shape(const ModelSpec& s, const ParamInventory& inv, const Topolo
   sh.h = double(s.hidden_size);
   sh.layers = s.num_layers + (o.include_mtp ? s.mtp_layers : 0);
   sh.a = heads_of(s);
-  count_units(sh, s, inv, o);
+  count_units(sh, inv, o);
   sh.stored_inputs = double(sh.layers) * 2 * sh.t * sh.h;
   return sh;
 }
@@ -324,32 +303,23 @@ CommSeconds add_workload_traffic(Prediction& p, const ModelSpec& s, const Topolo
   return {fsdp_s, ep_s, cp_s, r.d2h_bps};
 }
 
-// The model's compute per rank and step: 6 N T (x 4/3 with full recomputation), N the active
-// matmul params, plus causal attention.
+// The model's compute per rank and step, operation by operation (roofline.cc).
 struct ComputeSeconds {
-  double recompute = 1;  // the FLOPs factor of full AC
-  double rate = 0;       // FLOP/s
-  double tokens_per_rank = 0;
+  RooflineStep roof;
   double compute_s = 0, attn_s = 0;
 };
 
-ComputeSeconds compute_seconds(const Topology& topo, const StepShape& sh) {
+ComputeSeconds compute_seconds(const ModelSpec& s, const ParamInventory& inv, const Topology& topo,
+                               const PlanOptions& o, const StepShape& sh) {
   const Workload& w = sh.w;
+  const RooflineShape rs{sh.t,     sh.n_micro, double(w.seq_len), double(w.micro_batch_seqs),
+                         sh.l.cp,  sh.l.ep,    sh.l.fsdp,         sh.gpn,
+                         sh.a.q,   sh.a.kv,    sh.a.qk,           sh.a.v,
+                         w.ac_full};
   ComputeSeconds c;
-  c.recompute = w.ac_full ? 4.0 / 3.0 : 1.0;
-  double per_token = 0, attn_per_token = 0, frozen_per_token = 0;
-  for (const auto& [layer, u] : sh.units) {
-    per_token += u.flops_per_token;
-    frozen_per_token += u.frozen_flops_per_token;
-    if (layer >= 0) attn_per_token += sh.attn_flops_per_token;
-  }
-  c.rate = topo.node.gpu.bf16_tflops * 1e12 * topo.calibration.model_flops_utilization;
-  c.tokens_per_rank = double(w.tokens_per_step) / sh.world;
-  c.compute_s = per_token * c.recompute * c.tokens_per_rank / c.rate;
-  // LoRA's frozen weights: 4 N, and full AC's recompute adds their forward 2 N (x 1.5).
-  if (frozen_per_token > 0)
-    c.compute_s += frozen_per_token * (w.ac_full ? 1.5 : 1.0) * c.tokens_per_rank / c.rate;
-  c.attn_s = attn_per_token * c.recompute * c.tokens_per_rank / c.rate;
+  c.roof = roofline_step(s, inv, topo, o, rs);
+  c.compute_s = c.roof.compute_s;
+  c.attn_s = c.roof.attention_s;
   return c;
 }
 
@@ -367,9 +337,9 @@ void add_compute_terms(Prediction& p, const Topology& topo, const StepShape& sh,
   const double ep_hidden = hidden(ep_s * cal.ep_comm_overlap, compute_s);
   const double cp_hidden = w.cp_style == CpStyle::ring ? hidden(cp_s, attn_s)
                                                        : hidden(cp_s * cal.cp_comm_overlap, attn_s);
-  p.training_terms_s.push_back({"forward_backward", compute_s,
-                                "model FLOPs / (peak x model_flops_utilization), " +
-                                    std::to_string(int64_t(sh.n_micro)) + " micro step(s)"});
+  const std::string micro = ", " + std::to_string(int64_t(sh.n_micro)) + " micro step(s)";
+  for (const Term& t : c.roof.terms)
+    p.training_terms_s.push_back({t.name, t.value, t.formula + micro});
   p.training_terms_s.push_back({"exposed_fsdp_comm", std::max(0.0, fsdp_s - compute_s),
                                 "FSDP traffic not hidden by compute"});
   p.training_terms_s.push_back(
@@ -391,24 +361,22 @@ void add_compute_terms(Prediction& p, const Topology& topo, const StepShape& sh,
 // order (PCIe D2H, then CPU), each FIFO; what outlasts the last backward is exposed.
 void add_offloaded_backward(Prediction& p, const PlanOptions& o, const StepShape& sh,
                             const ComputeSeconds& c, const OptimizerPhases& opt) {
-  const Workload& w = sh.w;
-  const double n_micro = sh.n_micro, compute_s = c.compute_s, recompute = c.recompute;
-  const double tokens_per_rank = c.tokens_per_rank, rate = c.rate;
+  const double n_micro = sh.n_micro, compute_s = c.compute_s;
   const std::map<int64_t, Unit>& units = sh.units;
-  const double bwd_share = w.ac_full ? 3.0 / 4.0 : 2.0 / 3.0;
+  double bwd_s = 0;  // one micro step
+  for (const auto& [layer, b] : c.roof.unit_bwd_s) bwd_s += b;
   const double mom_b = o.bf16_momentum ? 2 : 4;
   const double host_update_bpe = o.optimizer == OptimizerKind::signsgd ? 10 : 26;
   double clock = 0, d2h_free = 0, cpu_free = 0, d2h_busy = 0, cpu_busy = 0;
   for (int64_t m = 0; m < int64_t(n_micro); ++m) {
-    clock += compute_s / n_micro * (1 - bwd_share);  // forward
+    clock += compute_s / n_micro - bwd_s;  // forward
     const bool last = m + 1 == int64_t(n_micro);
     // Backward order: layers from the last; the root unit (-1: embeddings, LM head, final
     // norm) last, where FSDP reduces it.
     for (auto it = units.rbegin(); it != units.rend(); ++it) {
       const Unit& u = it->second;
-      clock +=
-          (u.flops_per_token * recompute + u.frozen_flops_per_token * (w.ac_full ? 1.5 : 1.0)) *
-          tokens_per_rank / n_micro / rate * bwd_share;
+      const auto b = c.roof.unit_bwd_s.find(it->first);
+      clock += b == c.roof.unit_bwd_s.end() ? 0 : b->second;
       const double d2h = 2 * u.all / opt.d2h_bps;
       d2h_free = std::max(clock, d2h_free) + d2h;
       // Host bytes per element: accumulate (write fp32; later read it too), or at the last
@@ -449,7 +417,7 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Top
   const StepShape sh = step_shape(s, inv, topo, o, plan);
   add_workload_memory(p, s, o, sh);
   const CommSeconds comm = add_workload_traffic(p, s, topo, sh);
-  const ComputeSeconds c = compute_seconds(topo, sh);
+  const ComputeSeconds c = compute_seconds(s, inv, topo, o, sh);
   add_compute_terms(p, topo, sh, comm, c);
   if (!offload_policy(o.offload, o.optimizer_staging).host_fold) {
     p.training_terms_s.push_back(

@@ -201,6 +201,7 @@ const std::vector<std::pair<std::string, Access>>& setters() {
       {"ac-offload", boolean(&PlanFlags::ac_offload)},
       {"lm-head-chunk", number(&PlanFlags::lm_head_chunk, "an integer")},
       {"cp-style", text(&PlanFlags::cp_style)},
+      {"attention", text(&PlanFlags::attention)},
       {"gpu-memory-gib", positive_double(&PlanFlags::gpu_memory_gib)},
       {"host-ram-gib", positive_double(&PlanFlags::host_ram_gib)},
       {"include-mtp", boolean(&PlanFlags::include_mtp)},
@@ -342,6 +343,11 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
     o.workload =
         Workload{f.tokens_per_step, f.seq_len,       f.micro_batch_seqs,         f.ac == "full",
                  f.ac_offload,      f.lm_head_chunk, parse_cp_style(f.cp_style), f.ac_max_inflight};
+  }
+  if (!f.attention.empty()) {
+    const AttentionKernel k = parse_attention_kernel(f.attention);
+    if (!o.workload) throw InputError({}, "--attention", "applies to a training workload only");
+    o.workload->attention = k;
   }
   if (!r.auto_offload) check_nesterov(o, "--nesterov");  // auto: the search skips full
   // A training workload is run by a PyTorch trainer; the optimizer step alone by our executor.

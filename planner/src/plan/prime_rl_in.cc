@@ -8,6 +8,27 @@
 namespace muonplan::detail {
 namespace {
 
+// `[model] attn`: prime-rl's kernel names onto --attention. flash_attention_4 (SM100) has no
+// published throughput the planner could use: refused rather than planned as another kernel.
+void read_attention(const TrainerFile& f, TrainerConfig& tc) {
+  if (!f.get("model", "attn")) return;
+  const std::string attn = f.string("model", "attn", "auto");
+  static const std::pair<const char*, const char*> kNames[] = {{"flash_attention_2", "fa2"},
+                                                               {"flash_attention_3", "fa3"},
+                                                               {"sdpa", "sdpa"},
+                                                               {"auto", "auto"}};
+  for (const auto& [name, flag] : kNames) {
+    if (attn == name) {
+      tc.values.push_back(f.value("attention", flag, "model", "attn"));
+      return;
+    }
+  }
+  f.fail("model", "attn",
+         "expected flash_attention_2, flash_attention_3, sdpa or auto (the planner has no "
+         "throughput figures for others), got '" +
+             attn + "'");
+}
+
 std::string num(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.17g", v);
@@ -88,6 +109,7 @@ void read_parallel(const TrainerFile& f, TrainerConfig& tc) {
   if (style != "ring" && style != "ulysses")
     f.fail("model", "cp_style", "expected ring or ulysses, got '" + style + "'");
   tc.values.push_back(f.value("cp-style", style, "model", "cp_style"));
+  read_attention(f, tc);
   if (const TomlNode* ep = f.get("model", "ep")) {
     if (ep->kind == TomlNode::Kind::string && ep->str == "auto") {
       tc.ep = 0;

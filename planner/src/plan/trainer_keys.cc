@@ -38,7 +38,9 @@ const std::vector<TrainerKey>& trainer_keys() {
       {"model", "full_offload.numa_bind", T::boolean, false, "NUMA binding"},
       {"model", "fsdp_cpu_offload", T::boolean, true, "planned as full offload"},
       {"model", "impl", T::string, false, "hf, custom or auto"},
-      {"model", "attn", T::string, false, "attention kernel"},
+      {"model", "attn", T::string, true,
+       "attention kernel: flash_attention_2, flash_attention_3, sdpa or auto (the default: FA3 "
+       "on SM90, FA2 elsewhere; before prime-rl #3057 the default was flash_attention_2)"},
       {"model", "trust_remote_code", T::boolean, false, ""},
       {"model", "ep_comm_backend", T::string, false, "torch or deepep"},
       {"model", "deepep_num_sms", T::integer, false, ""},

@@ -25,6 +25,13 @@ Workload load_workload(const std::string& path) {
            "expected " + choices_text(enum_names(kCpStyleNames)) + ", got '" + cp_style + "'");
   }
   w.cp_style = *style;
+  const std::string attention = m.get_string("attention", "auto");
+  const std::optional<AttentionKernel> kernel = enum_from_name(kAttentionKernelNames, attention);
+  if (!kernel) {
+    m.fail("attention", "expected " + choices_text(enum_names(kAttentionKernelNames)) + ", got '" +
+                            attention + "'");
+  }
+  w.attention = *kernel;
   for (const char* key : {"tokens_per_step", "seq_len", "micro_batch_seqs"}) {
     if (m.get_int(key, 1) <= 0) m.fail(key, "must be positive");
   }
@@ -32,7 +39,7 @@ Workload load_workload(const std::string& path) {
     m.fail("tokens_per_step", "must be a multiple of seq_len (" + std::to_string(w.seq_len) + ")");
   }
   m.check_known({"tokens_per_step", "seq_len", "micro_batch_seqs", "ac", "ac_offload",
-                 "lm_head_chunk", "cp_style"});
+                 "lm_head_chunk", "cp_style", "attention"});
   return w;
 }
 

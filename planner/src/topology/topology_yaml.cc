@@ -1,10 +1,13 @@
 // Our YAML topology format (docs/topology.md) and the checks every topology must pass.
 #include <tuple>
 
+#include <filesystem>
+
 #include "muonplan/base/io.h"
+#include "muonplan/base/units.h"
+#include "muonplan/data_dir.h"
 #include "muonplan/plan_checks.h"
 #include "muonplan/topology.h"
-#include "muonplan/base/units.h"
 #include "muonplan/yaml_reader.h"
 
 namespace muonplan {
@@ -68,13 +71,18 @@ double efficiency(const YamlMap& m, const std::string& key, double fallback) {
 // rather than as the correctly spelt one missing.
 
 void read_gpu(const YamlMap& m, GpuSpec& g) {
-  m.check_known({"name", "memory_gib", "bf16_tflops", "hbm_gbps", "sm_count"});
+  m.check_known(
+      {"name", "memory_gib", "bf16_tflops", "hbm_gbps", "sm_count", "compute_capability"});
   g.name = m.get_string("name");
   if (const std::string why = name_problem(g.name); !why.empty()) m.fail("name", why);
   g.memory_gib = positive(m, "memory_gib");
   g.bf16_tflops = positive(m, "bf16_tflops");
   g.hbm_gbps = positive(m, "hbm_gbps");
   g.sm_count = count(m, "sm_count", kMaxSmCount);
+  g.compute_capability = non_negative(m, "compute_capability", 0);
+  if (g.compute_capability > 20)
+    m.fail("compute_capability",
+           "is major.minor (e.g. 9.0), got " + as_written(m, "compute_capability"));
 }
 
 void read_pcie(const YamlMap& m, NodeSpec& n) {
@@ -138,8 +146,8 @@ void read_overheads(const YamlMap& m, Overheads& o) {
 void read_calibration(const YamlMap& m, Calibration& c) {
   m.check_known({"gemm_efficiency_max", "gemm_k_overhead", "gemm_tile_m", "gemm_tile_n",
                  "kernel_launch_us", "hbm_efficiency", "link_efficiency", "collective_us",
-                 "pcie_efficiency", "host_kernel_efficiency", "model_flops_utilization",
-                 "ep_comm_overlap", "cp_comm_overlap"});
+                 "pcie_efficiency", "host_kernel_efficiency", "training_gemm_efficiency",
+                 "layer_overhead_us", "ep_comm_overlap", "cp_comm_overlap"});
   c.gemm_efficiency_max = efficiency(m, "gemm_efficiency_max", c.gemm_efficiency_max);
   c.gemm_k_overhead = non_negative(m, "gemm_k_overhead", c.gemm_k_overhead);
   c.gemm_tile_m = count(m, "gemm_tile_m", kMaxGemmTile, c.gemm_tile_m);
@@ -150,7 +158,9 @@ void read_calibration(const YamlMap& m, Calibration& c) {
   c.collective_us = non_negative(m, "collective_us", c.collective_us);
   c.pcie_efficiency = efficiency(m, "pcie_efficiency", c.pcie_efficiency);
   c.host_kernel_efficiency = efficiency(m, "host_kernel_efficiency", c.host_kernel_efficiency);
-  c.model_flops_utilization = efficiency(m, "model_flops_utilization", c.model_flops_utilization);
+  c.training_gemm_efficiency =
+      efficiency(m, "training_gemm_efficiency", c.training_gemm_efficiency);
+  c.layer_overhead_us = non_negative(m, "layer_overhead_us", c.layer_overhead_us);
   for (auto [key, field] : {std::pair{"ep_comm_overlap", &c.ep_comm_overlap},
                             std::pair{"cp_comm_overlap", &c.cp_comm_overlap}}) {
     *field = non_negative(m, key, *field);
@@ -216,7 +226,20 @@ Topology parse_topology(const std::string& text, const std::string& path_for_err
   return t;
 }
 
-Topology load_topology(const std::string& path) {
+std::string resolve_topology_path(const std::string& name) {
+  std::error_code ec;
+  const bool plain = name.find('/') == std::string::npos && name.find(".yaml") == std::string::npos;
+  if (!plain || std::filesystem::exists(name, ec)) return name;
+  try {
+    const std::string bundled = data_path("topologies/" + name + ".yaml");
+    if (std::filesystem::exists(bundled, ec)) return bundled;
+  } catch (const std::exception&) {  // no data directory: read the name as a path
+  }
+  return name;
+}
+
+Topology load_topology(const std::string& path_or_name) {
+  const std::string path = resolve_topology_path(path_or_name);
   return parse_topology(read_input_file(path), path);
 }
 

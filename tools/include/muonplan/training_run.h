@@ -23,6 +23,7 @@ struct TrainingRun {
   std::optional<double> training_step_s, gpu_peak_gib, host_ram_per_node_gib,
       post_backward_optimizer_s;
   bool gpu_peak_allocated = false;  // gpu_peak_kind: allocated (else reserved)
+  std::string skipped;  // why it cannot be planned here (another topology, LoRA); "": planned
 };
 
 // Reads FILE: `model:` (a name in models/ or a path beside FILE), then either `trainer_config:`

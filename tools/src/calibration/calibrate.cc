@@ -359,7 +359,8 @@ std::string with_calibration(const std::string& text, const Calibration& c,
         << "  collective_us: " << fmt(c.collective_us) << "\n"
         << "  pcie_efficiency: " << fmt(c.pcie_efficiency) << "\n"
         << "  host_kernel_efficiency: " << fmt(c.host_kernel_efficiency) << "\n"
-        << "  model_flops_utilization: " << fmt(c.model_flops_utilization) << "\n"
+        << "  training_gemm_efficiency: " << fmt(c.training_gemm_efficiency) << "\n"
+        << "  layer_overhead_us: " << fmt(c.layer_overhead_us) << "\n"
         << "  ep_comm_overlap: " << fmt(c.ep_comm_overlap) << "\n"
         << "  cp_comm_overlap: " << fmt(c.cp_comm_overlap) << "\n";
   std::istringstream in(text);

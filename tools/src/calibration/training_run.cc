@@ -77,15 +77,16 @@ struct Knob {
 std::vector<Knob> knobs_for(int f) {
   switch (f) {
     case step:
-      return {{"calibration.model_flops_utilization",
-               [](Topology& t) -> double& { return t.calibration.model_flops_utilization; }, 0.05,
-               0.9, "training_step_s: compute is most of the step"},
-              {"calibration.ep_comm_overlap",
-               [](Topology& t) -> double& { return t.calibration.ep_comm_overlap; }, 0, 1,
-               "training_step_s of a second run"},
-              {"calibration.cp_comm_overlap",
-               [](Topology& t) -> double& { return t.calibration.cp_comm_overlap; }, 0, 1,
-               "training_step_s of a third run"}};
+      // The roofline's two fitted constants (docs/planner.md section 8): the GEMMs' sustained
+      // fraction of peak (cuBLAS bf16 on large shapes runs at 0.6-0.85 of the dense peak), and
+      // the fixed cost per layer and pass (0: none beyond launches and collective latency; 5 ms:
+      // a layer's Python and hooks at their slowest).
+      return {{"calibration.training_gemm_efficiency",
+               [](Topology& t) -> double& { return t.calibration.training_gemm_efficiency; }, 0.3,
+               0.9, "training_step_s: the GEMMs are most of the step"},
+              {"calibration.layer_overhead_us",
+               [](Topology& t) -> double& { return t.calibration.layer_overhead_us; }, 0, 5000,
+               "training_step_s of a second run: the fixed cost per layer and pass"}};
     case post_backward:
       return {{"pytorch.host_pass_efficiency",
                [](Topology& t) -> double& { return t.pytorch.host_pass_efficiency; }, 0.05, 1,
@@ -166,14 +167,66 @@ void read_measured(const YamlMap& m, TrainingRun& r) {
     m.fail("training_step_s", "measured: gives no figure");
 }
 
+// Why a run cannot be fitted on this topology, or "": measured on another topology, or with
+// LoRA, which this build does not plan.
+std::string skip_reason(const YamlMap& root, const Topology& topo) {
+  if (root.has("topology")) {
+    const std::string t = root.get_string("topology");
+    if (t != topo.name) return "measured on " + t + ", not " + topo.name;
+  }
+  if (root.has("lora_rank") && root.get_int("lora_rank") > 0) {
+    return "LoRA (rank " + std::to_string(root.get_int("lora_rank")) +
+           "): this build does not plan LoRA";
+  }
+  return "";
+}
+
+// The trainer-benchmark form (docs/planner.md, "From a measured training step"): one node of
+// `gpus` GPUs, FSDP over all of them, AdamW without offload, `micro_batches` rows of seq_len
+// tokens per GPU; `type` rl fuses the LM head in 2048-token chunks, sft leaves it unfused;
+// `ac` recompute (full AC) or offload (full AC, inputs in host RAM); `attention` prime-rl's name.
+void read_benchmark(const YamlMap& root, PlanFlags& f) {
+  const int64_t gpus = root.get_int("gpus"), rows = root.get_int("micro_batches");
+  f.nodes = std::to_string(root.get_int("nodes", 1));
+  f.gpus_per_node = int(gpus);
+  f.layout = "fsdp=" + std::to_string(gpus);
+  f.offload = root.get_string("offload", "none");
+  f.optimizer = root.get_string("optimizer", "adamw");
+  f.seq_len = root.get_int("seq_len");
+  f.tokens_per_step = rows * gpus * root.get_int("nodes", 1) * f.seq_len;
+  f.micro_batch_seqs = 1;
+  const std::string type = root.get_string("type");
+  if (type != "rl" && type != "sft") root.fail("type", "expected rl or sft, got '" + type + "'");
+  f.lm_head_chunk = type == "rl" ? 2048 : 0;
+  const std::string ac = root.get_string("ac", "recompute");
+  if (ac != "recompute" && ac != "offload" && ac != "none")
+    root.fail("ac", "expected recompute, offload or none, got '" + ac + "'");
+  f.ac = ac == "none" ? "none" : "full";
+  f.ac_offload = ac == "offload";
+  const std::string attn = root.get_string("attention", "auto");
+  static const std::map<std::string, std::string> kKernels = {{"flash_attention_2", "fa2"},
+                                                              {"flash_attention_3", "fa3"},
+                                                              {"sdpa", "sdpa"},
+                                                              {"auto", "auto"},
+                                                              {"fa2", "fa2"},
+                                                              {"fa3", "fa3"}};
+  const auto k = kKernels.find(attn);
+  if (k == kKernels.end()) root.fail("attention", "unknown kernel '" + attn + "'");
+  f.attention = k->second;
+}
+
 }  // namespace
 
 TrainingRun load_training_run(const std::string& path, const Topology& topo) {
   const YamlMap root(detail::parse_yaml_text(read_input_file(path), path), path, "");
   root.check_known({"model", "topology", "trainer_config", "nodes", "gpus_per_node", "layout",
-                    "offload", "optimizer", "runtime", "workload", "measured"});
+                    "offload", "optimizer", "runtime", "workload", "measured", "gpus", "type",
+                    "lora_rank", "seq_len", "ac", "attention", "micro_batches"});
   TrainingRun r;
   r.name = path;
+  read_measured(root.get_map("measured"), r);
+  r.skipped = skip_reason(root, topo);
+  if (!r.skipped.empty()) return r;
   // The model: model: (a path beside the run, or a bundled name), else the trainer config's
   // [model] name, resolved by prepare_plan as `muonplan plan` resolves it.
   const std::string model =
@@ -190,7 +243,7 @@ TrainingRun load_training_run(const std::string& path, const Topology& topo) {
   if (root.has("optimizer")) f.optimizer = root.get_string("optimizer");
   if (auto w = root.get_optional_map("workload")) {
     w->check_known({"tokens_per_step", "seq_len", "micro_batch_seqs", "ac", "ac_offload",
-                    "lm_head_chunk", "cp_style"});
+                    "lm_head_chunk", "cp_style", "attention"});
     f.tokens_per_step = w->get_int("tokens_per_step");
     f.seq_len = w->get_int("seq_len");
     f.micro_batch_seqs = w->get_int("micro_batch_seqs", 1);
@@ -198,10 +251,11 @@ TrainingRun load_training_run(const std::string& path, const Topology& topo) {
     f.ac_offload = w->get_bool("ac_offload", false);
     f.lm_head_chunk = w->get_int("lm_head_chunk", 0);
     f.cp_style = w->get_string("cp_style", "ulysses");
+    f.attention = w->get_string("attention", "");
   }
+  if (root.has("micro_batches")) read_benchmark(root, f);
   if (f.trainer_config.empty() && (f.nodes == "auto" || f.offload == "auto"))
     root.fail("nodes", "a training run needs nodes: and offload: (or trainer_config:)");
-  read_measured(root.get_map("measured"), r);
   const PlanInputs in = prepare_plan(model, f);
   r.spec = in.model.spec;
   r.model_path = in.model.path;

@@ -1,0 +1,286 @@
+// The training step's compute from each operation's roofline (roofline.h; docs/planner.md
+// section 8, "Roofline"). Every operation costs max(FLOPs / rate, bytes / (hbm_gbps x
+// hbm_efficiency)); GEMM rates follow their shapes through gemm_shape_efficiency (ns_model.h),
+// attention its kernel's published throughput. Work is per FSDP unit and micro step (no loop
+// over tokens), then summed over the micro steps.
+#include "cost/roofline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "muonplan/base/error.h"
+#include "muonplan/base/units.h"
+#include "muonplan/ns_model.h"
+
+namespace muonplan {
+
+AttentionRate attention_rate(AttentionKernel kernel, double cc) {
+  const bool hopper = cc >= 9 && cc < 10, blackwell = cc >= 10;
+  if (kernel == AttentionKernel::fa3 && cc > 0 && !hopper) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "FlashAttention-3 runs on SM90 (Hopper) only; this GPU's compute capability "
+                  "is %.1f (use fa2, sdpa or auto)",
+                  cc);
+    throw InputError({}, "--attention", buf);
+  }
+  if (kernel == AttentionKernel::auto_kernel)
+    kernel = hopper ? AttentionKernel::fa3 : AttentionKernel::fa2;
+  if (kernel == AttentionKernel::fa3) {
+    return {"FlashAttention-3", 616 / 989.4, 561 / 989.4,
+            "FA3 paper (arXiv 2407.08608) figs. 5-6: H100 SXM5 bf16, head dim 128, causal, 16k: "
+            "616 TFLOP/s forward, 561 backward, of 989.4"};
+  }
+  const char* name =
+      kernel == AttentionKernel::sdpa ? "SDPA (FlashAttention-2 backend)" : "FlashAttention-2";
+  if (hopper) {
+    return {name, 335 / 989.4, 322 / 989.4,
+            "FA3 paper figs. 5-6, its FA2 bars: H100 SXM5, head dim 128, causal, 16k: 335 "
+            "forward, 322 backward"};
+  }
+  if (blackwell) {
+    // FA2's mma.sync path has no published SM100 figure: Hopper's FA2 rate per SM at the same
+    // clock, over B200's 148 SMs and 2250 TFLOP/s dense peak (an estimate, not a measurement).
+    return {name, 335.0 * 148 / 132 / 2250, 322.0 * 148 / 132 / 2250,
+            "estimate: H100's FA2 rate per SM x 148 SMs, of 2250 (no published SM100 figure)"};
+  }
+  return {name, 0.70, 0.55,
+          "FA2 paper (arXiv 2307.08691): 50-73% of A100 peak; forward at 0.70, backward 0.55"};
+}
+
+namespace {
+
+enum OpClass {
+  gemm,
+  expert_gemm,
+  adapter_gemm,
+  attention,
+  elementwise,
+  moe_routing,
+  lm_head,
+  layer_fixed,
+  kClasses
+};
+const char* const kClassNames[] = {"gemm",        "expert_gemm", "adapter_gemm", "attention",
+                                   "elementwise", "moe_routing", "lm_head",      "layer_fixed"};
+const char* const kClassFormulas[] = {
+    "dense GEMMs (qkv, o, gate/up, down, router, shared experts): forward [t, in] x [in, out], "
+    "backward input and weight grads; max(2 m n k / (peak x training_gemm_efficiency x wave x k "
+    "eff), bytes / HBM)",
+    "routed experts' grouped GEMMs, t x top_k x ep / E tokens per local expert",
+    "LoRA adapters A [r, in], B [out, r] (base weights frozen: no weight-grad GEMMs)",
+    "causal attention, S^2 heads (qk + v) per row forward, 2.5x backward",
+    "norms, rotary, SwiGLU, residual adds: bf16 bytes / (hbm x hbm_efficiency)",
+    "router softmax/top-k, token permutation and combine: bytes / HBM",
+    "LM head GEMMs per chunk and the fp32 logits' bytes (22 B per token and vocab entry)",
+    "per layer and pass: kernel launches x kernel_launch_us, FSDP collectives x hop latency, "
+    "layer_overhead_us"};
+constexpr double kBf16 = 2;
+
+struct Ctx {
+  const Topology& topo;
+  const RooflineShape& sh;
+  double peak = 0, hbm = 0;
+  AttentionRate attn;
+  // Seconds by class and pass, one micro step: forward, backward, and the recompute of full
+  // AC (each decoder layer's forward again, inside backward).
+  double fwd[kClasses]{}, bwd[kClasses]{}, rec[kClasses]{};
+  double flops[kClasses]{};
+};
+
+// One GEMM [m, k] x [k, n], batch of them; adds its FLOPs to `cls` and returns seconds.
+double gemm_s(Ctx& c, OpClass cls, double batch, double m, double n, double k) {
+  if (batch <= 0 || m <= 0 || n <= 0 || k <= 0) return 0;
+  const double fl = 2 * batch * m * n * k;
+  const double bytes = kBf16 * batch * (m * k + k * n + m * n);
+  const GemmShapeEfficiency e = gemm_shape_efficiency(c.topo, batch, m, n, k);
+  const double rate = c.peak * c.topo.calibration.training_gemm_efficiency * e.wave * e.k;
+  c.flops[cls] += fl;
+  return std::max(fl / rate, bytes / c.hbm);
+}
+
+struct Passes {
+  double fwd = 0, bwd = 0;
+  void add(double f, double b) { fwd += f, bwd += b; }
+};
+
+Passes add(Ctx& c, OpClass cls, double f, double b) {
+  c.fwd[cls] += f;
+  c.bwd[cls] += b;
+  return {f, b};
+}
+
+// A weight [out, in] over m tokens per copy, `batch` copies (`share` of them on this rank when
+// under one): forward, input grad, and the weight grad unless the weight is frozen.
+Passes weight_gemms(Ctx& c, OpClass cls, double batch, double m, double out, double in, bool frozen,
+                    double share = 1) {
+  const double f = gemm_s(c, cls, batch, m, out, in);
+  const double b =
+      gemm_s(c, cls, batch, m, in, out) + (frozen ? 0 : gemm_s(c, cls, batch, out, in, m));
+  return add(c, cls, f * share, b * share);
+}
+
+// A LoRA adapter (lora.h: NAME.lora_A.k / NAME.lora_B.k) and its slot k. A sequence's tokens run
+// through one slot (prime-rl's MultiLoRA layers pick one per micro step), so slot 0 stands for
+// them all; the other slots hold memory and no work.
+bool is_adapter(const std::string& name, bool* other_slot) {
+  const size_t at = name.find(".lora_");
+  if (at == std::string::npos) return false;
+  *other_slot = name.compare(name.size() - 2, 2, ".0") != 0;
+  return true;
+}
+
+// An elementwise pass: forward bytes, backward about twice them.
+Passes bytes_s(Ctx& c, OpClass cls, double fwd_bytes) {
+  return add(c, cls, fwd_bytes / c.hbm, 2 * fwd_bytes / c.hbm);
+}
+
+struct UnitWork {
+  Passes p;
+  double kernels_fwd = 0, collectives = 1;  // forward: one all-gather per FSDP group
+  double ffn_width = 0;                     // SwiGLU width per token (top-k routed + shared)
+  bool moe = false;
+};
+
+// Attention, elementwise and routing passes of one decoder layer, one micro step.
+void layer_passes(Ctx& c, const ModelSpec& s, UnitWork& u) {
+  const RooflineShape& sh = c.sh;
+  const double t = sh.t, h = double(s.hidden_size);
+  const double fl =
+      sh.seqs_per_micro * sh.seq_len * sh.seq_len * sh.heads_q * (sh.qk + sh.v) / sh.cp;
+  const double io = kBf16 * t * (2 * sh.heads_q * sh.qk + 2 * sh.heads_kv * (sh.qk + sh.v));
+  const double af = std::max(fl / (c.peak * c.attn.forward), io / c.hbm);
+  const double ab = std::max(2.5 * fl / (c.peak * c.attn.backward), 2 * io / c.hbm);
+  c.flops[attention] += 3.5 * fl;
+  const Passes a = add(c, attention, af, ab);
+  u.p.add(a.fwd, a.bwd);
+  // Elements per token forward: 2 norms (2h each), rotary on q and k, 2 residual adds (3h),
+  // SwiGLU (read 2f, write f); backward reads and writes about twice that.
+  const double ew = kBf16 * t * (10 * h + 2 * (sh.heads_q + sh.heads_kv) * sh.qk + 3 * u.ffn_width);
+  const Passes e = bytes_s(c, elementwise, ew);
+  u.p.add(e.fwd, e.bwd);
+  u.kernels_fwd += 1 + 6;
+  if (u.moe) {
+    const double k = double(std::max<int64_t>(1, s.moe.experts_per_token));
+    const double rb = t * (8 * double(s.moe.num_experts) + kBf16 * (2 * h + 2 * k * h));
+    const Passes p = bytes_s(c, moe_routing, rb);
+    u.p.add(p.fwd, p.bwd);
+    u.kernels_fwd += 4;
+  }
+}
+
+// Every matrix of one decoder layer (or MTP layer), one micro step.
+UnitWork decoder_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, const PlanOptions& o,
+                      int64_t layer) {
+  const RooflineShape& sh = c.sh;
+  UnitWork u;
+  const double k = double(std::max<int64_t>(1, s.moe.experts_per_token));
+  const double experts = double(std::max<int64_t>(1, s.moe.num_experts));
+  inv.for_each_weight([&](const ParamTensor& pt, bool trained) {
+    if (pt.layer != layer || pt.shape.size() < 2 || (pt.mtp && !o.include_mtp)) return;
+    const double out = double(pt.rows()), in = double(pt.cols());
+    bool other_slot = false;
+    const bool adapter = is_adapter(pt.name, &other_slot);
+    if (other_slot) return;
+    const bool frozen = !trained;
+    if (pt.stack_dim == 0 || pt.routed_expert) {
+      u.moe = true;
+      const double local = double(pt.stack_count()) / sh.ep;  // this rank's experts of it
+      const double m = sh.t * k * sh.ep / experts;            // tokens per local expert
+      const Passes p = weight_gemms(c, adapter ? adapter_gemm : expert_gemm, std::max(1.0, local),
+                                    m, out, in, frozen, std::min(1.0, local));
+      u.p.add(p.fwd, p.bwd);
+      u.kernels_fwd += std::min(1.0, local);
+      // gate and up (or fused gate_up) of the experts: half of out is the SwiGLU width, each
+      // token in top_k of them.
+      if (!adapter && pt.name.find("down") == std::string::npos)
+        u.ffn_width += out / 2 * k * double(pt.stack_count()) / experts;
+      return;
+    }
+    const Passes p = weight_gemms(c, adapter ? adapter_gemm : gemm, 1, sh.t, out, in, frozen);
+    u.p.add(p.fwd, p.bwd);
+    u.kernels_fwd += 1;
+    if (!adapter && pt.name.find("mlp") != std::string::npos &&
+        pt.name.find("down") == std::string::npos && out != experts)
+      u.ffn_width += out / 2;  // gate and up (or fused gate_up): half of it is the SwiGLU width
+  });
+  if (u.moe) u.collectives = 2;  // the expert group's all-gather as well
+  layer_passes(c, s, u);
+  return u;
+}
+
+// The LM head (the root unit): per chunk of tokens a [c, h] x [h, vocab] GEMM forward and two
+// backward, and the logits' bytes: bf16 written (2), read and upcast (2 + 4), the loss's fp32
+// read (4), the fp32 gradient written (4) and read back as bf16 (4 + 2): 22 B per entry.
+UnitWork head_unit(Ctx& c, const ModelSpec& s, const PlanOptions& o) {
+  const double t = c.sh.t, h = double(s.hidden_size), vocab = double(s.vocab_size);
+  const Workload& w = *o.workload;
+  const double chunk = w.lm_head_chunk > 0 ? std::min(double(w.lm_head_chunk), t) : t;
+  const double chunks = t / chunk;
+  UnitWork u;
+  const double f = gemm_s(c, lm_head, 1, chunk, vocab, h) * chunks;
+  const double b = (gemm_s(c, lm_head, 1, chunk, h, vocab) +
+                    (o.lora.rank > 0 ? 0 : gemm_s(c, lm_head, 1, vocab, h, chunk))) *
+                   chunks;
+  const double bytes = 22 * t * vocab / c.hbm;
+  u.p = add(c, lm_head, f + bytes / 2, b + bytes / 2);
+  u.kernels_fwd = 3 * chunks;
+  return u;
+}
+
+// Launches, FSDP collectives' latency and the fitted per-layer overhead of one pass.
+double fixed_s(const Ctx& c, double collectives, double kernels) {
+  const Topology& topo = c.topo;
+  const RooflineShape& sh = c.sh;
+  const bool across = sh.fsdp > sh.gpn;
+  const double hop_us =
+      across ? topo.node.nic_latency_us + topo.fabric_latency_us : topo.node.nvlink_latency_us;
+  const double coll_us = (sh.fsdp - 1) * hop_us + topo.calibration.collective_us;
+  return (kernels * topo.calibration.kernel_launch_us + collectives * coll_us +
+          topo.calibration.layer_overhead_us) *
+         1e-6;
+}
+
+}  // namespace
+
+RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv, const Topology& topo,
+                           const PlanOptions& o, const RooflineShape& sh) {
+  Ctx c{topo, sh, topo.node.gpu.bf16_tflops * 1e12,
+        topo.node.gpu.hbm_gbps * kGB * topo.calibration.hbm_efficiency,
+        attention_rate(o.workload->attention, topo.node.gpu.compute_capability)};
+  RooflineStep r;
+  const int64_t layers = s.num_layers + (o.include_mtp ? s.mtp_layers : 0);
+  for (int64_t layer = 0; layer < layers; ++layer) {
+    double before[kClasses];
+    std::copy(std::begin(c.fwd), std::end(c.fwd), before);
+    UnitWork u = decoder_unit(c, s, inv, o, layer);
+    // Forward; backward with the reduce-scatter besides its all-gather; under full AC the
+    // recompute (forward again, on backward's gathered weights) inside backward.
+    add(c, layer_fixed, fixed_s(c, u.collectives, u.kernels_fwd),
+        fixed_s(c, 2 * u.collectives, 2 * u.kernels_fwd));
+    double rec = 0;
+    if (sh.ac_full) {
+      for (int k = 0; k < kClasses; ++k) c.rec[k] += c.fwd[k] - before[k];
+      rec = u.p.fwd + fixed_s(c, 0, u.kernels_fwd);
+      c.rec[layer_fixed] += fixed_s(c, 0, u.kernels_fwd);
+    }
+    const double f = u.p.fwd + fixed_s(c, u.collectives, u.kernels_fwd);
+    const double b = u.p.bwd + fixed_s(c, 2 * u.collectives, 2 * u.kernels_fwd) + rec;
+    r.unit_s[layer] = f + b;
+    r.unit_bwd_s[layer] = b;
+  }
+  const UnitWork head = head_unit(c, s, o);
+  r.unit_s[-1] = head.p.fwd + head.p.bwd;
+  r.unit_bwd_s[-1] = head.p.bwd;
+  for (int k = 0; k < kClasses; ++k) {
+    const double micro = c.fwd[k] + c.bwd[k] + c.rec[k];
+    r.terms.push_back({kClassNames[k], micro * sh.n_micro, kClassFormulas[k]});
+  }
+  r.attention_s = (c.fwd[attention] + c.bwd[attention] + c.rec[attention]) * sh.n_micro;
+  for (const Term& t : r.terms) r.compute_s += t.value;
+  return r;
+}
+
+}  // namespace muonplan
