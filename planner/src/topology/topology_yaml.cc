@@ -2,9 +2,9 @@
 #include <tuple>
 
 #include "muonplan/base/io.h"
+#include "muonplan/base/units.h"
 #include "muonplan/plan_checks.h"
 #include "muonplan/topology.h"
-#include "muonplan/base/units.h"
 #include "muonplan/yaml_reader.h"
 
 namespace muonplan {
@@ -114,6 +114,16 @@ void read_node(const YamlMap& m, NodeSpec& n) {
     n.nvlink_latency_us = non_negative(*nv, "latency_us");
   }
   read_pcie(m.get_map("pcie"), n);
+  // Without NVLink, GPUs meet only at a PCIe switch; across switches their traffic would cross
+  // host memory, which the graph does not route (docs/topology.md), so every in-node figure
+  // would have no rate.
+  if (n.nvlink_gbps == 0 && n.gpus_per_pcie_switch != n.gpus) {
+    m.get_map("pcie").fail("gpus_per_switch",
+                           "a node without an nvlink section needs all its GPUs on one PCIe "
+                           "switch (" +
+                               std::to_string(n.gpus) + " = node.gpus), got " +
+                               std::to_string(n.gpus_per_pcie_switch));
+  }
   read_nics(m.get_map("nics"), n);
   const YamlMap host = m.get_map("host");
   host.check_known({"ram_gib", "mem_gbps", "cpu_cores", "sockets"});
