@@ -67,10 +67,10 @@ class TopologyGraph {
 // of at most that many (one GPU per switch when the topology's count does not divide it).
 Topology with_gpus_per_node(const Topology& topology, int gpus_per_node);
 
-// The route between two GPUs of such a node, the one every in-node figure is timed at: over the
-// NVSwitch, or without NVLink over their shared PCIe switch. Throws InputError when there is
-// none (the loader refuses such a node; a topology built in code may still lack it), so no
-// figure divides by a bandwidth of zero.
+// The route between the first and the last GPU of such a node (the slowest pair), the one every
+// in-node figure is timed at: over the NVSwitch, or without NVLink over their shared PCIe switch.
+// Throws InputError when there is none (the loader refuses such a node; a topology built in code
+// may still lack it), so no figure divides by a bandwidth of zero.
 Route in_node_route(const Topology& topology, int gpus_per_node);
 
 }  // namespace muonplan

@@ -247,7 +247,9 @@ Topology with_gpus_per_node(const Topology& topology, int gpus_per_node) {
 
 Route in_node_route(const Topology& topology, int gpus_per_node) {
   const TopologyGraph g(with_gpus_per_node(topology, gpus_per_node), 1);
-  Route r = g.route(g.gpu(0, 0), g.gpu(0, 1));
+  // The first GPU and the last: on different switches when the node has several, the slowest
+  // pair (every in-node collective spans the node).
+  Route r = g.route(g.gpu(0, 0), g.gpu(0, gpus_per_node - 1));
   if (!(r.bottleneck_gbps > 0)) {
     throw InputError({}, "node.nvlink",
                      "topology " + topology.name +
