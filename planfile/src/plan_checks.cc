@@ -150,6 +150,9 @@ void check_metric_values(const json& v, const std::string& field, const std::str
       check_metric_values(v[i], field + "[" + std::to_string(i) + "]", path);
   } else if (v.is_string()) {
     if (!is_metrics_string(field)) fail("expected a number, got " + json_brief(v));
+    // A path (`plan`) calibrate and report open, a name they print: text_problem's rule.
+    if (const std::string why = text_problem(v.get_ref<const std::string&>()); !why.empty())
+      fail(why);
   } else if (v.is_number()) {
     const double x = v.get<double>();
     if (!(std::isfinite(x) && x >= 0 && x <= kMaxMetric)) {
@@ -172,7 +175,8 @@ void check_metrics(const json& j, const std::string& path) {
   if (schema != j.end() && *schema != kMetricsSchema) {
     fail("schema",
          std::string("expected ") + kMetricsSchema + ", got " +
-             (schema->is_string() ? "'" + schema->get<std::string>() + "'" : schema->dump()));
+             (schema->is_string() ? "'" + printable(schema->get<std::string>().substr(0, 60)) + "'"
+                                  : json_brief(*schema)));
   }
   for (const char* key : {"measured", "predicted"}) {
     if (!j.contains(key) || !j[key].is_object()) {
@@ -273,6 +277,10 @@ bool is_control(uint32_t cp) {
 
 std::string name_problem(std::string_view name) {
   if (name.empty()) return "must not be empty";
+  return text_problem(name);
+}
+
+std::string text_problem(std::string_view name) {
   if (!is_valid_utf8(name)) return "is not valid UTF-8";
   for (size_t i = 0, len = 0; i < name.size(); i += len) {
     const uint32_t cp = code_point_at(name, i, len);

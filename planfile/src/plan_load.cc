@@ -186,8 +186,9 @@ Plan plan_from_json(const json& j, const std::string& path) {
   const auto schema = j.is_object() ? j.find("schema") : j.end();
   if (!j.is_object() || schema == j.end() || *schema != kPlanSchema) {
     const std::string got = !j.is_object() || schema == j.end() ? ""
-                            : schema->is_string()               ? schema->get<std::string>()
-                                                                : schema->dump();
+                            : schema->is_string()
+                                ? printable(schema->get<std::string>().substr(0, 60))
+                                : json_brief(*schema);
     const std::string older = got == "muonplan.plan/1"
                                   ? " (written by an older muonplan: plan again, or upgrade it "
                                     "with scripts/upgrade-plan-v1.py)"

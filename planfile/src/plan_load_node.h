@@ -15,6 +15,7 @@
 #include "muonplan/base/enum_names.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
+#include "muonplan/plan_checks.h"
 #include "muonplan/plan_file.h"
 
 namespace muonplan::plan_load {
@@ -88,6 +89,8 @@ class Node {
   }
   std::string string() const {
     if (!v_.is_string()) fail("expected a string, got " + json_brief(v_));
+    if (const std::string why = text_problem(v_.get_ref<const std::string&>()); !why.empty())
+      fail(why);
     return v_.get<std::string>();
   }
   // The enum value the string names, from the enum's name table (enum_names.h).

@@ -43,6 +43,18 @@ ShardRule read_shard(const Node& n, const ParamTensor& t, const Plan& plan) {
   return r;
 }
 
+// A muon plan updates its matrices by Muon: one whose every tensor is AdamW runs AdamW while
+// its metrics and report say Muon (an AdamW plan edited to say muon).
+void check_optimizer_has_muon_tensor(const Node& root, const Plan& plan) {
+  if (plan.options.optimizer != OptimizerKind::muon) return;
+  for (const ParamTensor& t : plan.inventory.tensors) {
+    if (t.rule == UpdateRule::muon) return;
+  }
+  root["optimizer"].fail(
+      "expected adamw: no tensor has rule muon, so the step would run AdamW on every tensor, "
+      "got muon");
+}
+
 }  // namespace
 
 void read_inventory(const Node& root, Plan& plan) {
@@ -70,6 +82,14 @@ void read_inventory(const Node& root, Plan& plan) {
                  " brings the model past 1e15 parameters, more than muonplan plans for");
     }
     t.rule = n["rule"].named(kUpdateRuleNames);
+    // The optimizer field and the rules must say the same: the step runs the rules, so a Muon
+    // plan edited to say adamw would still run Muon (planned_inventory, search.cc, writes
+    // adamw on every tensor of a plan whose optimizer is not muon).
+    if (t.rule == UpdateRule::muon && plan.options.optimizer != OptimizerKind::muon) {
+      n["rule"].fail(std::string("expected adamw: only a muon plan updates tensors by Muon, and "
+                                 "this plan's optimizer is ") +
+                     enum_name(kOptimizerNames, plan.options.optimizer) + ", got muon");
+    }
     t.stack_dim = n["stack_dim"].integer(-1, 0);
     if (t.stack_dim == 0 && t.shape.size() != 3)
       n["stack_dim"].fail("a stack ([E, out, in]) needs 3 dimensions");
@@ -91,6 +111,7 @@ void read_inventory(const Node& root, Plan& plan) {
     plan.shards.push_back(read_shard(n["shard"], t, plan));
     plan.inventory.tensors.push_back(std::move(t));
   }
+  check_optimizer_has_muon_tensor(root, plan);
 }
 
 namespace {

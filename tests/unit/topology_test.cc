@@ -155,8 +155,10 @@ TEST_CASE("two H200 nodes: cross-node route goes through NICs and the fabric", "
 }
 
 TEST_CASE("routes never pass through a GPU or host memory", "[topology]") {
-  // Without NVLink, GPUs on different PCIe switches would have to cross host memory.
-  const Topology t = parse_topology(with("  nvlink: {gbps: 100, latency_us: 1}\n", ""), "t.yaml");
+  // Without NVLink, GPUs on different PCIe switches would have to cross host memory. The loader
+  // refuses such a node (below); built in code, the graph has no route between them.
+  Topology t = parse_topology(kMinimal, "t.yaml");
+  t.node.nvlink_gbps = 0;
   const TopologyGraph one(t, 1);
   const Route none = one.route(one.gpu(0, 0), one.gpu(0, 2));
   CHECK(none.devices.empty());
@@ -214,4 +216,25 @@ TEST_CASE("bad topologies are refused with FILE:LINE:COL: field: message", "[top
   CHECK(error_of(std::string(kMinimal) + "overheads: {cuda_context_gib: -0.5}\n") ==
         "t.yaml:11:31: overheads.cuda_context_gib: must not be negative, got -0.5");
   CHECK(error_of("name: [\n") == "t.yaml:2:1: yaml: end of sequence flow not found");
+}
+
+TEST_CASE("in-node traffic has a route: NVLink, or one PCIe switch without it", "[topology]") {
+  // The loader refuses a node without NVLink whose GPUs span switches (issue 33, item 4: the
+  // missing rate was a 1 byte/s floor), and in_node_route refuses one built in code.
+  CHECK(error_of(with("  nvlink: {gbps: 100, latency_us: 1}\n", "")) ==
+        "t.yaml:6:72: node.pcie.gpus_per_switch: a node without an nvlink section needs all its "
+        "GPUs on one PCIe switch (4 = node.gpus), got 2");
+  Topology t = parse_topology(kMinimal, "t.yaml");
+  CHECK(in_node_route(t, 4).bottleneck_gbps == 100);  // over the NVSwitch
+  t.node.nvlink_gbps = 0;
+  CHECK(in_node_route(t, 2).bottleneck_gbps == 8);  // two GPUs on one switch: PCIe
+  std::string why;
+  try {
+    in_node_route(t, 4);  // GPUs 0 and 3 on different switches
+  } catch (const InputError& e) {
+    why = e.what();
+  }
+  CHECK(why ==
+        "node.nvlink: topology t has no route between two GPUs of a node (no NVLink, and they are "
+        "on different PCIe switches)");
 }

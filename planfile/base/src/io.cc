@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <utility>
@@ -48,9 +49,30 @@ const char* not_regular(mode_t mode) {
   return "is not a regular file";
 }
 
-std::string too_large() {
+std::string too_large(int64_t max_bytes) {
+  if (max_bytes < kMaxInputFileBytes) {
+    return "is larger than " + std::to_string(max_bytes) + " bytes, more than it can hold";
+  }
   return "is larger than " + std::to_string(kMaxInputFileBytes >> 20) +
          " MiB, more than any muonplan input";
+}
+
+// At most `most` characters of `text`, each byte outside printable ASCII (and, in_quotes, the quote
+// around it) as \xNN.
+std::string escaped_brief(const std::string& text, size_t most, bool in_quotes) {
+  std::string out;
+  char hex[8];
+  for (const char ch : text) {
+    const auto b = static_cast<unsigned char>(ch);
+    if (b >= 0x20 && b < 0x7F && !(in_quotes && b == '\'')) {
+      out += ch;
+    } else {
+      std::snprintf(hex, sizeof hex, "\\x%02X", unsigned(b));
+      out += hex;
+    }
+    if (out.size() >= most) return out.substr(0, most) + "...";
+  }
+  return out;
 }
 
 [[noreturn]] void write_failed(const std::string& path, int err) {
@@ -93,14 +115,23 @@ json parse_json_text(const std::string& text, const std::string& path) {
   } catch (const json::parse_error& e) {
     // e.byte is the 1-based offset where parsing stopped.
     const SourceLoc loc = text_location(text, e.byte > 0 ? e.byte - 1 : 0, path);
-    std::string what = e.what();
-    const size_t colon = what.find(": ");  // drop "[json.exception...] parse error at ...: "
-    throw InputError(loc, "json", colon == std::string::npos ? what : what.substr(colon + 2));
+    throw InputError(loc, "json", json_error_text(e.what()));
   } catch (const json::exception& e) {
     // A number too large for a double ("1e400") is an out_of_range, without an offset.
     const std::string what = e.what();  // "[json.exception.out_of_range.406] number ..."
     throw InputError({path, 0, 0}, "json", what.substr(what.find("] ") + 2));
   }
+}
+
+std::string json_error_text(const std::string& what) {
+  const size_t colon = what.find(": ");  // drop "[json.exception...] parse error at ...: "
+  std::string m = colon == std::string::npos ? what : what.substr(colon + 2);
+  const std::string tag = "; last read: '";
+  const size_t at = m.find(tag);
+  if (at == std::string::npos) return escaped_brief(m, 200, false);
+  std::string token = m.substr(at + tag.size());
+  if (!token.empty() && token.back() == '\'') token.pop_back();
+  return escaped_brief(m.substr(0, at), 160, false) + tag + escaped_brief(token, 40, true) + "'";
 }
 
 std::string json_brief(const json& v) {
@@ -119,7 +150,8 @@ std::string json_brief(const json& v) {
   return v.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string read_input_file(const std::string& path, const std::string& field) {
+std::string read_input_file(const std::string& path, const std::string& field, int64_t max_bytes) {
+  max_bytes = std::min(max_bytes, kMaxInputFileBytes);
   auto fail = [&](const std::string& message) -> void {
     throw InputError({path, 0, 0}, field, message);
   };
@@ -130,7 +162,7 @@ std::string read_input_file(const std::string& path, const std::string& field) {
   struct stat st = {};
   if (::stat(path.c_str(), &st) != 0) unreadable(errno);
   if (const char* why = not_regular(st.st_mode)) fail(why);
-  if (st.st_size > kMaxInputFileBytes) fail(too_large());
+  if (st.st_size > max_bytes) fail(too_large(max_bytes));
   // The path may have changed since: O_NONBLOCK keeps a FIFO put there from blocking the open,
   // and fstat checks what was opened.
   Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
@@ -142,11 +174,13 @@ std::string read_input_file(const std::string& path, const std::string& field) {
   std::string text;
   char buf[1 << 16];
   for (;;) {
-    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    // One byte past the limit at most, enough to tell the file is larger.
+    const size_t want = size_t(std::min<int64_t>(sizeof buf, max_bytes + 1 - int64_t(text.size())));
+    const ssize_t n = ::read(fd.get(), buf, want);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) unreadable(errno);
     if (n == 0) break;
-    if (static_cast<int64_t>(text.size()) + n > kMaxInputFileBytes) fail(too_large());
+    if (static_cast<int64_t>(text.size()) + n > max_bytes) fail(too_large(max_bytes));
     text.append(buf, static_cast<size_t>(n));
   }
   return text;

@@ -63,6 +63,13 @@ bool is_valid_utf8(std::string_view text);
 // overrides), since they are echoed to terminals and into report.md headings. One rule for
 // every name muonplan reads.
 std::string name_problem(std::string_view name);
+// Why a string read from a file (a path, a name, a keyword: TOML, YAML or JSON) is refused, or
+// "" when it is not: valid UTF-8 without a control character, name_problem's rule without the
+// emptiness (an empty path has its own message). A NUL would end a path at the C library
+// ("model.yaml\0/etc/passwd" opened model.yaml) and an ESC would reach the terminal. Every
+// file reader's string getter asks it: YamlMap::get_string, the TOML trainer config's, the
+// plan loader's and the Hugging Face config's.
+std::string text_problem(std::string_view text);
 // `text` safe to echo: control characters, backslashes and bytes of invalid UTF-8 as \xNN
 // (\uNNNN for a control character past ASCII); printable UTF-8 unchanged.
 std::string printable(std::string_view text);

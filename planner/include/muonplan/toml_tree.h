@@ -38,7 +38,13 @@ struct TomlMember {
   TomlNode second;
 };
 
-// Parses TOML 1.0. InputError "PATH:LINE:COL: toml: what toml++ says" on a syntax error.
+// Parses TOML 1.0. InputError "PATH:LINE:COL: toml: what toml++ says" on a syntax error, and
+// check_toml_bounds' refusal first.
 TomlNode parse_toml(const std::string& text, const std::string& path);
+
+// InputError "PATH:LINE:COL: toml: ..." at the first level past kMaxJsonDepth (an open array or
+// inline table, a table header's or dotted key's segment: toml++ recurses on each) or the item
+// past kMaxYamlSeparators (keys, entries, tables: toml++ allocates each); toml_bounds.cc.
+void check_toml_bounds(const std::string& text, const std::string& path);
 
 }  // namespace muonplan

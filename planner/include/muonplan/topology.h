@@ -67,4 +67,14 @@ class TopologyGraph {
   std::unique_ptr<Impl> impl_;
 };
 
+// The node a plan runs on: `gpus_per_node` of the topology's GPUs (2 or more), on PCIe switches
+// of at most that many (one GPU per switch when the topology's count does not divide it).
+Topology with_gpus_per_node(const Topology& topology, int gpus_per_node);
+
+// The route between the first and the last GPU of such a node (the slowest pair), the one every
+// in-node figure is timed at: over the NVSwitch, or without NVLink over their shared PCIe switch.
+// Throws InputError when there is none (the loader refuses such a node; a topology built in code
+// may still lack it), so no figure divides by a bandwidth of zero.
+Route in_node_route(const Topology& topology, int gpus_per_node);
+
 }  // namespace muonplan

@@ -18,7 +18,11 @@ namespace {
 
 // What a node holds, for "expected X, got Y" messages.
 std::string describe(const YAML::Node& node) {
-  if (node.IsScalar()) return "'" + node.Scalar() + "'";
+  // Escaped and bounded: the value is the user's text, echoed in a message.
+  if (node.IsScalar()) {
+    const std::string& s = node.Scalar();
+    return "'" + printable(s.size() > 60 ? s.substr(0, 57) + "..." : s) + "'";
+  }
   if (node.IsSequence()) return "a list";
   if (node.IsMap()) return "a mapping";
   return "nothing";
@@ -202,8 +206,8 @@ bool YamlMap::get_bool(const std::string& key, bool fallback) const {
 std::string YamlMap::get_string(const std::string& key) const {
   const YAML::Node value = require(key);
   if (!value.IsScalar()) fail_at(value, key, "expected a string, got " + describe(value));
-  // JSON output (--json, plans, reports) cannot hold other bytes.
-  if (!is_valid_utf8(value.Scalar())) fail_at(value, key, "is not valid UTF-8");
+  // JSON output (--json, plans, reports) cannot hold other bytes, a path ends at a NUL.
+  if (const std::string why = text_problem(value.Scalar()); !why.empty()) fail_at(value, key, why);
   return value.Scalar();
 }
 

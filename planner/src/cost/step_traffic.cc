@@ -26,14 +26,9 @@ Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node) {
       !o.pinned_host_state;
   r.h2d_bps = (pageable ? n.pcie_pageable_gbps : n.pcie_h2d_gbps) * kGB * c.pcie_efficiency;
   r.d2h_bps = (pageable ? n.pcie_pageable_gbps : n.pcie_d2h_gbps) * kGB * c.pcie_efficiency;
-  Topology t = topo;
-  t.max_nodes = std::max(2, t.max_nodes);  // two nodes suffice to route inter-node traffic
-  t.node.gpus = gpus_per_node;
-  t.node.gpus_per_pcie_switch = std::min(n.gpus_per_pcie_switch, gpus_per_node);
-  if (gpus_per_node % t.node.gpus_per_pcie_switch != 0) t.node.gpus_per_pcie_switch = 1;
-  const TopologyGraph g(t, 2);
+  const TopologyGraph g(with_gpus_per_node(topo, gpus_per_node), 2);
   if (gpus_per_node > 1) {
-    const Route in = g.route(g.gpu(0, 0), g.gpu(0, 1));
+    const Route in = in_node_route(topo, gpus_per_node);
     r.intra_bps = in.bottleneck_gbps * kGB * c.link_efficiency;
     r.intra_latency_s = in.latency_us * 1e-6;
   }

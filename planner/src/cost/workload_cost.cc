@@ -256,9 +256,11 @@ CommSeconds add_workload_traffic(Prediction& p, const ModelSpec& s, const Topolo
   const Calibration& cal = topo.calibration;
   Rates r;
   const double nic_share = topo.node.nics >= gpn ? 1.0 : double(topo.node.nics) / gpn;
-  r.intra_bps = topo.node.nvlink_gbps * kGB * cal.link_efficiency;
+  // Both rates are positive: the loader refuses a zero rate or efficiency, and in_node_route a
+  // node whose GPUs have no path between them (no NVLink: their PCIe switch).
   r.inter_bps = topo.node.nic_gbps * nic_share * kGB * cal.link_efficiency;
-  if (gpn == 1) r.intra_bps = r.inter_bps;
+  r.intra_bps =
+      gpn == 1 ? r.inter_bps : in_node_route(topo, gpn).bottleneck_gbps * kGB * cal.link_efficiency;
   r.d2h_bps = topo.node.pcie_d2h_gbps * kGB * cal.pcie_efficiency;
   // FSDP: all-gather bf16 weights twice (forward, backward), reduce-scatter fp32 grads, over
   // the non-expert group (fsdp) and the expert group (world / ep).
@@ -275,7 +277,7 @@ CommSeconds add_workload_traffic(Prediction& p, const ModelSpec& s, const Topolo
   p.comm_bytes.push_back({"fsdp_reduce_scatter", rs, "fp32 gradients"});
   const double fsdp_link =
       (l.fsdp > gpn || (world / l.ep > 1 && world > gpn)) ? r.inter_bps : r.intra_bps;
-  const double fsdp_s = (ag + rs) / std::max(1.0, fsdp_link);
+  const double fsdp_s = (ag + rs) / fsdp_link;
   // Passes over the layers per micro step: forward, backward, and the recompute of full AC.
   const double passes = w.ac_full ? 3 : 2;
   int64_t moe_layers = 0;
@@ -285,7 +287,7 @@ CommSeconds add_workload_traffic(Prediction& p, const ModelSpec& s, const Topolo
   const double ep_bytes = l.ep > 1 ? n_micro * passes * double(moe_layers) * 2 * t * top_k(s) * h *
                                          2 * (l.ep - 1) / l.ep
                                    : 0;
-  const double ep_s = ep_bytes / std::max(1.0, link_for_group(l.ep, gpn, r));
+  const double ep_s = ep_bytes / link_for_group(l.ep, gpn, r);
   // Context parallelism. Ulysses: q, k, v to head-sharded ranks and the output back; ring: k/v
   // blocks around the ring, cp - 1 hops, twice in backward (k/v and their gradients).
   double cp_bytes = 0;
@@ -295,7 +297,7 @@ CommSeconds add_workload_traffic(Prediction& p, const ModelSpec& s, const Topolo
   } else if (l.cp > 1) {
     cp_bytes = n_micro * (passes + 1) * double(layers) * (l.cp - 1) * t * a.kv * (a.qk + a.v) * 2;
   }
-  const double cp_s = cp_bytes / std::max(1.0, link_for_group(l.cp, gpn, r));
+  const double cp_s = cp_bytes / link_for_group(l.cp, gpn, r);
   p.comm_bytes.push_back({"ep_dispatch_combine", ep_bytes,
                           "tokens to their experts and back, forward, backward and recompute"});
   p.comm_bytes.push_back({"cp_attention", cp_bytes,

@@ -180,7 +180,7 @@ void read_muonplan_keys(const TrainerFile& f, TrainerConfig& tc) {
   for (auto [key, flag] : keys) {
     const TomlNode* n = f.get("muonplan", key);
     if (!n) continue;
-    const std::string text = n->kind == TomlNode::Kind::string ? n->str
+    const std::string text = n->kind == TomlNode::Kind::string ? f.string("muonplan", key, "")
                              : n->is_number()                  ? num(n->number())
                                                                : n->shown();
     tc.values.push_back(f.value(flag, text, "muonplan", key));

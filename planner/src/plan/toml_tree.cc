@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "muonplan/base/error.h"
+#include "muonplan/plan_checks.h"
 
 namespace muonplan {
 namespace {
@@ -78,8 +79,8 @@ const TomlNode* TomlNode::get(const std::string& key) const {
 std::string TomlNode::shown() const {
   char buf[40];
   switch (kind) {
-    case Kind::string:
-      return "\"" + str + "\"";
+    case Kind::string:  // bounded and escaped: it is echoed in messages (plan_checks.h)
+      return "\"" + printable(str.size() > 60 ? str.substr(0, 57) + "..." : str) + "\"";
     case Kind::integer:
       return std::to_string(integer);
     case Kind::floating:
@@ -97,6 +98,7 @@ std::string TomlNode::shown() const {
 }
 
 TomlNode parse_toml(const std::string& text, const std::string& path) {
+  check_toml_bounds(text, path);  // before toml++ recurses or allocates
   try {
     TomlNode root = convert_table(toml::parse(text, path));
     root.line = root.col = 1;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "muonplan/base/io.h"
+#include "muonplan/plan_checks.h"
 #include "trainer_file.h"
 
 namespace muonplan {
@@ -68,6 +69,7 @@ std::string TrainerFile::string(const std::string& table, const std::string& key
   const TomlNode* n = get(table, key);
   if (!n) return fallback;
   if (n->kind != TomlNode::Kind::string) fail(table, key, "expected a string, got " + n->shown());
+  if (const std::string why = text_problem(n->str); !why.empty()) fail(table, key, why);
   return n->str;
 }
 
@@ -102,7 +104,7 @@ void collect(TrainerFile& f, TrainerConfig& tc, const std::string& table, const 
     if (!known) {
       if (is_planning_table(table) || table == "muonplan") {
         tc.warnings.push_back(tc.path + ":" + std::to_string(v.key_line) + ":" +
-                              std::to_string(v.key_col) + ": " + f.field(table, key) +
+                              std::to_string(v.key_col) + ": " + printable(f.field(table, key)) +
                               ": unknown key in [" + prime_rl_table(table, f.sft()) +
                               "]; not planned");
       }

@@ -66,7 +66,7 @@ class Config {
       j_ = json::parse(text);
     } catch (const json::parse_error& e) {
       throw InputError(loc_at(text, path, token_start(text, e.byte)), "json",
-                       std::string(e.what()).substr(std::string(e.what()).find(':') + 2));
+                       json_error_text(e.what()));
     } catch (const json::exception& e) {
       // A number too large for a double ("1e400") is an out_of_range, without an offset.
       const std::string what = e.what();  // "[json.exception.out_of_range.406] number ..."
@@ -135,7 +135,9 @@ class Config {
   std::string get_string(const std::string& key) const {
     if (!has(key)) fail(key, "is required but missing");
     if (!j_[key].is_string()) fail(key, "expected a string, got " + json_brief(j_[key]));
-    return j_[key].get<std::string>();
+    const std::string& s = j_[key].get_ref<const std::string&>();
+    if (const std::string why = text_problem(s); !why.empty()) fail(key, why);
+    return s;
   }
   std::vector<int64_t> get_int_list(const std::string& key) const {
     std::vector<int64_t> out;
@@ -286,7 +288,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& path) {
     read_deepseek(c, s, true);
   } else {
     c.fail("model_type",
-           "unsupported '" + t +
+           "unsupported '" + (t.size() > 60 ? t.substr(0, 57) + "..." : t) +
                "'; supported: llama, qwen3, qwen3_moe, glm4_moe, deepseek_v3, kimi_k2, "
                "deepseek_v32, glm_moe_dsa");
   }

@@ -5,16 +5,19 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 #include "muonplan/base/io.h"
 #include "muonplan/base/suggest.h"
 #include "muonplan/data_dir.h"
 #include "muonplan/model_io.h"
+#include "muonplan/plan_checks.h"
 
 namespace muonplan {
 namespace fs = std::filesystem;
 namespace {
+
+// A revision is a commit hash (40 characters) or a branch or tag name: 256 bytes is ample.
+constexpr int64_t kMaxRevisionBytes = 256;
 
 bool is_file(const fs::path& p) {
   std::error_code ec;
@@ -23,6 +26,27 @@ bool is_file(const fs::path& p) {
 
 bool same_ignoring_case(const std::string& a, const std::string& b) {
   return a.size() == b.size() && edit_distance(a, b) == 0;
+}
+
+// The revision refs/main names ("" when there is no refs/main): the hub writes a 40-digit
+// commit hash there, and any revision is a name, a directory of snapshots/. So the file must be
+// a regular file of a few bytes (a FIFO would block the read, /dev/zero never ends) holding one
+// name: no separator, no "..", no control character; anything else is refused, never used as
+// a path (`../../..` planned a config.json outside the cache) nor passed over for another
+// snapshot.
+std::string read_revision(const fs::path& ref) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(ref, ec))) return "";
+  std::string text = read_input_file(ref.string(), "revision", kMaxRevisionBytes);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  std::string why = text_problem(text);
+  if (text.empty()) why = "is empty; expected the snapshot's name (a commit hash)";
+  if (why.empty() && (text.find_first_of("/\\ ") != std::string::npos ||
+                      text.find("..") != std::string::npos || text == ".")) {
+    why = "'" + text + "' is not a revision name (no separators, spaces or '..')";
+  }
+  if (!why.empty()) throw InputError({ref.string(), 0, 0}, "revision", why);
+  return text;
 }
 
 // A hub snapshot's config.json: refs/main names the snapshot; without it any snapshot that has
@@ -43,9 +67,8 @@ std::string cached_config(const std::string& id, std::vector<std::string>& looke
         repo = e.path();
     }
   }
-  std::ifstream ref(repo / "refs" / "main");
-  std::string hash;
-  if (ref >> hash && is_file(repo / "snapshots" / hash / "config.json"))
+  const std::string hash = read_revision(repo / "refs" / "main");
+  if (!hash.empty() && is_file(repo / "snapshots" / hash / "config.json"))
     return (repo / "snapshots" / hash / "config.json").string();
   std::vector<std::string> found;
   for (const auto& e : fs::directory_iterator(repo / "snapshots", ec)) {

@@ -240,4 +240,27 @@ Route TopologyGraph::route(int from, int to) const {
   return impl_->lowest_latency(from, to, width);
 }
 
+Topology with_gpus_per_node(const Topology& topology, int gpus_per_node) {
+  Topology t = topology;
+  t.max_nodes = std::max(2, t.max_nodes);  // two nodes suffice to route inter-node traffic
+  t.node.gpus = gpus_per_node;
+  t.node.gpus_per_pcie_switch = std::min(topology.node.gpus_per_pcie_switch, gpus_per_node);
+  if (gpus_per_node % t.node.gpus_per_pcie_switch != 0) t.node.gpus_per_pcie_switch = 1;
+  return t;
+}
+
+Route in_node_route(const Topology& topology, int gpus_per_node) {
+  const TopologyGraph g(with_gpus_per_node(topology, gpus_per_node), 1);
+  // The first GPU and the last: on different switches when the node has several, the slowest
+  // pair (every in-node collective spans the node).
+  Route r = g.route(g.gpu(0, 0), g.gpu(0, gpus_per_node - 1));
+  if (!(r.bottleneck_gbps > 0)) {
+    throw InputError({}, "node.nvlink",
+                     "topology " + topology.name +
+                         " has no route between two GPUs of a node (no NVLink, and they are on "
+                         "different PCIe switches)");
+  }
+  return r;
+}
+
 }  // namespace muonplan

@@ -122,6 +122,16 @@ void read_node(const YamlMap& m, NodeSpec& n) {
     n.nvlink_latency_us = non_negative(*nv, "latency_us");
   }
   read_pcie(m.get_map("pcie"), n);
+  // Without NVLink, GPUs meet only at a PCIe switch; across switches their traffic would cross
+  // host memory, which the graph does not route (docs/topology.md), so every in-node figure
+  // would have no rate.
+  if (n.nvlink_gbps == 0 && n.gpus_per_pcie_switch != n.gpus) {
+    m.get_map("pcie").fail("gpus_per_switch",
+                           "a node without an nvlink section needs all its GPUs on one PCIe "
+                           "switch (" +
+                               std::to_string(n.gpus) + " = node.gpus), got " +
+                               std::to_string(n.gpus_per_pcie_switch));
+  }
   read_nics(m.get_map("nics"), n);
   const YamlMap host = m.get_map("host");
   host.check_known({"ram_gib", "mem_gbps", "cpu_cores", "sockets"});

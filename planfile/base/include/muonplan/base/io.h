@@ -14,9 +14,17 @@ namespace muonplan {
 // No input muonplan reads (model, topology, workload, plan, metrics) comes near this.
 inline constexpr int64_t kMaxInputFileBytes = int64_t{64} << 20;
 
-// The contents of a regular file of at most kMaxInputFileBytes. InputError
-// "PATH: FIELD: message" otherwise (missing, unreadable, a directory, a FIFO or device, larger).
-std::string read_input_file(const std::string& path, const std::string& field = "file");
+// The contents of a regular file of at most max_bytes (kMaxInputFileBytes unless smaller).
+// InputError "PATH: FIELD: message" otherwise (missing, unreadable, a directory, a FIFO or
+// device, larger); never more than max_bytes is read, and a FIFO is refused before it is opened.
+std::string read_input_file(const std::string& path, const std::string& field = "file",
+                            int64_t max_bytes = kMaxInputFileBytes);
+
+// nlohmann's parse_error text for a message: its "[json.exception...] parse error at ...: "
+// prefix dropped and the input it quotes ("last read: '...'") cut to 40 characters and escaped
+// (bytes outside printable ASCII as \xNN), so a file that is not JSON (a config.json linked to
+// a system file) is never echoed.
+std::string json_error_text(const std::string& what);
 
 // `text` parsed as JSON: a syntax error, or a text past json_bounds.h's bounds (depth, array
 // length, values), is an InputError "PATH:LINE:COL: json: ...".
