@@ -100,6 +100,9 @@ round_trip_file trainer-file tests/data/prime-rl/trainer-fake.toml
 "$bin" plan --trainer-config tests/data/prime-rl/trainer-fake.toml --nodes 2 --emit prime-rl 2>/dev/null |
   grep -q '^# world: torchrun --nnodes 2 --nproc-per-node 8$' && ok || bad "trainer file: no torchrun comment"
 round_trip_file slurm-era tests/data/prime-rl/rl-slurm-era.toml --nodes 4
+round_trip_file slurm-table tests/data/prime-rl/rl-slurm-table.toml --nodes 4
+grep -q '^num_train_nodes = 4$' "$work/slurm-table.toml" && ! grep -q '^\[deployment\]' "$work/slurm-table.toml" &&
+  ok || bad "slurm-table: num_train_nodes not written in [slurm]: $(cat "$work/slurm-table.toml")"
 # As written: the file itself, no key changed.
 grep -q '0 key(s) changed' "$work/glm-rl.toml" && ok || bad "glm-rl: keys changed as written"
 tail -n +4 "$work/glm-rl.toml" | cmp -s - tests/data/prime-rl/rl-glm-full.toml && ok ||

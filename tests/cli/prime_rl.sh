@@ -205,6 +205,8 @@ assert not any("single node" in n for n in t["notes"]), t["notes"]
 assert any("is a key of an older prime-rl: planned with the defaults of 2026-08-21" in n and
            "optim_cpu_offload off" in n for n in t["notes"]), t["notes"]
 '
+plan_json slurm-table $d/rl-slurm-table.toml
+json_check slurm-table-world "$work/slurm-table.json" 'assert (d["nodes"], d["gpus_per_node"]) == (3, 8), (d["nodes"], d["gpus_per_node"])'
 plan_json gpu-ids $d/rl-gpu-ids.toml
 json_check trainer-gpu-ids "$work/gpu-ids.json" '
 assert (d["nodes"], d["gpus_per_node"]) == (1, 3), (d["nodes"], d["gpus_per_node"])

@@ -88,9 +88,10 @@ std::vector<std::string> places(const std::string& path) {
       {"trainer.model.fused_lm_head_token_chunk_size", {"trainer.model.fused_lm_head_chunk_size"}},
       {"model.fused_lm_head_token_chunk_size", {"model.fused_lm_head_chunk_size"}},
       {"deployment.num_train_nodes",
-       {"deployment.num_nodes", "num_train_nodes", "num_training_nodes", "num_nodes"}},
+       {"deployment.num_nodes", "slurm.num_train_nodes", "num_train_nodes", "num_training_nodes",
+        "num_nodes"}},
       {"deployment.num_train_gpus", {"deployment.num_gpus"}},
-      {"deployment.gpus_per_node", {"gpus_per_node"}}};
+      {"deployment.gpus_per_node", {"slurm.gpus_per_node", "gpus_per_node"}}};
   std::vector<std::string> out = {path};
   if (const auto it = older.find(path); it != older.end())
     out.insert(out.end(), it->second.begin(), it->second.end());
@@ -221,9 +222,11 @@ std::string patched_file(const std::string& source, const std::string& path,
   std::string type;
   for (const Line& l : fragment_lines(chosen)) {
     if (std::find(changed.begin(), changed.end(), path_of(l)) == changed.end()) continue;
+    // A launcher-era file (its world in top-level keys or [slurm]) has no [deployment] type.
+    const bool launcher =
+        find_path(root, "num_train_nodes") || find_path(root, "slurm.num_train_nodes");
+    if (path_of(l) == "deployment.type" && launcher) continue;
     if (path_of(l) == "deployment.type") type = l.value;
-    // A launcher-era file (its world in top-level keys) has no [deployment] type.
-    if (path_of(l) == "deployment.type" && find_path(root, "num_train_nodes")) continue;
     whole = p.set(l) && whole;
   }
   if (type == "\"multi_node\"") {

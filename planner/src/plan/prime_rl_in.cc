@@ -40,23 +40,27 @@ void read_torchrun_world(const TrainerFile& f, TrainerConfig& tc) {
 }
 
 // The rl launchers before [deployment]: rl_slurm's top-level num_train_nodes (older
-// num_training_nodes) and gpus_per_node, or the local launcher's trainer_gpu_ids (one node).
+// num_training_nodes) and gpus_per_node, or rl's [slurm] table of them, or the local
+// launcher's trainer_gpu_ids (one node; [slurm] ignores it).
 bool read_launcher_world(const TrainerFile& f, TrainerConfig& tc) {
-  const std::string nodes_key = either(f, "", "num_train_nodes", "", "num_training_nodes");
-  const TomlNode* ids = f.get("", "trainer_gpu_ids");
-  if (!f.get("", nodes_key) && !ids) return false;
+  const bool slurm = f.get("slurm", "num_train_nodes") != nullptr;
+  const std::string table = slurm ? "slurm" : "";
+  const std::string nodes_key =
+      slurm ? "num_train_nodes" : either(f, "", "num_train_nodes", "", "num_training_nodes");
+  const TomlNode* ids = slurm ? nullptr : f.get("", "trainer_gpu_ids");
+  if (!f.get(table, nodes_key) && !ids) return false;
   for (const char* k : {"type", "num_train_nodes", "num_train_gpus", "gpus_per_node"}) {
     if (f.get("deployment", k))
       f.fail("deployment", k, "the file also sets its world with top-level launcher keys");
   }
-  if (f.get("", nodes_key)) {
+  if (f.get(table, nodes_key)) {
     if (ids) f.fail("", "trainer_gpu_ids", "local launcher key in an rl_slurm file");
-    tc.nodes = static_cast<int>(f.integer("", nodes_key, 1));
-    tc.gpus_per_node = static_cast<int>(f.integer("", "gpus_per_node", 8));
+    tc.nodes = static_cast<int>(f.integer(table, nodes_key, 1));
+    tc.gpus_per_node = static_cast<int>(f.integer(table, "gpus_per_node", 8));
     tc.single_node = false;
-    tc.values.push_back(f.value("nodes", std::to_string(tc.nodes), "", nodes_key));
+    tc.values.push_back(f.value("nodes", std::to_string(tc.nodes), table, nodes_key));
     tc.values.push_back(
-        f.value("gpus-per-node", std::to_string(tc.gpus_per_node), "", "gpus_per_node"));
+        f.value("gpus-per-node", std::to_string(tc.gpus_per_node), table, "gpus_per_node"));
     return true;
   }
   if (ids->kind != TomlNode::Kind::array || ids->items.empty() ||
@@ -121,7 +125,9 @@ void read_parallel(const TrainerFile& f, TrainerConfig& tc) {
   const int64_t world = int64_t(tc.nodes) * tc.gpus_per_node;  // both < 2^31
   tc.dp_replicate = static_cast<int>(f.integer("model", "dp_replicate", 1));
   // [deployment] nodes_per_fsdp_group, or top level in rl_slurm-era files.
-  const std::string per_table = f.get("", "nodes_per_fsdp_group") ? "" : "deployment";
+  const std::string per_table = f.get("", "nodes_per_fsdp_group")        ? ""
+                                : f.get("slurm", "nodes_per_fsdp_group") ? "slurm"
+                                                                         : "deployment";
   if (const TomlNode* g = f.get(per_table, "nodes_per_fsdp_group")) {
     const int per = static_cast<int>(f.integer(per_table, "nodes_per_fsdp_group", 1));
     if (tc.nodes % per != 0)

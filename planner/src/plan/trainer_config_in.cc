@@ -126,17 +126,18 @@ void collect_tables(TrainerFile& f, TrainerConfig& tc, const TomlNode& root) {
                {"optim", trainer ? trainer->get("optim") : nullptr},
                {"shared", root.get("model")},
                {"deployment", root.get("deployment")},
-               {"orchestrator", root.get("orchestrator")}};
+               {"orchestrator", root.get("orchestrator")},
+               {"slurm", root.get("slurm")}};
   }
   for (const auto& [k, v] : root.members) {
     if (v.kind != TomlNode::Kind::table) {  // top-level keys: seq_len, older num_nodes, ...
       if (find_trainer_key("", k)) f.add("", k, &v);
       continue;
     }
-    const bool read =
-        tc.top_level()
-            ? (k == "model" || k == "optim" || k == "data" || k == "deployment")
-            : (k == "model" || k == "deployment" || k == "orchestrator" || k == "trainer");
+    const bool read = tc.top_level()
+                          ? (k == "model" || k == "optim" || k == "data" || k == "deployment")
+                          : (k == "model" || k == "deployment" || k == "orchestrator" ||
+                             k == "trainer" || k == "slurm");
     if (!read) tc.ignored.push_back("[" + k + "]");
     if (k == "workload" || k == "muonplan") {  // what --emit toml wrote before --emit prime-rl
       tc.warnings.push_back(tc.path + ":" + std::to_string(v.key_line) + ":" +
