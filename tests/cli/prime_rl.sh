@@ -213,12 +213,21 @@ assert (d["nodes"], d["gpus_per_node"]) == (1, 3), (d["nodes"], d["gpus_per_node
 assert d["workload"]["tokens_per_step"] == 48 * 2048, d["workload"]
 '
 # Item 10: a one-node file with GPUs to spare tries more GPUs in that node first.
-json_check one-node-more-gpus "$work/orch-seq.json" '
+# (Qwen3-30B-A3B does not fit one GPU: fewest nodes was 32 nodes x 1 GPU before.)
+printf '[model]\nname = "Qwen/Qwen3-30B-A3B"\n[deployment]\nnum_train_gpus = 1\nnum_infer_gpus = 2\n[trainer.model]\noptim_cpu_offload = false\n[orchestrator]\ntoken_batch_size = 65536\n' >"$work/one-gpu.toml"
+plan_json one-gpu "$work/one-gpu.toml"
+json_check one-node-more-gpus "$work/one-gpu.json" '
 t = d["trainer_config"]
+assert not t["as_written"]["fits"], t["as_written"]
 best = t["alternatives"][0]
 assert best["nodes"] == 1 and best["gpus_per_node"] in range(2, 7), best
-assert all(k.startswith("[deployment] num_train_gpus") or k.startswith("[trainer.model]")
-           for k in best["keys_to_change"]), best
+assert "[deployment] num_train_gpus = %d" % best["gpus_per_node"] in best["keys_to_change"], best
+'
+# An rl_slurm file changes its own top-level world key, not a [deployment] it does not have.
+json_check slurm-world-key "$work/slurm.json" '
+keys = [k for a in d["trainer_config"]["alternatives"] for k in a["keys_to_change"]]
+assert not any(k.startswith("[deployment]") for k in keys), keys
+assert "(top level) num_train_nodes = 1" in keys, keys
 '
 # Item 4: keys that move memory or time and are not modelled warn, naming the figure.
 printf '[model]\nname = "Qwen/Qwen3-8B"\noptimization_dtype = "bfloat16"\nreduce_dtype = "bfloat16"\nquantization = { type = "fp8" }\n[data]\nbatch_size = 8\n' >"$work/dtype.toml"

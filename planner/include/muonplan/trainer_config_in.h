@@ -27,10 +27,11 @@ struct TrainerConfig {
   bool sft = false, standalone = false;
   std::string model_name;  // the id or path the file names (prime-rl's default if silent)
   SourceLoc model_at;
-  int nodes = 1, gpus_per_node = 8;   // as the file states them
-  bool single_node = true;            // [deployment] type (num_train_gpus, one node)
-  int node_gpus = 8, infer_gpus = 0;  // single node: the node's GPUs and inference's share
-  bool fsdp_group_key = false;        // dp_replicate came from nodes_per_fsdp_group
+  int nodes = 1, gpus_per_node = 8;        // as the file states them
+  bool single_node = true;                 // [deployment] type (num_train_gpus, one node)
+  int node_gpus = 8, infer_gpus = 0;       // single node: the node's GPUs and inference's share
+  std::string world_table = "deployment";  // where the nodes are: "" (rl_slurm era), "slurm"
+  bool fsdp_group_key = false;             // dp_replicate came from nodes_per_fsdp_group
   int dp_replicate = 1, cp = 1;
   int ep = 0;  // 0: "auto", resolved against the model (resolved_ep)
   SourceLoc layout_at;

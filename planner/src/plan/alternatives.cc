@@ -57,6 +57,12 @@ void world_keys(const TrainerConfig& tc, const Plan& written, const Candidate& c
     out.push_back(line("deployment", sft, "num_train_gpus", std::to_string(gpn)));
     return;
   }
+  if (tc.world_table != "deployment") {  // a launcher-era file: its own keys, no [deployment]
+    const std::string at = tc.world_table.empty() ? "(top level) " : "[slurm] ";
+    trainer_key(tc.world_table, "num_train_nodes");
+    out.push_back(at + "num_train_nodes = " + std::to_string(c.nodes));
+    return;
+  }
   if (tc.single_node) out.push_back(line("deployment", sft, "type", "\"multi_node\""));
   out.push_back(line("deployment", sft, "num_train_nodes", std::to_string(c.nodes)));
   if (tc.single_node) out.push_back(line("deployment", sft, "gpus_per_node", std::to_string(gpn)));

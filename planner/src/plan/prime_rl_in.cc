@@ -55,6 +55,7 @@ bool read_launcher_world(const TrainerFile& f, TrainerConfig& tc) {
   }
   if (f.get(table, nodes_key)) {
     if (ids) f.fail("", "trainer_gpu_ids", "local launcher key in an rl_slurm file");
+    tc.world_table = table;
     tc.nodes = static_cast<int>(f.integer(table, nodes_key, 1));
     tc.gpus_per_node = static_cast<int>(f.integer(table, "gpus_per_node", 8));
     tc.single_node = false;
