@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <optional>
+#include <sstream>
 
 #include "candidate_table.h"
 #include "commands.h"
@@ -110,7 +111,31 @@ EmitInput emit_input(const PlanCommand& f, const PlanInputs& in) {
   if (in.trainer && !in.trainer->batch_key.empty()) e.batch_key = in.trainer->batch_key;
   e.ac_max_inflight = in.flags.ac_max_inflight;
   e.single_node = in.trainer && in.trainer->single_node;
+  e.standalone = f.emit != "prime-rl-sft" && in.trainer && in.trainer->standalone;
   return e;
+}
+
+// --emit over a trainer config: its own file with the keys the plan changes (prime-rl), or
+// only those keys (prime-rl-diff). A key changes where the fragment of the plan differs from
+// the fragment of the file's own plan (its flags alone); without a file, the fragment.
+std::string emit_text(const PlanCommand& f, const PlanInputs& in, const Topology& topo,
+                      const nlohmann::json& plan) {
+  const std::string chosen = prime_rl_config(plan, emit_input(f, in));
+  if (!in.trainer || f.emit == "prime-rl-sft") return chosen;
+  PlanFlags own;
+  own.trainer_config = f.flags.trainer_config;
+  own.prime_rl_version = f.flags.prime_rl_version;
+  const PlanInputs file = prepare_plan(f.model, own);
+  const std::string written = prime_rl_config(
+      plan_to_json(make_plan(file.model.spec, topo, file.request)), emit_input(f, file));
+  if (f.emit == "prime-rl-diff") return diff_fragment(chosen, written);
+  const size_t n = changed_lines(chosen, written).size();
+  std::string head;
+  std::istringstream lines(chosen);
+  for (std::string l; std::getline(lines, l) && l.rfind("# ", 0) == 0;) head += l + "\n";
+  return head + "# muonplan plan --emit prime-rl over " + in.trainer->path + ": " +
+         std::to_string(n) + " key(s) changed; --emit prime-rl-diff prints only them\n" +
+         patched_file(read_input_file(in.trainer->path), in.trainer->path, chosen, written);
 }
 
 }  // namespace
@@ -131,7 +156,9 @@ Runner add_plan(CLI::App& app) {
   c->add_flag("--quiet", f->quiet,
               "Print only the decision and the chosen plan's figures (no candidate table)");
   c->add_option("--emit", f->emit,
-                "prime-rl | prime-rl-sft: print the plan as a prime-rl config (toml: prime-rl)");
+                "prime-rl | prime-rl-diff | prime-rl-sft: print the plan as a prime-rl config "
+                "(over --trainer-config: that file with the changed keys; -diff: only those; "
+                "toml: prime-rl)");
   c->add_option("--out", f->out, "Write the plan JSON to this file")->check(non_empty_path());
   c->add_option("--trace", f->trace,
                 "Write the predicted step as Chrome trace-event JSON (Perfetto, chrome://tracing)")
@@ -140,8 +167,10 @@ Runner add_plan(CLI::App& app) {
     refuse_overlaps(plan_inputs(f->model, f->topology, f->flags),
                     {{"--out", f->out}, {"--trace", f->trace}});
     if (f->emit == "toml") f->emit = "prime-rl";
-    if (!f->emit.empty() && f->emit != "prime-rl" && f->emit != "prime-rl-sft") {
-      throw InputError({}, "--emit", "expected prime-rl or prime-rl-sft, got '" + f->emit + "'");
+    if (!f->emit.empty() && f->emit != "prime-rl" && f->emit != "prime-rl-sft" &&
+        f->emit != "prime-rl-diff") {
+      throw InputError({}, "--emit",
+                       "expected prime-rl, prime-rl-diff or prime-rl-sft, got '" + f->emit + "'");
     }
     if (f->quiet && f->explain) throw InputError({}, "--quiet", "not with --explain");
     if (!f->emit.empty() && f->json) {
@@ -173,7 +202,7 @@ Runner add_plan(CLI::App& app) {
     std::optional<TrainerAnswer> answer;
     if (in.trainer) answer = trainer_answer(in.model.spec, topo, in, plan);
     // Everything that can fail comes before --out is written: a failed plan leaves it as it was.
-    const std::string emitted = f->emit.empty() ? "" : prime_rl_config(j, emit_input(*f, in));
+    const std::string emitted = f->emit.empty() ? "" : emit_text(*f, in, topo, j);
     if (!f->out.empty()) write_file_atomic(f->out, j.dump(1) + "\n");
     if (!f->trace.empty()) write_file_atomic(f->trace, predicted_trace(plan).dump(1) + "\n");
     if (!emitted.empty()) {

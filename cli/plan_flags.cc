@@ -114,6 +114,9 @@ void add_plan_flags(CLI::App* c, PlanFlags& f, bool search) {
     c->add_option("--trainer-config", f.trainer_config,
                   "prime-rl trainer config (RL or SFT TOML; docs/trainer-config.md)")
         ->check(non_empty_path());
+    c->add_option("--prime-rl-version", f.prime_rl_version,
+                  "The trainer config's prime-rl as a date YYYY-MM-DD: its defaults apply where "
+                  "the file is silent (default: the newest known)");
   }
 }
 

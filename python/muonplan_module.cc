@@ -135,7 +135,8 @@ py::object plan(py::handle model, py::handle topology, const py::kwargs& options
     const ModelSpec spec = model_from(model);
     if (!flags.trainer_config.empty()) {  // a dict model: no name to resolve
       std::vector<std::string> overrides;
-      apply_trainer_config(read_trainer_config(flags.trainer_config), spec, flags, overrides);
+      apply_trainer_config(read_trainer_config(flags.trainer_config, flags.prime_rl_version), spec,
+                           flags, overrides);
     }
     return to_python(plan_to_json(make_plan(spec, topo, to_plan_request(flags))));
   }

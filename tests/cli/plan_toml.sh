@@ -66,16 +66,81 @@ round_trip muon-none toml --model models/qwen3-8b.yaml --nodes 1 --offload none 
   --tokens-per-step 65536 --seq-len 4096 --ns-schedule '3.4445,-4.775,2.0315;3.4445,-4.775,2.0315'
 round_trip adamw-sft prime-rl-sft --model glm-4.5-air --nodes 2 --offload full --optimizer adamw \
   --tokens-per-step 262144 --seq-len 8192 --micro-batch-seqs 1
-round_trip glm-rl prime-rl --trainer-config tests/data/prime-rl/rl-glm-full.toml
-round_trip sft-file prime-rl --trainer-config tests/data/prime-rl/sft.toml
-round_trip old-rl prime-rl --trainer-config tests/data/prime-rl/rl-old.toml
-grep -q '^token_batch_size = 2097152' "$work/glm-rl.toml" && ok || bad "glm-rl: token_batch_size not kept"
-grep -q '^batch_size = 66 ' "$work/old-rl.toml" && ok || bad "old-rl: batch_size not kept"
+# Over a trainer config (issue 35, item 9): the user's whole file, every table and key it has
+# kept, with the keys the plan changes where the file writes them; it plans the same again.
+keeps_file='import sys, tomllib
+src, out = (tomllib.load(open(f, "rb")) for f in sys.argv[1:3])
+dropped = sys.argv[3:]  # keys the other deployment type lacks, commented out
+def walk(a, b, at):
+    for k, v in a.items():
+        p = at + k
+        if p in dropped: continue
+        if k not in b: sys.exit(f"{p} is gone")
+        if isinstance(v, dict): walk(v, b[k], p + ".")
+walk(src, out, "")'
+round_trip_file() {  # NAME FILE [FLAGS...] [-- DROPPED...]: emit over FILE, keep it, plan it again
+  local name="$1" file="$2"; shift 2
+  local t="$work/$name" flags=() dropped=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do flags+=("$1"); shift; done
+  [ $# -gt 0 ] && shift && dropped=("$@")
+  "$bin" plan --trainer-config "$file" "${flags[@]}" --emit prime-rl >"$t.toml" 2>/dev/null &&
+    "$bin" plan --trainer-config "$file" "${flags[@]}" --json >"$t.want.json" 2>/dev/null ||
+    { bad "$name: emit failed"; return; }
+  "$py" -c "$keeps_file" "$file" "$t.toml" "${dropped[@]}" && ok || bad "$name: the file is not kept"
+  "$bin" plan --trainer-config "$t.toml" --json >"$t.got.json" 2>"$t.err" &&
+    "$py" -c "$same_json" "$t.want.json" "$t.got.json" >"$t.diff" && ok ||
+    bad "round-trip $name: $(cat "$t.diff" "$t.err" 2>/dev/null | head -c 600)"
+}
+round_trip_file glm-rl tests/data/prime-rl/rl-glm-full.toml
+round_trip_file sft-file tests/data/prime-rl/sft.toml
+round_trip_file old-rl tests/data/prime-rl/rl-old.toml
+round_trip_file sft-inference tests/data/prime-rl/sft-inference.toml --nodes 2 -- deployment.num_train_gpus
+round_trip_file trainer-file tests/data/prime-rl/trainer-fake.toml
+# A trainer file has no world keys: torchrun's flags are a comment.
+"$bin" plan --trainer-config tests/data/prime-rl/trainer-fake.toml --nodes 2 --emit prime-rl 2>/dev/null |
+  grep -q '^# world: torchrun --nnodes 2 --nproc-per-node 8$' && ok || bad "trainer file: no torchrun comment"
+round_trip_file slurm-era tests/data/prime-rl/rl-slurm-era.toml --nodes 4
+round_trip_file slurm-table tests/data/prime-rl/rl-slurm-table.toml --nodes 4
+grep -q '^num_train_nodes = 4$' "$work/slurm-table.toml" && ! grep -q '^\[deployment\]' "$work/slurm-table.toml" &&
+  ok || bad "slurm-table: num_train_nodes not written in [slurm]: $(cat "$work/slurm-table.toml")"
+# As written: the file itself, no key changed.
+grep -q '0 key(s) changed' "$work/glm-rl.toml" && ok || bad "glm-rl: keys changed as written"
+tail -n +4 "$work/glm-rl.toml" | cmp -s - tests/data/prime-rl/rl-glm-full.toml && ok ||
+  bad "glm-rl: the emitted file is not the input"
+# --nodes 2 on a single-node file of the older schema: the world keys change, in place; the
+# older names (fused_lm_head_chunk_size, rollouts_per_example) stay; the rows are whole again.
+round_trip_file old-rl-2 tests/data/prime-rl/rl-old.toml --nodes 2 -- deployment.num_train_gpus deployment.num_infer_gpus
+"$py" - "$work/old-rl-2.toml" <<'PY' && ok || bad "old-rl-2: keys not where the input wrote them"
+import sys, tomllib
+t = tomllib.load(open(sys.argv[1], "rb"))
+assert t["deployment"] == {"type": "multi_node", "num_train_nodes": 2, "gpus_per_node": 6}, t["deployment"]
+assert t["orchestrator"] == {"batch_size": 72, "rollouts_per_example": 8}, t["orchestrator"]
+assert t["trainer"]["model"]["fused_lm_head_chunk_size"] == "auto"
+assert t["model"] == {"name": "Qwen/Qwen3-30B-A3B"}
+PY
+# [trainer.model] name stays there (no shared [model] name to conflict with inference's).
+printf 'seq_len = 4096\n[trainer.model]\nname = "Qwen/Qwen3-8B"\n[deployment]\ntype = "multi_node"\nnum_train_nodes = 1\n[orchestrator]\ntoken_batch_size = 65536\n' >"$work/tm.toml"
+"$bin" plan --trainer-config "$work/tm.toml" --model models/qwen3-8b.yaml --nodes 2 --emit prime-rl >"$work/tm.out" 2>/dev/null
+"$py" - "$work/tm.out" <<'PY' && ok || bad "trainer.model name: $(cat "$work/tm.out")"
+import sys, tomllib
+t = tomllib.load(open(sys.argv[1], "rb"))
+assert "model" not in t and t["trainer"]["model"]["name"] == "Qwen/Qwen3-8B", t
+assert t["deployment"]["num_train_nodes"] == 2
+PY
+# --emit prime-rl-diff: only the changed keys.
+"$bin" plan --trainer-config tests/data/prime-rl/rl-old.toml --nodes 2 --emit prime-rl-diff >"$work/diff.toml" 2>/dev/null
+"$py" - "$work/diff.toml" <<'PY' && ok || bad "diff: $(cat "$work/diff.toml")"
+import sys, tomllib
+t = tomllib.load(open(sys.argv[1], "rb"))
+assert t == {"orchestrator": {"batch_size": 72},
+             "deployment": {"type": "multi_node", "num_train_nodes": 2, "gpus_per_node": 6}}, t
+PY
+grep -q '^# muonplan: offload = "full"' "$work/muon-full.toml" && ok || bad "muon-full: no muonplan offload comment"
 # Muon under full offload is not written (prime-rl's full_offload refuses Muon; tests/cli/first_hour.sh).
 grep -qx 'optim_cpu_offload = false' "$work/muon-none.toml" && ! grep -q 'full_offload' "$work/muon-none.toml" \
   && ok || bad "muon-none: offload keys"
 
-expect bad-emit 2 "--emit: expected prime-rl or prime-rl-sft, got 'yaml'" \
+expect bad-emit 2 "--emit: expected prime-rl, prime-rl-diff or prime-rl-sft, got 'yaml'" \
   "$bin" plan --model models/qwen3-8b.yaml --emit yaml
 expect emit-and-json 2 "--emit: prints instead of --json; give one of them" \
   "$bin" plan --model models/qwen3-8b.yaml --emit prime-rl --json

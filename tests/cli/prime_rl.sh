@@ -158,6 +158,97 @@ the bundled specs' names and hf_id (muonplan inspect --list) (nothing is downloa
 expect no-model 2 "--model: is required (a path, a bundled name, an HF id), or --trainer-config naming [model] name" \
   "$bin" plan
 
+# Issue 35, item 1: an SFT file with [inference] (online evals) is SFT: its [data] and [optim].
+plan_json sft-inf $d/sft-inference.toml
+json_check sft-with-inference "$work/sft-inf.json" '
+w, t = d["workload"], d["trainer_config"]
+assert t["kind"] == "sft", t["kind"]
+assert (d["nodes"], d["gpus_per_node"]) == (1, 4), (d["nodes"], d["gpus_per_node"])
+assert (w["seq_len"], w["tokens_per_step"], w["lm_head_chunk"]) == (8192, 32 * 8192, 0), w
+assert d["optimizer_config"]["adamw"]["lr"] == 2e-5, d["optimizer_config"]["adamw"]
+assert "[inference]" in t["ignored_tables"] and "[eval]" in t["ignored_tables"], t["ignored_tables"]
+'
+# Item 2: rows are packed to the orchestrator's seq_len, not the trainer's upper bound.
+plan_json orch-seq $d/rl-orch-seq.toml
+json_check rows-of-orchestrator "$work/orch-seq.json" '
+w, t = d["workload"], d["trainer_config"]
+assert (w["seq_len"], w["tokens_per_step"]) == (8192, 64 * 8192), w
+assert any("16384 is only its upper bound" in n for n in t["notes"]), t["notes"]
+'
+# Item 3: a standalone trainer file (`trainer @ FILE`): [data.fake] rows of [model] seq_len,
+# the world from the flags (torchrun's), no unknown-key warning for [data.fake].
+"$bin" plan --trainer-config $d/trainer-fake.toml --json >"$work/trainer.json" 2>"$work/trainer.err" ||
+  bad "trainer file: $(cat "$work/trainer.err")"
+[ -s "$work/trainer.err" ] && bad "trainer file warns: $(cat "$work/trainer.err")" || ok
+json_check trainer-file "$work/trainer.json" '
+w, t = d["workload"], d["trainer_config"]
+assert t["kind"] == "trainer", t["kind"]
+assert (d["nodes"], d["gpus_per_node"]) == (1, 8), (d["nodes"], d["gpus_per_node"])
+assert (w["seq_len"], w["tokens_per_step"], w["lm_head_chunk"]) == (4096, 16 * 4096, 8192), w
+assert d["optimizer_config"]["adamw"]["lr"] == 3e-6
+assert any("torchrun sets its world" in n for n in t["notes"]), t["notes"]
+assert "[loss]" in t["ignored_tables"], t["ignored_tables"]
+for x in t["alternatives"]:
+    for k in x["keys_to_change"]:
+        assert not k.startswith("[deployment]"), k
+'
+plan_json trainer-2n $d/trainer-fake.toml --nodes 2 --gpus-per-node 4
+json_check trainer-world-from-flags "$work/trainer-2n.json" 'assert (d["world_size"], d["gpus_per_node"]) == (8, 4)'
+# Item 5: the rl_slurm era's top-level num_train_nodes / gpus_per_node; the local launcher's
+# trainer_gpu_ids.
+plan_json slurm $d/rl-slurm-era.toml
+json_check rl-slurm-world "$work/slurm.json" '
+t = d["trainer_config"]
+assert (d["nodes"], d["gpus_per_node"], d["layout"]["ep"]) == (2, 8, 8), (d["nodes"], d["layout"])
+assert d["workload"]["tokens_per_step"] == 64 * 4096, d["workload"]
+assert not any("single node" in n for n in t["notes"]), t["notes"]
+assert any("is a key of an older prime-rl: planned with the defaults of 2026-08-21" in n and
+           "optim_cpu_offload off" in n for n in t["notes"]), t["notes"]
+'
+plan_json slurm-table $d/rl-slurm-table.toml
+json_check slurm-table-world "$work/slurm-table.json" 'assert (d["nodes"], d["gpus_per_node"]) == (3, 8), (d["nodes"], d["gpus_per_node"])'
+plan_json gpu-ids $d/rl-gpu-ids.toml
+json_check trainer-gpu-ids "$work/gpu-ids.json" '
+assert (d["nodes"], d["gpus_per_node"]) == (1, 3), (d["nodes"], d["gpus_per_node"])
+assert d["workload"]["tokens_per_step"] == 48 * 2048, d["workload"]
+'
+# Item 10: a one-node file with GPUs to spare tries more GPUs in that node first.
+# (Qwen3-30B-A3B does not fit one GPU: fewest nodes was 32 nodes x 1 GPU before.)
+printf '[model]\nname = "Qwen/Qwen3-30B-A3B"\n[deployment]\nnum_train_gpus = 1\nnum_infer_gpus = 2\n[trainer.model]\noptim_cpu_offload = false\n[orchestrator]\ntoken_batch_size = 65536\n' >"$work/one-gpu.toml"
+plan_json one-gpu "$work/one-gpu.toml"
+json_check one-node-more-gpus "$work/one-gpu.json" '
+t = d["trainer_config"]
+assert not t["as_written"]["fits"], t["as_written"]
+best = t["alternatives"][0]
+assert best["nodes"] == 1 and best["gpus_per_node"] in range(2, 7), best
+assert "[deployment] num_train_gpus = %d" % best["gpus_per_node"] in best["keys_to_change"], best
+'
+# An rl_slurm file changes its own top-level world key, not a [deployment] it does not have.
+json_check slurm-world-key "$work/slurm.json" '
+keys = [k for a in d["trainer_config"]["alternatives"] for k in a["keys_to_change"]]
+assert not any(k.startswith("[deployment]") for k in keys), keys
+assert "(top level) num_train_nodes = 1" in keys, keys
+'
+# Item 4: keys that move memory or time and are not modelled warn, naming the figure.
+printf '[model]\nname = "Qwen/Qwen3-8B"\noptimization_dtype = "bfloat16"\nreduce_dtype = "bfloat16"\nquantization = { type = "fp8" }\n[data]\nbatch_size = 8\n' >"$work/dtype.toml"
+"$bin" plan --trainer-config "$work/dtype.toml" --json >/dev/null 2>"$work/dtype.err"
+for k in "model.optimization_dtype: bf16 masters and optimizer state are not modelled" \
+  "model.reduce_dtype: a bf16 gradient reduce is not modelled" "model.quantization: fp8 weights and GEMMs"; do
+  grep -q "^warning: $work/dtype.toml:[0-9]*:[0-9]*: $k" "$work/dtype.err" && ok || bad "no warning '$k': $(cat "$work/dtype.err")"
+done
+# Item 6: --prime-rl-version: the defaults of that date (before 2026-06-26: no optimizer
+# offload, ep 1, no AC, fused head disabled); a bad date exits 2.
+plan_json v-old $d/rl-defaults.toml --prime-rl-version 2026-05-01
+json_check version-defaults "$work/v-old.json" '
+w = d["workload"]
+assert (d["offload"], d["layout"]["ep"], w["ac"], w["ac_offload"], w["lm_head_chunk"]) == ("none", 1, "none", False, 0), (d["offload"], d["layout"], w)
+assert any("--prime-rl-version 2026-05-01" in n for n in d["trainer_config"]["notes"])
+'
+plan_json v-mid $d/rl-defaults.toml --prime-rl-version 2026-07-01
+json_check version-head-1024 "$work/v-mid.json" 'assert (d["offload"], d["workload"]["lm_head_chunk"]) == ("optimizer", 1024)'
+expect bad-version 2 "--prime-rl-version: expected a date YYYY-MM-DD, got 'main'" \
+  "$bin" plan --trainer-config $d/rl-defaults.toml --prime-rl-version main
+
 # Errors: one line at the file's line and column, exit 2.
 err() {  # NAME LINE TEXT: the config TEXT fails with LINE
   printf '%b' "$3" >"$work/$1.toml"
@@ -185,6 +276,19 @@ err old-and-new "7:28: trainer.model.fused_lm_head_chunk_size: older name of fus
   "$rl[trainer.model]\nfused_lm_head_chunk_size = 8\nfused_lm_head_token_chunk_size = 8\n"
 err sft-micro "7:20: data.micro_batch_size: context parallelism needs micro_batch_size = 1" \
   '[model]\nname = "Qwen/Qwen3-8B"\ncp = 2\n[deployment]\nnum_train_gpus = 4\n[data]\nmicro_batch_size = 2\n'
+# Item 7: keys of another optimizer type, and Muon keys prime-rl lacks, are refused.
+err nesterov-muon "8:12: trainer.optim.nesterov: not a key of type = \"muon\" (only sgd); prime-rl forbids extra keys" \
+  "$rl[trainer.optim]\ntype = \"muon\"\nnesterov = true\n"
+err betas-sign "8:10: trainer.optim.betas1: not a key of type = \"sign_sgd\" (only adamw, muon); prime-rl forbids extra keys" \
+  "$rl[trainer.optim]\ntype = \"sign_sgd\"\nbetas1 = 0.9\n"
+err bf16-momentum "8:17: trainer.optim.bf16_momentum: prime-rl main has no such key and forbids extra keys; \
+it needs a MuonConfig field passed on to dion's Muon (bf16_momentum); until prime-rl adds it, write \
+\`# muonplan: bf16_momentum = ...\`" "$rl[trainer.optim]\ntype = \"muon\"\nbf16_momentum = true\n"
+# Item 8: SFT with cp: seq_len % (2 x cp) == 0, as prime-rl's SFT trainer checks; data.subsets.
+err sft-cp2 "7:11: data.seq_len: 1026 does not divide by 2 x cp = 4 (prime-rl's SFT trainer checks it)" \
+  '[model]\nname = "Qwen/Qwen3-8B"\ncp = 2\n[deployment]\nnum_train_gpus = 4\n[data]\nseq_len = 1026\nbatch_size = 8\n'
+printf '[model]\nname = "Qwen/Qwen3-8B"\n[data]\nbatch_size = 8\nsubsets = ["a", "b"]\n' >"$work/subsets.toml"
+expect data-subsets 0 "" "$bin" plan --trainer-config "$work/subsets.toml" --json
 err syntax "2:6: toml: Error while parsing value: could not determine value type" \
   '[trainer.model]\ncp = = 2\n'
 finish

@@ -35,6 +35,14 @@ class TrainerConfig(unittest.TestCase):
         self.assertEqual(got["model"], "qwen3-30b-a3b")
         self.assertIn("--nodes 2 overrides", " ".join(got["trainer_config"]["overrides"]))
 
+    def test_prime_rl_version(self):
+        got = muonplan.plan(trainer_config=RL, prime_rl_version="2026-05-01")
+        want = cli_json("--trainer-config", RL, "--prime-rl-version", "2026-05-01")
+        self.assertEqual(got, want)
+        self.assertEqual((got["offload"], got["layout"]["ep"]), ("none", 1))
+        with self.assertRaises(muonplan.InputError):
+            muonplan.plan(trainer_config=RL, prime_rl_version="main")
+
     def test_error_is_the_cli_line(self):
         with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
             f.write('[model]\nname = "Qwen/Qwen3-8B"\ncp = 3\n[data]\nseq_len = 1000\n')

@@ -49,8 +49,12 @@ std::optional<std::pair<int64_t, int64_t>> batch_change(const TrainerConfig& tc,
 std::string trainer_answer_text(const PlanInputs& in, const TrainerAnswer& a, const Plan& written,
                                 bool explain) {
   const TrainerConfig& tc = *in.trainer;
-  std::string out = "\nprime-rl " + std::string(tc.sft ? "SFT" : "RL") + " config " + tc.path +
-                    " (model " + in.model_name + ", read from " + in.model.path + ")\n";
+  std::string out = "\nprime-rl " +
+                    std::string(tc.sft          ? "SFT"
+                                : tc.standalone ? "trainer"
+                                                : "RL") +
+                    " config " + tc.path + " (model " + in.model_name + ", read from " +
+                    in.model.path + ")\n";
   out += "  as written: " + describe(a.as_written, written.gpus_per_node) + "\n";
   for (const std::string& n : tc.notes) out += "  note: " + n + "\n";
   if (const auto change = batch_change(tc, written)) {
@@ -67,7 +71,7 @@ std::string trainer_answer_text(const PlanInputs& in, const TrainerAnswer& a, co
     out += "alternatives (node counts up to --max-nodes " + std::to_string(a.max_nodes) + "):\n";
   }
   for (const Alternative& alt : a.alternatives) {
-    out += "  " + alt.objective + ": " + describe(alt.candidate, written.gpus_per_node) + "\n";
+    out += "  " + alt.objective + ": " + describe(alt.candidate, alt.gpus_per_node) + "\n";
     if (alt.keys.empty()) out += "    keys to change: none (the config as written)\n";
     for (const std::string& k : alt.keys) out += "    " + k + "\n";
   }
@@ -85,6 +89,7 @@ nlohmann::json trainer_answer_json(const PlanInputs& in, const TrainerAnswer& a,
   nlohmann::json alts = nlohmann::json::array();
   for (const Alternative& alt : a.alternatives) {
     nlohmann::json j = candidate_json(alt.candidate);
+    j["gpus_per_node"] = alt.gpus_per_node;
     j["objective"] = alt.objective;
     j["keys_to_change"] = alt.keys;
     alts.push_back(j);
@@ -95,7 +100,7 @@ nlohmann::json trainer_answer_json(const PlanInputs& in, const TrainerAnswer& a,
                                       : nlohmann::json(nullptr);
   return {{"path", tc.path},
           {"global_batch_changed", batch},
-          {"kind", tc.sft ? "sft" : "rl"},
+          {"kind", tc.kind()},
           {"model_name", in.model_name},
           {"model_file", in.model.path},
           {"model_found_by", in.model.how},

@@ -21,7 +21,7 @@ std::string toml_value(const json& v) {
 
 class Writer {
  public:
-  explicit Writer(bool sft) : sft_(sft) {}
+  explicit Writer(bool top_level) : sft_(top_level) {}
   void comment(const std::string& text) { out_ << "# " << text << "\n"; }
   void table(const std::string& role) { out_ << "\n[" << prime_rl_table(role, sft_) << "]\n"; }
   // A key of the key table (std::logic_error if it is not one), in the table `role`.
@@ -133,14 +133,40 @@ void write_muonplan(Writer& t, const json& plan) {
 
 }  // namespace
 
+// The standalone trainer's own schema: [model] (with seq_len), [data] fake rows, [optim]; the
+// world is torchrun's, so a comment says it.
+void write_trainer_file(Writer& t, const json& plan, const EmitInput& in) {
+  const json w = plan.value("workload", json());
+  t.comment("world: torchrun --nnodes " + std::to_string(plan.at("nodes").get<int>()) +
+            " --nproc-per-node " + std::to_string(plan.at("gpus_per_node").get<int>()));
+  t.table("model");
+  t.key("model", "name", json(in.model_id));
+  if (!w.is_null()) t.key("model", "seq_len", w.at("seq_len"));
+  write_model(t, plan, in);
+  if (!w.is_null()) {
+    const int64_t seq = w.at("seq_len"), tokens = w.at("tokens_per_step");
+    t.table("data");
+    t.key("data", "fake.batch_size", json(tokens / seq), "rows per step");
+  }
+  write_optimizer(t, plan);
+  write_muonplan(t, plan);
+}
+
 std::string prime_rl_config(const json& plan, const EmitInput& in) {
   check_prime_rl_runs(plan);
-  Writer t(in.sft);
-  t.comment(std::string("prime-rl ") + (in.sft ? "SFT" : "RL") +
+  Writer t(in.sft || in.standalone);
+  t.comment(std::string("prime-rl ") +
+            (in.sft          ? "SFT"
+             : in.standalone ? "trainer"
+                             : "RL") +
             " config fragment for the muonplan plan of " + plan.at("model").get<std::string>() +
             " on " + plan.at("topology").get<std::string>() +
             (plan.at("fits").get<bool>() ? "" : " (NO FIT)") + ".");
   t.comment("decision: " + plan.at("decision").at("reason").get<std::string>());
+  if (in.standalone) {
+    write_trainer_file(t, plan, in);
+    return t.str();
+  }
   const json w = plan.value("workload", json());
   if (w.is_null()) t.comment("no workload planned: prime-rl's seq_len and batch defaults apply");
   if (!in.sft && !w.is_null()) t.key("", "seq_len", w.at("seq_len"));

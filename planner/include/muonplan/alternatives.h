@@ -14,6 +14,7 @@ namespace muonplan {
 struct Alternative {
   std::string objective;  // "fewest nodes that fit", "fewest GPU-seconds", "shortest step"
   Candidate candidate;
+  int gpus_per_node = 0;  // the candidate's (a one-node file also tries more GPUs in its node)
   std::vector<std::string> keys;  // "[deployment] num_train_nodes = 2", in file order
 };
 
@@ -30,8 +31,10 @@ struct TrainerAnswer {
 TrainerAnswer trainer_answer(const ModelSpec& spec, const Topology& topo, const PlanInputs& in,
                              const Plan& written);
 
-// The keys that turn the config into candidate `c` (empty when it is the config as written).
+// The keys that turn the config into candidate `c` on `gpus_per_node` GPUs per node (0: the
+// written plan's); empty when it is the config as written.
 std::vector<std::string> keys_to_change(const TrainerConfig& tc, const ModelSpec& spec,
-                                        const Plan& written, const Candidate& c);
+                                        const Plan& written, const Candidate& c,
+                                        int gpus_per_node = 0);
 
 }  // namespace muonplan

@@ -22,12 +22,16 @@ struct FileValue {
 
 struct TrainerConfig {
   std::string path;
-  bool sft = false;
+  // The schema (trainer_config_in.cc, schema_of): an RL file (rl launcher), an SFT file, or a
+  // standalone trainer file (`trainer @ FILE`: the RL trainer's own, its world set by torchrun).
+  bool sft = false, standalone = false;
   std::string model_name;  // the id or path the file names (prime-rl's default if silent)
   SourceLoc model_at;
-  int nodes = 1, gpus_per_node = 8;  // as the file states them
-  bool single_node = true;           // [deployment] type (num_train_gpus, one node)
-  bool fsdp_group_key = false;       // dp_replicate came from nodes_per_fsdp_group
+  int nodes = 1, gpus_per_node = 8;        // as the file states them
+  bool single_node = true;                 // [deployment] type (num_train_gpus, one node)
+  int node_gpus = 8, infer_gpus = 0;       // single node: the node's GPUs and inference's share
+  std::string world_table = "deployment";  // where the nodes are: "" (rl_slurm era), "slurm"
+  bool fsdp_group_key = false;             // dp_replicate came from nodes_per_fsdp_group
   int dp_replicate = 1, cp = 1;
   int ep = 0;  // 0: "auto", resolved against the model (resolved_ep)
   SourceLoc layout_at;
@@ -40,13 +44,18 @@ struct TrainerConfig {
   std::vector<std::string> warnings;  // "FILE:LINE:COL: key: ..." (unknown keys, approximations)
   std::vector<std::string> notes;     // defaults applied, derived values, upper bounds
 
+  // "rl", "sft" or "trainer"; [model] and [optim] sit at the top of SFT and trainer files.
+  const char* kind() const { return sft ? "sft" : standalone ? "trainer" : "rl"; }
+  bool top_level() const { return sft || standalone; }
   // ep = "auto": min(world / dp_replicate, 8) for a MoE model, else 1.
   int resolved_ep(const ModelSpec& spec, int world) const;
   const FileValue* value(const std::string& flag) const;
 };
 
 // InputError "FILE:LINE:COL: key: ..." for bad TOML, a wrong type or a contradiction.
-TrainerConfig read_trainer_config(const std::string& path);
+// `version`: --prime-rl-version, a date YYYY-MM-DD whose prime-rl defaults apply where the
+// file is silent; empty: the newest the table knows (prime_rl_versions.cc).
+TrainerConfig read_trainer_config(const std::string& path, const std::string& version = "");
 
 // Sets `flags` from the file. A flag already given (not at PlanFlags{}'s value) wins; each
 // such override is appended to `overrides` as a line to print. Clears flags.trainer_config.

@@ -9,8 +9,8 @@
 namespace muonplan {
 
 // Tables by role; where they sit in a file depends on its kind (prime_rl_table):
-//   "model"  [trainer.model] (RL) / [model] (SFT)     "optim" [trainer.optim] / [optim]
-//   "deployment", "data" (SFT), "orchestrator" (RL), "shared" ([model] in RL), "" top level,
+//   "model"  [trainer.model] (RL) / [model] (SFT, trainer)   "optim" [trainer.optim] / [optim]
+//   "deployment", "data" (SFT, trainer), "orchestrator" (RL), "shared" ([model] in RL), "" top,
 //   "muonplan": `# muonplan: key = value` comments, for settings prime-rl has no key for.
 enum class KeyType { integer, number, boolean, string, section, opaque, int_or_word, list };
 
@@ -27,8 +27,9 @@ const TrainerKey* find_trainer_key(const std::string& table, const std::string& 
 // A writer's key: std::logic_error when the table lacks it, so no writer names a key the
 // reader would warn about.
 const TrainerKey& trainer_key(const std::string& table, const std::string& key);
-// The table's header in a file of this kind: prime_rl_table("model", false) is "trainer.model".
-std::string prime_rl_table(const std::string& table, bool sft);
+// The table's header in a file of this kind: prime_rl_table("model", false) is "trainer.model"
+// (RL); SFT and standalone trainer files keep [model] and [optim] at the top (top_level).
+std::string prime_rl_table(const std::string& table, bool top_level);
 // Tables inside which an unknown key is a warning (the planning tables).
 bool is_planning_table(const std::string& table);
 

@@ -40,21 +40,43 @@ std::string line(const std::string& table, bool sft, const std::string& key,
   return "[" + prime_rl_table(table, sft) + "] " + key + " = " + value;
 }
 
+// Where the candidate's world differs from the file's: a one-node file's GPUs in that node, a
+// multi-node file's nodes (one node is num_train_nodes = 1 there: an RL single node shares its
+// GPUs with inference), or a trainer file's torchrun flags.
+void world_keys(const TrainerConfig& tc, const Plan& written, const Candidate& c, int gpn,
+                std::vector<std::string>& out) {
+  const bool sft = tc.top_level();
+  if (c.nodes == written.options.nodes && gpn == written.gpus_per_node) return;
+  if (tc.standalone) {
+    out.push_back("torchrun --nnodes " + std::to_string(c.nodes) + " --nproc-per-node " +
+                  std::to_string(gpn) + " (the world is not in a trainer file)");
+    return;
+  }
+  if (tc.single_node && c.nodes == 1) {
+    out.push_back(line("deployment", sft, "num_train_gpus", std::to_string(gpn)));
+    return;
+  }
+  if (tc.world_table != "deployment") {  // a launcher-era file: its own keys, no [deployment]
+    const std::string at = tc.world_table.empty() ? "(top level) " : "[slurm] ";
+    trainer_key(tc.world_table, "num_train_nodes");
+    out.push_back(at + "num_train_nodes = " + std::to_string(c.nodes));
+    return;
+  }
+  if (tc.single_node) out.push_back(line("deployment", sft, "type", "\"multi_node\""));
+  out.push_back(line("deployment", sft, "num_train_nodes", std::to_string(c.nodes)));
+  if (tc.single_node) out.push_back(line("deployment", sft, "gpus_per_node", std::to_string(gpn)));
+}
+
 }  // namespace
 
 std::vector<std::string> keys_to_change(const TrainerConfig& tc, const ModelSpec& spec,
-                                        const Plan& written, const Candidate& c) {
+                                        const Plan& written, const Candidate& c,
+                                        int gpus_per_node) {
   std::vector<std::string> out;
-  const bool sft = tc.sft;
-  const int gpn = written.gpus_per_node, world = c.nodes * gpn;
-  // A multi-node file stays one (an RL single node shares its GPUs with inference): one node
-  // is num_train_nodes = 1 there.
-  if (c.nodes != written.options.nodes) {
-    if (tc.single_node) out.push_back(line("deployment", sft, "type", "\"multi_node\""));
-    out.push_back(line("deployment", sft, "num_train_nodes", std::to_string(c.nodes)));
-    if (tc.single_node)
-      out.push_back(line("deployment", sft, "gpus_per_node", std::to_string(gpn)));
-  }
+  const bool sft = tc.top_level();
+  const int gpn = gpus_per_node > 0 ? gpus_per_node : written.gpus_per_node;
+  const int world = c.nodes * gpn;
+  world_keys(tc, written, c, gpn, out);
   const Layout l = parse_layout(c.layout);
   const int dpr = world / l.fsdp;
   if (dpr != written.world / written.options.layout.fsdp) {
@@ -100,16 +122,24 @@ TrainerAnswer trainer_answer(const ModelSpec& spec, const Topology& topo, const 
   }
   a.max_nodes = in.request.max_nodes > 0 ? in.request.max_nodes : topo.max_nodes;
   a.node_counts = sweep_counts(written.options.nodes, a.max_nodes);
-  std::vector<Candidate> runs;
-  for (int n : a.node_counts) {
+  std::vector<std::pair<int, int>> worlds;  // (nodes, GPUs per node)
+  for (int n : a.node_counts) worlds.push_back({n, written.gpus_per_node});
+  // A one-node file with GPUs to spare tries more of them in that node first.
+  const TrainerConfig& tc = *in.trainer;
+  if (tc.single_node && written.options.nodes == 1) {
+    for (int g = written.gpus_per_node + 1; g <= tc.node_gpus - tc.infer_gpus; ++g)
+      worlds.push_back({1, g});
+  }
+  std::vector<std::pair<Candidate, int>> runs;
+  for (auto [n, gpn] : worlds) {
     PlanRequest r = in.request;
     r.auto_nodes = r.auto_offload = r.search_ep = r.search_cp = true;
     r.node_counts = {n};
     r.options.layout = Layout{};
-    r.options.gpus_per_node = written.gpus_per_node;
+    r.options.gpus_per_node = gpn;
     try {
       for (const Candidate& c : make_plan(spec, topo, r).candidates) {
-        if (prime_rl_runs(c, written.options.optimizer)) runs.push_back(c);
+        if (prime_rl_runs(c, written.options.optimizer)) runs.push_back({c, gpn});
       }
     } catch (const InputError&) {
       continue;  // no layout takes this world (the workload's rows do not divide)
@@ -117,6 +147,7 @@ TrainerAnswer trainer_answer(const ModelSpec& spec, const Topology& topo, const 
   }
   if (runs.empty()) return a;
   using Key = std::pair<double, double>;
+  using Run = std::pair<Candidate, int>;
   const std::pair<const char*, std::function<Key(const Candidate&)>> objectives[] = {
       {"fewest nodes that fit", [](const Candidate& c) { return Key(c.nodes, c.gpu_seconds); }},
       {"fewest GPU-seconds per step",
@@ -125,10 +156,11 @@ TrainerAnswer trainer_answer(const ModelSpec& spec, const Topology& topo, const 
   for (const auto& objective : objectives) {
     // Not a structured binding: clang before 16 cannot capture one in a lambda (the fuzz build).
     const auto& key = objective.second;
-    const Candidate& best = *std::min_element(
-        runs.begin(), runs.end(), [&](const auto& x, const auto& y) { return key(x) < key(y); });
-    a.alternatives.push_back(
-        {objective.first, best, keys_to_change(*in.trainer, spec, written, best)});
+    const Run& best = *std::min_element(runs.begin(), runs.end(), [&](const Run& x, const Run& y) {
+      return key(x.first) < key(y.first);
+    });
+    a.alternatives.push_back({objective.first, best.first, best.second,
+                              keys_to_change(tc, spec, written, best.first, best.second)});
   }
   return a;
 }

@@ -4,7 +4,8 @@ namespace muonplan {
 
 PlanInputs prepare_plan(const std::string& model, PlanFlags flags) {
   PlanInputs in;
-  if (!flags.trainer_config.empty()) in.trainer = read_trainer_config(flags.trainer_config);
+  if (!flags.trainer_config.empty())
+    in.trainer = read_trainer_config(flags.trainer_config, flags.prime_rl_version);
   if (model.empty() && !in.trainer) {
     throw InputError({}, "--model",
                      "is required (a path, a bundled name, an HF id), or --trainer-config "

@@ -213,6 +213,7 @@ const std::vector<std::pair<std::string, Access>>& setters() {
       {"gpu-headroom", headroom(&PlanFlags::gpu_headroom)},
       {"host-headroom", headroom(&PlanFlags::host_headroom)},
       {"trainer-config", text(&PlanFlags::trainer_config)},
+      {"prime-rl-version", text(&PlanFlags::prime_rl_version)},
   };
   return table;
 }

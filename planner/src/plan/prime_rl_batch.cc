@@ -14,8 +14,8 @@ void warn(const TrainerFile& f, TrainerConfig& tc, const std::string& table, con
 }
 
 void read_activations(const TrainerFile& f, TrainerConfig& tc) {
-  const bool offload = f.section("model", "ac_offloading", true);
-  bool ac = f.section("model", "ac", true);
+  const bool offload = f.section("model", "ac_offloading", f.defaults().ac_offloading);
+  bool ac = f.section("model", "ac", f.defaults().ac);
   if (!ac && offload) {
     tc.notes.push_back(f.field("model", "ac") +
                        " = \"None\", yet ac_offloading is on and turns it on");
@@ -34,7 +34,8 @@ void read_activations(const TrainerFile& f, TrainerConfig& tc) {
                               "ac_offloading.max_inflight_activations"));
 }
 
-// RL: 8192 tokens unless "disabled"; older files' "auto" meant 8192 too. SFT ignores the key.
+// RL: prime-rl's default of the version (8192 tokens now), "disabled" off; older files' "auto"
+// meant 8192. SFT ignores the key.
 void read_lm_head(const TrainerFile& f, TrainerConfig& tc) {
   const std::string key = f.get("model", "fused_lm_head_chunk_size") &&
                                   !f.get("model", "fused_lm_head_token_chunk_size")
@@ -45,7 +46,7 @@ void read_lm_head(const TrainerFile& f, TrainerConfig& tc) {
     f.fail("model", "fused_lm_head_chunk_size",
            "older name of fused_lm_head_token_chunk_size; give one of them");
   const TomlNode* n = f.get("model", key);
-  int64_t chunk = 8192;
+  int64_t chunk = n ? 8192 : f.defaults().lm_head_chunk;  // "auto" meant 8192
   if (n && n->kind == TomlNode::Kind::string) {
     if (n->str == "disabled") {
       chunk = 0;
@@ -120,6 +121,35 @@ void read_sft_batch(const TrainerFile& f, TrainerConfig& tc, int64_t seq_len) {
       f.value("micro-batch-seqs", std::to_string(micro), "data", "micro_batch_size"));
 }
 
+// The standalone trainer: [data.fake] batch_size rows of seq_len per step (default 2), dealt
+// out whole to world / cp workers; older files' fake.micro_batch_size rows per micro step.
+// Without [data.fake] it trains on the orchestrator's rollouts, which the file does not size.
+void read_trainer_batch(const TrainerFile& f, TrainerConfig& tc, int64_t seq_len) {
+  tc.seq_len = seq_len;
+  tc.batch_key = "fake.batch_size";
+  int64_t rows = 128;
+  if (f.get("data", "fake") && f.section("data", "fake", false)) {
+    rows = f.integer("data", "fake.batch_size", 2);
+  } else {
+    tc.notes.push_back(
+        "no [data.fake]: the trainer takes the orchestrator's rows; planned as 128 full rows of " +
+        std::to_string(seq_len) +
+        " (the orchestrator's default batch_size), an upper bound; give the real figure with "
+        "--tokens-per-step");
+  }
+  const int64_t micro = f.integer("data", "fake.micro_batch_size", 1);
+  if (rows % micro != 0)
+    f.fail("data", "fake.batch_size",
+           "not a multiple of fake.micro_batch_size = " + std::to_string(micro));
+  tc.rl_tokens = rows * seq_len;
+  const int64_t workers = int64_t(tc.nodes) * tc.gpus_per_node / tc.cp;
+  tc.values.push_back(f.value("tokens-per-step",
+                              std::to_string(whole_rows(tc.rl_tokens, seq_len, workers)), "data",
+                              "fake.batch_size"));
+  tc.values.push_back(
+      f.value("micro-batch-seqs", std::to_string(micro), "data", "fake.micro_batch_size"));
+}
+
 }  // namespace
 
 int64_t whole_rows(int64_t tokens, int64_t seq_len, int64_t workers) {
@@ -127,28 +157,55 @@ int64_t whole_rows(int64_t tokens, int64_t seq_len, int64_t workers) {
   return (tokens + per - 1) / per * per;
 }
 
-void read_batch(const TrainerFile& f, TrainerConfig& tc) {
-  int64_t seq_len = 0;
-  std::string table = "", key = "seq_len";
+namespace {
+
+// The row length and the key that sets it. RL: prime-rl packs rows to the orchestrator's
+// seq_len; the trainer's is only an upper bound on it. SFT: [data] seq_len (older files: top
+// level). Trainer: [model] seq_len (older files: [data.fake] seq_len).
+std::pair<std::string, int64_t> row_length(const TrainerFile& f, TrainerConfig& tc) {
   if (f.sft()) {
-    table = f.get("data", "seq_len") || !f.get("", "seq_len") ? "data" : "";
-    seq_len = f.integer(table, key, 128);
-  } else {
-    const int64_t shared = f.integer("", "seq_len", 2048);
-    if (f.get("model", "seq_len")) table = "model";
-    seq_len = f.integer("model", "seq_len", shared);
-    const int64_t orch = f.integer("orchestrator", "seq_len", shared);
-    if (orch > seq_len)
-      f.fail("orchestrator", "seq_len", "exceeds the trainer's seq_len " + std::to_string(seq_len));
+    const std::string table = f.get("data", "seq_len") || !f.get("", "seq_len") ? "data" : "";
+    return {table, f.integer(table, "seq_len", 128)};
   }
+  if (f.standalone()) {
+    if (f.get("data", "fake.seq_len")) return {"data", f.integer("data", "fake.seq_len", 1)};
+    return {"model", f.integer("model", "seq_len", 2048)};
+  }
+  const int64_t shared = f.integer("", "seq_len", 2048);
+  const int64_t trainer = f.integer("model", "seq_len", shared);
+  const std::string table = f.get("orchestrator", "seq_len") ? "orchestrator" : "";
+  const int64_t rows = f.integer(table, "seq_len", 2048);
+  if (rows > trainer)
+    f.fail(table, "seq_len", "exceeds the trainer's seq_len " + std::to_string(trainer));
+  if (rows < trainer)
+    tc.notes.push_back("rows of " + std::to_string(rows) + " tokens (" +
+                       (f.get(table, "seq_len") ? f.field(table, "seq_len") + ", "
+                                                : std::string("orchestrator seq_len default, ")) +
+                       "what the orchestrator packs); " + f.field("model", "seq_len") + " = " +
+                       std::to_string(trainer) + " is only its upper bound");
+  return {table, rows};
+}
+
+}  // namespace
+
+void read_batch(const TrainerFile& f, TrainerConfig& tc) {
+  const auto [table, seq_len] = row_length(f, tc);
+  const std::string key = table == "data" && f.standalone() ? "fake.seq_len" : "seq_len";
   if (seq_len % tc.cp != 0)
     f.fail(table, key,
            std::to_string(seq_len) + " does not divide by cp = " + std::to_string(tc.cp));
+  // prime-rl's SFT trainer splits each row into 2 x cp chunks (load-balanced ring attention).
+  if (f.sft() && tc.cp > 1 && seq_len % (2 * tc.cp) != 0)
+    f.fail(table, key,
+           std::to_string(seq_len) + " does not divide by 2 x cp = " + std::to_string(2 * tc.cp) +
+               " (prime-rl's SFT trainer checks it)");
   tc.values.push_back(f.value("seq-len", std::to_string(seq_len), table, key));
   read_activations(f, tc);
   read_lm_head(f, tc);
   if (f.sft()) {
     read_sft_batch(f, tc, seq_len);
+  } else if (f.standalone()) {
+    read_trainer_batch(f, tc, seq_len);
   } else {
     read_rl_batch(f, tc, seq_len);
   }

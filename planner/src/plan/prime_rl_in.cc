@@ -45,7 +45,65 @@ std::string either(const TrainerFile& f, const std::string& table, const std::st
 
 }  // namespace
 
+// A standalone trainer file has no world: torchrun's --nnodes x --nproc-per-node set it, so
+// the flags do (one node of 8 GPUs when they are not given).
+void read_torchrun_world(const TrainerFile& f, TrainerConfig& tc) {
+  tc.nodes = 1;
+  tc.gpus_per_node = 8;
+  tc.single_node = false;
+  const SourceLoc none{f.path(), 0, 0};
+  tc.values.push_back({"nodes", "1", none, "torchrun --nnodes (not in a trainer file)"});
+  tc.values.push_back(
+      {"gpus-per-node", "8", none, "torchrun --nproc-per-node (not in a trainer file)"});
+  tc.notes.push_back(
+      "standalone trainer file: torchrun sets its world (--nnodes x --nproc-per-node), not the "
+      "file; planned as --nodes 1 --gpus-per-node 8 unless those flags say otherwise");
+}
+
+// The rl launchers before [deployment]: rl_slurm's top-level num_train_nodes (older
+// num_training_nodes) and gpus_per_node, or rl's [slurm] table of them, or the local
+// launcher's trainer_gpu_ids (one node; [slurm] ignores it).
+bool read_launcher_world(const TrainerFile& f, TrainerConfig& tc) {
+  const bool slurm = f.get("slurm", "num_train_nodes") != nullptr;
+  const std::string table = slurm ? "slurm" : "";
+  const std::string nodes_key =
+      slurm ? "num_train_nodes" : either(f, "", "num_train_nodes", "", "num_training_nodes");
+  const TomlNode* ids = slurm ? nullptr : f.get("", "trainer_gpu_ids");
+  if (!f.get(table, nodes_key) && !ids) return false;
+  for (const char* k : {"type", "num_train_nodes", "num_train_gpus", "gpus_per_node"}) {
+    if (f.get("deployment", k))
+      f.fail("deployment", k, "the file also sets its world with top-level launcher keys");
+  }
+  if (f.get(table, nodes_key)) {
+    if (ids) f.fail("", "trainer_gpu_ids", "local launcher key in an rl_slurm file");
+    tc.world_table = table;
+    tc.nodes = static_cast<int>(f.integer(table, nodes_key, 1));
+    tc.gpus_per_node = static_cast<int>(f.integer(table, "gpus_per_node", 8));
+    tc.single_node = false;
+    tc.values.push_back(f.value("nodes", std::to_string(tc.nodes), table, nodes_key));
+    tc.values.push_back(
+        f.value("gpus-per-node", std::to_string(tc.gpus_per_node), table, "gpus_per_node"));
+    return true;
+  }
+  if (ids->kind != TomlNode::Kind::array || ids->items.empty() ||
+      !std::all_of(ids->items.begin(), ids->items.end(),
+                   [](const TomlNode& i) { return i.kind == TomlNode::Kind::integer; }))
+    f.fail("", "trainer_gpu_ids", "expected a list of GPU ids, got " + ids->shown());
+  tc.nodes = 1;
+  tc.gpus_per_node = tc.node_gpus =
+      static_cast<int>(ids->items.size());  // the node's size: unknown
+  tc.single_node = true;
+  tc.values.push_back(f.value("nodes", "1", "", "trainer_gpu_ids"));
+  tc.values.push_back(
+      f.value("gpus-per-node", std::to_string(tc.gpus_per_node), "", "trainer_gpu_ids"));
+  tc.notes.push_back("trainer_gpu_ids: one node, " + std::to_string(tc.gpus_per_node) +
+                     " trainer GPU(s)");
+  return true;
+}
+
 void read_deployment(const TrainerFile& f, TrainerConfig& tc) {
+  if (f.standalone()) return read_torchrun_world(f, tc);
+  if (read_launcher_world(f, tc)) return;
   const std::string type = f.string("deployment", "type", "single_node");
   if (type != "single_node" && type != "multi_node")
     f.fail("deployment", "type", "expected single_node or multi_node, got '" + type + "'");
@@ -68,6 +126,8 @@ void read_deployment(const TrainerFile& f, TrainerConfig& tc) {
     if (f.get("deployment", "gpus_per_node") && gpus + infer > tc.gpus_per_node)
       f.fail("deployment", gpus_key, "trainer and inference GPUs exceed gpus_per_node");
     tc.nodes = 1;
+    tc.node_gpus = tc.gpus_per_node;
+    tc.infer_gpus = infer;
     tc.gpus_per_node = gpus;  // the trainer's world: one node of num_train_gpus
     tc.values.push_back(f.value("nodes", "1", "deployment", "type"));
     tc.values.push_back(f.value("gpus-per-node", std::to_string(gpus), "deployment", gpus_key));
@@ -86,10 +146,14 @@ void read_deployment(const TrainerFile& f, TrainerConfig& tc) {
 void read_parallel(const TrainerFile& f, TrainerConfig& tc) {
   const int64_t world = int64_t(tc.nodes) * tc.gpus_per_node;  // both < 2^31
   tc.dp_replicate = static_cast<int>(f.integer("model", "dp_replicate", 1));
-  if (const TomlNode* g = f.get("deployment", "nodes_per_fsdp_group")) {
-    const int per = static_cast<int>(f.integer("deployment", "nodes_per_fsdp_group", 1));
+  // [deployment] nodes_per_fsdp_group, or top level in rl_slurm-era files.
+  const std::string per_table = f.get("", "nodes_per_fsdp_group")        ? ""
+                                : f.get("slurm", "nodes_per_fsdp_group") ? "slurm"
+                                                                         : "deployment";
+  if (const TomlNode* g = f.get(per_table, "nodes_per_fsdp_group")) {
+    const int per = static_cast<int>(f.integer(per_table, "nodes_per_fsdp_group", 1));
     if (tc.nodes % per != 0)
-      f.fail("deployment", "nodes_per_fsdp_group",
+      f.fail(per_table, "nodes_per_fsdp_group",
              "does not divide the " + std::to_string(tc.nodes) + " nodes");
     if (f.get("model", "dp_replicate") && tc.dp_replicate != tc.nodes / per)
       f.fail("model", "dp_replicate",
@@ -125,6 +189,7 @@ void read_parallel(const TrainerFile& f, TrainerConfig& tc) {
   for (const char* k : {"dp_replicate", "cp", "ep"}) {
     if (const TomlNode* n = f.get("model", k); n && tc.layout_at.line == 0) tc.layout_at = f.at(*n);
   }
+  if (!f.get("model", "ep") && !f.defaults().ep_auto) tc.ep = 1;  // before ep = "auto"
   if (tc.ep == 0)
     tc.notes.push_back(f.field("model", "ep") +
                        " = auto: min(world / dp_replicate, 8) for MoE, else 1");
@@ -133,7 +198,7 @@ void read_parallel(const TrainerFile& f, TrainerConfig& tc) {
 namespace {
 
 std::string read_offload(const TrainerFile& f, TrainerConfig& tc, const std::string& optimizer) {
-  const bool optim = f.boolean("model", "optim_cpu_offload", true);
+  const bool optim = f.boolean("model", "optim_cpu_offload", f.defaults().optim_cpu_offload);
   const bool full = f.section("model", "full_offload", false);
   const bool fsdp = f.boolean("model", "fsdp_cpu_offload", false);
   const std::string ours = f.string("muonplan", "offload", "");
@@ -207,6 +272,31 @@ void read_muonplan_keys(const TrainerFile& f, TrainerConfig& tc) {
   }
 }
 
+// prime-rl's optimizer configs forbid extra keys: a key of another type (sgd's nesterov under
+// muon) fails there, so it fails here. Muon settings prime-rl main lacks are refused too,
+// naming the change that would add them and the comment muonplan reads meanwhile.
+void refuse_foreign_keys(const TrainerFile& f, const std::string& type) {
+  const std::pair<const char*, const char*> own[] = {{"mu", "muon"},
+                                                     {"betas1", "adamw, muon"},
+                                                     {"betas2", "adamw, muon"},
+                                                     {"momentum", "sgd"},
+                                                     {"nesterov", "sgd"}};
+  const std::string prime_type = type == "signsgd" ? "sign_sgd" : type;
+  for (auto [key, types] : own) {
+    if (f.get("optim", key) && std::string(types).find(prime_type) == std::string::npos)
+      f.fail("optim", key,
+             "not a key of type = \"" + prime_type + "\" (only " + types +
+                 "); prime-rl forbids extra keys");
+  }
+  for (const char* key : {"bf16_momentum", "update_rms", "newton_schulz_coefficients"}) {
+    if (f.get("optim", key))
+      f.fail("optim", key,
+             std::string("prime-rl main has no such key and forbids extra keys; it needs a "
+                         "MuonConfig field passed on to dion's Muon (") +
+                 key + "); until prime-rl adds it, write `# muonplan: " + key + " = ...`");
+  }
+}
+
 }  // namespace
 
 void read_offload_and_optimizer(const TrainerFile& f, TrainerConfig& tc) {
@@ -247,14 +337,40 @@ void read_offload_and_optimizer(const TrainerFile& f, TrainerConfig& tc) {
     if (!f.get("muonplan", "adamw_weight_decay"))  // dion's AdamW group takes the same decay
       tc.values.push_back(f.value("adamw-weight-decay", wd, "optim", "weight_decay"));
   }
-  for (const char* k : {"mu", "betas1", "betas2"}) {
-    const bool used = std::string(k) == "mu" ? type == "muon" : type != "signsgd";
-    if (const TomlNode* n = f.get("optim", k); n && !used)
-      tc.warnings.push_back(f.path() + ":" + std::to_string(n->key_line) + ":" +
-                            std::to_string(n->key_col) + ": " + f.field("optim", k) +
-                            ": not read for type = \"" + type + "\"");
-  }
+  refuse_foreign_keys(f, type);
   read_muonplan_keys(f, tc);
+}
+
+// Keys that move memory or time and that muonplan does not model yet: a warning naming the key
+// and the figure it moves, so the plan never silently stands for a different run. ([model]
+// lora and attn are read into the plan by their own readers.)
+void warn_unmodelled(const TrainerFile& f, TrainerConfig& tc) {
+  auto warn = [&](const std::string& key, const std::string& message) {
+    const TomlNode* n = f.get("model", key);
+    tc.warnings.push_back(f.path() + ":" + std::to_string(n->line) + ":" + std::to_string(n->col) +
+                          ": " + f.field("model", key) + ": " + message);
+  };
+  if (const TomlNode* q = f.get("model", "quantization"); q && q->kind == TomlNode::Kind::table) {
+    const TomlNode* type = q->get("type");
+    const std::string what = type && type->kind == TomlNode::Kind::string ? type->str : "?";
+    warn("quantization", what +
+                             " weights and GEMMs are not modelled: planned in bf16, so GPU "
+                             "peak (weights, activations) and step time are those of bf16");
+  }
+  if (f.boolean("model", "fp8", false))
+    warn("fp8", "fp8 GEMMs are not modelled: planned in bf16, so step time is that of bf16");
+  if (f.string("model", "optimization_dtype", "float32") == "bfloat16")
+    warn("optimization_dtype",
+         "bf16 masters and optimizer state are not modelled: planned in fp32, so GPU peak and "
+         "host RAM (state bytes) are upper bounds");
+  if (f.string("model", "reduce_dtype", "float32") == "bfloat16")
+    warn("reduce_dtype",
+         "a bf16 gradient reduce is not modelled: traffic per GPU and step time are planned for "
+         "muonplan's own gradient dtype");
+  if (!f.boolean("model", "moe_use_grouped_mm", true))
+    warn("moe_use_grouped_mm",
+         "false (a loop over experts) is not modelled: step time is planned for grouped GEMMs, "
+         "a lower bound");
 }
 
 }  // namespace muonplan::detail

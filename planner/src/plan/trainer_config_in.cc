@@ -22,7 +22,7 @@ const TomlNode* TrainerFile::get(const std::string& table, const std::string& ke
 }
 
 std::string TrainerFile::field(const std::string& table, const std::string& key) const {
-  const std::string t = prime_rl_table(table, sft_);
+  const std::string t = prime_rl_table(table, sft_ || standalone_);
   return t.empty() ? key : t + "." + key;
 }
 
@@ -105,7 +105,7 @@ void collect(TrainerFile& f, TrainerConfig& tc, const std::string& table, const 
       if (is_planning_table(table) || table == "muonplan") {
         tc.warnings.push_back(tc.path + ":" + std::to_string(v.key_line) + ":" +
                               std::to_string(v.key_col) + ": " + printable(f.field(table, key)) +
-                              ": unknown key in [" + prime_rl_table(table, f.sft()) +
+                              ": unknown key in [" + prime_rl_table(table, tc.top_level()) +
                               "]; not planned");
       }
       continue;
@@ -120,7 +120,7 @@ void collect(TrainerFile& f, TrainerConfig& tc, const std::string& table, const 
 void collect_tables(TrainerFile& f, TrainerConfig& tc, const TomlNode& root) {
   const TomlNode* trainer = root.get("trainer");
   std::vector<std::pair<std::string, const TomlNode*>> planned;
-  if (tc.sft) {
+  if (tc.top_level()) {
     for (const char* t : {"model", "optim", "data", "deployment"})
       planned.push_back({t, root.get(t)});
   } else {
@@ -129,16 +129,18 @@ void collect_tables(TrainerFile& f, TrainerConfig& tc, const TomlNode& root) {
                {"shared", root.get("model")},
                {"deployment", root.get("deployment")},
                {"orchestrator", root.get("orchestrator")},
-               {"trainer", trainer}};  // its own keys: max_concurrent_runs (LoRA slots)
+               {"trainer", trainer},  // its own keys: max_concurrent_runs (LoRA slots)
+               {"slurm", root.get("slurm")}};
   }
   for (const auto& [k, v] : root.members) {
     if (v.kind != TomlNode::Kind::table) {  // top-level keys: seq_len, older num_nodes, ...
       if (find_trainer_key("", k)) f.add("", k, &v);
       continue;
     }
-    const bool read =
-        tc.sft ? (k == "model" || k == "optim" || k == "data" || k == "deployment")
-               : (k == "model" || k == "deployment" || k == "orchestrator" || k == "trainer");
+    const bool read = tc.top_level()
+                          ? (k == "model" || k == "optim" || k == "data" || k == "deployment")
+                          : (k == "model" || k == "deployment" || k == "orchestrator" ||
+                             k == "trainer" || k == "slurm");
     if (!read) tc.ignored.push_back("[" + k + "]");
     if (k == "workload" || k == "muonplan") {  // what --emit toml wrote before --emit prime-rl
       tc.warnings.push_back(tc.path + ":" + std::to_string(v.key_line) + ":" +
@@ -146,7 +148,7 @@ void collect_tables(TrainerFile& f, TrainerConfig& tc, const TomlNode& root) {
                             ": an older muonplan --emit toml table, not read; write the file "
                             "again with --emit prime-rl");
     }
-    if (!tc.sft && (k == "trainer" || k == "orchestrator")) {
+    if (!tc.top_level() && (k == "trainer" || k == "orchestrator")) {
       for (const auto& [sub, sv] : v.members) {
         const bool planned_sub = k == "trainer" && (sub == "model" || sub == "optim");
         if (sv.kind == TomlNode::Kind::table && !planned_sub)
@@ -178,17 +180,37 @@ TomlNode muonplan_comments(const std::string& text, const std::string& path) {
   return parse_toml(doc, path);
 }
 
-// RL: [trainer] or [orchestrator]; SFT: [data], [optim], or model keys under [model].
-bool is_sft(const TomlNode& root) {
-  if (root.get("trainer") || root.get("orchestrator") || root.get("inference")) return false;
-  if (root.get("data") || root.get("optim")) return true;
+// The schema, by what only one schema has: [trainer], [orchestrator] or an rl launcher's world
+// keys are RL; [data] with SFT's keys (anything but fake) is SFT; [data.fake], [loss],
+// [weight_broadcast] or [model] seq_len is the standalone trainer's (`trainer @ FILE`). Online
+// evals put [inference] in SFT files too, so it decides nothing. Else [optim] or model keys
+// besides name: SFT; else RL.
+void set_schema(const TomlNode& root, TrainerConfig& tc) {
+  for (const char* k : {"trainer", "orchestrator", "trainer_gpu_ids", "inference_gpu_ids",
+                        "num_train_nodes", "num_training_nodes", "num_infer_nodes"}) {
+    if (root.get(k)) return;
+  }
+  const TomlNode* data = root.get("data");
   const TomlNode* model = root.get("model");
-  return model && std::any_of(model->members.begin(), model->members.end(),
-                              [](const auto& m) { return m.first != "name"; });
+  const bool is_table = data && data->kind == TomlNode::Kind::table;
+  if (is_table && std::any_of(data->members.begin(), data->members.end(),
+                              [](const auto& m) { return m.first != "fake"; })) {
+    tc.sft = true;
+    return;
+  }
+  const bool model_table = model && model->kind == TomlNode::Kind::table;
+  if ((is_table && data->get("fake")) || root.get("loss") || root.get("weight_broadcast") ||
+      (model_table && model->get("seq_len"))) {
+    tc.standalone = true;
+    return;
+  }
+  tc.sft = root.get("optim") ||
+           (model_table && std::any_of(model->members.begin(), model->members.end(),
+                                       [](const auto& m) { return m.first != "name"; }));
 }
 
 void read_model_name(const TrainerFile& f, TrainerConfig& tc) {
-  const char* table = f.get("model", "name") || f.sft() ? "model" : "shared";
+  const char* table = f.get("model", "name") || f.sft() || f.standalone() ? "model" : "shared";
   tc.model_name = f.string(table, "name", "Qwen/Qwen3-0.6B");
   if (const TomlNode* n = f.get(table, "name")) {
     tc.model_at = f.at(*n);
@@ -212,14 +234,61 @@ const FileValue* TrainerConfig::value(const std::string& flag) const {
   return nullptr;
 }
 
-TrainerConfig read_trainer_config(const std::string& path) {
+namespace {
+
+// Keys of older schemas: without --prime-rl-version the file is planned with the newest
+// defaults, and the answer says which of them an older prime-rl had otherwise.
+void note_version(const TrainerFile& f, TrainerConfig& tc, bool given) {
+  const detail::PrimeRlDefaults newest = detail::prime_rl_defaults("");
+  const std::pair<const char*, const char*> older[] = {{"model", "fused_lm_head_chunk_size"},
+                                                       {"orchestrator", "rollouts_per_example"},
+                                                       {"deployment", "num_nodes"},
+                                                       {"deployment", "num_gpus"},
+                                                       {"", "num_nodes"},
+                                                       {"", "num_train_nodes"},
+                                                       {"", "num_training_nodes"},
+                                                       {"", "trainer_gpu_ids"},
+                                                       {"model", "fp8"}};
+  const char* const* old = nullptr;
+  for (const auto& k : older) {
+    if (f.get(k.first, k.second) && !old) old = &k.second;
+  }
+  const bool at_newest = f.defaults().date == newest.date;
+  if (given && !at_newest) {
+    std::string changed;
+    for (const std::string& d : detail::default_differences(newest, f.defaults()))
+      changed += (changed.empty() ? "" : "; ") + d;
+    tc.notes.push_back("--prime-rl-version " + f.defaults().date + ": prime-rl's defaults of then" +
+                       (changed.empty() ? " (as today's)" : ": " + changed));
+    return;
+  }
+  if (given || !old) return;
+  std::string changed;
+  for (const std::string& d :
+       detail::default_differences(newest, detail::prime_rl_defaults("2026-06-25"))) {
+    const std::string key = d.substr(0, d.find(' '));
+    const bool set = f.get("model", key) || (key == "fused_lm_head_token_chunk_size" &&
+                                             f.get("model", "fused_lm_head_chunk_size"));
+    if (!set) changed += (changed.empty() ? "" : "; ") + d;
+  }
+  tc.notes.push_back(std::string(*old) +
+                     " is a key of an older prime-rl: planned with the "
+                     "defaults of " +
+                     newest.date + " (the newest known)" +
+                     (changed.empty() ? "" : "; before 2026-06-26 prime-rl's were: " + changed) +
+                     "; give --prime-rl-version DATE for the version run");
+}
+
+}  // namespace
+
+TrainerConfig read_trainer_config(const std::string& path, const std::string& version) {
   const std::string text = read_input_file(path);
   const TomlNode root = parse_toml(text, path);
   const TomlNode comments = muonplan_comments(text, path);
   TrainerConfig tc;
   tc.path = path;
-  tc.sft = is_sft(root);
-  TrainerFile f(path, tc.sft);
+  set_schema(root, tc);
+  TrainerFile f(path, tc.sft, tc.standalone, detail::prime_rl_defaults(version));
   collect_tables(f, tc, root);
   collect(f, tc, "muonplan", comments, "");
   read_model_name(f, tc);
@@ -228,6 +297,8 @@ TrainerConfig read_trainer_config(const std::string& path) {
   detail::read_offload_and_optimizer(f, tc);
   detail::read_lora(f, tc);
   detail::read_batch(f, tc);
+  detail::warn_unmodelled(f, tc);
+  note_version(f, tc, !version.empty());
   return tc;
 }
 
@@ -284,7 +355,7 @@ void apply_trainer_config(const TrainerConfig& tc, const ModelSpec& spec, PlanFl
     return;
   }
   if (world % tc.dp_replicate != 0) {
-    throw InputError(tc.layout_at, prime_rl_table("model", tc.sft) + ".dp_replicate",
+    throw InputError(tc.layout_at, prime_rl_table("model", tc.top_level()) + ".dp_replicate",
                      std::to_string(tc.dp_replicate) + " does not divide the world of " +
                          std::to_string(world) + " GPUs");
   }
@@ -320,7 +391,7 @@ void rethrow_at_file(const TrainerConfig& tc, const InputError& e,
     if (v && v->at.line > 0)
       throw InputError(v->at, v->shown.substr(0, v->shown.find(' ')), e.message());
     if (e.field() == "--layout" && tc.layout_at.line > 0)
-      throw InputError(tc.layout_at, prime_rl_table("model", tc.sft), e.message());
+      throw InputError(tc.layout_at, prime_rl_table("model", tc.top_level()), e.message());
   }
   throw e;
 }

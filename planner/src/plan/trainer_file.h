@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "muonplan/toml_tree.h"
 #include "muonplan/trainer_config_in.h"
@@ -11,14 +12,33 @@
 
 namespace muonplan::detail {
 
+// prime-rl's defaults on one date (prime_rl_versions.cc), where a file is silent.
+struct PrimeRlDefaults {
+  std::string date;
+  bool newest = true;  // the newest version the table knows
+  bool optim_cpu_offload = true, ac = true, ac_offloading = true, ep_auto = true;
+  int64_t lm_head_chunk = 8192;  // RL's fused head; 0: disabled
+};
+// InputError "--prime-rl-version: ..." unless `version` is empty (the newest) or YYYY-MM-DD.
+PrimeRlDefaults prime_rl_defaults(const std::string& version);
+// The defaults `then` has other than `now`, each with the figures it moves.
+std::vector<std::string> default_differences(const PrimeRlDefaults& now,
+                                             const PrimeRlDefaults& then);
+
 class TrainerFile {
  public:
-  TrainerFile(std::string path, bool sft) : path_(std::move(path)), sft_(sft) {}
+  TrainerFile(std::string path, bool sft, bool standalone, PrimeRlDefaults defaults)
+      : path_(std::move(path)),
+        sft_(sft),
+        standalone_(standalone),
+        defaults_(std::move(defaults)) {}
+  const PrimeRlDefaults& defaults() const { return defaults_; }
   void add(const std::string& table, const std::string& key, const TomlNode* node) {
     keys_[table][key] = node;
   }
   const std::string& path() const { return path_; }
   bool sft() const { return sft_; }
+  bool standalone() const { return standalone_; }  // a `trainer @ FILE` file
   const TomlNode* get(const std::string& table, const std::string& key) const;
   std::string field(const std::string& table, const std::string& key) const;
   SourceLoc at(const TomlNode& n) const { return {path_, n.line, n.col}; }
@@ -41,7 +61,8 @@ class TrainerFile {
 
  private:
   std::string path_;
-  bool sft_;
+  bool sft_, standalone_;
+  PrimeRlDefaults defaults_;
   std::map<std::string, std::map<std::string, const TomlNode*>> keys_;
 };
 
@@ -55,5 +76,6 @@ void read_offload_and_optimizer(const TrainerFile& f, TrainerConfig& tc);
 void read_batch(const TrainerFile& f, TrainerConfig& tc);
 // prime_rl_lora.cc: [model.lora] and max_concurrent_runs into the --lora-* flags.
 void read_lora(const TrainerFile& f, TrainerConfig& tc);
+void warn_unmodelled(const TrainerFile& f, TrainerConfig& tc);
 
 }  // namespace muonplan::detail

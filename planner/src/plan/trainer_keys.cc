@@ -11,8 +11,19 @@ const std::vector<TrainerKey>& trainer_keys() {
   static const std::vector<TrainerKey> keys = {
       {"", "seq_len", T::integer, true, "row length (fills trainer and orchestrator seq_len)"},
       {"", "num_nodes", T::integer, true, "older SFT files: nodes"},
-      {"", "gpus_per_node", T::integer, true, "older SFT files: GPUs per node"},
+      {"", "gpus_per_node", T::integer, true, "older SFT and rl_slurm files: GPUs per node"},
+      {"", "num_train_nodes", T::integer, true, "rl_slurm era: trainer nodes"},
+      {"", "num_training_nodes", T::integer, true, "older rl_slurm name of num_train_nodes"},
+      {"", "num_infer_nodes", T::integer, false, "rl_slurm era: inference nodes, not planned"},
+      {"", "num_inference_nodes", T::integer, false, "older rl_slurm name of num_infer_nodes"},
+      {"", "nodes_per_fsdp_group", T::integer, true, "rl_slurm era: dp_replicate = nodes / this"},
+      {"", "trainer_gpu_ids", T::list, true, "rl launcher: the trainer's GPUs on one node ([1])"},
+      {"", "inference_gpu_ids", T::list, false, "rl launcher: inference GPUs, not planned"},
       {"shared", "name", T::string, true, "the model: HF id or path (model resolution)"},
+      {"slurm", "num_train_nodes", T::integer, true, "rl on SLURM: trainer nodes"},
+      {"slurm", "num_infer_nodes", T::integer, false, "rl on SLURM: inference, not planned"},
+      {"slurm", "gpus_per_node", T::integer, true, "rl on SLURM: GPUs per node (8)"},
+      {"slurm", "nodes_per_fsdp_group", T::integer, true, "dp_replicate = nodes / this"},
       {"model", "name", T::string, true, "the model: HF id or path (model resolution)"},
       {"model", "seq_len", T::integer, true, "row length"},
       {"model", "dp_replicate", T::integer, true, "HSDP replicas: fsdp = world / dp_replicate"},
@@ -53,6 +64,7 @@ const std::vector<TrainerKey>& trainer_keys() {
       {"model", "reduce_dtype", T::string, false, ""},
       {"model", "moe_router_dtype", T::string, false, ""},
       {"model", "quantization", T::opaque, false, "fp8/mxfp8: not planned"},
+      {"model", "fp8", T::boolean, false, "older name of quantization = {type = \"fp8\"}"},
       {"model", "lora", T::section, true, "LoRA: adapters on frozen base weights (off)"},
       {"model", "lora.rank", T::integer, true, "adapter rank (16)"},
       {"model", "lora.alpha", T::number, true, "scaling (32); carried to the plan"},
@@ -74,6 +86,11 @@ const std::vector<TrainerKey>& trainer_keys() {
       {"optim", "mu", T::number, true, "Muon momentum (0.95)"},
       {"optim", "momentum", T::number, false, "sgd only"},
       {"optim", "nesterov", T::boolean, false, "sgd only"},
+      // Muon settings prime-rl main has no key for: refused (its configs forbid extra keys).
+      {"optim", "bf16_momentum", T::boolean, false, "refused: prime-rl main has no such key"},
+      {"optim", "update_rms", T::number, false, "refused: prime-rl main has no such key"},
+      {"optim", "newton_schulz_coefficients", T::list, false,
+       "refused: prime-rl main has no such key"},
       {"deployment", "type", T::string, true, "single_node (default) or multi_node"},
       {"deployment", "num_train_gpus", T::integer, true, "single node: trainer GPUs (1)"},
       {"deployment", "num_train_nodes", T::integer, true, "multi node: trainer nodes"},
@@ -96,6 +113,12 @@ const std::vector<TrainerKey>& trainer_keys() {
       {"data", "shuffle", T::boolean, false, ""},
       {"data", "seed", T::integer, false, ""},
       {"data", "loss_mask", T::opaque, false, ""},
+      {"data", "subsets", T::list, false, "dataset subsets"},
+      {"data", "fake", T::section, true, "standalone trainer: fake micro batches"},
+      {"data", "fake.batch_size", T::integer, true, "standalone trainer: rows per step (2)"},
+      {"data", "fake.micro_batch_size", T::integer, true, "older trainer: rows per micro step"},
+      {"data", "fake.seq_len", T::integer, true, "older trainer: row length"},
+      {"data", "fake.generate_samples", T::boolean, false, "packed samples instead of rows"},
       {"orchestrator", "batch_size", T::integer, true, "samples per step (128)"},
       {"orchestrator", "token_batch_size", T::integer, true, "tokens per step"},
       {"orchestrator", "group_size", T::integer, true, "batch_size must divide by it"},
@@ -131,8 +154,8 @@ const TrainerKey& trainer_key(const std::string& table, const std::string& key) 
   throw std::logic_error("trainer key not in the table: [" + table + "] " + key);
 }
 
-std::string prime_rl_table(const std::string& table, bool sft) {
-  if (table == "model" || table == "optim") return sft ? table : "trainer." + table;
+std::string prime_rl_table(const std::string& table, bool top_level) {
+  if (table == "model" || table == "optim") return top_level ? table : "trainer." + table;
   if (table == "shared") return "model";
   return table;
 }

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace muonplan {
 
@@ -21,9 +22,22 @@ struct EmitInput {
   // that was single-node); else num_train_nodes = 1: an RL single node shares its GPUs with
   // inference (num_infer_gpus, default 1).
   bool single_node = false;
+  // A standalone trainer file (`trainer @ FILE`): [model], [optim], [data] fake; no world keys.
+  bool standalone = false;
 };
 
 // `plan` is plan_to_json's output. Throws nlohmann::json::exception when a key is missing.
 std::string prime_rl_config(const nlohmann::json& plan, const EmitInput& in);
+
+// trainer_config_patch.cc. `chosen` and `written` are prime_rl_config's fragments of the plan
+// and of the file's own plan; a key changes where they differ.
+// The dotted paths of the changed keys ("trainer.model.cp", "#muonplan.bf16_momentum").
+std::vector<std::string> changed_lines(const std::string& chosen, const std::string& written);
+// `chosen` with only the changed keys (--emit prime-rl-diff).
+std::string diff_fragment(const std::string& chosen, const std::string& written);
+// The user's file (`source`, read from `path`) with the changed keys where it writes them, new
+// ones in their table; every other line kept (--emit prime-rl over --trainer-config).
+std::string patched_file(const std::string& source, const std::string& path,
+                         const std::string& chosen, const std::string& written);
 
 }  // namespace muonplan
