@@ -147,10 +147,20 @@ rows = [(r['nodes'], r['offload'], r['optimizer']) for r in d['sweep']]
 assert len(rows) == len(set(rows)) == 2 * 3 * 4, len(rows)"
 
 # --- Item 15: SIGTERM to report ends report.py first ---------------------------------------
-"$bin" report --model tests/data/micro-dense.yaml $T --nodes 1 --out "$work/rt" >/dev/null 2>&1 &
+# The signal comes while report.py runs, whatever the machine's speed: a stand-in for python
+# says it has started, then runs until it is ended (the report is staged in $work/.rt.report.PID
+# until report.py has finished).
+cat >"$work/slow-python" <<EOF
+#!/bin/sh
+: >"$work/python-started"
+exec /usr/bin/python3 -c 'import time; time.sleep(3600)' "\$@"
+EOF
+chmod +x "$work/slow-python"
+MUONPLAN_REPORT_PYTHON="$work/slow-python" "$bin" report --model tests/data/micro-dense.yaml $T \
+  --nodes 1 --out "$work/rt" >/dev/null 2>&1 &
 pid=$!
-# The report is staged in $work/.rt.report.PID until report.py has finished.
-for _ in $(seq 200); do [ -e "$work/.rt.report.$pid/report-data.json" ] && break; sleep 0.05; done
+# Hang guard only (60 s): the file appears once report.py has started.
+for _ in $(seq 1200); do [ -e "$work/python-started" ] && break; sleep 0.05; done
 kill -TERM "$pid"; wait "$pid"; rc=$?
 left="$(ps -eo args | grep -F "$work/" | grep report.py | grep -v grep)"
 [ "$rc" = 143 ] && [ -z "$left" ] && ok || bad "report after SIGTERM: exit $rc, still running: $left"

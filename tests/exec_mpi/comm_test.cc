@@ -3,7 +3,6 @@
 // become exceptions, a checkpoint saved and loaded by every rank, liveness probes, and a
 // failure notice that reaches every rank (docs/reliability.md; a rank that dies:
 // tests/mpi/rank_failure.sh). Exits non-zero (on any failing rank) when a check fails.
-#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -26,6 +25,11 @@ using namespace muonplan::exec;
 namespace {
 
 int failures = 0;
+
+// The communicators' deadline where a test checks that notices arrive: far past ctest's
+// TIMEOUT for these tests (60 s), so a lost notice fails the test by hanging, and no real run
+// comes near it.
+constexpr double kHangGuardS = 3600;
 
 #define EXPECT(cond)                                                                         \
   do {                                                                                       \
@@ -236,11 +240,12 @@ int main(int argc, char** argv) {
 
     // A failure notice: the last rank announces an error at step 7 while the others wait in a
     // barrier; they throw RankFailure naming it and relay it. Every rank is alive and
-    // announces, so the run still ends with MPI_Finalize and exit status 0.
+    // announces, so the run still ends with MPI_Finalize and exit status 0. The deadline is a
+    // hang guard only, far past ctest's TIMEOUT (60 s): a notice that did not arrive would
+    // leave the others waiting until ctest kills the test, never pass on a timeout.
     if (world > 1) {
-      const std::unique_ptr<Communicator> c = make_mpi_communicator(20);
+      const std::unique_ptr<Communicator> c = make_mpi_communicator(kHangGuardS);
       c->set_step(7);
-      const auto t0 = std::chrono::steady_clock::now();
       if (rank == world - 1) {
         c->announce_failure("boom");
       } else {
@@ -254,15 +259,12 @@ int main(int argc, char** argv) {
         }
         EXPECT(what == "rank " + std::to_string(world - 1) + " failed at step 7: boom");
       }
-      // Nobody waited for a timeout: the notices arrived at once.
-      EXPECT(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
     }
-    // An error every rank shares (bad input): each announces and hears the others at once.
+    // An error every rank shares (bad input): each announces and hears the others (announce
+    // returns once every rank has announced; the hang guard, as above, otherwise).
     {
-      const std::unique_ptr<Communicator> c = make_mpi_communicator(20);
-      const auto t0 = std::chrono::steady_clock::now();
+      const std::unique_ptr<Communicator> c = make_mpi_communicator(kHangGuardS);
       c->announce_failure("the same error on every rank");
-      EXPECT(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
     }
 
     // Everyone learns whether anyone failed, so every rank exits with the same status.

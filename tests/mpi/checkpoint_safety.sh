@@ -77,23 +77,28 @@ ex --steps 1 --checkpoint "$work/ck" >/dev/null && [ ! -e "$work/ck.tmp" ] && ok
 echo "user data" > "$work/c.lock"; refused "$work/c.lock" "$work/c"; rm "$work/c.lock"
 
 # Two runs on one checkpoint: the second is refused at start, naming the first's PID.
+# The first stops itself at step 2 (the MUONPLAN_TEST_DIE hook's `stop`), holding the lock,
+# until the second has been refused: no race on how long the first runs.
 ex --steps 1 --checkpoint "$work/race" >/dev/null || bad "race base: $(cat "$work/err")"
-"$bin" execute --plan "$work/p.json" --steps 400 --checkpoint "$work/race" --json \
-  >/dev/null 2>"$work/err_a" &
+MUONPLAN_TEST_DIE=0:2:stop "$bin" execute --plan "$work/p.json" --steps 3 \
+  --checkpoint "$work/race" --json >/dev/null 2>"$work/err_a" &
 a=$!
-for _ in $(seq 200); do grep -q "pid $a" "$work/race.lock" 2>/dev/null && break; sleep 0.05; done
+# Hang guard only (60 s): the line comes once the run reaches step 2.
+for _ in $(seq 1200); do grep -q "test hook: SIGSTOP at step 2" "$work/err_a" && break; sleep 0.05; done
 ex --steps 1 --checkpoint "$work/race" >/dev/null; rc=$?
 [ "$rc" = 2 ] && grep -q "another run (pid $a) is writing this checkpoint" "$work/err" && ok ||
   bad "second run: exit $rc: $(cat "$work/err")"
+kill -CONT $a
 wait $a && ok || bad "first run: $(cat "$work/err_a")"
-m="$(ex --steps 1 --resume "$work/race")" && [ "$(field "$m" first_step)" = 401 ] && ok ||
+m="$(ex --steps 1 --resume "$work/race")" && [ "$(field "$m" first_step)" = 4 ] && ok ||
   bad "after the race: $(cat "$work/err")"
 
 # The target is checked under the lock: while another run holds it, its DIR.tmp may look like
 # anything (a save renames manifest.json.part while it is listed), and only the lock is named.
 ex --steps 1 --checkpoint "$work/held" >/dev/null || bad "held base: $(cat "$work/err")"
 mkdir -p "$work/held.tmp"; echo half > "$work/held.tmp/being-written"
-flock "$work/held.lock" sleep 30 & holder=$!
+# The holder is the sleep itself (the subshell execs it), so killing it releases the lock.
+(flock 9 && exec sleep 3600) 9<"$work/held.lock" & holder=$!
 for _ in $(seq 100); do flock -n "$work/held.lock" true || break; sleep 0.05; done
 ex --steps 1 --checkpoint "$work/held" >/dev/null; rc=$?
 [ "$rc" = 2 ] && grep -q "another run .* is writing this checkpoint" "$work/err" && ok ||

@@ -164,18 +164,20 @@ Watchdog::Watchdog(MPI_Comm comm, double timeout_s)
   reply_id_.assign(size_, 0);
   dead_.assign(size_, false);
   announced_by_.assign(size_, false);
-  // Test hook (tests/mpi/rank_failure.sh): RANK:STEP:kill|error[:WAIT].
+  // Test hook (tests/mpi/rank_failure.sh, checkpoint_safety.sh): RANK:STEP:kill|error|stop[:WAIT].
   if (const char* env = std::getenv("MUONPLAN_TEST_DIE")) {
     char how[16] = {};
     long long step = 0;
     int rank = 0, wait = 0;
     const int n = std::sscanf(env, "%d:%lld:%15[a-z]:%d", &rank, &step, how, &wait);
-    if (n >= 3 && (std::strcmp(how, "kill") == 0 || std::strcmp(how, "error") == 0)) {
-      hook_ = {rank, step, std::strcmp(how, "kill") == 0, n == 4 ? wait : 0};
+    const bool kill = std::strcmp(how, "kill") == 0, stop = std::strcmp(how, "stop") == 0;
+    if (n >= 3 && (kill || stop || std::strcmp(how, "error") == 0)) {
+      hook_ = {rank, step, kill, n == 4 ? wait : 0, stop};
     } else {
-      std::fprintf(stderr,
-                   "muonplan: MUONPLAN_TEST_DIE=%s ignored: expected RANK:STEP:kill|error[:WAIT]\n",
-                   env);
+      std::fprintf(
+          stderr,
+          "muonplan: MUONPLAN_TEST_DIE=%s ignored: expected RANK:STEP:kill|error|stop[:WAIT]\n",
+          env);
     }
   }
 }
@@ -213,12 +215,16 @@ void Watchdog::set_step(int64_t step) {
 void Watchdog::fire_hook() {
   const std::string where =
       "step " + std::to_string(step_) + (hook_.wait ? ", wait " + std::to_string(hook_.wait) : "");
-  if (hook_.kill) {
-    const std::string line =
-        "muonplan: rank " + std::to_string(rank_) + ": test hook: SIGKILL at " + where + "\n";
+  if (hook_.kill || hook_.stop) {
+    const std::string line = "muonplan: rank " + std::to_string(rank_) +
+                             ": test hook: " + (hook_.kill ? "SIGKILL" : "SIGSTOP") + " at " +
+                             where + "\n";
     ssize_t ignored = ::write(2, line.data(), line.size());
     (void)ignored;
-    std::raise(SIGKILL);
+    // stop: the test sees the line, acts while this rank holds what it holds (its checkpoint
+    // lock), then sends SIGCONT; the run goes on.
+    std::raise(hook_.kill ? SIGKILL : SIGSTOP);
+    return;
   }
   throw std::runtime_error("test hook MUONPLAN_TEST_DIE: rank " + std::to_string(rank_) +
                            " fails at " + where);

@@ -89,12 +89,13 @@ class Watchdog final : public FailureDetector {
   std::vector<bool> announced_by_;  // sent a failure notice
   std::optional<RankFailure> failure_;
   bool announced_ = false;
-  // MUONPLAN_TEST_DIE=RANK:STEP:kill|error[:WAIT]
+  // MUONPLAN_TEST_DIE=RANK:STEP:kill|error|stop[:WAIT]
   struct DieHook {
     int rank = -1;
     int64_t step = -1;
     bool kill = false;
-    int wait = 0;  // 0: in set_step; n: at the start of the step's n-th wait
+    int wait = 0;       // 0: in set_step; n: at the start of the step's n-th wait
+    bool stop = false;  // SIGSTOP, and go on after SIGCONT
   } hook_;
   void fire_hook();
 };

@@ -8,8 +8,16 @@
 #include "muonplan/exec/host_kernels.h"
 #include "muonplan/exec/init.h"
 #include "muonplan/exec/plan_shards.h"
+#include "muonplan/step_buffers.h"
 
 namespace muonplan::exec {
+
+// The arrays are typed: their element sizes are the ones the planner counts (step_buffers.h).
+static_assert(sizeof(float) == elem_bytes::kMaster && sizeof(float) == elem_bytes::kGrad &&
+              sizeof(float) == elem_bytes::kMomentumF32 &&
+              sizeof(float) == elem_bytes::kSecondMoment);
+static_assert(sizeof(bf16) == elem_bytes::kComputeCopy &&
+              sizeof(bf16) == elem_bytes::kMomentumBf16);
 
 RankState::RankState(const Plan& plan, Backend& backend, int rank)
     : plan_(plan), backend_(backend), rank_(rank) {
@@ -50,17 +58,18 @@ RankState::RankState(const Plan& plan, Backend& backend, int rank)
         if (!state_on_host(lp.muon)) return device(bytes);
         return pageable_state ? pageable(bytes) : host(bytes);
       };
-      lp.w = static_cast<float*>(master(n * sizeof(float)));
-      lp.g = static_cast<float*>(master(n * sizeof(float)));
-      if (lp.muon && plan.options.bf16_momentum) {
-        lp.m_bf16 = static_cast<bf16*>(state(n * sizeof(bf16)));
+      lp.w = static_cast<float*>(master(n * elem_bytes::kMaster));
+      lp.g = static_cast<float*>(master(n * elem_bytes::kGrad));
+      const StateElemBytes sb = state_elem_bytes(lp.muon, plan.options.bf16_momentum);
+      if (sb.momentum == elem_bytes::kMomentumBf16) {
+        lp.m_bf16 = static_cast<bf16*>(state(n * sb.momentum));
       } else {
-        lp.m = static_cast<float*>(state(n * sizeof(float)));
+        lp.m = static_cast<float*>(state(n * sb.momentum));
       }
-      if (!lp.muon) lp.v = static_cast<float*>(state(n * sizeof(float)));
+      if (sb.variance > 0) lp.v = static_cast<float*>(state(n * sb.variance));
       if (policy().bf16_compute_copy) {
-        lp.w_compute = static_cast<bf16*>(device(n * sizeof(bf16)));
-        lp.g_compute = static_cast<bf16*>(device(n * sizeof(bf16)));
+        lp.w_compute = static_cast<bf16*>(device(n * elem_bytes::kComputeCopy));
+        lp.g_compute = static_cast<bf16*>(device(n * elem_bytes::kComputeCopy));
       }
     }
     index_[t] = static_cast<int>(params_.size());

@@ -11,6 +11,7 @@
 
 #include "muonplan/exec/host_kernels.h"
 #include "muonplan/stage_names.h"
+#include "muonplan/step_buffers.h"
 #include "step/step_parts.h"
 
 namespace muonplan::exec {
@@ -125,8 +126,14 @@ std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c, int lane
     f->s1_bytes[base + j] = static_cast<size_t>(pos) * sizeof(bf16) - f->s1_displs[base + j];
   }
   f->my_total = pos;
-  f->send1 = Buffer(backend_, pos * sizeof(bf16));  // zero-filled: padding slices stay zero
-  f->recv2 = Buffer(backend_, pos * sizeof(bf16));
+  // The matrix I own arrives as every holder's slice in group order: rows in order, whole.
+  for (int k = 0; k < total; ++k) {
+    if (c.owners[k] == me) f->owned = k;
+  }
+  const MatrixRef& om = c.matrices[std::min(std::max(f->owned, 0), real - 1)];
+  const BatchBuffers bytes = batch_buffers(pos, f->owned >= 0, om.rows, om.cols);
+  f->send1 = Buffer(backend_, bytes.send);  // zero-filled: padding slices stay zero
+  f->recv2 = Buffer(backend_, bytes.recv);
   // Momentum straight into the send buffer (the bf16 NS input).
   bf16* host_stage = policy_.host_fold ? staging(lane, pos).momentum : nullptr;
   std::optional<Span> sp;
@@ -141,18 +148,13 @@ std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c, int lane
                    host_stage ? host_stage + f->my_pos[k] : nullptr);
   }
   sp.reset();
-  // The matrix I own arrives as every holder's slice in group order: rows in order, whole.
-  for (int k = 0; k < total; ++k) {
-    if (c.owners[k] == me) f->owned = k;
-  }
   if (f->owned >= 0) {
-    const MatrixRef& m = c.matrices[std::min(f->owned, real - 1)];
-    f->gathered = Buffer(backend_, size_t(m.rows * m.cols) * sizeof(bf16));
+    f->gathered = Buffer(backend_, bytes.gathered);
     size_t at = 0;
     for (int j = 0; j < g; ++j) {
-      const Range r = slice_rows(plan, j, m);
+      const Range r = slice_rows(plan, j, om);
       f->r1_displs[base + j] = at;
-      f->r1_bytes[base + j] = size_t(std::max<int64_t>(0, r.size()) * m.cols) * sizeof(bf16);
+      f->r1_bytes[base + j] = size_t(std::max<int64_t>(0, r.size()) * om.cols) * sizeof(bf16);
       at += f->r1_bytes[base + j];
     }
   }
@@ -243,7 +245,7 @@ void MuonStep::local_chunk(const Chunk& c) {
   backend_.set_lane(0);
   const int64_t mat = m.rows * m.cols;
   const int64_t stride = stack ? p.entry_elems : 0;
-  Buffer u(backend_, size_t(count * mat) * sizeof(bf16));
+  Buffer u(backend_, local_chunk_bytes(count, m.rows, m.cols));
   HostStaging* hs = policy_.host_fold ? &staging(0, count * mat) : nullptr;
   // With four batches in flight one is on lane 0 too, and its momentum copy from these buffers
   // may still be queued: the host rewrites them only after it. (A batch's buffers were last

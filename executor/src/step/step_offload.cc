@@ -8,6 +8,7 @@
 #include "muonplan/exec/host_kernels.h"
 #include "muonplan/exec/step.h"
 #include "muonplan/stage_names.h"
+#include "muonplan/step_buffers.h"
 #include "step/step_parts.h"
 
 namespace muonplan::exec {
@@ -36,8 +37,9 @@ MuonStep::StateSlice MuonStep::state_in(LocalParam& p, int64_t off, int64_t len)
     base = static_cast<char*>(w.m);
     vbase = w.v;
   } else {
-    s.hold = Buffer(backend_, len * mb);
-    if (p.v) s.hold_v = Buffer(backend_, len * sizeof(float));
+    const StagedState bytes = staged_state(p.muon, p.m_bf16 != nullptr, len);
+    s.hold = Buffer(backend_, bytes.momentum);
+    if (p.v) s.hold_v = Buffer(backend_, bytes.variance);
     base = static_cast<char*>(s.hold.ptr);
     vbase = s.hold_v.f32();
   }
@@ -84,8 +86,9 @@ void MuonStep::stage_whole_state(bool in) {
     void* host_m = p.m ? static_cast<void*>(p.m) : p.m_bf16;
     Staged& w = whole_[i];
     if (in) {
-      w.m = backend_.alloc(n * mb);
-      if (p.v) w.v = static_cast<float*>(backend_.alloc(n * sizeof(float)));
+      const StagedState bytes = staged_state(p.muon, p.m_bf16 != nullptr, n);
+      w.m = backend_.alloc(bytes.momentum);
+      if (p.v) w.v = static_cast<float*>(backend_.alloc(bytes.variance));
       Timed t(counters_.h2d_s);
       backend_.copy_to_device(w.m, host_m, n * mb);
       if (p.v) backend_.copy_to_device(w.v, p.v, n * sizeof(float));

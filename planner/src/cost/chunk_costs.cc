@@ -7,6 +7,7 @@
 #include "muonplan/ns_model.h"
 #include "muonplan/ns_workspace.h"
 #include "muonplan/stage_names.h"
+#include "muonplan/step_buffers.h"
 
 namespace muonplan::step_cost {
 namespace {
@@ -168,7 +169,8 @@ void add_chunk_buffers(RankWindows& windows, const StepFigures& f, const Chunk& 
     windows.add_sparse(batch_ranks(bt, c.group_size, f.world, ranks), [&](int r) {
       const int pos = r % c.group_size;
       const double held = bt.buffer_elems[pos];
-      double h = 2 * 2 * held + (bt.owns[pos] ? 2 * mat : 0) + (o.nesterov ? 4 * held : 0);
+      const BatchBuffers b = batch_buffers(int64_t(held), bt.owns[pos], c.rows, c.cols);
+      double h = double(b.total()) + (o.nesterov ? 4 * held : 0);
       double sc = bt.owns[pos] ? ws : 0;
       if (chunked) sc = std::max(sc, bt.largest_slice[pos] * mom_bytes);
       return std::make_pair(h, sc);
@@ -176,8 +178,8 @@ void add_chunk_buffers(RankWindows& windows, const StepFigures& f, const Chunk& 
   } else if (c.kind == Chunk::Kind::muon_local) {
     auto local_buffers = [&](int r) {
       const int64_t n = c.local.at(r);
-      double sc = 2.0 * double(n) * mat + ns_scratch_bytes(n, c.rows, c.cols) +
-                  (o.nesterov ? 4.0 * double(n) * mat : 0);
+      double sc = double(local_chunk_bytes(n, c.rows, c.cols)) +
+                  ns_scratch_bytes(n, c.rows, c.cols) + (o.nesterov ? 4.0 * double(n) * mat : 0);
       if (chunked && n > 0) sc = std::max(sc, mat * mom_bytes);
       return std::make_pair(0.0, sc);
     };

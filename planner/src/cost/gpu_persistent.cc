@@ -4,13 +4,15 @@
 
 #include <string>
 
+#include "muonplan/step_buffers.h"
+
 namespace muonplan {
 
 double muon_state_bytes(const PlanOptions& o) {
-  return o.bf16_momentum ? 2 : 4;
+  return double(state_elem_bytes(true, o.bf16_momentum).total());
 }
 double adamw_state_bytes() {
-  return 8;
+  return double(state_elem_bytes(false, false).total());
 }
 
 double frozen_weight_bytes(const OffloadPolicy& pol) {
@@ -26,16 +28,18 @@ std::vector<Term> gpu_persistent_terms(const PlanOptions& o, const OffloadPolicy
                                        double n_mu, double n_aw) {
   std::vector<Term> t;
   if (pol.bf16_compute_copy) {
-    t.push_back({"params_bf16", 2 * n_all, "2 B x local params (compute copy)"});
+    t.push_back(
+        {"params_bf16", elem_bytes::kComputeCopy * n_all, "2 B x local params (compute copy)"});
     // In a training step each unit's gradients leave during backward (workload_cost.cc
     // counts the units in flight); the optimizer step alone holds them until its chunks copy
     // them.
     if (!o.workload)
-      t.push_back({"grads_bf16", 2 * n_all, "2 B x local params, until copied to host"});
+      t.push_back({"grads_bf16", elem_bytes::kComputeCopy * n_all,
+                   "2 B x local params, until copied to host"});
   }
   if (pol.master == Residence::gpu) {
-    t.push_back({"params_fp32", 4 * n_all, "4 B x local params (FSDP master)"});
-    t.push_back({"grads_fp32", 4 * n_all, "4 B x local params"});
+    t.push_back({"params_fp32", elem_bytes::kMaster * n_all, "4 B x local params (FSDP master)"});
+    t.push_back({"grads_fp32", elem_bytes::kGrad * n_all, "4 B x local params"});
   }
   if (o.optimizer == OptimizerKind::muon) {
     if (pol.muon_momentum == Residence::gpu) {
