@@ -255,10 +255,18 @@ Route in_node_route(const Topology& topology, int gpus_per_node) {
   // pair (every in-node collective spans the node).
   Route r = g.route(g.gpu(0, 0), g.gpu(0, gpus_per_node - 1));
   if (!(r.bottleneck_gbps > 0)) {
-    throw InputError({}, "node.nvlink",
-                     "topology " + topology.name +
-                         " has no route between two GPUs of a node (no NVLink, and they are on "
-                         "different PCIe switches)");
+    // No NVLink and the two GPUs on different PCIe switches (a node the loader refuses, made here
+    // by --gpus-per-node above a switch's GPUs): the next real path is up one switch, through the
+    // host's root complex and down the other, which the graph never crosses (host memory is an
+    // endpoint). Its rate is the slower PCIe direction; each of the four hops a PCIe hop's latency.
+    const double pcie = std::min(topology.node.pcie_h2d_gbps, topology.node.pcie_d2h_gbps);
+    if (!(pcie > 0)) {
+      throw InputError(
+          {}, "node.nvlink",
+          "topology " + topology.name +
+              " has no route between two GPUs of a node (no NVLink, and no PCIe rate)");
+    }
+    r = Route{{g.gpu(0, 0), g.gpu(0, gpus_per_node - 1)}, pcie, 4 * topology.node.pcie_latency_us};
   }
   return r;
 }
