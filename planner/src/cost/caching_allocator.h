@@ -1,0 +1,95 @@
+// A model of PyTorch's CUDA caching allocator, after its public source
+// (c10/cuda/CUDACachingAllocator.cpp; ../shared/reference/runtime-memory-facts.md section 1):
+// what torch.cuda.max_memory_allocated() and max_memory_reserved() report for a sequence of
+// requests and frees. Internal to the cost model (docs/planner.md, "The allocator model");
+// tests/unit/caching_allocator_test.cc checks it on hand-worked sequences.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <tuple>
+#include <vector>
+
+namespace muonplan {
+
+// The source's constants.
+inline constexpr int64_t kAllocMinBlock = 512;            // kMinBlockSize: rounding, small split
+inline constexpr int64_t kAllocSmallSize = 1 << 20;       // kSmallSize: small pool limit
+inline constexpr int64_t kAllocSmallBuffer = 2 << 20;     // kSmallBuffer: small pool segment
+inline constexpr int64_t kAllocMinLargeAlloc = 10 << 20;  // kMinLargeAlloc
+inline constexpr int64_t kAllocLargeBuffer = 20 << 20;    // kLargeBuffer: shared large segment
+inline constexpr int64_t kAllocRoundLarge = 2 << 20;      // kRoundLarge: own segment rounding
+
+// PYTORCH_CUDA_ALLOC_CONF settings the model follows (defaults: the source's).
+struct AllocatorConfig {
+  bool expandable_segments = false;
+  int64_t round_bytes = kAllocMinBlock;  // the source's 512 B; a multiple of it
+  int64_t max_split_size = std::numeric_limits<int64_t>::max();  // max_split_size_mb: unlimited
+  int64_t max_non_split_rounding = 20 << 20;                     // max_non_split_rounding_mb
+  // Bytes the allocator may reserve (the device's free memory); 0: unlimited. When a new
+  // segment would pass it, the model does what the source does before raising OOM: it frees
+  // every cached segment with no live block and retries; if that is not enough the segment is
+  // reserved anyway and out_of_memory() says so.
+  int64_t capacity = 0;
+};
+
+// A request rounded to its block: 512 B at least, a multiple of 512 B (`round`).
+int64_t allocator_round_size(int64_t bytes, int64_t round = kAllocMinBlock);
+// The segment cudaMalloc'd for a rounded request that no cached block serves: 2 MiB (small
+// pool), 20 MiB (1 MiB to under 10 MiB), else the request rounded up to 2 MiB.
+int64_t allocator_segment_size(int64_t rounded);
+
+class CachingAllocator {
+ public:
+  explicit CachingAllocator(AllocatorConfig c = {}) : cfg_(c) {}
+  // A block for `bytes` on `stream` (each stream its own pools); returns its handle.
+  int malloc(int64_t bytes, int stream);
+  void free(int handle);
+  // Frees every segment with no live block (torch.cuda.empty_cache()); returns the bytes freed.
+  int64_t empty_cache();
+
+  int64_t block_bytes(int handle) const { return blocks_[size_t(handle)].size; }
+  int64_t allocated() const { return allocated_; }
+  int64_t reserved() const { return reserved_; }
+  int64_t peak_allocated() const { return peak_allocated_; }
+  int64_t peak_reserved() const { return peak_reserved_; }
+  int64_t reserved_on(int stream) const;  // segments of one stream
+  int segments() const;                   // live segments
+  bool out_of_memory() const { return oom_; }
+
+ private:
+  struct Block {
+    int64_t ptr = 0, size = 0;
+    int stream = 0, segment = -1;
+    int prev = -1, next = -1;  // neighbours within the segment
+    bool small = false, allocated = false;
+  };
+  struct Segment {
+    int stream = 0;
+    bool small = false, live = true, expandable = false;
+    int64_t size = 0;  // bytes mapped
+    int last = -1;     // the block at its end (expandable segments grow there)
+  };
+  // Free blocks: best fit is the first at or after (stream, pool, size); ties by address.
+  using FreeKey = std::tuple<int, int, int64_t, int64_t, int>;  // stream, small, size, ptr, id
+  FreeKey key(int id) const;
+  int find_free(int64_t size, int stream, bool small) const;
+  int new_segment(int64_t size, int stream, bool small);
+  int grow_expandable(int64_t size, int stream, bool small);
+  bool reserve(int64_t bytes);
+  void split(int id, int64_t size);
+  void merge_into(int id, int other);
+  void count_alloc(int64_t bytes);
+
+  AllocatorConfig cfg_;
+  std::vector<Block> blocks_;
+  std::vector<Segment> segments_;
+  std::set<FreeKey> free_;
+  int64_t next_ptr_ = 0;
+  int64_t allocated_ = 0, reserved_ = 0, peak_allocated_ = 0, peak_reserved_ = 0;
+  bool oom_ = false;
+};
+
+}  // namespace muonplan

@@ -1,0 +1,163 @@
+// The caching-allocator model (planner/src/cost/caching_allocator.h) on hand-worked sequences:
+// every expected figure is worked out in the comment beside it from the source's rules, not
+// computed by the code under test.
+#include <catch2/catch.hpp>
+
+#include "cost/caching_allocator.h"
+
+using namespace muonplan;
+
+namespace {
+constexpr int64_t KiB = 1024, MiB = 1024 * 1024;
+}
+
+TEST_CASE("caching allocator: block rounding and segment sizes", "[allocator]") {
+  CHECK(allocator_round_size(1) == 512);                 // under 512 B: 512 B
+  CHECK(allocator_round_size(513) == 1024);              // up to a multiple of 512 B
+  CHECK(allocator_round_size(1024) == 1024);             // already one
+  CHECK(allocator_segment_size(MiB) == 2 * MiB);         // small pool (<= 1 MiB): 2 MiB segment
+  CHECK(allocator_segment_size(MiB + 512) == 20 * MiB);  // 1 MiB to under 10 MiB: 20 MiB
+  CHECK(allocator_segment_size(10 * MiB) == 10 * MiB);   // >= 10 MiB: its size, ...
+  CHECK(allocator_segment_size(10 * MiB + 512) == 12 * MiB);  // ... rounded up to 2 MiB
+}
+
+TEST_CASE("caching allocator: a free followed by a larger request", "[allocator]") {
+  CachingAllocator a;
+  // 12 MiB (>= 10 MiB): its own 12 MiB segment, nothing left to split.
+  const int x = a.malloc(12 * MiB, 0);
+  CHECK(a.reserved() == 12 * MiB);
+  a.free(x);
+  // The cached 12 MiB block cannot hold 16 MiB: a second segment of 16 MiB.
+  a.malloc(16 * MiB, 0);
+  CHECK(a.allocated() == 16 * MiB);
+  CHECK(a.reserved() == 28 * MiB);        // 12 cached + 16
+  CHECK(a.peak_allocated() == 16 * MiB);  // never both live
+  CHECK(a.peak_reserved() == 28 * MiB);
+  CHECK(a.segments() == 2);
+}
+
+TEST_CASE("caching allocator: a smaller request reuses the block, its tail split or not",
+          "[allocator]") {
+  CachingAllocator a;
+  a.free(a.malloc(12 * MiB, 0));
+  // 11 MiB from the cached 12 MiB: 1 MiB would remain, not more than 1 MiB: no split, the
+  // whole 12 MiB block counts as allocated.
+  const int y = a.malloc(11 * MiB, 0);
+  CHECK(a.block_bytes(y) == 12 * MiB);
+  CHECK(a.allocated() == 12 * MiB);
+  a.free(y);
+  // 10 MiB: 2 MiB remains (> 1 MiB): split; the 2 MiB tail then serves a 2 MiB request.
+  const int z = a.malloc(10 * MiB, 0);
+  CHECK(a.block_bytes(z) == 10 * MiB);
+  a.malloc(2 * MiB, 0);
+  CHECK(a.allocated() == 12 * MiB);
+  CHECK(a.reserved() == 12 * MiB);  // one segment throughout
+}
+
+TEST_CASE("caching allocator: interleaved sizes in one 20 MiB segment", "[allocator]") {
+  CachingAllocator a;
+  const int p = a.malloc(3 * MiB, 0);  // new 20 MiB segment: [p 3 @0][free 17 @3]
+  const int q = a.malloc(5 * MiB, 0);  // best fit 17: [p 3][q 5 @3][free 12 @8]
+  a.malloc(4 * MiB, 0);                // [p 3][q 5][r 4 @8][free 8 @12]
+  a.free(q);                           // [p 3][free 5 @3][r 4][free 8 @12]: no free neighbour
+  // 6 MiB: the free 5 is too small, the 8 fits; 2 MiB remains (> 1 MiB): split.
+  a.malloc(6 * MiB, 0);              // [p 3][free 5][r 4][s 6 @12][free 2 @18]
+  CHECK(a.allocated() == 13 * MiB);  // 3 + 4 + 6
+  CHECK(a.reserved() == 20 * MiB);
+  a.free(p);  // merges with the free 5 after it: [free 8 @0][r 4][s 6][free 2]
+  // 8 MiB fits the merged block exactly: no new segment.
+  a.malloc(8 * MiB, 0);
+  CHECK(a.allocated() == 18 * MiB);       // 4 + 6 + 8
+  CHECK(a.peak_allocated() == 18 * MiB);  // the running totals: 3, 8, 12, 7, 13, 10, 18
+  CHECK(a.reserved() == 20 * MiB);
+  // 3 MiB: only the 2 MiB tail is free; blocks never merge across segments: a new 20 MiB one.
+  a.malloc(3 * MiB, 0);
+  CHECK(a.reserved() == 40 * MiB);
+  CHECK(a.segments() == 2);
+}
+
+TEST_CASE("caching allocator: each stream has its own pool", "[allocator]") {
+  CachingAllocator a;
+  a.free(a.malloc(12 * MiB, 1));  // a 12 MiB block cached in stream 1's pool
+  // The default stream cannot use it: its own 12 MiB segment.
+  a.malloc(12 * MiB, 0);
+  CHECK(a.reserved() == 24 * MiB);
+  CHECK(a.reserved_on(0) == 12 * MiB);
+  CHECK(a.reserved_on(1) == 12 * MiB);
+  // Stream 1 again: its cached block serves it.
+  a.malloc(12 * MiB, 1);
+  CHECK(a.reserved() == 24 * MiB);
+  CHECK(a.allocated() == 24 * MiB);
+}
+
+TEST_CASE("caching allocator: small and large pools", "[allocator]") {
+  CachingAllocator a;
+  a.malloc(1000, 0);  // 1024 B, small pool: a 2 MiB segment, split (>= 512 B remain)
+  CHECK(a.allocated() == 1024);
+  CHECK(a.reserved() == 2 * MiB);
+  a.malloc(MiB, 0);  // exactly 1 MiB is still small: from the 2 MiB - 1 KiB remainder
+  CHECK(a.reserved() == 2 * MiB);
+  // 1 MiB + 1 B rounds to 1 MiB + 512 B: large pool, which has no segment yet: 20 MiB.
+  a.malloc(MiB + 1, 0);
+  CHECK(a.reserved() == 22 * MiB);
+  CHECK(a.allocated() == 1024 + MiB + MiB + 512);
+  // 100 B -> 512 B: small pool again, from its remainder of 1 MiB - 1 KiB.
+  a.malloc(100, 0);
+  CHECK(a.reserved() == 22 * MiB);
+  CHECK(a.allocated() == 1024 + MiB + MiB + 512 + 512);
+}
+
+TEST_CASE("caching allocator: tails of a request's own segment", "[allocator]") {
+  CachingAllocator a;
+  // 10 MiB + 1 KiB: its own segment of 12 MiB; 2 MiB - 1 KiB remains (> 1 MiB): split, and
+  // the tail serves a later 1.5 MiB request from the same segment.
+  const int x = a.malloc(10 * MiB + KiB, 0);
+  CHECK(a.block_bytes(x) == 10 * MiB + KiB);
+  a.malloc(3 * MiB / 2, 0);
+  CHECK(a.reserved() == 12 * MiB);
+  // 11 MiB + 1 KiB: a 12 MiB segment with 1 MiB - 1 KiB left: not split, counted allocated.
+  const int y = a.malloc(11 * MiB + KiB, 0);
+  CHECK(a.block_bytes(y) == 12 * MiB);
+  CHECK(a.reserved() == 24 * MiB);
+  CHECK(a.allocated() == 10 * MiB + KiB + 3 * MiB / 2 + 12 * MiB);
+}
+
+TEST_CASE("caching allocator: expandable segments grow one segment per stream", "[allocator]") {
+  AllocatorConfig c;
+  c.expandable_segments = true;
+  CachingAllocator a(c);
+  // 12 MiB: maps one 20 MiB page; 8 MiB remains (> 1 MiB): split off as the free tail.
+  const int x = a.malloc(12 * MiB, 0);
+  CHECK(a.reserved() == 20 * MiB);
+  a.free(x);  // merges with the tail: one free 20 MiB block
+  // 16 MiB fits in it (4 MiB left, split). Without expandable segments this is the first
+  // case's 12 + 16 = 28 MiB.
+  a.malloc(16 * MiB, 0);
+  CHECK(a.reserved() == 20 * MiB);
+  // 12 MiB: the free 4 MiB tail is too small; map ceil((12 - 4) / 20) = 1 page more: 40 MiB,
+  // the request taking the old tail and 8 MiB of the new page (12 MiB remain, split).
+  a.malloc(12 * MiB, 0);
+  CHECK(a.reserved() == 40 * MiB);
+  CHECK(a.segments() == 1);
+  // Another stream gets its own segment.
+  a.malloc(MiB * 3, 1);
+  CHECK(a.reserved_on(1) == 20 * MiB);
+  CHECK(a.segments() == 2);
+}
+
+TEST_CASE("caching allocator: past the capacity it frees unused segments and retries",
+          "[allocator]") {
+  AllocatorConfig c;
+  c.capacity = 30 * MiB;
+  CachingAllocator a(c);
+  a.free(a.malloc(12 * MiB, 0));  // 12 MiB cached, unused
+  // 24 MiB more would make 36 > 30: the unsplit cached segment goes back first: 0 + 24.
+  a.malloc(24 * MiB, 0);
+  CHECK(a.reserved() == 24 * MiB);
+  CHECK(a.peak_reserved() == 24 * MiB);
+  CHECK_FALSE(a.out_of_memory());
+  // 12 MiB more: 36 > 30 and nothing cached to free: out of memory (reserved anyway).
+  a.malloc(12 * MiB, 0);
+  CHECK(a.out_of_memory());
+  CHECK(a.reserved() == 36 * MiB);
+}
