@@ -220,7 +220,7 @@ TEST_CASE("bad topologies are refused with FILE:LINE:COL: field: message", "[top
 
 TEST_CASE("in-node traffic has a route: NVLink, or one PCIe switch without it", "[topology]") {
   // The loader refuses a node without NVLink whose GPUs span switches (issue 33, item 4: the
-  // missing rate was a 1 byte/s floor), and in_node_route takes the host path for one built in code.
+  // missing rate was a 1 byte/s floor); in_node_route takes the host path for one built in code.
   CHECK(error_of(with("  nvlink: {gbps: 100, latency_us: 1}\n", "")) ==
         "t.yaml:6:72: node.pcie.gpus_per_switch: a node without an nvlink section needs all its "
         "GPUs on one PCIe switch (4 = node.gpus), got 2");
