@@ -67,18 +67,16 @@ void write_deployment(Writer& t, const json& plan, const EmitInput& in) {
 
 void write_model(Writer& t, const json& plan, const EmitInput& in) {
   const json& layout = plan.at("layout");
-  const std::string offload = plan.at("offload"), optimizer = plan.at("optimizer");
+  const std::string offload = plan.at("offload");
   const int world = plan.at("world_size"), fsdp = layout.at("fsdp");
   t.key("model", "dp_replicate", json(world / fsdp), "world / fsdp (HSDP replicas)");
   t.key("model", "cp", layout.at("cp"));
   t.key("model", "ep", layout.at("ep"));
   const json w = plan.value("workload", json());
   if (!w.is_null()) t.key("model", "cp_style", w.at("cp_style"));
-  const bool prime_full = offload == "full" && optimizer != "muon";
   t.key("model", "optim_cpu_offload", json(offload == "optimizer"));
-  if (prime_full) t.key("model", "full_offload", json(true));
-  if (offload == "full" && !prime_full)
-    t.ours("offload", json("full"), "Muon under full offload: prime-rl has no key for it");
+  // Muon under full offload never gets here: prime_rl_config's check_prime_rl_runs refuses it.
+  if (offload == "full") t.key("model", "full_offload", json(true));
   if (w.is_null()) return;
   trainer_key("model", "ac.mode");
   t.raw("model", "ac", w.at("ac") == "full" ? "{ mode = \"full\" }" : "\"None\"");
