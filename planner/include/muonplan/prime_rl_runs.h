@@ -1,7 +1,7 @@
 // What prime-rl (main) can run: the one rule that the trainer answer's alternatives and
 // `muonplan plan --emit prime-rl` share, so the emit never writes a config that differs from
-// its plan (../shared/reference/prime-rl-trainer-keys.md: full_offload accepts only AdamW and
-// SignSGD; ep needs ep % cp == 0).
+// its plan (prime-rl's trainer config, docs/trainer-config.md: full_offload accepts only AdamW
+// and SignSGD; ep needs ep % cp == 0).
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
 // A model of PyTorch's CUDA caching allocator, after its public source
-// (c10/cuda/CUDACachingAllocator.cpp; ../shared/reference/runtime-memory-facts.md section 1):
+// (PyTorch's c10/cuda/CUDACachingAllocator.cpp; its rules in docs/planner.md):
 // what torch.cuda.max_memory_allocated() and max_memory_reserved() report for a sequence of
 // requests and frees. Internal to the cost model (docs/planner.md, "The allocator model");
 // tests/unit/caching_allocator_test.cc checks it on hand-worked sequences.

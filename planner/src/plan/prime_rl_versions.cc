@@ -1,7 +1,7 @@
 // prime-rl's defaults by date (docs/trainer-config.md, "Versions"): the one table of the default
-// changes muonplan follows, from ../shared/reference/prime-rl-trainer-keys.md ("What changed
-// across versions"). A file planned with --prime-rl-version DATE gets the defaults in force on
-// that date; without it, the newest the table knows.
+// changes muonplan follows, from prime-rl's commits (each cited in that table of the docs). A
+// file planned with --prime-rl-version DATE gets the defaults in force on that date; without
+// it, the newest the table knows.
 #include <cctype>
 
 #include "trainer_file.h"
