@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -45,6 +46,53 @@ std::string tied_label(const std::vector<const Candidate*>& group) {
   return out;
 }
 
+// Of the rows of one node count and offload mode, the one a short table keeps: the chosen
+// candidate's, else the fitting one with the fewest GPU-seconds, else the one that misses by
+// least. The others are counted on its line.
+bool better(const Candidate& a, const Candidate& b) {
+  if (a.fits != b.fits) return a.fits;
+  return a.fits ? a.gpu_seconds < b.gpu_seconds : a.fit_margin > b.fit_margin;
+}
+
+struct Folded {
+  std::vector<size_t> print_as;         // per row: the row printed in its place (npos: none)
+  std::vector<int> others, others_fit;  // per printed row: the rows folded into it
+};
+
+Folded unfolded(size_t n) {
+  Folded f{std::vector<size_t>(n), std::vector<int>(n, 0), std::vector<int>(n, 0)};
+  for (size_t i = 0; i < n; ++i) f.print_as[i] = i;
+  return f;
+}
+
+// The best row of each node count and mode printed where that group's first row stood.
+Folded fold_layouts(const std::vector<std::vector<const Candidate*>>& rows,
+                    const std::function<bool(const std::vector<const Candidate*>&)>& chosen) {
+  Folded f = unfolded(rows.size());
+  std::map<std::string, std::pair<size_t, size_t>> group;  // key -> (first row, best row)
+  auto key = [](const Candidate& c) {
+    return std::to_string(c.nodes) + "/" + to_string(c.offload);
+  };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Candidate& c = *rows[i].front();
+    if (!c.evaluated) continue;
+    const auto [it, fresh] = group.emplace(key(c), std::pair{i, i});
+    if (fresh) continue;
+    const auto& held = rows[it->second.second];
+    if (!chosen(held) && (chosen(rows[i]) || better(c, *held.front()))) it->second.second = i;
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Candidate& c = *rows[i].front();
+    if (!c.evaluated) continue;
+    const auto [first, best] = group.at(key(c));
+    f.print_as[i] = i == first ? best : std::string::npos;
+    if (i == best) continue;
+    f.others[best] += int(rows[i].size());
+    for (const Candidate* g : rows[i]) f.others_fit[best] += g->fits;
+  }
+  return f;
+}
+
 }  // namespace
 
 std::string margin_text(bool fits, double margin) {
@@ -53,7 +101,7 @@ std::string margin_text(bool fits, double margin) {
   return buf;
 }
 
-void print_candidates(const Plan& plan) {
+void print_candidates(const Plan& plan, bool all_layouts) {
   const PlanOptions& o = plan.options;
   const std::string chosen_layout = to_string(o.layout);
   // The layout column appears when the search tried more than one layout.
@@ -74,12 +122,26 @@ void print_candidates(const Plan& plan) {
     if (c.evaluated) row_of[key] = rows.size();
     rows.push_back({&c});
   }
+  const auto is_chosen = [&](const std::vector<const Candidate*>& group) {
+    for (const Candidate* g : group) {
+      if (g->nodes == o.nodes && g->offload == o.offload && g->layout == chosen_layout) return true;
+    }
+    return false;
+  };
+  const Folded folded =
+      all_layouts || !layouts_vary ? unfolded(rows.size()) : fold_layouts(rows, is_chosen);
+  int folded_rows = 0;
   std::printf("%5s  %s%-9s  %-4s  %12s  %14s  %10s  %10s  %s\n", "nodes",
               layouts_vary ? "layout                  " : "", "offload", "fits", "GPU peak GiB",
               "host GiB/node", "step s", "GPU-s", "margin");
   bool collapsed = false;
   for (size_t i = 0; i < rows.size(); ++i) {
-    const std::vector<const Candidate*>& group = rows[i];
+    const size_t shown = folded.print_as[i];
+    if (shown == std::string::npos) {
+      ++folded_rows;
+      continue;
+    }
+    const std::vector<const Candidate*>& group = rows[shown];
     const Candidate& c = *group.front();
     // Candidates not evaluated for one reason, in a row (the search's budget spent, bounds that
     // print alike, a layout no world of the count takes): one row, a..b, with how many when
@@ -105,10 +167,7 @@ void print_candidates(const Plan& plan) {
       i = run_end - 1;
       continue;
     }
-    bool chosen = false;
-    for (const Candidate* g : group)
-      chosen =
-          chosen || (g->nodes == o.nodes && g->offload == o.offload && g->layout == chosen_layout);
+    const bool chosen = is_chosen(group);
     collapsed = collapsed || group.size() > 1;
     char layout[48] = "";
     if (layouts_vary) {
@@ -122,8 +181,20 @@ void print_candidates(const Plan& plan) {
                   c.note.c_str());
       continue;
     }
-    std::printf("%5d  %s%-9s  %s%s\n", c.nodes, layout, to_string(c.offload), figures(c).c_str(),
-                chosen ? "  <- chosen" : "");
+    std::string others;
+    if (folded.others[shown]) {
+      others = "  (+" + std::to_string(folded.others[shown]) + " other layout" +
+               (folded.others[shown] > 1 ? "s" : "") + ", " +
+               std::to_string(folded.others_fit[shown]) + " fit)";
+    }
+    std::printf("%5d  %s%-9s  %s%s%s\n", c.nodes, layout, to_string(c.offload), figures(c).c_str(),
+                chosen ? "  <- chosen" : "", others.c_str());
+  }
+  if (folded_rows) {
+    std::printf(
+        "(one row per node count and offload mode: the chosen layout, else the fitting one with "
+        "the fewest GPU-seconds, else the closest; --explain or --json list all %zu candidates)\n",
+        plan.candidates.size());
   }
   if (collapsed) {
     std::printf(

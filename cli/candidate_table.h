@@ -14,7 +14,10 @@ std::string margin_text(bool fits, double margin);
 // Candidates of the same node count and offload mode whose every printed figure is equal (on a
 // step without a workload `ep` changes nothing) print as one row naming the range of the layout
 // field that differs ("fsdp=8,cp=1,ep=1..8"); the search broke the tie by the smallest, and a
-// line under the table says so.
-void print_candidates(const Plan& plan);
+// line under the table says so. Unless `all_layouts`, the rows of one node count and mode keep
+// only the best layout's (the chosen one, else the fitting one with the fewest GPU-seconds,
+// else the closest to fitting), counting the others on its line: a large model's search tries
+// dozens of layouts per count (issue 36 item 9), and --explain lists every one.
+void print_candidates(const Plan& plan, bool all_layouts);
 
 }  // namespace muonplan::cli

@@ -52,7 +52,7 @@ void print_plan(const Plan& plan, bool explain, bool quiet) {
       100 * p.gpu_headroom, 100 * p.host_headroom);
   if (!quiet) {
     std::printf("\n");
-    print_candidates(plan);
+    print_candidates(plan, explain);
     std::printf("\n");
   }
   std::printf("decision: %s%s\n", plan.fits ? "" : "NO FIT: ", plan.reason.c_str());

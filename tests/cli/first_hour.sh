@@ -103,4 +103,20 @@ expect quiet-explain 2 "--quiet: not with --explain" "$bin" plan --model $M --qu
 [ "$(grep -c "fsdp=7 does not divide world 8" "$work/f7.txt")" = 1 ] \
   && grep -q "^    1  -  *all        -     fsdp=7 does not divide world 8 (12 candidates)$" "$work/f7.txt" \
   && ok || bad "one row per run: $(grep -m3 'does not divide' "$work/f7.txt")"
+# The deepseek-v3 example (README) fits on one screen: one row per node count and offload
+# mode (its best layout, the others counted on it), the chosen row among them; --explain lists
+# every candidate the JSON has.
+D=(--model models/deepseek-v3.yaml --tokens-per-step 4194304 --seq-len 4096 --ac-offload)
+"$bin" plan "${D[@]}" >"$work/ds.txt" || bad "plan deepseek-v3"
+rows="$(grep -cE '^ +[0-9]+  fsdp=' "$work/ds.txt")"
+[ "$(wc -l <"$work/ds.txt")" -le 45 ] && [ "$(grep -c ' <- chosen' "$work/ds.txt")" = 1 ] \
+  && [ "$(grep -E '^ +[0-9]+  fsdp=' "$work/ds.txt" | awk '{print $1, $3}' | sort | uniq -d | wc -l)" = 0 ] \
+  && grep -q "^    8  fsdp=64,cp=1,ep=32 .* <- chosen  (+27 other layouts, 15 fit)$" "$work/ds.txt" \
+  && grep -q "^(one row per node count and offload mode: .*list all 423 candidates)$" "$work/ds.txt" \
+  && ok || bad "deepseek-v3 table ($rows rows): $(cat "$work/ds.txt")"
+"$bin" plan "${D[@]}" --explain >"$work/dsx.txt" || bad "plan deepseek-v3 --explain"
+"$bin" plan "${D[@]}" --json >"$work/ds.json" || bad "plan deepseek-v3 --json"
+evaluated="$(python3 -c 'import json,sys; print(sum(1 for c in json.load(open(sys.argv[1]))["decision"]["candidates"] if "note" not in c))' "$work/ds.json")"
+[ "$(grep -cE '^ +[0-9]+  fsdp=' "$work/dsx.txt")" = "$evaluated" ] && ! grep -q "other layouts" "$work/dsx.txt" \
+  && ok || bad "--explain rows $(grep -cE '^ +[0-9]+  fsdp=' "$work/dsx.txt") of $evaluated evaluated"
 finish
