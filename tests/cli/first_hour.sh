@@ -119,4 +119,14 @@ rows="$(grep -cE '^ +[0-9]+  fsdp=' "$work/ds.txt")"
 evaluated="$(python3 -c 'import json,sys; print(sum(1 for c in json.load(open(sys.argv[1]))["decision"]["candidates"] if "note" not in c))' "$work/ds.json")"
 [ "$(grep -cE '^ +[0-9]+  fsdp=' "$work/dsx.txt")" = "$evaluated" ] && ! grep -q "other layouts" "$work/dsx.txt" \
   && ok || bad "--explain rows $(grep -cE '^ +[0-9]+  fsdp=' "$work/dsx.txt") of $evaluated evaluated"
+# 13. A flag that overrides the file labels the first plan "as planned" and says what the file
+# wrote; without one it stays "as written".
+G=examples/prime-rl/glm-4.5-air-muon-rl-131k.toml
+"$bin" plan --trainer-config $G --nodes 4 >"$work/o.txt" 2>/dev/null || bad "plan --nodes 4 over $G"
+grep -q "^  as planned: 4 node(s) x 8 GPUs, fsdp=32,cp=4,ep=8, offload optimizer: " "$work/o.txt" \
+  && grep -qx "    as written: deployment.num_train_nodes = 2; planned with --nodes 4" "$work/o.txt" \
+  && ! grep -q "^  as written: " "$work/o.txt" && ok || bad "override label: $(grep -A2 '^prime-rl' "$work/o.txt")"
+"$bin" plan --trainer-config $G >"$work/o2.txt" 2>/dev/null || bad "plan $G"
+grep -q "^  as written: 2 node(s) x 8 GPUs, fsdp=16,cp=4,ep=8, offload optimizer: fits" "$work/o2.txt" \
+  && ok || bad "as written: $(grep -A1 '^prime-rl' "$work/o2.txt")"
 finish

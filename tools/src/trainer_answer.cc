@@ -44,6 +44,18 @@ std::optional<std::pair<int64_t, int64_t>> batch_change(const TrainerConfig& tc,
   return std::pair{as_written, planned};
 }
 
+// "as written: deployment.num_train_nodes = 2; planned with --nodes 4" from an override line
+// ("--nodes 4 overrides FILE:14 (deployment.num_train_nodes = 2)", apply_trainer_config's
+// form); a line of another form is kept whole.
+std::string override_label(const std::string& line) {
+  const size_t at = line.find(" overrides ");
+  const size_t open = line.rfind(" (");
+  if (at == std::string::npos || open == std::string::npos || open < at || line.back() != ')')
+    return line;
+  return "as written: " + line.substr(open + 2, line.size() - open - 3) + "; planned with " +
+         line.substr(0, at);
+}
+
 }  // namespace
 
 std::string trainer_answer_text(const PlanInputs& in, const TrainerAnswer& a, const Plan& written,
@@ -55,7 +67,14 @@ std::string trainer_answer_text(const PlanInputs& in, const TrainerAnswer& a, co
                                                 : "RL") +
                     " config " + tc.path + " (model " + in.model_name + ", read from " +
                     in.model.path + ")\n";
-  out += "  as written: " + describe(a.as_written, written.gpus_per_node) + "\n";
+  // With flags that override the file, the first plan is the file as the flags changed it:
+  // label it so, and say what the file wrote (issue 36 item 13).
+  if (in.overrides.empty()) {
+    out += "  as written: " + describe(a.as_written, written.gpus_per_node) + "\n";
+  } else {
+    out += "  as planned: " + describe(a.as_written, written.gpus_per_node) + "\n";
+    for (const std::string& o : in.overrides) out += "    " + override_label(o) + "\n";
+  }
   for (const std::string& n : tc.notes) out += "  note: " + n + "\n";
   if (const auto change = batch_change(tc, written)) {
     out += "  global batch changed by the flags: " + std::to_string(change->first) +
