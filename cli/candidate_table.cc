@@ -1,6 +1,7 @@
 // The candidate table (candidate_table.h).
 #include "candidate_table.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -11,10 +12,11 @@ namespace muonplan::cli {
 namespace {
 
 // The figures a row prints, as printed: candidates with equal rows tie.
-std::string figures(const Candidate& c) {
+// `scale` is 1 for GiB, 1024 when the table is in MiB.
+std::string figures(const Candidate& c, double scale) {
   char buf[160];
   std::snprintf(buf, sizeof buf, "%-4s  %12.1f  %14.1f  %10.3f  %10.2f  %s", c.fits ? "yes" : "no",
-                c.gpu_peak_gib, c.host_ram_per_node_gib, c.step_s, c.gpu_seconds,
+                c.gpu_peak_gib * scale, c.host_ram_per_node_gib * scale, c.step_s, c.gpu_seconds,
                 margin_text(c.fits, c.fit_margin).c_str());
   return buf;
 }
@@ -101,19 +103,28 @@ std::string margin_text(bool fits, double margin) {
   return buf;
 }
 
-void print_candidates(const Plan& plan, bool all_layouts) {
+void print_candidates(const Plan& plan, bool all_layouts, const char* rank) {
   const PlanOptions& o = plan.options;
   const std::string chosen_layout = to_string(o.layout);
   // The layout column appears when the search tried more than one layout.
   bool layouts_vary = false;
   for (const Candidate& c : plan.candidates)
     layouts_vary = layouts_vary || (!c.layout.empty() && c.layout != chosen_layout);
+  // Memory in MiB when every evaluated figure is under 1 GiB (a small model's 20 MiB would
+  // print as 0.0 GiB).
+  double largest_gib = 0;
+  for (const Candidate& c : plan.candidates) {
+    if (c.evaluated) largest_gib = std::max({largest_gib, c.gpu_peak_gib, c.host_ram_per_node_gib});
+  }
+  const bool mib = largest_gib < 1;
+  const double scale = mib ? 1024 : 1;
   // Evaluated candidates of one node count and mode with equal figures: one row, where the
   // first of them stood.
   std::vector<std::vector<const Candidate*>> rows;
   std::map<std::string, size_t> row_of;
   for (const Candidate& c : plan.candidates) {
-    const std::string key = std::to_string(c.nodes) + "/" + to_string(c.offload) + "/" + figures(c);
+    const std::string key =
+        std::to_string(c.nodes) + "/" + to_string(c.offload) + "/" + figures(c, scale);
     const auto it = c.evaluated ? row_of.find(key) : row_of.end();
     if (it != row_of.end()) {
       rows[it->second].push_back(&c);
@@ -131,9 +142,12 @@ void print_candidates(const Plan& plan, bool all_layouts) {
   const Folded folded =
       all_layouts || !layouts_vary ? unfolded(rows.size()) : fold_layouts(rows, is_chosen);
   int folded_rows = 0;
+  const std::string unit = mib ? "MiB" : "GiB";
+  const std::string peak = (std::string(rank) == "GPU" ? "GPU peak " : "peak ") + unit;
+  const std::string seconds = std::string(rank) + "-s";
   std::printf("%5s  %s%-9s  %-4s  %12s  %14s  %10s  %10s  %s\n", "nodes",
-              layouts_vary ? "layout                  " : "", "offload", "fits", "GPU peak GiB",
-              "host GiB/node", "step s", "GPU-s", "margin");
+              layouts_vary ? "layout                  " : "", "offload", "fits", peak.c_str(),
+              ("host " + unit + "/node").c_str(), "step s", seconds.c_str(), "margin");
   bool collapsed = false;
   for (size_t i = 0; i < rows.size(); ++i) {
     const size_t shown = folded.print_as[i];
@@ -187,8 +201,8 @@ void print_candidates(const Plan& plan, bool all_layouts) {
                (folded.others[shown] > 1 ? "s" : "") + ", " +
                std::to_string(folded.others_fit[shown]) + " fit)";
     }
-    std::printf("%5d  %s%-9s  %s%s%s\n", c.nodes, layout, to_string(c.offload), figures(c).c_str(),
-                chosen ? "  <- chosen" : "", others.c_str());
+    std::printf("%5d  %s%-9s  %s%s%s\n", c.nodes, layout, to_string(c.offload),
+                figures(c, scale).c_str(), chosen ? "  <- chosen" : "", others.c_str());
   }
   if (folded_rows) {
     std::printf(

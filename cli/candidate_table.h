@@ -18,6 +18,8 @@ std::string margin_text(bool fits, double margin);
 // only the best layout's (the chosen one, else the fitting one with the fewest GPU-seconds,
 // else the closest to fitting), counting the others on its line: a large model's search tries
 // dozens of layouts per count (issue 36 item 9), and --explain lists every one.
-void print_candidates(const Plan& plan, bool all_layouts);
+// `rank` names what a rank is ("GPU", or "rank" on a topology of CPU ranks); memory is in MiB
+// when every figure is under 1 GiB.
+void print_candidates(const Plan& plan, bool all_layouts, const char* rank);
 
 }  // namespace muonplan::cli

@@ -36,37 +36,40 @@ void print_terms(const char* title, const std::vector<Term>& terms, double scale
 }
 
 // --quiet: the first line, the decision and the chosen figures, without the tables.
-void print_plan(const Plan& plan, bool explain, bool quiet) {
+void print_plan(const Plan& plan, bool explain, bool quiet, const char* rank) {
   const PlanOptions& o = plan.options;
   const Prediction& p = plan.predicted;
   // Without a workload "fits" leaves out the activations: the first line says so.
   const std::string scope =
       o.workload ? "" : std::string("; ") + kOptimizerStepOnly + " (" + kWorkloadHint + ")";
-  std::printf("muonplan plan: %s on %s (%d GPUs per node), optimizer %s, owners %s%s\n",
-              plan.model_name.c_str(), plan.topology_name.c_str(), plan.gpus_per_node,
+  std::printf("muonplan plan: %s on %s (%d %ss per node), optimizer %s, owners %s%s\n",
+              plan.model_name.c_str(), plan.topology_name.c_str(), plan.gpus_per_node, rank,
               to_string(o.optimizer), to_string(o.owners), scope.c_str());
   std::printf(
-      "limits: GPU %.1f GiB, host RAM %.0f GiB per node; runtime %s, headroom GPU %.0f%%, "
+      "limits: %s %.1f GiB, host RAM %.0f GiB per node; runtime %s, headroom %s %.0f%%, "
       "host %.0f%%\n",
-      p.gpu_limit_bytes / kGiB, p.host_limit_bytes / kGiB, to_string(o.runtime),
+      rank, p.gpu_limit_bytes / kGiB, p.host_limit_bytes / kGiB, to_string(o.runtime), rank,
       100 * p.gpu_headroom, 100 * p.host_headroom);
   if (!quiet) {
     std::printf("\n");
-    print_candidates(plan, explain);
+    print_candidates(plan, explain, rank);
     std::printf("\n");
   }
   std::printf("decision: %s%s\n", plan.fits ? "" : "NO FIT: ", plan.reason.c_str());
-  std::printf("chosen: %d node(s) x %d GPUs, layout %s, offload %s\n", o.nodes, plan.gpus_per_node,
-              to_string(o.layout).c_str(), to_string(o.offload));
-  std::printf("  GPU peak %.2f GiB (step transient %.2f GiB), host RAM %.1f GiB per node: %s\n",
-              p.gpu_peak_bytes() / kGiB, p.gpu_transient_bytes_total() / kGiB,
-              p.host_bytes() / kGiB, margin_text(p.fits(), p.fit_margin()).c_str());
-  std::printf("  GPU allocated %.2f GiB, reserved %.2f GiB, outside the allocator %.2f GiB\n",
-              p.gpu_allocated_bytes() / kGiB, p.gpu_reserved_bytes() / kGiB,
-              sum(p.gpu_fixed_bytes) / kGiB);
-  std::printf("  all-to-all %.3f GB per rank (max), H2D %.2f GB, D2H %.2f GB per GPU\n",
+  std::printf("chosen: %d node(s) x %d %ss, layout %s, offload %s\n", o.nodes, plan.gpus_per_node,
+              rank, to_string(o.layout).c_str(), to_string(o.offload));
+  std::printf("  %s peak %s (step transient %s), host RAM %s per node: %s\n", rank,
+              memory_text(p.gpu_peak_bytes(), 2).c_str(),
+              memory_text(p.gpu_transient_bytes_total(), 2).c_str(),
+              memory_text(p.host_bytes(), 1).c_str(),
+              margin_text(p.fits(), p.fit_margin()).c_str());
+  std::printf("  %s allocated %s, reserved %s, outside the allocator %s\n", rank,
+              memory_text(p.gpu_allocated_bytes(), 2).c_str(),
+              memory_text(p.gpu_reserved_bytes(), 2).c_str(),
+              memory_text(sum(p.gpu_fixed_bytes), 2).c_str());
+  std::printf("  all-to-all %.3f GB per rank (max), H2D %.2f GB, D2H %.2f GB per %s\n",
               p.alltoall_bytes_per_rank_max / kGB, p.h2d_bytes_per_gpu / kGB,
-              p.d2h_bytes_per_gpu / kGB);
+              p.d2h_bytes_per_gpu / kGB, rank);
   std::printf("  optimizer step %.3f s", p.optimizer_step_s);
   if (p.training_step_s) std::printf(", training step %.3f s", *p.training_step_s);
   std::printf("\n");
@@ -211,7 +214,7 @@ Runner add_plan(CLI::App& app) {
       if (answer) j["trainer_config"] = trainer_answer_json(in, *answer, plan);
       std::cout << j.dump(2) << "\n";
     } else {
-      print_plan(plan, f->explain, f->quiet);
+      print_plan(plan, f->explain, f->quiet, topo.node.cpu_ranks ? "rank" : "GPU");
       if (answer) std::cout << trainer_answer_text(in, *answer, plan, f->explain);
     }
     return 0;

@@ -129,4 +129,15 @@ grep -q "^  as planned: 4 node(s) x 8 GPUs, fsdp=32,cp=4,ep=8, offload optimizer
 "$bin" plan --trainer-config $G >"$work/o2.txt" 2>/dev/null || bad "plan $G"
 grep -q "^  as written: 2 node(s) x 8 GPUs, fsdp=16,cp=4,ep=8, offload optimizer: fits" "$work/o2.txt" \
   && ok || bad "as written: $(grep -A1 '^prime-rl' "$work/o2.txt")"
+# 13. Small figures in MiB, and CPU ranks called ranks (topology node.device: cpu).
+"$bin" plan --model models/tiny-moe.yaml --topology topologies/cpu-ci.yaml --nodes 1 \
+  --gpus-per-node 4 --offload none >"$work/t.txt" || bad "plan tiny-moe on cpu-ci"
+head -1 "$work/t.txt" | grep -q "^muonplan plan: tiny-moe on cpu-ci (4 ranks per node)" \
+  && grep -q "^nodes  offload    fits      peak MiB   host MiB/node      step s      rank-s  margin$" "$work/t.txt" \
+  && grep -q "^chosen: 1 node(s) x 4 ranks, " "$work/t.txt" \
+  && grep -qE "^  rank peak [0-9]+\.[0-9] MiB \(step transient [0-9.]+ MiB\)" "$work/t.txt" \
+  && ! grep -q "GPUs\|0\.0[0-9] GiB (step" "$work/t.txt" && ok || bad "cpu ranks, MiB: $(cat "$work/t.txt")"
+sed 's/^  device: cpu .*/  device: tpu/' topologies/cpu-ci.yaml >"$work/tpu.yaml"
+EXPECT_MATCH=suffix expect device-kind 2 "node.device: must be gpu or cpu, got 'tpu'" \
+  "$bin" plan --model models/tiny-moe.yaml --topology "$work/tpu.yaml" --nodes 1
 finish

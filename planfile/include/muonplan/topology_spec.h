@@ -22,6 +22,9 @@ struct GpuSpec {
 
 struct NodeSpec {
   int gpus = 0;
+  // What a "GPU" of this node is: a CUDA device, or an MPI rank of the CPU backend (cpu-ci).
+  // Only the words the tool prints change ("4 ranks per node"); every figure is the same.
+  bool cpu_ranks = false;
   GpuSpec gpu;
   double nvlink_gbps = 0;  // per GPU per direction into the NVSwitch fabric; 0: no NVLink
   double nvlink_latency_us = 0;

@@ -285,9 +285,10 @@ std::string explain(const Plan& best, const PlanRequest& req, const std::vector<
       req.options.workload ? "" : std::string("fits (") + kOptimizerStepOnly + "): ";
   std::string reason = scope + "fewest nodes that fit: " + std::to_string(chosen->nodes) +
                        " node(s), offload " + to_string(chosen->offload) + ": GPU peak " +
-                       fmt("%.1f", chosen->gpu_peak_gib) + " of " +
-                       fmt("%.1f", best.predicted.gpu_limit_bytes / kGiB) + " GiB, host RAM " +
-                       fmt("%.0f", chosen->host_ram_per_node_gib) + " of " +
+                       (chosen->gpu_peak_gib >= 1 ? fmt("%.1f", chosen->gpu_peak_gib)
+                                                  : memory_text(chosen->gpu_peak_gib * kGiB, 1)) +
+                       " of " + fmt("%.1f", best.predicted.gpu_limit_bytes / kGiB) +
+                       " GiB, host RAM " + fmt("%.0f", chosen->host_ram_per_node_gib) + " of " +
                        fmt("%.0f", best.predicted.host_limit_bytes / kGiB) + " GiB per node";
   int alternatives = 0;
   for (const Candidate& c : best.candidates)

@@ -113,7 +113,11 @@ void read_nics(const YamlMap& m, NodeSpec& n) {
 }
 
 void read_node(const YamlMap& m, NodeSpec& n) {
-  m.check_known({"gpus", "gpu", "nvlink", "pcie", "nics", "host"});
+  m.check_known({"device", "gpus", "gpu", "nvlink", "pcie", "nics", "host"});
+  const std::string device = m.get_string("device", "gpu");
+  if (device != "gpu" && device != "cpu")
+    m.fail("device", "must be gpu or cpu, got '" + printable(device) + "'");
+  n.cpu_ranks = device == "cpu";
   n.gpus = count(m, "gpus", kMaxGpusPerNode);
   read_gpu(m.get_map("gpu"), n.gpu);
   if (auto nv = m.get_optional_map("nvlink")) {

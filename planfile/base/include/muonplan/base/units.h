@@ -37,4 +37,16 @@ inline std::string sig_figs(double v, int digits) {
   return buf;
 }
 
+// A memory figure as printed: GiB with `decimals` places from 1 GiB up, MiB with one place
+// under it, so a small model's 20 MiB peak does not read "0.0 GiB" (issue 36 item 13).
+inline std::string memory_text(double bytes, int decimals) {
+  char buf[48];
+  if (bytes >= kGiB || bytes <= -kGiB || bytes == 0) {
+    std::snprintf(buf, sizeof buf, "%.*f GiB", decimals, bytes / kGiB);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / (1024.0 * 1024.0));
+  }
+  return buf;
+}
+
 }  // namespace muonplan
