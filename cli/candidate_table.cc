@@ -95,6 +95,35 @@ Folded fold_layouts(const std::vector<std::vector<const Candidate*>>& rows,
   return f;
 }
 
+// 1024 (the table in MiB) when every evaluated figure is under 1 GiB (a small model's 20 MiB
+// would print as 0.0 GiB), else 1.
+double memory_scale(const Plan& plan) {
+  double largest_gib = 0;
+  for (const Candidate& c : plan.candidates) {
+    if (c.evaluated) largest_gib = std::max({largest_gib, c.gpu_peak_gib, c.host_ram_per_node_gib});
+  }
+  return largest_gib < 1 ? 1024 : 1;
+}
+
+// Evaluated candidates of one node count and mode with equal figures: one row, where the
+// first of them stood.
+std::vector<std::vector<const Candidate*>> tied_rows(const Plan& plan, double scale) {
+  std::vector<std::vector<const Candidate*>> rows;
+  std::map<std::string, size_t> row_of;
+  for (const Candidate& c : plan.candidates) {
+    const std::string key =
+        std::to_string(c.nodes) + "/" + to_string(c.offload) + "/" + figures(c, scale);
+    const auto it = c.evaluated ? row_of.find(key) : row_of.end();
+    if (it != row_of.end()) {
+      rows[it->second].push_back(&c);
+      continue;
+    }
+    if (c.evaluated) row_of[key] = rows.size();
+    rows.push_back({&c});
+  }
+  return rows;
+}
+
 }  // namespace
 
 std::string margin_text(bool fits, double margin) {
@@ -110,29 +139,9 @@ void print_candidates(const Plan& plan, bool all_layouts, const char* rank) {
   bool layouts_vary = false;
   for (const Candidate& c : plan.candidates)
     layouts_vary = layouts_vary || (!c.layout.empty() && c.layout != chosen_layout);
-  // Memory in MiB when every evaluated figure is under 1 GiB (a small model's 20 MiB would
-  // print as 0.0 GiB).
-  double largest_gib = 0;
-  for (const Candidate& c : plan.candidates) {
-    if (c.evaluated) largest_gib = std::max({largest_gib, c.gpu_peak_gib, c.host_ram_per_node_gib});
-  }
-  const bool mib = largest_gib < 1;
-  const double scale = mib ? 1024 : 1;
-  // Evaluated candidates of one node count and mode with equal figures: one row, where the
-  // first of them stood.
-  std::vector<std::vector<const Candidate*>> rows;
-  std::map<std::string, size_t> row_of;
-  for (const Candidate& c : plan.candidates) {
-    const std::string key =
-        std::to_string(c.nodes) + "/" + to_string(c.offload) + "/" + figures(c, scale);
-    const auto it = c.evaluated ? row_of.find(key) : row_of.end();
-    if (it != row_of.end()) {
-      rows[it->second].push_back(&c);
-      continue;
-    }
-    if (c.evaluated) row_of[key] = rows.size();
-    rows.push_back({&c});
-  }
+  const double scale = memory_scale(plan);
+  const bool mib = scale != 1;
+  const std::vector<std::vector<const Candidate*>> rows = tied_rows(plan, scale);
   const auto is_chosen = [&](const std::vector<const Candidate*>& group) {
     for (const Candidate* g : group) {
       if (g->nodes == o.nodes && g->offload == o.offload && g->layout == chosen_layout) return true;

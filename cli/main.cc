@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"muonplan: plan and run the sharded Muon optimizer step for large models"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "muonplan 0.1.0");
+  app.set_version_flag("--version", std::string("muonplan ") + MUONPLAN_VERSION);
   std::map<CLI::App*, muonplan::cli::Runner> runners;
   auto reg = [&](muonplan::cli::Runner (*add)(CLI::App&)) {
     const size_t before = app.get_subcommands({}).size();

@@ -5,6 +5,7 @@
 // checkpoints go through the executor's checkpoint library (docs/checkpoint-format.md).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <algorithm>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <map>
 #include <string>
 
+#include "keywords.h"
 #include "muonplan/base/error.h"
 #include "muonplan/data_dir.h"
 #include "muonplan/exec/bf16.h"
@@ -101,8 +103,28 @@ Topology topology_from(py::handle topology) {
   throw py::type_error("topology: expected a path, a dict or None");
 }
 
+// A keyword's value as the flag's text: True/False as true/false, a path as its string, a
+// list or tuple as "a,b" (a list of lists as "a,b,c;d,e,f", as --ns-schedule takes it), a dict
+// as "k=v,k=v" (--layout), anything else as str() gives it.
 std::string option_text(py::handle v, const std::string& arg) {
   if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
+  if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+    std::string text;
+    bool nested = false;
+    for (py::handle e : v) {
+      nested = nested || py::isinstance<py::list>(e) || py::isinstance<py::tuple>(e);
+      text += (text.empty() ? "" : nested ? ";" : ",") + option_text(e, arg);
+    }
+    return text;
+  }
+  if (py::isinstance<py::dict>(v)) {
+    std::string text;
+    for (auto [key, value] : v.cast<py::dict>()) {
+      text += (text.empty() ? "" : ",") + checked_text(py::str(key), arg) + "=" +
+              option_text(value, arg);
+    }
+    return text;
+  }
   std::string path;
   if (as_path(v, path, arg)) return path;
   return checked_text(py::str(v), arg);
@@ -368,7 +390,16 @@ PYBIND11_MODULE(muonplan, m) {
       "muonplan: plan the sharded Muon optimizer step (docs/python.md). Functions return the "
       "command line's JSON as dicts; bad input raises InputError, a ValueError whose message "
       "is the CLI's one line.";
-  py::register_exception<InputError>(m, "InputError", PyExc_ValueError);
+  // InputError's message names the Python keyword where the CLI's names the flag (--lr -> lr).
+  static py::exception<InputError> input_error(m, "InputError", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InputError& e) {
+      PyErr_SetString(input_error.ptr(), keyword_message(e.what()).c_str());
+    }
+  });
+  m.attr("__version__") = MUONPLAN_VERSION;
   py::list names;
   for (std::string name : plan_flag_names()) {
     std::replace(name.begin(), name.end(), '-', '_');
@@ -379,20 +410,33 @@ PYBIND11_MODULE(muonplan, m) {
         py::arg("tensors") = false,
         "Parameter inventory of a model (path, HF config dict or spec dict): the keys of "
         "`muonplan inspect --json`.");
-  m.def("plan", &plan, py::arg("model") = py::none(), py::arg("topology") = py::none(),
-        "Plan a model: the dict `muonplan plan --json` prints. Options are the plan flags with "
-        "underscores (nodes='auto' or an int, offload, layout, optimizer, owners, "
-        "bf16_momentum=True, ...; see muonplan.plan_options). trainer_config=PATH plans a prime-rl "
-        "config (model=None: its [model] name) and adds the answer under 'trainer_config'.");
+  m.def("_plan", &plan, py::arg("model") = py::none(), py::arg("topology") = py::none());
+  m.attr("plan") = keyword_function(
+      "plan", m.attr("_plan"),
+      py::cast(std::vector<std::pair<std::string, py::object>>{
+          {"model", py::none()}, {"topology", py::none()}}),
+      true,
+      "Plan a model: the dict `muonplan plan --json` prints. model: a path (YAML spec, "
+      "config.json or its directory), a bundled name, an HF id, or a dict; topology: a path, a "
+      "dict or None (the bundled h200-ib). trainer_config=PATH plans a prime-rl config "
+      "(model=None: its [model] name) and adds the answer under 'trainer_config'.");
   m.def("cost_ns", &cost_ns, py::arg("rows"), py::arg("cols"), py::arg("batch") = 1,
         py::arg("topology") = py::none(), py::arg("ns_schedule") = "quintic",
         py::arg("symmetric") = false,
         "Predicted time of one batched Newton-Schulz call: `muonplan cost ns --json`.");
-  m.def("report", &report, py::arg("model"), py::arg("out"), py::arg("topology") = py::none(),
-        py::arg("nodes") = py::none(), py::arg("metrics") = py::none(),
-        "Write the capacity report (`muonplan report`) into `out`; nodes: 'A..B', 'A,B', an "
-        "int or a list; metrics: a path or a list of paths. Returns the paths written and the "
-        "report data.");
+  m.def("_report", &report, py::arg("model"), py::arg("out"), py::arg("topology") = py::none(),
+        py::arg("nodes") = py::none(), py::arg("metrics") = py::none());
+  m.attr("report") = keyword_function(
+      "report", m.attr("_report"),
+      py::cast(std::vector<std::pair<std::string, py::object>>{{"model", py::none()},
+                                                               {"out", py::none()},
+                                                               {"topology", py::none()},
+                                                               {"nodes", py::none()},
+                                                               {"metrics", py::none()}}),
+      false,
+      "Write the capacity report (`muonplan report`) into `out`; nodes: 'A..B', 'A,B', an "
+      "int or a list; metrics: a path or a list of paths. Returns the paths written and the "
+      "report data.");
   m.def("read_checkpoint", &read_checkpoint, py::arg("dir"),
         "Read a checkpoint of `muonplan execute --checkpoint` (any world size or layout): "
         "{'step': int, 'tensors': {'<param>/param' | '/momentum' | '/variance': whole numpy "

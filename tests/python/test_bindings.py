@@ -21,6 +21,14 @@ def cli(*args):
     return r.returncode, r.stdout, r.stderr.strip()
 
 
+def as_keywords(message):
+    """A CLI message as the bindings word it: --FLAG of a plan option as its keyword."""
+    known = set(muonplan.plan_options) | {"model", "topology"}
+    return re.sub(r"--([a-z0-9][a-z0-9-]*)",
+                  lambda m: m.group(1).replace("-", "_")
+                  if m.group(1).replace("-", "_") in known else m.group(0), message)
+
+
 def cli_json(*args):
     rc, out, err = cli(*args, "--json")
     assert rc == 0, err
@@ -62,7 +70,7 @@ class PlanMatchesCli(unittest.TestCase):
         self.assertIn("lm_head_chunk_logits", workload)
         with self.assertRaises(muonplan.InputError) as e:
             muonplan.plan(model, tokens_per_step=1048576, seq_len=131072, cp_style="spiral")
-        self.assertEqual(str(e.exception), "--cp-style: expected ulysses or ring, got 'spiral'")
+        self.assertEqual(str(e.exception), "cp_style: expected ulysses or ring, got 'spiral'")
 
     def test_lora_options(self):
         # LoRA's keywords are its flags: same plan, the adapters as its tensors; Muon refused.
@@ -77,7 +85,7 @@ class PlanMatchesCli(unittest.TestCase):
         self.assertEqual(len(got["tensors"]), 28 * 2 * 2 * 2)
         with self.assertRaises(muonplan.InputError) as e:
             muonplan.plan(model, nodes=1, lora_rank=16)
-        self.assertTrue(str(e.exception).startswith("--optimizer: Muon on LoRA adapters"))
+        self.assertTrue(str(e.exception).startswith("optimizer: Muon on LoRA adapters"))
 
     def test_attention_and_bundled_topology(self):
         # attention= is --attention; a topology may be a bundled name, as on the CLI.
@@ -145,6 +153,45 @@ class PlanMatchesCli(unittest.TestCase):
                          sorted(f.replace("-", "_") for f in flags - not_plan_options))
 
 
+    def test_keywords_are_the_cli_flags_with_their_defaults(self):
+        # help(muonplan.plan) lists every option as a keyword with the default --help shows:
+        # both come from one table (issue 36 item 14).
+        import inspect
+        r = subprocess.run([BIN, "plan", "--help"], capture_output=True, text=True)
+        shown = dict(re.findall(r"^\s+--([a-z0-9-]+) [A-Z,]+=(\S+)", r.stdout, re.M))
+        params = inspect.signature(muonplan.plan).parameters
+        keywords = [k for k, p in params.items() if p.kind is p.KEYWORD_ONLY]
+        self.assertEqual(keywords, list(muonplan.plan_options))
+        self.assertEqual(shown["lr"], "0.02")  # a worked value, not only agreement
+        for flag, text in shown.items():
+            with self.subTest(flag=flag):
+                default = params[flag.replace("-", "_")].default
+                self.assertEqual(str(default), text) if isinstance(default, str) else \
+                    self.assertEqual(default, float(text))
+        self.assertIn("lr: float = 0.02", muonplan.plan.__doc__)
+        self.assertIn("weight_decay: float = 0.0", muonplan.plan.__doc__)
+        report_keywords = set(inspect.signature(muonplan.report).parameters)
+        self.assertFalse({"offload", "max_nodes", "max_predictions"} & report_keywords)
+
+    def test_lists_tuples_and_dicts(self):
+        # Where the CLI takes "a,b" or "k=v,k=v", the bindings take the Python value.
+        m = path("models/qwen3-8b.yaml")
+        base = dict(nodes=1, offload="none", optimizer="adamw")
+        self.assertEqual(muonplan.plan(m, layout={"fsdp": 8, "cp": 1, "ep": 1}, **base),
+                         muonplan.plan(m, layout="fsdp=8,cp=1,ep=1", **base))
+        self.assertEqual(muonplan.plan(m, adamw_betas=(0.8, 0.99), **base),
+                         muonplan.plan(m, adamw_betas="0.8,0.99", **base))
+        self.assertEqual(muonplan.plan(m, nodes=1, ns_schedule=[(3.4445, -4.775, 2.0315)] * 5),
+                         muonplan.plan(m, nodes=1, ns_schedule=";".join(["3.4445,-4.775,2.0315"] * 5)))
+        self.assertEqual(muonplan.plan(m, lora_rank=8, lora_targets=["q_proj", "v_proj"], **base),
+                         muonplan.plan(m, lora_rank=8, lora_targets="q_proj,v_proj", **base))
+
+    def test_version(self):
+        r = subprocess.run([BIN, "--version"], capture_output=True, text=True)
+        self.assertEqual(r.stdout.strip(), "muonplan " + muonplan.__version__)
+        self.assertRegex(muonplan.__version__, r"^\d+\.\d+\.\d+$")
+
+
 class ErrorsMatchCli(unittest.TestCase):
     CASES = [  # (keyword options, the same as CLI flags)
         ({"nodes": 0}, ["--nodes", "0"]),
@@ -157,11 +204,12 @@ class ErrorsMatchCli(unittest.TestCase):
     ]
 
     def assert_same_error(self, call, cli_args):
+        # The CLI's message, with each flag written as the keyword that stands for it.
         rc, _, err = cli(*cli_args)
         self.assertEqual(rc, 2, err)
         with self.assertRaises(ValueError) as ctx:
             call()
-        self.assertEqual(str(ctx.exception), err)
+        self.assertEqual(str(ctx.exception), as_keywords(err))
         self.assertIsInstance(ctx.exception, muonplan.InputError)
 
     def test_plan_errors(self):
@@ -196,7 +244,7 @@ class ErrorsMatchCli(unittest.TestCase):
         model = path("models/qwen3-8b.yaml")
         with self.assertRaises(muonplan.InputError) as ctx:
             muonplan.plan(model, lr=float("inf"))
-        self.assertEqual(str(ctx.exception), "--lr: must be a finite number > 0, got inf")
+        self.assertEqual(str(ctx.exception), "lr: must be a finite number > 0, got inf")
         for options, flags in [({"lr": float("inf")}, ["--lr", "inf"]),
                                ({"momentum": 2}, ["--momentum", "2"]),
                                ({"update_rms": 0}, ["--update-rms", "0"]),
@@ -207,9 +255,10 @@ class ErrorsMatchCli(unittest.TestCase):
                                        ["plan", "--model", model, *flags])
 
     def test_unknown_option(self):
-        with self.assertRaises(ValueError) as ctx:
+        with self.assertRaises(TypeError) as ctx:
             muonplan.plan(path("models/qwen3-8b.yaml"), frobnicate=1)
-        self.assertEqual(str(ctx.exception), "--frobnicate: unknown option")
+        self.assertEqual(str(ctx.exception),
+                         "plan(): got an unexpected keyword argument 'frobnicate'")
 
     def test_bad_dict_names_the_dict(self):
         broken = dict(TINY_MOE, hidden_size=-1)
@@ -230,12 +279,11 @@ class ReportAndExample(unittest.TestCase):
             self.assertEqual(r["data"]["chosen"]["decision"], chosen["decision"])
             with open(r["report_md"]) as f:
                 self.assertIn(chosen["decision"]["reason"], f.read())
-        with self.assertRaises(ValueError) as ctx:
-            muonplan.report(TINY_MOE, "/tmp/unused", offload="none")
-        self.assertIn("--offload: not a report option", str(ctx.exception))
-        with self.assertRaises(ValueError) as ctx:
-            muonplan.report(TINY_MOE, "/tmp/unused", max_predictions=5)
-        self.assertIn("--max-predictions: not a report option", str(ctx.exception))
+        # The report sweeps nodes and offload modes: its signature has no such keyword.
+        for options in ({"offload": "none"}, {"max_predictions": 5}):
+            with self.subTest(options=options), self.assertRaises(TypeError) as ctx:
+                muonplan.report(TINY_MOE, "/tmp/unused", **options)
+            self.assertIn("report(): got an unexpected keyword argument", str(ctx.exception))
 
     def test_search_budget(self):
         # The budget of predictions is the CLI's --max-predictions: a fit within it is the
@@ -249,7 +297,7 @@ class ReportAndExample(unittest.TestCase):
         self.assertTrue(got["fits"])
         with self.assertRaises(muonplan.InputError) as e:
             muonplan.plan(TINY_MOE, max_predictions=0)
-        self.assertEqual(str(e.exception), "--max-predictions: expected a positive integer, got '0'")
+        self.assertEqual(str(e.exception), "max_predictions: expected a positive integer, got '0'")
 
     def test_report_node_range_is_bounded(self):
         # A billion node counts would fill memory before the first plan; they are refused at
@@ -265,7 +313,7 @@ class ReportAndExample(unittest.TestCase):
             r = subprocess.run([sys.executable, "-c", code, path("models/tiny-moe.yaml"), out],
                                capture_output=True, text=True, timeout=60, preexec_fn=cap)
         self.assertEqual(r.stdout.strip(),
-                         "--nodes: '1..1000000000' goes beyond the topology's max_nodes (64)",
+                         "nodes: '1..1000000000' goes beyond the topology's max_nodes (64)",
                          r.stderr)
 
     def test_pick_owners_example(self):

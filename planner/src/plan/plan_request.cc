@@ -8,11 +8,15 @@
 #include <limits>
 #include <type_traits>
 
+#include "muonplan/base/enum_names.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/parse_int.h"
+#include "muonplan/base/units.h"
+#include "muonplan/chunk_plan.h"
 #include "muonplan/layout.h"
 #include "muonplan/lora.h"
 #include "muonplan/plan_checks.h"
+#include "muonplan/plan_flag_table.h"
 #include "muonplan/workload.h"
 
 namespace muonplan {
@@ -170,50 +174,103 @@ Access headroom(double PlanFlags::*field) {
   return a;
 }
 
-// In the order `muonplan plan --help` lists them.
-const std::vector<std::pair<std::string, Access>>& setters() {
-  static const std::vector<std::pair<std::string, Access>> table = {
-      {"nodes", text(&PlanFlags::nodes)},
-      {"max-nodes", positive_int(&PlanFlags::max_nodes)},
-      {"max-predictions", positive_int(&PlanFlags::max_predictions)},
-      {"gpus-per-node", positive_int(&PlanFlags::gpus_per_node)},
-      {"layout", layout()},
-      {"optimizer", text(&PlanFlags::optimizer)},
-      {"offload", text(&PlanFlags::offload)},
-      {"offload-staging", text(&PlanFlags::staging)},
-      {"pinned-state", boolean(&PlanFlags::pinned_state)},
-      {"bf16-momentum", boolean(&PlanFlags::bf16_momentum)},
-      {"nesterov", boolean(&PlanFlags::nesterov)},
-      {"lr", hyper(&OptimizerHyper::lr)},
-      {"momentum", hyper(&OptimizerHyper::momentum)},
-      {"weight-decay", hyper(&OptimizerHyper::weight_decay)},
-      {"update-rms", positive_hyper(&OptimizerHyper::update_rms)},
-      {"adamw-lr", hyper(&OptimizerHyper::adamw_lr)},
-      {"adamw-weight-decay", hyper(&OptimizerHyper::adamw_weight_decay)},
-      {"adamw-betas", adamw_betas()},
-      {"ns-schedule", text(&PlanFlags::schedule)},
-      {"owners", text(&PlanFlags::owners)},
-      {"workload", text(&PlanFlags::workload)},
-      {"tokens-per-step", number(&PlanFlags::tokens_per_step, "an integer")},
-      {"seq-len", number(&PlanFlags::seq_len, "an integer")},
-      {"micro-batch-seqs", number(&PlanFlags::micro_batch_seqs, "an integer")},
-      {"ac", text(&PlanFlags::ac)},
-      {"ac-offload", boolean(&PlanFlags::ac_offload)},
-      {"lm-head-chunk", number(&PlanFlags::lm_head_chunk, "an integer")},
-      {"cp-style", text(&PlanFlags::cp_style)},
-      {"attention", text(&PlanFlags::attention)},
-      {"gpu-memory-gib", positive_double(&PlanFlags::gpu_memory_gib)},
-      {"host-ram-gib", positive_double(&PlanFlags::host_ram_gib)},
-      {"include-mtp", boolean(&PlanFlags::include_mtp)},
-      {"lora-rank", positive_int(&PlanFlags::lora_rank)},
-      {"lora-alpha", positive_double(&PlanFlags::lora_alpha)},
-      {"lora-targets", text(&PlanFlags::lora_targets)},
-      {"lora-adapters", positive_int(&PlanFlags::lora_adapters)},
-      {"runtime", text(&PlanFlags::runtime)},
-      {"gpu-headroom", headroom(&PlanFlags::gpu_headroom)},
-      {"host-headroom", headroom(&PlanFlags::host_headroom)},
-      {"trainer-config", text(&PlanFlags::trainer_config)},
-      {"prime-rl-version", text(&PlanFlags::prime_rl_version)},
+// One row per plan option, in the order `muonplan plan --help` lists them: its name, how it is
+// parsed and read back, and what --help and Python's help() say of it (plan_flag_table.h).
+struct Entry {
+  std::string name;
+  Access access;
+  std::string type;    // PlanFlagInfo::type
+  bool shows_default;  // false: 0 or empty means "not given", and the help says what applies
+  std::string help;
+  bool search_only = false;
+};
+
+const std::vector<Entry>& setters() {
+  static const std::vector<Entry> table = {
+      {"nodes", text(&PlanFlags::nodes), "TEXT", true, "Node count, or auto", true},
+      {"max-nodes", positive_int(&PlanFlags::max_nodes), "INT", false,
+       "Upper bound for --nodes auto (default: the topology's max_nodes)", true},
+      {"max-predictions", positive_int(&PlanFlags::max_predictions), "INT", false,
+       "--nodes auto predicts at most about this many candidates, then lists the node counts "
+       "left as not evaluated (default: " +
+           std::to_string(kDefaultMaxPredictions) + ")",
+       true},
+      {"gpus-per-node", positive_int(&PlanFlags::gpus_per_node), "INT", false,
+       "Override the topology's GPUs per node"},
+      {"layout", layout(), "TEXT", false, "fsdp=F,cp=C,ep=E (default: FSDP over all ranks)"},
+      {"optimizer", text(&PlanFlags::optimizer), "TEXT", true,
+       choices_help(enum_names(kOptimizerNames))},
+      {"offload", text(&PlanFlags::offload), "TEXT", true,
+       choices_help(enum_names(kOffloadModeNames, {"auto"})), true},
+      {"offload-staging", text(&PlanFlags::staging), "TEXT", true,
+       "optimizer offload: " + choices_help(enum_names(kOffloadStagingNames)) +
+           " (whole: the state on the GPU for the step)"},
+      {"pinned-state", boolean(&PlanFlags::pinned_state), "BOOL", false,
+       "optimizer offload: state in pinned host memory"},
+      {"bf16-momentum", boolean(&PlanFlags::bf16_momentum), "BOOL", false,
+       "Keep Muon momentum in bf16"},
+      {"nesterov", boolean(&PlanFlags::nesterov), "BOOL", false,
+       "Nesterov momentum (not with full offload)"},
+      {"lr", hyper(&OptimizerHyper::lr), "FLOAT", true, "Learning rate (carried to the executor)"},
+      {"momentum", hyper(&OptimizerHyper::momentum), "FLOAT", true, "Muon momentum mu"},
+      {"weight-decay", hyper(&OptimizerHyper::weight_decay), "FLOAT", true,
+       "Decoupled weight decay"},
+      {"update-rms", positive_hyper(&OptimizerHyper::update_rms), "FLOAT", false,
+       "Update RMS scale (default: the schedule's, 0.2 or 0.18 for deepseek-v4)"},
+      {"adamw-lr", hyper(&OptimizerHyper::adamw_lr), "FLOAT", false,
+       "AdamW learning rate (default: --lr)"},
+      {"adamw-weight-decay", hyper(&OptimizerHyper::adamw_weight_decay), "FLOAT", true,
+       "AdamW weight decay"},
+      {"adamw-betas", adamw_betas(), "FLOAT,FLOAT", false, "AdamW betas b1,b2 (default: 0.9,0.95)"},
+      {"ns-schedule", text(&PlanFlags::schedule), "TEXT", true,
+       "quintic | polar-express | jordan | deepseek-v4 | 'a,b,c;a,b,c;...'"},
+      {"owners", text(&PlanFlags::owners), "TEXT", true,
+       choices_help(enum_names(kOwnerStrategyNames))},
+      {"workload", text(&PlanFlags::workload), "PATH", false,
+       "Workload YAML (tokens_per_step, seq_len, ...)"},
+      {"tokens-per-step", number(&PlanFlags::tokens_per_step, "an integer"), "INT", false,
+       "Global batch in tokens"},
+      {"seq-len", number(&PlanFlags::seq_len, "an integer"), "INT", false, "Sequence length"},
+      {"micro-batch-seqs", number(&PlanFlags::micro_batch_seqs, "an integer"), "INT", true,
+       "Sequences per rank per micro step"},
+      {"ac", text(&PlanFlags::ac), "TEXT", true, "Activation checkpointing: none | full"},
+      {"ac-offload", boolean(&PlanFlags::ac_offload), "BOOL", false,
+       "Keep checkpointed activations in host RAM"},
+      {"lm-head-chunk", number(&PlanFlags::lm_head_chunk, "an integer"), "INT", true,
+       "Fused LM head: tokens per logits chunk (0: unfused, whole-sequence logits)"},
+      {"cp-style", text(&PlanFlags::cp_style), "TEXT", true,
+       "Context parallelism: " + choices_help(enum_names(kCpStyleNames))},
+      {"attention", text(&PlanFlags::attention), "TEXT", false,
+       "Attention kernel: " + choices_help(enum_names(kAttentionKernelNames)) +
+           " (auto: FA3 on SM90, FA2 elsewhere; default: the workload file's, else auto)"},
+      {"gpu-memory-gib", positive_double(&PlanFlags::gpu_memory_gib), "FLOAT", false,
+       "GPU memory limit per GPU (default: the topology's)"},
+      {"host-ram-gib", positive_double(&PlanFlags::host_ram_gib), "FLOAT", false,
+       "Host RAM limit per node (default: the topology's)"},
+      {"include-mtp", boolean(&PlanFlags::include_mtp), "BOOL", false,
+       "Train the multi-token-prediction layers too"},
+      {"lora-rank", positive_int(&PlanFlags::lora_rank), "INT", false,
+       "LoRA: adapters of this rank on frozen bf16 base weights (with --optimizer adamw)"},
+      {"lora-alpha", positive_double(&PlanFlags::lora_alpha), "FLOAT", false,
+       "LoRA scaling alpha (default 32, prime-rl's)"},
+      {"lora-targets", text(&PlanFlags::lora_targets), "TEXT", false,
+       "LoRA target modules a,b,c (default prime-rl's: q_proj,k_proj,v_proj,o_proj,gate_proj,"
+       "up_proj,down_proj,experts)"},
+      {"lora-adapters", positive_int(&PlanFlags::lora_adapters), "INT", false,
+       "LoRA adapter slots kept resident (prime-rl's max_concurrent_runs; default 1)"},
+      {"runtime", text(&PlanFlags::runtime), "TEXT", false,
+       "Memory of: muonplan (our executor, exact) | pytorch (FSDP2 + NCCL; the default with a "
+       "workload)"},
+      {"gpu-headroom", headroom(&PlanFlags::gpu_headroom), "FLOAT", false,
+       "Fraction of GPU memory the fit keeps free (default: 0.05 pytorch, 0 muonplan)"},
+      {"host-headroom", headroom(&PlanFlags::host_headroom), "FLOAT", false,
+       "Fraction of host RAM the fit keeps free (default: 0.05 pytorch, 0 muonplan)"},
+      {"trainer-config", text(&PlanFlags::trainer_config), "PATH", false,
+       "prime-rl trainer config (RL or SFT TOML; docs/trainer-config.md)", true},
+      {"prime-rl-version", text(&PlanFlags::prime_rl_version), "TEXT", false,
+       "The trainer config's prime-rl as a date YYYY-MM-DD: its defaults apply where the file is "
+       "silent (default: the newest known)",
+       true},
   };
   return table;
 }
@@ -222,8 +279,8 @@ const std::vector<std::pair<std::string, Access>>& setters() {
 const Access& access(const std::string& name) {
   std::string dashed = name;
   std::replace(dashed.begin(), dashed.end(), '_', '-');
-  for (const auto& [known, a] : setters()) {
-    if (known == dashed) return a;
+  for (const Entry& e : setters()) {
+    if (e.name == dashed) return e.access;
   }
   throw InputError({}, "--" + dashed, "unknown option");
 }
@@ -246,9 +303,27 @@ PlanFlags plan_flags_from_map(const std::map<std::string, std::string>& options)
   return flags;
 }
 
+// The default as --help shows it: PlanFlags{}'s value as set_plan_flag reads it back, numbers
+// to 6 significant digits.
+static std::string default_text(const Entry& e) {
+  if (!e.shows_default) return "";
+  const std::string v = e.access.get(PlanFlags{});
+  return e.type == "FLOAT" ? sig_figs(std::stod(v), 6) : v;
+}
+
+const std::vector<PlanFlagInfo>& plan_flag_table() {
+  static const std::vector<PlanFlagInfo> table = [] {
+    std::vector<PlanFlagInfo> out;
+    for (const Entry& e : setters())
+      out.push_back({e.name, e.type, default_text(e), e.help, e.search_only});
+    return out;
+  }();
+  return table;
+}
+
 std::vector<std::string> plan_flag_names() {
   std::vector<std::string> names;
-  for (const auto& entry : setters()) names.push_back(entry.first);
+  for (const Entry& e : setters()) names.push_back(e.name);
   return names;
 }
 

@@ -1,0 +1,115 @@
+// plan() and report() as Python functions whose keyword options are the rows of the one
+// option table (plan_flag_table.h): help(muonplan.plan) lists each with its type, default and
+// help, an unknown keyword is Python's TypeError, and an InputError names the keyword
+// (lr=...) where the command line names its flag (--lr).
+#include "keywords.h"
+
+#include <pybind11/eval.h>
+
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include "muonplan/plan_flag_table.h"
+#include "muonplan/plan_request.h"
+
+namespace py = pybind11;
+
+namespace muonplan {
+namespace {
+
+// Python's spelling of a flag's type and default.
+const char* annotation(const PlanFlagInfo& o) {
+  if (o.name == "nodes") return "int | str";
+  if (o.name == "layout") return "str | dict";
+  if (o.name == "lora-targets") return "str | list[str]";
+  if (o.name == "ns-schedule") return "str | list[tuple[float, float, float]]";
+  if (o.type == "INT") return "int";
+  if (o.type == "FLOAT") return "float";
+  if (o.type == "BOOL") return "bool";
+  if (o.type == "PATH") return "str | os.PathLike";
+  if (o.type == "FLOAT,FLOAT") return "tuple[float, float]";
+  return "str";
+}
+
+py::object default_value(const PlanFlagInfo& o) {
+  if (o.type == "BOOL") return py::bool_(false);
+  if (o.default_text.empty()) return py::none();
+  if (o.type == "INT") return py::int_(std::stoll(o.default_text));
+  if (o.type == "FLOAT") return py::float_(std::stod(o.default_text));
+  return py::str(o.default_text);
+}
+
+// The wrapper: binds the call to the signature (TypeError for an unknown keyword), passes on
+// the options given other than their defaults, and documents every option.
+const char* kWrapper = R"PY(
+import inspect
+
+def make(name, impl, fixed, options, doc):
+    P = inspect.Parameter
+    params = [P(n, P.POSITIONAL_OR_KEYWORD, default=d) for n, d in fixed]
+    params += [P(k, P.KEYWORD_ONLY, default=d, annotation=t) for k, t, d, h in options]
+    sig = inspect.Signature(params)
+    defaults = {k: d for k, t, d, h in options}
+
+    def call(*args, **kwargs):
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{name}(): {e}") from None
+        given = {k: v for k, v in bound.arguments.items()
+                 if k in defaults and v is not None and not (type(v) is type(defaults[k]) and v == defaults[k])}
+        return impl(*[bound.arguments.get(n, d) for n, d in fixed], **given)
+
+    call.__name__ = call.__qualname__ = name
+    call.__module__ = "muonplan"
+    call.__signature__ = sig
+    lines = [f"    {k}: {t} = {d!r}\n        {h}" for k, t, d, h in options]
+    call.__doc__ = (doc + "\n\nKeyword options (the command line's flags with underscores; "
+                    "None: not given):\n" + "\n".join(lines))
+    return call
+)PY";
+
+}  // namespace
+
+std::string keyword_message(const std::string& message) {
+  static const std::set<std::string> known = [] {
+    std::set<std::string> names = {"model", "topology"};
+    for (const std::string& n : plan_flag_names()) names.insert(n);
+    return names;
+  }();
+  static const std::regex flag("--([a-z0-9][a-z0-9-]*)");
+  std::string out;
+  auto at = message.cbegin();
+  for (std::sregex_iterator it(message.begin(), message.end(), flag), end; it != end; ++it) {
+    const std::string name = (*it)[1];
+    out.append(at, (*it)[0].first);
+    if (known.count(name)) {
+      std::string keyword = name;
+      std::replace(keyword.begin(), keyword.end(), '-', '_');
+      out += keyword;
+    } else {
+      out += (*it)[0].str();
+    }
+    at = (*it)[0].second;
+  }
+  out.append(at, message.cend());
+  return out;
+}
+
+py::object keyword_function(const char* name, py::object impl, py::list fixed, bool search,
+                            const std::string& doc) {
+  py::list options;
+  for (const PlanFlagInfo& o : plan_flag_table()) {
+    if (o.search_only && !search) continue;
+    std::string keyword = o.name;
+    std::replace(keyword.begin(), keyword.end(), '-', '_');
+    options.append(
+        py::make_tuple(keyword, annotation(o), default_value(o), keyword_message(o.help)));
+  }
+  py::dict ns;  // called once per function, at import
+  py::exec(kWrapper, ns);
+  return ns["make"](name, impl, fixed, options, doc);
+}
+
+}  // namespace muonplan
