@@ -309,76 +309,21 @@ FloatArray float_array(const std::string& name, py::handle value) {
   return a;
 }
 
-// Cuts whole tensors into the plan's shards, one rank file per rank of the plan: "<t>/param"
-// for every tensor; "<t>/momentum" and, for AdamW tensors, "<t>/variance" default to zeros (a
-// fresh optimizer, as `execute` starts). Momentum is stored as the plan keeps it (bf16 rounds
-// to nearest even).
+// Whole tensors as float32 arrays into exec::write_whole_checkpoint, which cuts them into the
+// plan's shards and checks every name, shape and value (checkpoint.h); its InputError names
+// the entry.
 void write_checkpoint(py::handle dir, const py::dict& tensors, int64_t step, py::handle plan_arg) {
   const std::string path = dir_from(dir);
-  if (step < 0 || step > exec::kMaxCheckpointStep)
-    throw py::value_error("step: must be in [0, 10^15], got " + std::to_string(step));
   const Plan plan = plan_from(plan_arg);
-  const ParamInventory& inv = plan.inventory;
-  std::map<std::string, FloatArray> given;
+  std::map<std::string, FloatArray> arrays;  // kept alive while the writer reads them
+  std::map<std::string, exec::WholeTensorIn> given;
   for (auto [key, value] : tensors) {
     const std::string name = py::str(key).cast<std::string>();
-    const size_t slash = name.rfind('/');
-    const std::string tensor = slash == std::string::npos ? name : name.substr(0, slash);
-    const std::string field = slash == std::string::npos ? "" : name.substr(slash + 1);
-    const auto t = std::find_if(inv.tensors.begin(), inv.tensors.end(),
-                                [&](const ParamTensor& p) { return p.name == tensor; });
-    const exec::CheckpointField* f = exec::checkpoint_field(field);
-    if (t == inv.tensors.end() || !f || !exec::holds(*f, t->rule == UpdateRule::adamw)) {
-      throw py::value_error(name +
-                            ": not <tensor>/param, /momentum or (AdamW) /variance of a "
-                            "tensor of the plan's model");
-    }
     FloatArray a = float_array(name, value);
-    const std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
-    if (shape != t->shape) {
-      throw py::value_error(name + ": shape " + json(shape).dump() + ", the plan's tensor is " +
-                            json(t->shape).dump());
-    }
-    given.emplace(name, std::move(a));
+    given[name] = {std::vector<int64_t>(a.shape(), a.shape() + a.ndim()), a.data()};
+    arrays.emplace(name, std::move(a));
   }
-  std::vector<std::vector<exec::CheckpointEntry>> per_rank(size_t(plan.world));
-  for (size_t ti = 0; ti < inv.tensors.size(); ++ti) {
-    const ParamTensor& t = inv.tensors[ti];
-    if (!given.count(t.name + "/param")) throw py::value_error(t.name + "/param: missing");
-    const bool bf16_m = t.rule == UpdateRule::muon && plan.options.bf16_momentum;
-    for (int r = 0; r < plan.world; ++r) {
-      const exec::ShardRange s = exec::shard_of(plan, int(ti), r);
-      if (!s.primary || s.rows() == 0) continue;
-      auto add = [&](const std::string& field, bool bf16) {
-        const exec::CheckpointDtype& dtype = bf16 ? exec::kCheckpointBf16 : exec::kCheckpointF32;
-        exec::CheckpointEntry e{t.name + "/" + field, dtype.entry, s.begin, s.end, {}};
-        const auto it = given.find(e.name);
-        const float* src = it == given.end() ? nullptr : it->second.data() + s.begin * s.row_elems;
-        const size_t n = size_t(s.elems());
-        e.bytes.assign(n * dtype.bytes, 0);
-        if (src && bf16) {
-          auto* out = reinterpret_cast<exec::bf16*>(e.bytes.data());
-          for (size_t k = 0; k < n; ++k) out[k] = exec::to_bf16(src[k]);
-        } else if (src) {
-          std::memcpy(e.bytes.data(), src, n * 4);
-        }
-        // What --resume would call damaged (NaN, a float64 infinite in float32, a negative
-        // variance), by its own rule, after the rounding to the stored dtype.
-        const std::string fault = exec::stored_values_fault(
-            e.bytes.data(), n, dtype, field == "variance", s.begin * s.row_elems);
-        if (!fault.empty()) {
-          throw py::value_error(e.name + ": " + fault +
-                                "; --resume would refuse the checkpoint as damaged");
-        }
-        per_rank[size_t(r)].push_back(std::move(e));
-      };
-      for (const exec::CheckpointField& f : exec::kCheckpointFields) {
-        if (exec::holds(f, t.rule == UpdateRule::adamw))
-          add(f.name, &exec::kept_dtype(f, bf16_m) == &exec::kCheckpointBf16);
-      }
-    }
-  }
-  exec::save_checkpoint_all(path, step, exec::checkpoint_plan_info(plan), per_rank);
+  exec::write_whole_checkpoint(path, plan, step, given);
 }
 
 }  // namespace

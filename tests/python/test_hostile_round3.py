@@ -47,8 +47,10 @@ class StepBound(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             tensors = muonplan.read_checkpoint(ck)["tensors"]
             for step in (2**63 - 2, 10**15 + 1, -1):
-                with self.assertRaises(ValueError):
+                with self.assertRaises(ValueError) as e:
                     muonplan.write_checkpoint(os.path.join(work, "big"), tensors, step, plan)
+                self.assertEqual(str(e.exception),
+                                 f"step: expected an integer in [0, 10^15], got {step}")
             self.assertFalse(os.path.exists(os.path.join(work, "big")))
             top = os.path.join(work, "top")
             muonplan.write_checkpoint(top, tensors, 10**15, plan)
@@ -56,7 +58,8 @@ class StepBound(unittest.TestCase):
                                capture_output=True, text=True, env=env)
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertEqual(r.stderr, "muonplan: rank 0: --steps: 1 steps after step "
-                             "1000000000000000 pass the last step a checkpoint may hold (10^15)\n")
+                             "1000000000000000 end past the steps a checkpoint may hold: the last "
+                             "step: expected an integer in [0, 10^15], got 1000000000000001\n")
 
 
 if __name__ == "__main__":

@@ -321,11 +321,11 @@ CheckpointManifest read_manifest(const std::string& dir_arg) {
     }
     const json& step = field("step");
     if (!step.is_number_integer() ||
-        (step.is_number_unsigned() && step.get<uint64_t>() > uint64_t(INT64_MAX)) ||
-        step.get<int64_t>() < 0 || step.get<int64_t>() > kMaxCheckpointStep) {
-      throw InputError({m.path, 0, 0}, "step",
-                       "expected an integer in [0, 10^15], got " + step.dump().substr(0, 40));
+        (step.is_number_unsigned() && step.get<uint64_t>() > uint64_t(INT64_MAX))) {
+      throw InputError({m.path, 0, 0}, "step", checkpoint_step_message(step.dump().substr(0, 40)));
     }
+    if (const std::string why = checkpoint_step_fault(step.get<int64_t>()); !why.empty())
+      throw InputError({m.path, 0, 0}, "step", why);
     m.step = step.get<int64_t>();
     m.world = field("world_size").get<int>();
     if (m.world < 1) throw InputError({m.path, 0, 0}, "", "world size below 1");

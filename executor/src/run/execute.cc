@@ -11,7 +11,6 @@
 
 #include <unistd.h>
 
-#include "run/execute_checkpoint.h"
 #include "muonplan/base/error.h"
 #include "muonplan/exec/agreed_error.h"
 #include "muonplan/exec/bf16.h"
@@ -25,6 +24,7 @@
 #include "muonplan/exec/step.h"
 #include "muonplan/exec/trace_gather.h"
 #include "muonplan/plan_checks.h"
+#include "run/execute_checkpoint.h"
 
 namespace muonplan::exec {
 namespace {
@@ -268,10 +268,14 @@ ExecuteResult execute(const Plan& plan, const ExecuteOptions& opt, Backend& back
   std::vector<TraceEvent> stages;  // the last step's, when tracing
   if (opt.trace) step.set_trace(&stages);
   // Every rank loaded the same step, so every rank refuses alike, before step `first`.
-  if (first - 1 > kMaxCheckpointStep - opt.steps) {
+  int64_t last_step = 0;
+  const bool wraps = __builtin_add_overflow(first - 1, opt.steps, &last_step);
+  if (const std::string why =
+          wraps ? checkpoint_step_message("a step past 2^63") : checkpoint_step_fault(last_step);
+      !why.empty()) {
     throw InputError({}, "--steps",
                      std::to_string(opt.steps) + " steps after step " + std::to_string(first - 1) +
-                         " pass the last step a checkpoint may hold (10^15)");
+                         " end past the steps a checkpoint may hold: the last step: " + why);
   }
   const int64_t last = first + opt.steps - 1;
   const StepRecord rec = run_steps(state, step, opt, backend, comm, first, last);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,10 @@ struct CheckpointEntry {
 // and `execute --steps` after a resume accept: 10^15 steps, far beyond any training run, keeps
 // step + --steps (at most 10^9) far from int64's end (2^63-1 wrapped to a negative step).
 constexpr int64_t kMaxCheckpointStep = 1'000'000'000'000'000;
+// "" when a checkpoint may hold `step`, else why: checkpoint_step_message(step as text), the
+// one message the manifest reader, write_whole_checkpoint and `execute --steps` give.
+std::string checkpoint_step_fault(int64_t step);
+std::string checkpoint_step_message(const std::string& shown);  // "expected an integer in ..."
 
 // Collective over `comm` (every rank calls it with the same dir, step and info): each rank
 // writes DIR.tmp/rank-RRRRR.safetensors holding `entries` and fsyncs it; then rank 0 writes the
@@ -158,5 +163,20 @@ struct WholeCheckpoint {
 };
 // Legacy checkpoints hold no placements and are refused, naming the schema.
 WholeCheckpoint read_whole_checkpoint(const std::string& dir);
+
+// A whole tensor given to write_whole_checkpoint: float32, row-major, `shape`'s elements.
+struct WholeTensorIn {
+  std::vector<int64_t> shape;
+  const float* data = nullptr;
+};
+// Cuts whole tensors into `plan`'s shards, one rank file per rank, and saves them as step
+// `step` (save_checkpoint_all): "<t>/param" for every tensor of the plan; "<t>/momentum" and,
+// for AdamW tensors, "<t>/variance" default to zeros (a fresh optimizer, as `execute` starts).
+// Momentum is stored as the plan keeps it (bf16 rounds to nearest even). Refused before
+// anything is written, with an InputError naming the entry: a name that is not such an entry,
+// a shape other than the plan's, a missing param, a step checkpoint_step_fault refuses, and
+// values `--resume` would call damaged after the rounding (stored_values_fault).
+void write_whole_checkpoint(const std::string& dir, const Plan& plan, int64_t step,
+                            const std::map<std::string, WholeTensorIn>& tensors);
 
 }  // namespace muonplan::exec
