@@ -2,7 +2,8 @@
 """Fails naming every function in the project's sources that is over the length limit.
 
 Functions a reader can hold (issue #23): no C++ function (lambdas included) in planner/,
-planfile/, executor/, tools/, cli/ or bench/ may be over MAX_FUNCTION_LINES lines, counted from
+planfile/, executor/, tools/, cli/, bench/, python/, fuzz/ or tests/ (tests are code a reader
+holds too: issue 37 item 6) may be over MAX_FUNCTION_LINES lines, counted from
 the line of its name to the line of its closing brace, nor any Python function there or in
 reports/; no source file there may be over MAX_FILE_LINES lines.
 
@@ -24,7 +25,7 @@ MAX_FUNCTION_LINES = 100
 # not fail the build, while a file growing back to twice a topic's size does.
 MAX_FILE_LINES = 600
 
-CXX_DIRS = ("planner", "planfile", "executor", "tools", "cli", "bench")
+CXX_DIRS = ("planner", "planfile", "executor", "tools", "cli", "bench", "tests", "python", "fuzz")
 PYTHON_DIRS = CXX_DIRS + ("reports",)
 CXX_SUFFIXES = (".cc", ".h", ".cu", ".cuh")
 
