@@ -2,8 +2,8 @@
 // the model's parameter counts and shapes, and how the terms follow the offload mode.
 #include <catch2/catch.hpp>
 
-#include "muonplan/plan.h"
 #include "muonplan/base/units.h"
+#include "muonplan/plan.h"
 #include "test_plans.h"
 
 using namespace muonplan;

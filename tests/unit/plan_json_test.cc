@@ -4,8 +4,8 @@
 #include <map>
 #include <string>
 
-#include "muonplan/plan.h"
 #include "muonplan/base/units.h"
+#include "muonplan/plan.h"
 #include "test_plans.h"
 
 using namespace muonplan;

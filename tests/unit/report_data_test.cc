@@ -23,29 +23,6 @@ using test::error_of;
 
 }  // namespace
 
-TEST_CASE("plan flags from text: typed, named as on the command line", "[report]") {
-  const PlanFlags f = plan_flags_from_map({{"nodes", "2"},
-                                           {"bf16_momentum", "true"},
-                                           {"gpu-memory-gib", "80.5"},
-                                           {"tokens_per_step", "1048576"},
-                                           {"lr", "0.01"}});
-  CHECK(f.nodes == "2");
-  CHECK(f.bf16_momentum);
-  CHECK(f.gpu_memory_gib == 80.5);
-  CHECK(f.tokens_per_step == 1048576);
-  CHECK(f.hyper.lr == 0.01);
-  PlanFlags g;
-  CHECK(error_of([&] { set_plan_flag(g, "gpus_per_node", "abc"); }) ==
-        "--gpus-per-node: expected an integer, got 'abc'");
-  CHECK(error_of([&] { set_plan_flag(g, "nesterov", "maybe"); }) ==
-        "--nesterov: expected true or false, got 'maybe'");
-  CHECK(error_of([&] { set_plan_flag(g, "frobnicate", "1"); }) == "--frobnicate: unknown option");
-  CHECK(error_of([&] {
-          to_plan_request(plan_flags_from_map({{"nodes", "0"}}));
-        }) == "--nodes: expected a positive integer or auto, got '0'");
-  CHECK(plan_flag_names().front() == "nodes");
-}
-
 TEST_CASE("node counts: a count, a range or a list", "[report]") {
   CHECK(parse_node_counts("3", 8) == std::vector<int>{3});
   CHECK(parse_node_counts("1..4", 8) == std::vector<int>{1, 2, 3, 4});

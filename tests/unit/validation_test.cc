@@ -9,8 +9,8 @@ using namespace muonplan;
 using test::h200;
 
 TEST_CASE("predictions match the published H200 measurements within tolerance", "[validation]") {
-  const std::vector<ValidationRow> rows = validate_published(
-      repo_path("data/calibration/published.yaml"), repo_path("models"), h200());
+  const std::vector<ValidationRow> rows =
+      validate_published(repo_path("data/calibration/published.yaml"), repo_path("models"), h200());
   int checked = 0;
   for (const ValidationRow& r : rows) {
     INFO(r.figure << " " << r.setting << ": published " << r.published << ", predicted "
