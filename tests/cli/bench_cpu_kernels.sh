@@ -53,8 +53,13 @@ for k in out["kernels"]:
     else:
         assert isinstance(k["meets_triad_target"], bool), k
         assert isinstance(k["meets_scalar_target"], bool), k
-        assert k["meets_triad_target"] == (k["stream_ratio"] >= 0.9), k
-        assert k["meets_scalar_target"] == (k["x_scalar"] >= 3.0), k
+        # The ratios from the measured rates they are defined by (not the code's own ratio
+        # restated): vector GB/s over the run's triad, vector over scalar.
+        ratio, speedup = k["gbs_vector"] / out["triad_gbs"], k["gbs_vector"] / k["gbs_scalar"]
+        assert math.isclose(k["stream_ratio"], ratio, rel_tol=1e-9), (k, ratio)
+        assert math.isclose(k["x_scalar"], speedup, rel_tol=1e-9), (k, speedup)
+        assert k["meets_triad_target"] == (ratio >= out["targets"]["stream_ratio"]), k
+        assert k["meets_scalar_target"] == (speedup >= out["targets"]["x_scalar"]), k
 EOF
 }
 json_ok 100003 && ok || bad "json"
