@@ -10,7 +10,7 @@ wl=(--tokens-per-step 1048576 --seq-len 131072 --ac full --ac-offload --lm-head-
 glm=(--model models/glm-4.5-air.yaml --nodes 1 --offload full --layout fsdp=8,cp=4,ep=8)
 
 # The shipped topology with the fitted constants back at their defaults.
-sed -e 's/^  transient_fragmentation: .*/  transient_fragmentation: 0.25/' \
+sed -e 's/^  backward_temporaries_fraction: .*/  backward_temporaries_fraction: 0/' \
     -e 's/^  host_per_rank_gib: .*/  host_per_rank_gib: 2.0/' \
     -e 's/^  host_pass_efficiency: .*/  host_pass_efficiency: 0.8/' \
     -e 's/^  training_gemm_efficiency: .*/  training_gemm_efficiency: 0.75/' \
@@ -27,8 +27,10 @@ assert all(abs(r["rel_error_after"]) < 0.005 for r in d["residuals"]), d["residu
 assert any(abs(r["rel_error_before"]) > 0.1 for r in fit), "the defaults already fit?"
 c = d["constants"]
 fitted = sorted(k for k, v in c.items() if v["fitted"])
-assert fitted == ["calibration.training_gemm_efficiency", "pytorch.host_pass_efficiency",
-    "pytorch.host_per_rank_gib", "pytorch.transient_fragmentation"], fitted
+# The allocator reserve is simulated, not fitted: the GPU peak fits the backward's unlisted
+# temporaries, which the simulated allocator places.
+assert fitted == ["calibration.training_gemm_efficiency", "pytorch.backward_temporaries_fraction",
+    "pytorch.host_pass_efficiency", "pytorch.host_per_rank_gib"], fitted
 for k in ["calibration.layer_overhead_us", "pytorch.cuda_context_gib"]:
     assert not c[k]["fitted"] and c[k]["after"] == c[k]["before"] and "default" in c[k]["note"]
 assert "calibration.ep_comm_overlap" not in c and "calibration.model_flops_utilization" not in c
