@@ -27,7 +27,7 @@ assert all(abs(r["rel_error_after"]) < 0.005 for r in d["residuals"]), d["residu
 assert any(abs(r["rel_error_before"]) > 0.1 for r in fit), "the defaults already fit?"
 c = d["constants"]
 fitted = sorted(k for k, v in c.items() if v["fitted"])
-# The allocator reserve is simulated, not fitted: the GPU peak fits the backward's unlisted
+# The allocator reserve is simulated, not fitted: the GPU peak fits the unlisted backward
 # temporaries, which the simulated allocator places.
 assert fitted == ["calibration.training_gemm_efficiency", "pytorch.backward_temporaries_fraction",
     "pytorch.host_pass_efficiency", "pytorch.host_per_rank_gib"], fitted

@@ -62,4 +62,30 @@ double layer_activation_bytes(const ModelSpec& s, int64_t layer, double t) {
   return bytes;
 }
 
+const std::vector<LmHeadTensor>& fused_lm_head_block_tensors() {
+  static const std::vector<LmHeadTensor> v = {
+      {"logits_bf16", 2, 5},      {"scaled_logits_fp32", 4, 5}, {"probs_fp32", 4, 5},
+      {"grad_logits_fp32", 4, 5}, {"grad_scaled_fp32", 4, 5},   {"grad_logits_bf16", 2, 5}};
+  return v;
+}
+
+const std::vector<LmHeadTensor>& unfused_lm_head_tensors() {
+  static const std::vector<LmHeadTensor> v = {
+      {"logits_bf16", 2, 2},        {"logits_fp32", 4, 2},      {"log_softmax_fp32", 4, 4},
+      {"grad_logprobs_fp32", 4, 4}, {"grad_logits_fp32", 4, 5}, {"grad_logits_bf16", 2, 5}};
+  return v;
+}
+
+double lm_head_peak_bytes_per_elem(const std::vector<LmHeadTensor>& tensors) {
+  double live = 0, peak = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    live += tensors[i].bytes_per_elem;
+    peak = std::max(peak, live);
+    for (const LmHeadTensor& t : tensors) {
+      if (t.freed_after == int(i)) live -= t.bytes_per_elem;
+    }
+  }
+  return peak;
+}
+
 }  // namespace muonplan

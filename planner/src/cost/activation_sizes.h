@@ -31,4 +31,27 @@ std::vector<ActivationTensor> layer_activation_tensors(const ModelSpec& s, int64
 // Their sum: the layer's activation bytes without recomputation.
 double layer_activation_bytes(const ModelSpec& s, int64_t layer, double t);
 
+// The LM head's temporaries as prime-rl's trainer makes them
+// (src/prime_rl/trainer/models/layers/lm_head.py), in bytes per element of what they span:
+// allocated in this order, each freed right after tensor `freed_after` is allocated.
+struct LmHeadTensor {
+  const char* name;
+  double bytes_per_elem = 0;
+  int freed_after = 0;
+};
+// The fused head (RL: FusedOutputLinear) runs over blocks of [token chunk, vocab block]. Its
+// backward holds per block element the bf16 logits (2), their fp32 scaled copy (4), the fp32
+// probabilities (4), the fp32 logit gradient (4), that times 1/temperature (4, a new tensor)
+// and its bf16 cast for the GEMMs (2): 20 B. Python names keep one block's tensors until the
+// next block's replace them, so the steady state holds about one block's worth, 20 B.
+constexpr double kFusedLmHeadVocabBlock = 8192;  // vocab_chunk_size = min(vocab, 8192)
+const std::vector<LmHeadTensor>& fused_lm_head_block_tensors();
+// The unfused head (SFT: the whole [tokens, vocab] logits): the bf16 logits (2) and their fp32
+// upcast (4) go once log_softmax (4, fp32, saved for backward) is made; the loss's backward
+// then holds it, the gradient of the log-probabilities (4, dense after the label gather) and
+// of the logits (4): 12 B per logit at the peak; the bf16 cast (2) comes as the first two go.
+const std::vector<LmHeadTensor>& unfused_lm_head_tensors();
+// The most bytes per element live at once in that order.
+double lm_head_peak_bytes_per_elem(const std::vector<LmHeadTensor>& tensors);
+
 }  // namespace muonplan

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 
+#include "cost/gpu_persistent.h"
 #include "cost/step_timeline_record.h"
 
 #include "muonplan/workload.h"
@@ -40,12 +41,6 @@ void StepTimeline::free(int tensor) {
   if (tensor >= 0) events.push_back({tensor, false, int(phases.size()) - 1});
 }
 
-bool param_trains(const ParamTensor&, const PlanOptions& o) {
-  // LoRA trains adapters only; the base weights are frozen. The adapters' own tensors come with
-  // the LoRA inventory (PlanOptions::lora); the base tensors here are all frozen under it.
-  return o.lora.rank <= 0;
-}
-
 namespace timeline {
 
 double FsdpUnit::unsharded() const {
@@ -73,30 +68,32 @@ bool in_mlp(const std::string& name) {
 std::map<int64_t, FsdpUnit> fsdp_units(const ParamInventory& inv, const PlanOptions& o, int world,
                                        int rank) {
   std::map<int64_t, FsdpUnit> units;
-  std::map<int64_t, size_t> experts_at;  // layer -> index of its stacked routed experts
-  for (const ParamTensor& t : inv.tensors) {
-    if (t.mtp && !o.include_mtp) continue;
+  // (layer, trained) -> index of its stacked routed experts
+  std::map<std::pair<int64_t, bool>, size_t> experts_at;
+  // Trained tensors and LoRA's frozen base weights alike (param_inventory.h says which is
+  // which); the adapters sit in their layer's unit, as prime-rl wraps each decoder layer.
+  inv.for_each_weight([&](const ParamTensor& t, bool trains) {
+    if (t.mtp && !o.include_mtp) return;
     const ShardRule sr = shard_rule(t, o.layout, world);
     const double shard = double(sr.range(t.shape[0], rank).size()) * double(t.numel() / t.shape[0]);
     const bool expert = t.stack_dim == 0 || t.routed_expert;
     const double unsharded = double(t.numel()) / (expert ? o.layout.ep : 1);
     FsdpUnit& u = units[t.layer];
     u.layer = t.layer;
-    const FsdpParam p{
-        t.name, unsharded, shard, t.rule == UpdateRule::muon, param_trains(t, o), in_mlp(t.name)};
+    const FsdpParam p{t.name, unsharded, shard, t.rule == UpdateRule::muon, trains, in_mlp(t.name)};
     if (t.routed_expert && t.stack_dim != 0) {
-      auto [it, fresh] = experts_at.try_emplace(t.layer, u.params.size());
+      auto [it, fresh] = experts_at.try_emplace({t.layer, trains}, u.params.size());
       if (fresh) {
         u.params.push_back(p);
-        u.params.back().name = layer_name(t.layer) + ".experts";
+        u.params.back().name = layer_name(t.layer) + (trains ? ".experts" : ".experts (frozen)");
       } else {
         u.params[it->second].unsharded += unsharded;
         u.params[it->second].shard += shard;
       }
-      continue;
+      return;
     }
     u.params.push_back(p);
-  }
+  });
   return units;
 }
 
@@ -104,9 +101,10 @@ std::string layer_name(int64_t layer) {
   return layer < 0 ? std::string("root") : "layers." + std::to_string(layer);
 }
 
-// Bytes per element of a parameter's sharded copy, and of its gradient shard.
+// Bytes per element of a parameter's sharded copy, and of its gradient shard. LoRA's frozen
+// base weights: as prime-rl holds them (gpu_persistent.h: fp32 shard, bf16 only when gathered).
 double param_bytes(const OffloadPolicy& pol, bool trains) {
-  if (!trains) return 2;  // frozen base weights: bf16
+  if (!trains) return frozen_weight_bytes(pol);
   return pol.master == Residence::gpu ? 4 : 2;
 }
 
@@ -117,7 +115,8 @@ void record_persistent(Recorder& r) {
   for (const auto& [layer, u] : r.units) {
     for (const FsdpParam& p : u.params) {
       const double b = param_bytes(r.pol, p.trains);
-      r.tl.alloc(p.name, b == 4 ? "params_fp32" : "params_bf16", p.shard * b);
+      const char* kind = !p.trains ? "frozen_params" : b == 4 ? "params_fp32" : "params_bf16";
+      r.tl.alloc(p.name, kind, p.shard * b);
     }
   }
   if (r.in.cublas_workspace_bytes > 0)

@@ -41,10 +41,6 @@ struct StepTimeline {
   void free(int tensor);
 };
 
-// Whether a parameter gets gradients and optimizer state. The one place the timeline asks:
-// LoRA's frozen base weights do not (PlanOptions::lora, rank > 0); everything else does.
-bool param_trains(const ParamTensor& t, const PlanOptions& o);
-
 // Inputs of the timeline that the cost model already computed: the optimizer step's buffers
 // (its gpu_transient_bytes terms) and the runtime's workspace.
 struct TimelineInputs {

@@ -90,42 +90,65 @@ void record_forward(Recorder& r, MicroState& m) {
   m.hidden = in;
 }
 
-// The LM head: logits (bf16), their fp32 upcast for the loss and its fp32 gradient, all at
-// once (unfused) or a chunk at a time (fused); the root's weight gradients appear here.
+// One pass of the head's temporaries over `elems` elements (activation_sizes.h), in order.
+void lm_head_pass(Recorder& r, const std::vector<LmHeadTensor>& tensors, double elems,
+                  const std::string& tag, const char* kind) {
+  std::vector<int> ids;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    ids.push_back(r.tl.alloc(std::string("lm_head") + tag + "." + tensors[i].name, kind,
+                             tensors[i].bytes_per_elem * elems));
+    for (size_t j = 0; j < tensors.size(); ++j) {
+      if (tensors[j].freed_after == int(i)) r.tl.free(ids[j]);
+    }
+  }
+}
+
+// The fused head: token chunks of lm_head_chunk, each over vocab blocks. Every full block
+// reuses the blocks the one before freed: the first and the last of each chunk show it, and
+// two full token chunks the steady state.
+void fused_lm_head(Recorder& r, double vocab) {
+  const double c = std::min(double(r.o.workload->lm_head_chunk), r.t);
+  const double vb = std::min(vocab, kFusedLmHeadVocabBlock);
+  const double v_last = vocab - std::floor(vocab / vb) * vb;
+  const int64_t full = int64_t(std::floor(r.t / c));
+  auto chunk = [&](double tokens, const std::string& tag) {
+    lm_head_pass(r, fused_lm_head_block_tensors(), tokens * vb, tag, "lm_head_chunk_logits");
+    if (v_last > 0)
+      lm_head_pass(r, fused_lm_head_block_tensors(), tokens * v_last, tag + "[last vocab block]",
+                   "lm_head_chunk_logits");
+  };
+  for (int64_t i = 0; i < std::min<int64_t>(full, 2); ++i)
+    chunk(c, "[chunk " + std::to_string(i) + "]");
+  if (r.t - double(full) * c > 0) chunk(r.t - double(full) * c, "[last chunk]");
+}
+
+// The LM head's forward and backward (fused in chunks, or unfused over the whole logits); the
+// root's weight gradients appear here. The fused head's grad_weight (zeros_like the weight)
+// is made even for a frozen head (LoRA; tied embeddings: the embedding), where autograd then
+// drops it.
 void record_lm_head(Recorder& r, MicroState& m) {
   const Workload& w = *r.o.workload;
   const double h = h_of(r), vocab = double(r.spec.vocab_size);
   r.tl.phase("LM head");
   const int normed = r.tl.alloc("final_norm.output", "lm_head_io", 2 * r.t * h);
+  std::vector<int> frozen_head_grad;
+  const char* head = r.spec.tie_embeddings ? "embed_tokens" : "lm_head";
   if (r.units.count(-1)) {
     for (const FsdpParam& p : r.units.at(-1).params) {
       if (p.trains)
         m.root_grads.push_back(
             r.tl.alloc(p.name + ".grad_unsharded", "unsharded_layer_grads", 2 * p.unsharded));
+      else if (w.lm_head_chunk > 0 && p.name.find(head) != std::string::npos)
+        frozen_head_grad.push_back(
+            r.tl.alloc(p.name + ".grad_weight (dropped)", "lm_head_io", 2 * p.unsharded));
     }
   }
-  auto chunk = [&](double tokens, const std::string& tag, const char* kind) {
-    const int lb = r.tl.alloc("logits" + tag + ".bf16", kind, 2 * tokens * vocab);
-    const int lf = r.tl.alloc("logits" + tag + ".fp32", kind, 4 * tokens * vocab);
-    const int lg = r.tl.alloc("logits" + tag + ".grad_fp32", kind, 4 * tokens * vocab);
-    r.tl.free(lf);
-    r.tl.free(lb);
-    return lg;
-  };
-  if (w.lm_head_chunk <= 0) {
-    const int lg = chunk(r.t, "", "logits");
-    m.grad = r.tl.alloc("final_norm.output.grad", "lm_head_io", 2 * r.t * h);
-    r.tl.free(lg);
-  } else {
-    // Every full chunk reuses the blocks the one before freed: two show the steady state.
-    m.grad = r.tl.alloc("final_norm.output.grad", "lm_head_io", 2 * r.t * h);
-    const double c = std::min(double(w.lm_head_chunk), r.t);
-    const int64_t full = int64_t(std::floor(r.t / c));
-    for (int64_t i = 0; i < std::min<int64_t>(full, 2); ++i)
-      r.tl.free(chunk(c, "[chunk " + std::to_string(i) + "]", "lm_head_chunk_logits"));
-    if (r.t - double(full) * c > 0)
-      r.tl.free(chunk(r.t - double(full) * c, "[last chunk]", "lm_head_chunk_logits"));
-  }
+  m.grad = r.tl.alloc("final_norm.output.grad", "lm_head_io", 2 * r.t * h);
+  if (w.lm_head_chunk <= 0)
+    lm_head_pass(r, unfused_lm_head_tensors(), r.t * vocab, "", "logits");
+  else
+    fused_lm_head(r, vocab);
+  free_all(r, frozen_head_grad);
   // The final norm's backward: the gradient into the last layer's output.
   const int g = r.tl.alloc("layers.output.grad", "activation_grads", 2 * r.t * h);
   r.tl.free(m.grad);
