@@ -62,6 +62,23 @@ double layer_activation_bytes(const ModelSpec& s, int64_t layer, double t) {
   return bytes;
 }
 
+std::vector<CommBuffer> layer_a2a_buffers(const ModelSpec& s, int64_t layer, double t, bool ulysses,
+                                          int cp, int ep) {
+  std::vector<CommBuffer> v;
+  if (ulysses && cp > 1) {
+    const Heads a = heads_of(s);
+    v.push_back({"ulysses_qkv_recv", 2 * t * (a.q * a.qk + a.kv * (a.qk + a.v)), false});
+    v.push_back({"ulysses_out_recv", 2 * t * a.q * a.v, false});
+  }
+  if (ep > 1 && s.is_moe_layer(layer)) {
+    const double copies = 2 * t * top_k(s) * double(s.hidden_size);
+    v.push_back({"ep_dispatch_recv", copies, true});
+    v.push_back({"ep_expert_out", copies, true});
+    v.push_back({"ep_combine_recv", copies, true});
+  }
+  return v;
+}
+
 const std::vector<LmHeadTensor>& fused_lm_head_block_tensors() {
   static const std::vector<LmHeadTensor> v = {
       {"logits_bf16", 2, 5},      {"scaled_logits_fp32", 4, 5}, {"probs_fp32", 4, 5},

@@ -31,6 +31,21 @@ std::vector<ActivationTensor> layer_activation_tensors(const ModelSpec& s, int64
 // Their sum: the layer's activation bytes without recomputation.
 double layer_activation_bytes(const ModelSpec& s, int64_t layer, double t);
 
+// The all-to-all buffers of one layer's pass (forward, recompute, or its gradients' in
+// backward), t tokens per rank: the exchanges' outputs, each a new tensor beside its input (a
+// rank receives what it sends under balanced routing). Ulysses CP (cp > 1): q, k and v to
+// [tokens x cp, heads / cp] before attention and its output back, the bytes of those
+// activations. EP (ep > 1, MoE layers): the dispatch's received tokens, the experts' output
+// and the combine's received tokens, each top-k copies of a bf16 hidden state. Ring CP and
+// ep 1 have none.
+struct CommBuffer {
+  const char* name;
+  double bytes = 0;
+  bool mlp = false;  // EP's (the MLP block), else CP's (attention)
+};
+std::vector<CommBuffer> layer_a2a_buffers(const ModelSpec& s, int64_t layer, double t, bool ulysses,
+                                          int cp, int ep);
+
 // The LM head's temporaries as prime-rl's trainer makes them
 // (src/prime_rl/trainer/models/layers/lm_head.py), in bytes per element of what they span:
 // allocated in this order, each freed right after tensor `freed_after` is allocated.

@@ -45,6 +45,20 @@ std::vector<int> alloc_activations(Recorder& r, int64_t layer) {
   return ids;
 }
 
+// The layer's all-to-all buffers (activation_sizes.h) of one block (mlp: EP's; else CP's), or
+// of both; they live for the pass that makes them.
+std::vector<int> alloc_a2a(Recorder& r, int64_t layer, const char* pass, int block) {
+  std::vector<int> ids;
+  const Workload& w = *r.o.workload;
+  for (const CommBuffer& b : layer_a2a_buffers(r.spec, layer, r.t, w.cp_style == CpStyle::ulysses,
+                                               r.o.layout.cp, r.o.layout.ep)) {
+    if (block >= 0 && b.mlp != bool(block)) continue;
+    ids.push_back(r.tl.alloc(layer_name(layer) + "." + b.name + pass, "a2a_buffers", b.bytes));
+  }
+  return ids;
+}
+constexpr int kBothBlocks = -1;
+
 // AC offload keeps at most `inflight` layer inputs on the GPU while they stream to the host.
 void offload_inputs(Recorder& r, MicroState& m, size_t upto) {
   const Workload& w = *r.o.workload;
@@ -73,6 +87,7 @@ void record_forward(Recorder& r, MicroState& m) {
     flat = next_flat;
     std::vector<int> params = unshard(r, u);
     std::vector<int> acts = alloc_activations(r, u.layer);
+    std::vector<int> a2a = alloc_a2a(r, u.layer, "", kBothBlocks);
     const int out =
         r.tl.alloc(layer_name(u.layer) + ".output", "checkpointed_layer_inputs", 2 * r.t * h);
     if (r.o.workload->ac_full) {
@@ -80,6 +95,7 @@ void record_forward(Recorder& r, MicroState& m) {
       for (auto it = acts.rbegin(); it != acts.rend(); ++it) r.tl.free(*it);
       acts.clear();
     }
+    free_all(r, a2a);
     m.saved[k] = acts;
     m.inputs[k] = in;
     offload_inputs(r, m, k);
@@ -204,10 +220,17 @@ void backward_layer(Recorder& r, MicroState& m, size_t k, std::vector<int>& acts
   const FsdpUnit& u = r.units.at(m.layers[k]);
   const auto info = layer_activation_tensors(r.spec, u.layer, r.t);
   bool mlp_done = false, attn_done = false;
+  // The gradients' exchanges: the MLP's (EP) while backward is in it, then attention's (CP).
+  std::vector<int> a2a;
+  auto enter = [&](bool mlp) {
+    alloc_wgrads(r, u, mlp, wgrads);
+    free_all(r, a2a);
+    a2a = alloc_a2a(r, u.layer, " (grad)", int(mlp));
+  };
   for (size_t j = acts.size(); j-- > 0;) {
     const ActivationTensor& a = info[j + 1];
-    if (a.mlp && !mlp_done) alloc_wgrads(r, u, true, wgrads), mlp_done = true;
-    if (!a.mlp && !attn_done) alloc_wgrads(r, u, false, wgrads), attn_done = true;
+    if (a.mlp && !mlp_done) enter(true), mlp_done = true;
+    if (!a.mlp && !attn_done) enter(false), attn_done = true;
     const int g =
         r.tl.alloc(layer_name(u.layer) + "." + a.name + ".grad", "activation_grads", a.bytes);
     r.tl.free(m.grad);
@@ -216,6 +239,7 @@ void backward_layer(Recorder& r, MicroState& m, size_t k, std::vector<int>& acts
   }
   if (!mlp_done) alloc_wgrads(r, u, true, wgrads);
   if (!attn_done) alloc_wgrads(r, u, false, wgrads);
+  free_all(r, a2a);
   const int g =
       r.tl.alloc(layer_name(u.layer) + ".input.grad", "activation_grads", 2 * r.t * h_of(r));
   r.tl.free(m.grad);
@@ -243,6 +267,10 @@ void record_backward(Recorder& r, MicroState& m, bool first_micro) {
                                  "checkpointed_layer_inputs", 2 * r.t * h_of(r));
     }
     std::vector<int> acts = w.ac_full ? alloc_activations(r, u.layer) : m.saved[k];
+    // The recompute's exchanges, gone once its saved tensors are made.
+    std::vector<int> a2a =
+        w.ac_full ? alloc_a2a(r, u.layer, " (recompute)", kBothBlocks) : std::vector<int>{};
+    free_all(r, a2a);
     const int temps =
         r.in.backward_temporaries_fraction > 0
             ? r.tl.alloc(
@@ -301,6 +329,18 @@ void record_optimizer_step(Recorder& r) {
     }
   }
   std::vector<int> buffers;
+  // torch's AdamW (foreach, its CUDA default) makes sqrt(exp_avg_sq) for every parameter at
+  // once (_multi_tensor_adamw: _foreach_sqrt, then in place _foreach_div_, _foreach_add_ and
+  // _foreach_addcdiv_): one fp32 temporary per element of the rank's AdamW shards.
+  if (o.optimizer == OptimizerKind::adamw && r.pol.adamw_moments == Residence::gpu) {
+    for (const auto& [layer, u] : r.units) {
+      for (const FsdpParam& p : u.params) {
+        if (p.trains)
+          buffers.push_back(
+              r.tl.alloc(p.name + ".exp_avg_sq_sqrt", "adamw_foreach_temporaries", 4 * p.shard));
+      }
+    }
+  }
   for (const Term& t : r.in.step_transient)
     if (t.value > 0) buffers.push_back(r.tl.alloc(t.name, t.name, t.value));
   free_all(r, buffers);

@@ -77,6 +77,8 @@ struct Knob {
   std::function<double&(Topology&)> field;
   double lo, hi;
   const char* why;
+  // Whether run r's figure depends on it (null: every run's does); only those count toward it.
+  std::function<bool(const TrainingRun&)> exercised = nullptr;
 };
 
 // Per figure, the constants it determines, most sensitive first. A figure given k times (over
@@ -111,7 +113,11 @@ std::vector<Knob> knobs_for(int f) {
                "not list"},
               {"pytorch.cuda_context_gib",
                [](Topology& t) -> double& { return t.pytorch.cuda_context_gib; }, 0.2, 2,
-               "gpu_peak_gib (reserved) of a second run"}};
+               "gpu_peak_gib (reserved) of a second run",
+               // torch's max_memory_reserved does not count the context.
+               [](const TrainingRun& r) {
+                 return r.gpu_peak_kind == TrainingRun::PeakKind::reserved;
+               }}};
     default:
       return {{"pytorch.host_per_rank_gib",
                [](Topology& t) -> double& { return t.pytorch.host_per_rank_gib; }, 0.3, 16,
@@ -295,10 +301,11 @@ TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRu
   out.topology = topo;
   std::vector<Knob> active;
   for (int f = 0; f < kFigures; ++f) {
-    int given = 0;
-    for (const TrainingRun& r : fit) given += measured(r, f).has_value();
     const std::vector<Knob> ks = knobs_for(f);
     for (size_t i = 0; i < ks.size(); ++i) {
+      int given = 0;
+      for (const TrainingRun& r : fit)
+        given += measured(r, f).has_value() && (!ks[i].exercised || ks[i].exercised(r));
       Topology t = topo;
       TrainingConstant c{ks[i].name, ks[i].field(t), ks[i].field(t), int(i) < given, ""};
       c.note = c.fitted ? ks[i].why
