@@ -1,7 +1,6 @@
 // One rank's allocations through a training step, in the order a prime-rl FSDP2 step issues
 // them (step_timeline.h; docs/planner.md, "The allocation timeline"). FSDP2's order follows its
-// source (torch/distributed/fsdp/_fully_shard: _fsdp_param_group.py, _fsdp_collectives.py;
-// ../shared/reference/runtime-memory-facts.md section 2).
+// source (torch/distributed/fsdp/_fully_shard: _fsdp_param_group.py, _fsdp_collectives.py).
 #include "cost/step_timeline.h"
 
 #include <algorithm>
