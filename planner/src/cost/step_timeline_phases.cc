@@ -1,10 +1,11 @@
 // A micro step's forward, LM head and backward, and the optimizer step, as one rank's
-// allocations (step_timeline.h). FSDP2 (_fsdp_param_group.py, _fsdp_collectives.py): a unit's all-gather output lives in
-// the all-gather stream and is held until the next unit's all-gather is issued in forward,
-// freed right after copy-out in backward (one unit prefetched); the unsharded parameters are
-// default-stream tensors, freed at reshard; the fp32 reduce-scatter input is allocated in the
-// default stream and held until the next post_backward, which drops it before allocating its
-// own; the reduce-scatter output (the sharded gradient) is allocated in the reduce-scatter stream.
+// allocations (step_timeline.h). FSDP2 (_fsdp_param_group.py, _fsdp_collectives.py): a unit's
+// all-gather output lives in the all-gather stream and is held until the next unit's
+// all-gather is issued in forward, freed right after copy-out in backward (one unit
+// prefetched); the unsharded parameters are default-stream tensors, freed at reshard; the fp32
+// reduce-scatter input is allocated in the default stream and held until the next
+// post_backward, which drops it before allocating its own; the reduce-scatter output (the
+// sharded gradient) is allocated in the reduce-scatter stream.
 #include <algorithm>
 #include <cmath>
 
