@@ -310,7 +310,8 @@ TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRu
       TrainingConstant c{ks[i].name, ks[i].field(t), ks[i].field(t), int(i) < given, ""};
       c.note = c.fitted ? ks[i].why
                         : std::string("default: ") + std::to_string(given) + " measured " +
-                              kFigureNames[f] + ", too few to determine it";
+                              kFigureNames[f] + (ks[i].exercised ? " that count it" : "") +
+                              ", too few to determine it";
       if (c.fitted) active.push_back(ks[i]);
       out.constants.push_back(c);
     }
