@@ -86,6 +86,12 @@ void print_plan(const Plan& plan, bool explain, bool quiet, const char* rank) {
   std::printf("  = GPU allocated %.4f GiB\n", p.gpu_allocated_bytes() / kGiB);
   print_terms("GPU allocator reserve (reserved - allocated)", p.gpu_reserve_bytes, kGiB, "GiB");
   std::printf("  = GPU reserved %.4f GiB\n", p.gpu_reserved_bytes() / kGiB);
+  if (!p.gpu_allocated_peak_at.empty()) {
+    std::printf("  allocated peak at %s; reserved peak at %s\n", p.gpu_allocated_peak_at.c_str(),
+                p.gpu_reserved_peak_at.c_str());
+    print_terms("GPU live at the allocated peak (simulated allocator blocks)",
+                p.gpu_live_at_peak_bytes, kGiB, "GiB");
+  }
   // muonplan's fixed overheads include its allocator slack; pytorch's are all outside it.
   print_terms(o.runtime == RuntimeKind::pytorch ? "GPU outside the allocator"
                                                 : "GPU fixed (context, allocator slack)",

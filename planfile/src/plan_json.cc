@@ -153,6 +153,12 @@ json predicted_json(const Plan& plan) {
                               {"optimizer_step_s", terms(p.step_phases_s, 1, "s")},
                               {"training_step_s", terms(p.training_terms_s, 1, "s")},
                               {"training_hidden_s", terms(p.training_hidden_s, 1, "s")}};
+  if (!p.gpu_allocated_peak_at.empty()) {
+    pred[metric::kBreakdown]["gpu_peak"] = {
+        {"allocated_peak_at", p.gpu_allocated_peak_at},
+        {"reserved_peak_at", p.gpu_reserved_peak_at},
+        {"live_at_allocated_peak_gib", terms(p.gpu_live_at_peak_bytes, kGiB, "gib")}};
+  }
   return pred;
 }
 

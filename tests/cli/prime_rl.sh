@@ -213,8 +213,10 @@ assert (d["nodes"], d["gpus_per_node"]) == (1, 3), (d["nodes"], d["gpus_per_node
 assert d["workload"]["tokens_per_step"] == 48 * 2048, d["workload"]
 '
 # Item 10: a one-node file with GPUs to spare tries more GPUs in that node first.
-# (Qwen3-30B-A3B does not fit one GPU: fewest nodes was 32 nodes x 1 GPU before.)
-printf '[model]\nname = "Qwen/Qwen3-30B-A3B"\n[deployment]\nnum_train_gpus = 1\nnum_infer_gpus = 2\n[trainer.model]\noptim_cpu_offload = false\n[orchestrator]\ntoken_batch_size = 65536\n' >"$work/one-gpu.toml"
+# (GLM-4.5-Air does not fit one GPU even under full offload, 212 GB of bf16 weights: fewest
+# nodes would be many nodes x 1 GPU. Qwen3-30B-A3B, used before, fits one GPU under full offload
+# since the allocator reserve is simulated.)
+printf '[model]\nname = "zai-org/GLM-4.5-Air"\n[deployment]\nnum_train_gpus = 1\nnum_infer_gpus = 2\n[trainer.model]\noptim_cpu_offload = false\n[orchestrator]\ntoken_batch_size = 65536\n' >"$work/one-gpu.toml"
 plan_json one-gpu "$work/one-gpu.toml"
 json_check one-node-more-gpus "$work/one-gpu.json" '
 t = d["trainer_config"]

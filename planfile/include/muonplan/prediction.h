@@ -51,6 +51,10 @@ struct Prediction {
   // gpu_fixed_bytes are outside the allocator (CUDA context, NCCL buffers).
   std::vector<Term> gpu_runtime_bytes;
   std::vector<Term> gpu_reserve_bytes;
+  // Runtime `pytorch`: where in the step the simulated allocator's peaks fall (docs/planner.md,
+  // "The allocation timeline") and the tensors live at the allocated peak, summed by kind.
+  std::string gpu_allocated_peak_at, gpu_reserved_peak_at;
+  std::vector<Term> gpu_live_at_peak_bytes;
   // Per node, busiest node.
   std::vector<Term> host_bytes_per_node;
   // Per GPU per step.

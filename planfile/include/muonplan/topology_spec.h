@@ -100,14 +100,16 @@ struct PytorchRuntime {
   double nccl_net_chunk_kib = 128;          // NCCL_P2P_NET_CHUNKSIZE: network p2p pool is 16 chunks
   double nccl_nvls_mib_per_local_gpu = 32;  // NVLS: 16 channels x 2 x 1 MiB, per local GPU
   double nccl_work_fifo_mib = 1;            // pinned host work FIFO per communicator
-  // Caching allocator: requests round up to 512 B; a large segment's unsplit tail (at most
-  // 1 MiB) stays with its block.
+  // Caching allocator (simulated: planner/src/cost/caching_allocator.h): requests round up to
+  // 512 B (the source's kMinBlockSize); PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.
   double allocator_round_bytes = 512;
-  // Reserved beyond allocated for transient buffers of varying size (recomputed activations,
-  // MoE token buffers, logits chunks): freed blocks the next, differently sized request cannot
-  // reuse. Fraction of those buffers' bytes (calibratable; public reserved/allocated ratios
-  // under full AC are 1.09-1.36x).
-  double transient_fragmentation = 0.25;
+  bool expandable_segments = false;
+  // Temporaries a layer's backward allocates beside its saved tensors and their gradients
+  // (operator workspaces, the expert all-to-all's receive buffers, autograd's intermediates),
+  // which the timeline does not list one by one: this fraction of the layer's recomputed
+  // activations, allocated at its backward's start and freed at its end (docs/planner.md
+  // section 5c). Not found in public: 0 by default, calibratable within [0, 2].
+  double backward_temporaries_fraction = 0;
   // AC offload: layer inputs kept on the GPU while they stream to the host (prime-rl default).
   int ac_offload_inflight_layers = 5;
   // Host: resident memory of one rank after CUDA and NCCL init, libraries included (2.0 GiB

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 
+#include "cost/step_timeline.h"
 #include "muonplan/base/units.h"
 #include "muonplan/offload_policy.h"
 
@@ -16,31 +17,10 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-double ceil_to(double x, double step) {
-  return std::ceil(x / step) * step;
-}
-
 // Elements of tensor t on world rank r under the plan's shard rule.
 double local_elems(const ParamTensor& t, const Layout& l, int world, int r) {
   const ShardRule sr = shard_rule(t, l, world);
   return double(sr.range(t.shape[0], r).size()) * double(t.numel() / t.shape[0]);
-}
-
-// Bytes per element of each array a parameter keeps on the GPU, one allocation each (FSDP2
-// keeps every parameter's shard as its own tensor).
-std::vector<double> gpu_arrays(const OffloadPolicy& pol, const PlanOptions& o, bool muon_tensor) {
-  std::vector<double> a;
-  if (pol.bf16_compute_copy) {
-    a.push_back(2);
-    if (!o.workload) a.push_back(2);
-  }
-  if (pol.master == Residence::gpu) a.insert(a.end(), {4, 4});
-  if (o.optimizer == OptimizerKind::muon && muon_tensor && pol.muon_momentum == Residence::gpu)
-    a.push_back(o.bf16_momentum ? 2 : 4);
-  const bool adamw_state = o.optimizer == OptimizerKind::adamw || !muon_tensor;
-  if (o.optimizer != OptimizerKind::signsgd && adamw_state && pol.adamw_moments == Residence::gpu)
-    a.insert(a.end(), {4, 4});
-  return a;
 }
 
 // Host state arrays per element of a parameter under optimizer offload (pinned per tensor).
@@ -48,21 +28,6 @@ std::vector<double> host_state_arrays(const PlanOptions& o, bool muon_tensor) {
   if (o.optimizer == OptimizerKind::signsgd) return {};
   if (o.optimizer == OptimizerKind::muon && muon_tensor) return {o.bf16_momentum ? 2.0 : 4.0};
   return {4, 4};
-}
-
-// The largest decoder layer's unsharded elements on one rank: non-expert weights whole, expert
-// stacks split over EP (what FSDP2 all-gathers for one layer); with `frozen` LoRA's frozen base
-// weights too (gathered, but without gradients).
-double max_layer_elems(const ParamInventory& inv, const PlanOptions& o, bool frozen) {
-  double best = 0;
-  std::map<int64_t, double> layers;
-  inv.for_each_weight([&](const ParamTensor& t, bool trained) {
-    if ((t.mtp && !o.include_mtp) || t.layer < 0 || (!trained && !frozen)) return;
-    const bool expert = t.stack_dim == 0 || t.routed_expert;
-    layers[t.layer] += double(t.numel()) / (expert ? o.layout.ep : 1);
-  });
-  for (const auto& [layer, n] : layers) best = std::max(best, n);
-  return best;
 }
 
 double term_value(const std::vector<Term>& terms, const std::string& name) {
@@ -88,7 +53,8 @@ void add_gpu_terms(const ModelSpec& spec, const ParamInventory& inv, const Topol
                    const PlanOptions& o, const ChunkPlan& plan, int peak_rank, Prediction& p);
 void add_host_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
                     const PlanOptions& o, const ChunkPlan& plan, Prediction& p);
-void add_phase_terms(Prediction& p);
+void add_simulated_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
+                         const PlanOptions& o, const ChunkPlan& plan, int peak_rank, Prediction& p);
 
 }  // namespace
 
@@ -129,13 +95,6 @@ double nccl_device_bytes(const NcclComm& c, const PytorchRuntime& rt, bool nvlin
     if (net_peers > 0) b += 2.0 * rt.nccl_p2p_channels_net_peer * 16 * rt.nccl_net_chunk_kib * 1024;
   }
   return b;
-}
-
-double allocator_block_bytes(double bytes, double round) {
-  const double block = ceil_to(std::max(bytes, 1.0), std::max(512.0, round));
-  if (block < 10 * kMiB) return block;  // small pool, or split from a shared 20 MiB segment
-  const double tail = ceil_to(block, 2 * kMiB) - block;
-  return tail <= kMiB ? block + tail : block;  // a tail above 1 MiB splits off, reusable
 }
 
 double pinned_block_bytes(double bytes) {
@@ -188,79 +147,61 @@ void add_outside_terms(const Topology& topo, const PlanOptions& o, const ChunkPl
 void add_gpu_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
                    const PlanOptions& o, const ChunkPlan& plan, int peak_rank, Prediction& p) {
   const PytorchRuntime& rt = topo.pytorch;
-  const int world = plan.world;
-  const OffloadPolicy& pol = offload_policy(o.offload, o.optimizer_staging);
-  const Layout& l = plan.layout;
   add_outside_terms(topo, o, plan, p);
   p.gpu_runtime_bytes.push_back({"cublas_workspace",
                                  rt.cublas_workspace_mib * kMiB * rt.gemm_streams,
                                  std::to_string(rt.gemm_streams) + " GEMM stream(s) x " +
                                      mib(rt.cublas_workspace_mib * kMiB)});
-  // Block rounding of every parameter array the GPU keeps, each its own allocation.
-  double rounding = 0;
-  for (const ParamTensor& t : inv.tensors) {
-    if (t.mtp && !o.include_mtp) continue;
-    const double n = local_elems(t, l, world, peak_rank);
-    if (n <= 0) continue;
-    for (double b : gpu_arrays(pol, o, t.rule == UpdateRule::muon))
-      rounding += allocator_block_bytes(n * b, rt.allocator_round_bytes) - n * b;
-  }
-  p.gpu_reserve_bytes.push_back(
-      {"allocator_rounding", rounding,
-       "each parameter array's shard rounded to its caching-allocator block"});
-  double varying = 0;
-  if (o.workload) {
-    const Workload& w = *o.workload;
-    const double layer = max_layer_elems(inv, o, false);  // trained: their gradients
-    const double gathered = max_layer_elems(inv, o, true);
-    // FSDP2 backward: the unsharded bf16 gradients of the group, and the previous group's fp32
-    // reduce-scatter input, held until the next post_backward.
-    p.gpu_runtime_bytes.push_back(
-        {"fsdp2_unsharded_grads_bf16", 2 * layer, "bf16 gradients of one unsharded layer"});
-    p.gpu_runtime_bytes.push_back(
-        {"fsdp2_rs_input_held", 4 * layer,
-         "previous layer's fp32 reduce-scatter input, held until the next post_backward"});
-    if (w.ac_full && w.ac_offload && rt.ac_offload_inflight_layers > 2) {
-      const double t = double(w.seq_len) / l.cp * double(w.micro_batch_seqs);
-      const double h = double(spec.hidden_size);
-      p.gpu_runtime_bytes.push_back(
-          {"ac_offload_inflight", (rt.ac_offload_inflight_layers - 2) * 2 * t * h,
-           std::to_string(rt.ac_offload_inflight_layers) +
-               " layer inputs in flight to the host, beyond the 2 counted"});
-    }
-    // The all-gather stream's pool keeps its forward high-water (2 flat buffers), which the
-    // default stream cannot reuse; in backward one is live.
-    p.gpu_reserve_bytes.push_back({"fsdp2_all_gather_pool", 2 * gathered,
-                                   "one bf16 flat buffer cached in the all-gather stream's pool"});
-    for (const char* name :
-         {"recomputed_layer_activations", "activations", "lm_head_chunk_logits", "logits"})
-      varying += term_value(p.gpu_workload_bytes, name);
-  } else {
-    varying = term_value(p.gpu_transient_bytes, "step_buffers");
-  }
-  p.gpu_reserve_bytes.push_back({"transient_fragmentation", varying * rt.transient_fragmentation,
-                                 "transient_fragmentation x transient buffers of varying size"});
-  if (o.workload) add_phase_terms(p);
+  add_simulated_terms(spec, inv, topo, o, plan, peak_rank, p);
 }
 
-// In a training step the optimizer step runs after backward has freed its buffers: the
-// allocated peak is the larger of the two phases, and the step's buffers reuse the blocks
-// backward left cached (reserved: the larger of backward's reserved and the step's buffers).
-void add_phase_terms(Prediction& p) {
-  double bwd = sum(p.gpu_workload_bytes), bwd_reserve = 0;
-  for (const char* name :
-       {"fsdp2_unsharded_grads_bf16", "fsdp2_rs_input_held", "ac_offload_inflight"})
-    bwd += term_value(p.gpu_runtime_bytes, name);
-  for (const char* name : {"fsdp2_all_gather_pool", "transient_fragmentation"})
-    bwd_reserve += term_value(p.gpu_reserve_bytes, name);
-  const double step = sum(p.gpu_transient_bytes);
-  const double alloc_overlap = std::min(bwd, step);
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / kGiB);
+  return buf;
+}
+
+// The step's allocations replayed through the caching-allocator model (step_timeline.h): the
+// allocated figure becomes its allocated peak (the terms above, less what is not live at that
+// point, plus the blocks' rounding) and the reserve its reserved peak less that.
+void add_simulated_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
+                         const PlanOptions& o, const ChunkPlan& plan, int peak_rank,
+                         Prediction& p) {
+  const PytorchRuntime& rt = topo.pytorch;
+  TimelineInputs in;
+  in.step_transient = p.gpu_transient_bytes;
+  in.cublas_workspace_bytes = term_value(p.gpu_runtime_bytes, "cublas_workspace");
+  in.ac_offload_inflight = rt.ac_offload_inflight_layers;
+  in.backward_temporaries_fraction = rt.backward_temporaries_fraction;
+  in.peak_rank = peak_rank;
+  AllocatorConfig cfg;
+  cfg.expandable_segments = rt.expandable_segments;
+  cfg.round_bytes = int64_t(rt.allocator_round_bytes);
+  // The allocator may reserve what the device has beside the memory outside it; past that it
+  // frees its unused cached segments and retries, as the source does before raising OOM.
+  cfg.capacity = int64_t(std::max(0.0, p.gpu_limit_bytes - sum(p.gpu_fixed_bytes)));
+  const TimelineReplay r = replay_timeline(build_step_timeline(spec, inv, o, plan, in), cfg);
+  const double listed = p.gpu_allocated_bytes();
+  const double allocated = double(r.allocated.bytes), reserved = double(r.reserved.bytes);
   p.gpu_runtime_bytes.push_back(
-      {"optimizer_step_after_backward", -alloc_overlap,
-       "- min(backward buffers, optimizer-step buffers): the phases do not overlap"});
-  p.gpu_reserve_bytes.push_back({"optimizer_step_reuses_cache",
-                                 -(std::min(bwd + bwd_reserve, step) - alloc_overlap),
-                                 "the optimizer step's buffers reuse blocks backward left cached"});
+      {"allocation_timeline", allocated - listed,
+       "simulated max_memory_allocated " + gib(allocated) + " (at " + r.allocated.where +
+           ") less the terms above: what they list that is not live at that point, and the "
+           "blocks' rounding"});
+  std::string pools;
+  for (const auto& [stream, bytes] : r.reserved_by_stream) {
+    if (bytes > 0)
+      pools +=
+          std::string(pools.empty() ? "" : ", ") + stream_name(stream) + " " + gib(double(bytes));
+  }
+  p.gpu_reserve_bytes.push_back(
+      {"allocator_simulated_reserve", reserved - allocated,
+       "simulated max_memory_reserved " + gib(reserved) + " (reached at " + r.reserved.where +
+           "; segments by stream: " + pools + ") less max_memory_allocated" +
+           (r.out_of_memory ? "; the allocator ran out of memory" : "")});
+  p.gpu_allocated_peak_at = r.allocated.where;
+  p.gpu_reserved_peak_at = r.reserved.where;
+  p.gpu_live_at_peak_bytes = r.allocated.live;
 }
 
 void add_host_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,

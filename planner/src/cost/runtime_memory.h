@@ -29,11 +29,6 @@ std::vector<NcclComm> nccl_communicators(const Layout& layout, int world, int gp
 // connections x channels per peer, plus the network p2p pool toward remote peers.
 double nccl_device_bytes(const NcclComm& c, const PytorchRuntime& rt, bool nvlink);
 
-// The caching allocator's block for a request of `bytes`: rounded up to `round` B (512 B at
-// least), plus a large segment's tail that is too small to split off (<= 1 MiB) when the
-// request gets a segment of its own (>= 10 MiB: rounded up to 2 MiB).
-double allocator_block_bytes(double bytes, double round);
-
 // The pinned host allocator's block for a request: the next power of two.
 double pinned_block_bytes(double bytes);
 

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <map>
 
+#include "cost/activation_sizes.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/units.h"
 #include "muonplan/offload_policy.h"
@@ -18,43 +19,6 @@
 
 namespace muonplan {
 namespace {
-
-// Attention shape: query and key/value head counts (GQA shares k/v heads), per-head dims.
-struct Heads {
-  double q = 0, kv = 0, qk = 0, v = 0;
-};
-
-Heads heads_of(const ModelSpec& s) {
-  const AttentionSpec& a = s.attention;
-  if (a.kind == AttentionKind::mla) {
-    // MLA expands k and v per query head before attention: every head has its own.
-    return {double(a.num_heads), double(a.num_heads),
-            double(a.qk_nope_head_dim + a.qk_rope_head_dim), double(a.v_head_dim)};
-  }
-  const double dim = a.head_dim > 0 ? double(a.head_dim) : double(s.hidden_size) / a.num_heads;
-  return {double(a.num_heads), double(a.num_kv_heads > 0 ? a.num_kv_heads : a.num_heads), dim, dim};
-}
-
-double top_k(const ModelSpec& s) {
-  return double(std::max<int64_t>(1, s.moe.experts_per_token));
-}
-
-// Activation bytes of one layer for t tokens without recomputation.
-double layer_activation_bytes(const ModelSpec& s, int64_t layer, double t) {
-  const double h = double(s.hidden_size);
-  const Heads a = heads_of(s);
-  // Two norm inputs; q, k, v and the attention output (bf16); fp32 softmax statistics.
-  double bytes =
-      2 * 2 * t * h + 2 * t * (a.q * a.qk + a.kv * (a.qk + a.v)) + 2 * t * a.q * a.v + 4 * t * a.q;
-  if (s.is_moe_layer(layer)) {
-    const double k = top_k(s);
-    const double f = double(s.moe.intermediate_size), fs = double(s.moe.shared_intermediate_size);
-    bytes += 2 * t * k * h + 6 * t * k * f + 6 * t * fs + 4 * t * s.moe.num_experts + 2 * t * h;
-  } else {
-    bytes += 2 * t * h + 6 * t * double(s.intermediate_size);
-  }
-  return bytes;
-}
 
 // Parameters by FSDP unit (a decoder layer; -1: embeddings, final norm and LM head).
 struct Unit {

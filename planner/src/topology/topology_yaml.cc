@@ -1,4 +1,5 @@
 // Our YAML topology format (docs/topology.md) and the checks every topology must pass.
+#include <cmath>
 #include <tuple>
 
 #include <filesystem>
@@ -187,9 +188,9 @@ void read_pytorch_runtime(const YamlMap& m, PytorchRuntime& r) {
   m.check_known({"cuda_context_gib", "cublas_workspace_mib", "gemm_streams", "nccl_connection_mib",
                  "nccl_ring_channels", "nccl_p2p_channels_nvlink_peer",
                  "nccl_p2p_channels_net_peer", "nccl_net_chunk_kib", "nccl_nvls_mib_per_local_gpu",
-                 "nccl_work_fifo_mib", "allocator_round_bytes", "transient_fragmentation",
-                 "ac_offload_inflight_layers", "host_per_rank_gib", "optimizer_state_pinned",
-                 "host_pass_efficiency"});
+                 "nccl_work_fifo_mib", "allocator_round_bytes", "expandable_segments",
+                 "backward_temporaries_fraction", "ac_offload_inflight_layers", "host_per_rank_gib",
+                 "optimizer_state_pinned", "host_pass_efficiency"});
   for (auto [key, field] : {std::pair{"cuda_context_gib", &r.cuda_context_gib},
                             {"cublas_workspace_mib", &r.cublas_workspace_mib},
                             {"nccl_connection_mib", &r.nccl_connection_mib},
@@ -197,8 +198,8 @@ void read_pytorch_runtime(const YamlMap& m, PytorchRuntime& r) {
                             {"nccl_nvls_mib_per_local_gpu", &r.nccl_nvls_mib_per_local_gpu},
                             {"nccl_work_fifo_mib", &r.nccl_work_fifo_mib},
                             {"allocator_round_bytes", &r.allocator_round_bytes},
-                            {"transient_fragmentation", &r.transient_fragmentation},
-                            {"host_per_rank_gib", &r.host_per_rank_gib}})
+                            {"host_per_rank_gib", &r.host_per_rank_gib},
+                            {"backward_temporaries_fraction", &r.backward_temporaries_fraction}})
     *field = non_negative(m, key, *field);
   for (auto [key, field] : {std::pair{"gemm_streams", &r.gemm_streams},
                             {"nccl_ring_channels", &r.nccl_ring_channels},
@@ -208,6 +209,10 @@ void read_pytorch_runtime(const YamlMap& m, PytorchRuntime& r) {
     *field = count(m, key, 64, *field);  // NCCL's MAXCHANNELS is 64
   r.host_pass_efficiency = efficiency(m, "host_pass_efficiency", r.host_pass_efficiency);
   r.optimizer_state_pinned = m.get_bool("optimizer_state_pinned", r.optimizer_state_pinned);
+  r.expandable_segments = m.get_bool("expandable_segments", r.expandable_segments);
+  if (r.allocator_round_bytes < 512 || std::fmod(r.allocator_round_bytes, 512) != 0)
+    m.fail("allocator_round_bytes", "the caching allocator rounds to multiples of 512 B; got " +
+                                        as_written(m, "allocator_round_bytes"));
 }
 
 }  // namespace

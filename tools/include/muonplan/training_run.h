@@ -22,8 +22,12 @@ struct TrainingRun {
   // measured: what the file gives
   std::optional<double> training_step_s, gpu_peak_gib, host_ram_per_node_gib,
       post_backward_optimizer_s;
-  bool gpu_peak_allocated = false;  // gpu_peak_kind: allocated (else reserved)
-  std::string skipped;  // why it cannot be planned here (another topology, LoRA); "": planned
+  // gpu_peak_kind: what the measured peak counts. reserved: all the process holds on the
+  // device (the allocator's segments, the CUDA context, NCCL's buffers); max_memory_reserved:
+  // torch.cuda.max_memory_reserved(), the allocator's segments only; allocated: its live bytes.
+  enum class PeakKind { reserved, max_memory_reserved, allocated };
+  PeakKind gpu_peak_kind = PeakKind::reserved;
+  std::string skipped;  // why it cannot be planned here (another topology); "": planned
 };
 
 // Reads FILE: `model:` (a name in models/ or a path beside FILE), then either `trainer_config:`

@@ -58,7 +58,14 @@ double predicted(const Topology& topo, const TrainingRun& r, int f) {
       }
       return p.optimizer_step_s;
     case gpu_peak:
-      return (r.gpu_peak_allocated ? p.gpu_allocated_bytes() : p.gpu_peak_bytes()) / kGiB;
+      switch (r.gpu_peak_kind) {
+        case TrainingRun::PeakKind::allocated:
+          return p.gpu_allocated_bytes() / kGiB;
+        case TrainingRun::PeakKind::max_memory_reserved:
+          return p.gpu_reserved_bytes() / kGiB;  // the simulated allocator's segments
+        default:
+          return p.gpu_peak_bytes() / kGiB;
+      }
     default:
       return p.host_bytes() / kGiB;
   }
@@ -70,6 +77,8 @@ struct Knob {
   std::function<double&(Topology&)> field;
   double lo, hi;
   const char* why;
+  // Whether run r's figure depends on it (null: every run's does); only those count toward it.
+  std::function<bool(const TrainingRun&)> exercised = nullptr;
 };
 
 // Per figure, the constants it determines, most sensitive first. A figure given k times (over
@@ -95,12 +104,20 @@ std::vector<Knob> knobs_for(int f) {
                [](Topology& t) -> double& { return t.calibration.pcie_efficiency; }, 0.2, 1,
                "post_backward_optimizer_s of a second run"}};
     case gpu_peak:
-      return {{"pytorch.transient_fragmentation",
-               [](Topology& t) -> double& { return t.pytorch.transient_fragmentation; }, 0, 1.5,
-               "gpu_peak_gib (reserved): the allocator's reserve on varying transients"},
+      // The allocator's reserve is simulated (step_timeline.h), not fitted; what a measured peak
+      // leaves are the backward's unlisted temporaries (which go through the simulated
+      // allocator) and the CUDA context.
+      return {{"pytorch.backward_temporaries_fraction",
+               [](Topology& t) -> double& { return t.pytorch.backward_temporaries_fraction; }, 0, 2,
+               "gpu_peak_gib (reserved): temporaries of a layer's backward the timeline does "
+               "not list"},
               {"pytorch.cuda_context_gib",
                [](Topology& t) -> double& { return t.pytorch.cuda_context_gib; }, 0.2, 2,
-               "gpu_peak_gib (reserved) of a second run"}};
+               "gpu_peak_gib (reserved) of a second run",
+               // torch's max_memory_reserved does not count the context.
+               [](const TrainingRun& r) {
+                 return r.gpu_peak_kind == TrainingRun::PeakKind::reserved;
+               }}};
     default:
       return {{"pytorch.host_per_rank_gib",
                [](Topology& t) -> double& { return t.pytorch.host_per_rank_gib; }, 0.3, 16,
@@ -145,6 +162,15 @@ std::string resolve(const std::string& name, const std::string& beside, const ch
   return data_path(std::string(dir) + "/" + name + ext);
 }
 
+// A run's model: a file beside the run, else the name as `muonplan plan --model` resolves it
+// (a path, a bundled name, a bundled spec's hf_id: model_resolve.cc).
+std::string resolve_model_name(const std::string& name, const std::string& beside) {
+  const fs::path here = fs::path(beside).parent_path() / name;
+  if (fs::exists(here)) return here.string();
+  const std::string bundled = data_path("models/" + name + ".yaml");
+  return fs::exists(bundled) ? bundled : name;
+}
+
 void read_measured(const YamlMap& m, TrainingRun& r) {
   m.check_known({"training_step_s", "gpu_peak_gib", "gpu_peak_kind", "host_ram_per_node_gib",
                  "post_backward_optimizer_s"});
@@ -159,24 +185,25 @@ void read_measured(const YamlMap& m, TrainingRun& r) {
   r.host_ram_per_node_gib = get("host_ram_per_node_gib");
   r.post_backward_optimizer_s = get("post_backward_optimizer_s");
   const std::string kind = m.get_string("gpu_peak_kind", "reserved");
-  if (kind != "allocated" && kind != "reserved")
-    m.fail("gpu_peak_kind", "expected allocated or reserved, got '" + kind + "'");
-  r.gpu_peak_allocated = kind == "allocated";
+  using K = TrainingRun::PeakKind;
+  static const std::map<std::string, K> kKinds = {{"reserved", K::reserved},
+                                                  {"max_memory_reserved", K::max_memory_reserved},
+                                                  {"allocated", K::allocated}};
+  const auto k = kKinds.find(kind);
+  if (k == kKinds.end())
+    m.fail("gpu_peak_kind",
+           "expected allocated, max_memory_reserved or reserved, got '" + kind + "'");
+  r.gpu_peak_kind = k->second;
   if (!r.training_step_s && !r.gpu_peak_gib && !r.host_ram_per_node_gib &&
       !r.post_backward_optimizer_s)
     m.fail("training_step_s", "measured: gives no figure");
 }
 
-// Why a run cannot be fitted on this topology, or "": measured on another topology, or with
-// LoRA, which this build does not plan.
+// Why a run cannot be fitted on this topology, or "": measured on another topology.
 std::string skip_reason(const YamlMap& root, const Topology& topo) {
   if (root.has("topology")) {
     const std::string t = root.get_string("topology");
     if (t != topo.name) return "measured on " + t + ", not " + topo.name;
-  }
-  if (root.has("lora_rank") && root.get_int("lora_rank") > 0) {
-    return "LoRA (rank " + std::to_string(root.get_int("lora_rank")) +
-           "): this build does not plan LoRA";
   }
   return "";
 }
@@ -198,6 +225,9 @@ void read_benchmark(const YamlMap& root, PlanFlags& f) {
   const std::string type = root.get_string("type");
   if (type != "rl" && type != "sft") root.fail("type", "expected rl or sft, got '" + type + "'");
   f.lm_head_chunk = type == "rl" ? 2048 : 0;
+  // LoRA: the benchmark runs --max-concurrent-runs 4 (published.yaml's header), four slots.
+  f.lora_rank = int(root.get_int("lora_rank", 0));
+  if (f.lora_rank > 0) f.lora_adapters = int(root.get_int("lora_adapters", 4));
   const std::string ac = root.get_string("ac", "recompute");
   if (ac != "recompute" && ac != "offload" && ac != "none")
     root.fail("ac", "expected recompute, offload or none, got '" + ac + "'");
@@ -221,7 +251,7 @@ TrainingRun load_training_run(const std::string& path, const Topology& topo) {
   const YamlMap root(detail::parse_yaml_text(read_input_file(path), path), path, "");
   root.check_known({"model", "topology", "trainer_config", "nodes", "gpus_per_node", "layout",
                     "offload", "optimizer", "runtime", "workload", "measured", "gpus", "type",
-                    "lora_rank", "seq_len", "ac", "attention", "micro_batches"});
+                    "lora_rank", "lora_adapters", "seq_len", "ac", "attention", "micro_batches"});
   TrainingRun r;
   r.name = path;
   read_measured(root.get_map("measured"), r);
@@ -230,7 +260,7 @@ TrainingRun load_training_run(const std::string& path, const Topology& topo) {
   // The model: model: (a path beside the run, or a bundled name), else the trainer config's
   // [model] name, resolved by prepare_plan as `muonplan plan` resolves it.
   const std::string model =
-      root.has("model") ? resolve(root.get_string("model"), path, "models", ".yaml") : "";
+      root.has("model") ? resolve_model_name(root.get_string("model"), path) : "";
   PlanFlags f;
   f.runtime = root.get_string("runtime", "pytorch");
   if (root.has("trainer_config")) {
@@ -271,15 +301,17 @@ TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRu
   out.topology = topo;
   std::vector<Knob> active;
   for (int f = 0; f < kFigures; ++f) {
-    int given = 0;
-    for (const TrainingRun& r : fit) given += measured(r, f).has_value();
     const std::vector<Knob> ks = knobs_for(f);
     for (size_t i = 0; i < ks.size(); ++i) {
+      int given = 0;
+      for (const TrainingRun& r : fit)
+        given += measured(r, f).has_value() && (!ks[i].exercised || ks[i].exercised(r));
       Topology t = topo;
       TrainingConstant c{ks[i].name, ks[i].field(t), ks[i].field(t), int(i) < given, ""};
       c.note = c.fitted ? ks[i].why
                         : std::string("default: ") + std::to_string(given) + " measured " +
-                              kFigureNames[f] + ", too few to determine it";
+                              kFigureNames[f] + (ks[i].exercised ? " that count it" : "") +
+                              ", too few to determine it";
       if (c.fitted) active.push_back(ks[i]);
       out.constants.push_back(c);
     }

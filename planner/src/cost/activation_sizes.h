@@ -1,0 +1,72 @@
+// Activation sizes of one decoder layer, stated once for the training step's memory terms
+// (workload_cost.cc) and its allocation timeline (step_timeline.cc): Korthikanti et al. (2022)
+// with flash attention (no s^2 score tensors) and SwiGLU/MoE MLPs (docs/planner.md section 8).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "muonplan/model_spec.h"
+
+namespace muonplan {
+
+// Attention shape: query and key/value head counts (GQA shares k/v heads), per-head dims.
+struct Heads {
+  double q = 0, kv = 0, qk = 0, v = 0;
+};
+Heads heads_of(const ModelSpec& s);
+
+// Experts each token is routed to (1 for a dense model).
+double top_k(const ModelSpec& s);
+
+// One tensor a layer's forward saves for its backward, t tokens.
+struct ActivationTensor {
+  const char* name;
+  double bytes = 0;
+  bool mlp = false;  // in the MLP / MoE block (backward reaches it first), else attention
+};
+
+// The tensors of layer `layer`, in the order the forward makes them.
+std::vector<ActivationTensor> layer_activation_tensors(const ModelSpec& s, int64_t layer, double t);
+// Their sum: the layer's activation bytes without recomputation.
+double layer_activation_bytes(const ModelSpec& s, int64_t layer, double t);
+
+// The all-to-all buffers of one layer's pass (forward, recompute, or its gradients' in
+// backward), t tokens per rank: the exchanges' outputs, each a new tensor beside its input (a
+// rank receives what it sends under balanced routing). Ulysses CP (cp > 1): q, k and v to
+// [tokens x cp, heads / cp] before attention and its output back, the bytes of those
+// activations. EP (ep > 1, MoE layers): the dispatch's received tokens, the experts' output
+// and the combine's received tokens, each top-k copies of a bf16 hidden state. Ring CP and
+// ep 1 have none.
+struct CommBuffer {
+  const char* name;
+  double bytes = 0;
+  bool mlp = false;  // EP's (the MLP block), else CP's (attention)
+};
+std::vector<CommBuffer> layer_a2a_buffers(const ModelSpec& s, int64_t layer, double t, bool ulysses,
+                                          int cp, int ep);
+
+// The LM head's temporaries as prime-rl's trainer makes them
+// (src/prime_rl/trainer/models/layers/lm_head.py), in bytes per element of what they span:
+// allocated in this order, each freed right after tensor `freed_after` is allocated.
+struct LmHeadTensor {
+  const char* name;
+  double bytes_per_elem = 0;
+  int freed_after = 0;
+};
+// The fused head (RL: FusedOutputLinear) runs over blocks of [token chunk, vocab block]. Its
+// backward holds per block element the bf16 logits (2), their fp32 scaled copy (4), the fp32
+// probabilities (4), the fp32 logit gradient (4), that times 1/temperature (4, a new tensor)
+// and its bf16 cast for the GEMMs (2): 20 B. Python names keep one block's tensors until the
+// next block's replace them, so the steady state holds about one block's worth, 20 B.
+constexpr double kFusedLmHeadVocabBlock = 8192;  // vocab_chunk_size = min(vocab, 8192)
+const std::vector<LmHeadTensor>& fused_lm_head_block_tensors();
+// The unfused head (SFT: the whole [tokens, vocab] logits): the bf16 logits (2) and their fp32
+// upcast (4) go once log_softmax (4, fp32, saved for backward) is made; the loss's backward
+// then holds it, the gradient of the log-probabilities (4, dense after the label gather) and
+// of the logits (4): 12 B per logit at the peak; the bf16 cast (2) comes as the first two go.
+const std::vector<LmHeadTensor>& unfused_lm_head_tensors();
+// The most bytes per element live at once in that order.
+double lm_head_peak_bytes_per_elem(const std::vector<LmHeadTensor>& tensors);
+
+}  // namespace muonplan

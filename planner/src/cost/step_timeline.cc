@@ -1,0 +1,187 @@
+// One rank's allocations through a training step, in the order a prime-rl FSDP2 step issues
+// them (step_timeline.h; docs/planner.md, "The allocation timeline"). FSDP2's order follows its
+// source (torch/distributed/fsdp/_fully_shard: _fsdp_param_group.py, _fsdp_collectives.py).
+#include "cost/step_timeline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "cost/gpu_persistent.h"
+#include "cost/step_timeline_record.h"
+
+#include "muonplan/workload.h"
+
+namespace muonplan {
+
+const char* stream_name(int stream) {
+  switch (stream) {
+    case kAllGatherStream:
+      return "all-gather";
+    case kReduceScatterStream:
+      return "reduce-scatter";
+    default:
+      return "default";
+  }
+}
+
+void StepTimeline::phase(std::string p) {
+  phases.push_back(prefix + std::move(p));
+}
+
+int StepTimeline::alloc(std::string name, std::string kind, double bytes, int stream) {
+  const int id = int(tensors.size());
+  tensors.push_back({std::move(name), std::move(kind), int64_t(std::ceil(bytes)), stream});
+  events.push_back({id, true, int(phases.size()) - 1});
+  return id;
+}
+
+void StepTimeline::free(int tensor) {
+  if (tensor >= 0) events.push_back({tensor, false, int(phases.size()) - 1});
+}
+
+namespace timeline {
+
+double FsdpUnit::unsharded() const {
+  double n = 0;
+  for (const FsdpParam& p : params) n += p.unsharded;
+  return n;
+}
+
+double FsdpUnit::trained(bool shard) const {
+  double n = 0;
+  for (const FsdpParam& p : params) n += p.trains ? (shard ? p.shard : p.unsharded) : 0;
+  return n;
+}
+
+namespace {
+bool in_mlp(const std::string& name) {
+  for (const char* k : {".mlp.", "expert", "post_attention_layernorm", ".moe.", "ffn"}) {
+    if (name.find(k) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::map<int64_t, FsdpUnit> fsdp_units(const ParamInventory& inv, const PlanOptions& o, int world,
+                                       int rank) {
+  std::map<int64_t, FsdpUnit> units;
+  // (layer, trained) -> index of its stacked routed experts
+  std::map<std::pair<int64_t, bool>, size_t> experts_at;
+  // Trained tensors and LoRA's frozen base weights alike (param_inventory.h says which is
+  // which); the adapters sit in their layer's unit, as prime-rl wraps each decoder layer.
+  inv.for_each_weight([&](const ParamTensor& t, bool trains) {
+    if (t.mtp && !o.include_mtp) return;
+    const ShardRule sr = shard_rule(t, o.layout, world);
+    const double shard = double(sr.range(t.shape[0], rank).size()) * double(t.numel() / t.shape[0]);
+    const bool expert = t.stack_dim == 0 || t.routed_expert;
+    const double unsharded = double(t.numel()) / (expert ? o.layout.ep : 1);
+    FsdpUnit& u = units[t.layer];
+    u.layer = t.layer;
+    const FsdpParam p{t.name, unsharded, shard, t.rule == UpdateRule::muon, trains, in_mlp(t.name)};
+    if (t.routed_expert && t.stack_dim != 0) {
+      auto [it, fresh] = experts_at.try_emplace({t.layer, trains}, u.params.size());
+      if (fresh) {
+        u.params.push_back(p);
+        u.params.back().name = layer_name(t.layer) + (trains ? ".experts" : ".experts (frozen)");
+      } else {
+        u.params[it->second].unsharded += unsharded;
+        u.params[it->second].shard += shard;
+      }
+      return;
+    }
+    u.params.push_back(p);
+  });
+  return units;
+}
+
+std::string layer_name(int64_t layer) {
+  return layer < 0 ? std::string("root") : "layers." + std::to_string(layer);
+}
+
+// Bytes per element of a parameter's sharded copy, and of its gradient shard. LoRA's frozen
+// base weights: as prime-rl holds them (gpu_persistent.h: fp32 shard, bf16 only when gathered).
+double param_bytes(const OffloadPolicy& pol, bool trains) {
+  if (!trains) return frozen_weight_bytes(pol);
+  return pol.master == Residence::gpu ? 4 : 2;
+}
+
+// Model init: every parameter's shard is its own tensor; the cuBLAS workspace comes with the
+// first GEMM.
+void record_persistent(Recorder& r) {
+  r.tl.phase("model init");
+  for (const auto& [layer, u] : r.units) {
+    for (const FsdpParam& p : u.params) {
+      const double b = param_bytes(r.pol, p.trains);
+      const char* kind = !p.trains ? "frozen_params" : b == 4 ? "params_fp32" : "params_bf16";
+      r.tl.alloc(p.name, kind, p.shard * b);
+    }
+  }
+  if (r.in.cublas_workspace_bytes > 0)
+    r.tl.alloc("cublas_workspace", "cublas_workspace", r.in.cublas_workspace_bytes);
+}
+
+// An FSDP unit's all-gather output (bf16 flat buffer, all-gather stream).
+int gather_flat(Recorder& r, const FsdpUnit& u) {
+  return r.tl.alloc(layer_name(u.layer) + ".all_gather_output", "fsdp2_all_gather_buffers",
+                    2 * u.unsharded(), kAllGatherStream);
+}
+
+// Copy-out: each unsharded parameter its own bf16 tensor in the default stream.
+std::vector<int> unshard(Recorder& r, const FsdpUnit& u) {
+  std::vector<int> ids;
+  for (const FsdpParam& p : u.params) {
+    ids.push_back(r.tl.alloc(p.name + ".unsharded", "gathered_layer_weights", 2 * p.unsharded));
+  }
+  return ids;
+}
+
+void free_all(Recorder& r, std::vector<int>& ids) {
+  for (int id : ids) r.tl.free(id);
+  ids.clear();
+}
+
+}  // namespace timeline
+
+// Model init, then each step: its micro steps (forward, LM head, backward:
+// step_timeline_phases.cc) and the optimizer step.
+
+StepTimeline build_step_timeline(const ModelSpec& spec, const ParamInventory& inv,
+                                 const PlanOptions& o, const ChunkPlan& plan,
+                                 const TimelineInputs& in, int steps) {
+  StepTimeline tl;
+  const OffloadPolicy& pol = offload_policy(o.offload, o.optimizer_staging);
+  using namespace timeline;
+  Recorder r{tl, spec, o, pol, in, fsdp_units(inv, o, plan.world, in.peak_rank)};
+  if (o.workload) {
+    const Workload& w = *o.workload;
+    r.t = double(w.seq_len) / o.layout.cp * double(w.micro_batch_seqs);
+  }
+  record_persistent(r);
+  const int64_t micro = o.workload ? micro_steps(*o.workload, plan.world, o.layout) : 0;
+  for (int s = 0; s < steps; ++s) {
+    tl.prefix = "step " + std::to_string(s + 1) + ": ";
+    if (!o.workload) {
+      // The optimizer step alone: gradients are there when it starts.
+      r.tl.phase("backward (gradients in place)");
+      for (const auto& [layer, u] : r.units) {
+        for (const FsdpParam& p : u.params) {
+          if (!p.trains) continue;
+          const double b = param_bytes(pol, true);
+          r.grads.push_back(
+              tl.alloc(p.name + ".grad", b == 4 ? "grads_fp32" : "grads_bf16", p.shard * b));
+        }
+      }
+    }
+    for (int64_t m = 0; o.workload && m < std::min<int64_t>(micro, 2); ++m) {
+      tl.prefix = "step " + std::to_string(s + 1) + ", micro step " + std::to_string(m + 1) + ": ";
+      record_micro_step(r, m == 0);
+    }
+    tl.prefix = "step " + std::to_string(s + 1) + ": ";
+    record_optimizer_step(r);
+  }
+  return tl;
+}
+
+}  // namespace muonplan

@@ -1,0 +1,79 @@
+// One rank's allocation timeline for a training step as a PyTorch FSDP2 trainer (prime-rl)
+// issues it, and its replay through the caching-allocator model (caching_allocator.h): the
+// allocated and reserved peaks, where in the step each falls and what is live there
+// (docs/planner.md, "The allocation timeline"). Internal to the cost model.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cost/caching_allocator.h"
+#include "muonplan/cost_model.h"
+
+namespace muonplan {
+
+// The allocator pools a step uses: the default (compute) stream and FSDP2's side streams.
+enum StepStream : int { kDefaultStream = 0, kAllGatherStream = 1, kReduceScatterStream = 2 };
+const char* stream_name(int stream);
+
+struct TimelineTensor {
+  std::string name;  // e.g. "layers.3.mlp_gate"
+  std::string kind;  // the term it belongs to, e.g. "recomputed_layer_activations"
+  int64_t bytes = 0;
+  int stream = kDefaultStream;
+};
+
+struct TimelineEvent {
+  int tensor = 0;  // index into StepTimeline::tensors
+  bool alloc = true;
+  int where = 0;  // index into StepTimeline::phases
+};
+
+struct StepTimeline {
+  std::vector<TimelineTensor> tensors;
+  std::vector<TimelineEvent> events;
+  std::vector<std::string> phases;  // "forward layer 3", "LM head", "optimizer step", ...
+  std::string prefix;               // put before each phase: "step 2, micro step 1: "
+  // Recording helpers: a tensor allocated now (returns its id) and freed later.
+  void phase(std::string p);
+  int alloc(std::string name, std::string kind, double bytes, int stream = kDefaultStream);
+  void free(int tensor);
+};
+
+// Inputs of the timeline that the cost model already computed: the optimizer step's buffers
+// (its gpu_transient_bytes terms) and the runtime's workspace.
+struct TimelineInputs {
+  std::vector<Term> step_transient;  // allocated for the optimizer step, freed after
+  double cublas_workspace_bytes = 0;
+  int ac_offload_inflight = 5;  // layer inputs on the GPU while they stream to the host
+  double backward_temporaries_fraction = 0;  // PytorchRuntime's: of a layer's activations
+  int peak_rank = 0;
+};
+
+// The timeline of `steps` training steps (the first creates the optimizer state lazily, the
+// second runs with it, as steady state does) of one micro step each, or two when the step
+// has more (the first creates the gradients, the rest accumulate into them). Without a
+// workload: the persistent state and the optimizer step's buffers.
+StepTimeline build_step_timeline(const ModelSpec& spec, const ParamInventory& inv,
+                                 const PlanOptions& o, const ChunkPlan& plan,
+                                 const TimelineInputs& in, int steps = 2);
+
+// One peak of a replay: its bytes, where it fell and the live tensors there, summed by kind.
+struct TimelinePeak {
+  int64_t bytes = 0;
+  std::string where;
+  std::vector<Term> live;  // per kind; values sum to the allocated bytes at that point
+  int live_tensors = 0;
+};
+
+struct TimelineReplay {
+  TimelinePeak allocated, reserved;
+  std::vector<std::pair<int, int64_t>> reserved_by_stream;  // at the end
+  int segments = 0;
+  bool out_of_memory = false;
+};
+
+TimelineReplay replay_timeline(const StepTimeline& tl, const AllocatorConfig& cfg);
+
+}  // namespace muonplan

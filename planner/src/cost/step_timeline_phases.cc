@@ -1,0 +1,351 @@
+// A micro step's forward, LM head and backward, and the optimizer step, as one rank's
+// allocations (step_timeline.h). FSDP2 (_fsdp_param_group.py, _fsdp_collectives.py): a unit's
+// all-gather output lives in the all-gather stream and is held until the next unit's
+// all-gather is issued in forward, freed right after copy-out in backward (one unit
+// prefetched); the unsharded parameters are default-stream tensors, freed at reshard; the fp32
+// reduce-scatter input is allocated in the default stream and held until the next
+// post_backward, which drops it before allocating its own; the reduce-scatter output (the
+// sharded gradient) is allocated in the reduce-scatter stream.
+#include <algorithm>
+#include <cmath>
+
+#include "cost/activation_sizes.h"
+#include "cost/gpu_persistent.h"
+#include "cost/step_timeline_record.h"
+
+namespace muonplan::timeline {
+
+namespace {
+
+// The tensors of one micro step that outlive the phase that made them.
+struct MicroState {
+  std::vector<int64_t> layers;          // decoder layers in forward order
+  std::vector<int> root_params;         // root unit unsharded through forward and backward
+  std::vector<int> inputs;              // per layer: its input (the checkpoint), -1 offloaded
+  std::vector<std::vector<int>> saved;  // per layer: activations kept (no AC) or recomputed
+  std::vector<int> root_grads;          // root weight gradients, to its post_backward
+  int hidden = -1;                      // the last layer's output
+  int grad = -1;                        // the gradient flowing back
+};
+
+double h_of(const Recorder& r) {
+  return double(r.spec.hidden_size);
+}
+
+const char* act_kind(const Recorder& r) {
+  return r.o.workload->ac_full ? "recomputed_layer_activations" : "activations";
+}
+
+// The layer's saved tensors after its input (the first, the attention norm's input, is the
+// layer input itself, already counted).
+std::vector<int> alloc_activations(Recorder& r, int64_t layer) {
+  std::vector<int> ids;
+  const auto acts = layer_activation_tensors(r.spec, layer, r.t);
+  for (size_t k = 1; k < acts.size(); ++k)
+    ids.push_back(r.tl.alloc(layer_name(layer) + "." + acts[k].name, act_kind(r), acts[k].bytes));
+  return ids;
+}
+
+// The layer's all-to-all buffers (activation_sizes.h) of one block (mlp: EP's; else CP's), or
+// of both; they live for the pass that makes them.
+std::vector<int> alloc_a2a(Recorder& r, int64_t layer, const char* pass, int block) {
+  std::vector<int> ids;
+  const Workload& w = *r.o.workload;
+  for (const CommBuffer& b : layer_a2a_buffers(r.spec, layer, r.t, w.cp_style == CpStyle::ulysses,
+                                               r.o.layout.cp, r.o.layout.ep)) {
+    if (block >= 0 && b.mlp != bool(block)) continue;
+    ids.push_back(r.tl.alloc(layer_name(layer) + "." + b.name + pass, "a2a_buffers", b.bytes));
+  }
+  return ids;
+}
+constexpr int kBothBlocks = -1;
+
+// AC offload keeps at most `inflight` layer inputs on the GPU while they stream to the host.
+void offload_inputs(Recorder& r, MicroState& m, size_t upto) {
+  const Workload& w = *r.o.workload;
+  if (!(w.ac_full && w.ac_offload)) return;
+  const size_t keep = size_t(std::max(1, r.in.ac_offload_inflight));
+  if (upto + 1 < keep) return;
+  const size_t k = upto + 1 - keep;
+  if (m.inputs[k] >= 0) r.tl.free(m.inputs[k]);
+  m.inputs[k] = -1;
+}
+
+void record_forward(Recorder& r, MicroState& m) {
+  const double h = h_of(r);
+  r.tl.phase("forward: root unit");
+  int flat = -1;
+  if (r.units.count(-1)) {
+    flat = gather_flat(r, r.units.at(-1));
+    m.root_params = unshard(r, r.units.at(-1));
+  }
+  int in = r.tl.alloc("embeddings.output", "checkpointed_layer_inputs", 2 * r.t * h);
+  for (size_t k = 0; k < m.layers.size(); ++k) {
+    const FsdpUnit& u = r.units.at(m.layers[k]);
+    r.tl.phase("forward layer " + std::to_string(u.layer));
+    const int next_flat = gather_flat(r, u);
+    r.tl.free(flat);
+    flat = next_flat;
+    std::vector<int> params = unshard(r, u);
+    std::vector<int> acts = alloc_activations(r, u.layer);
+    std::vector<int> a2a = alloc_a2a(r, u.layer, "", kBothBlocks);
+    const int out =
+        r.tl.alloc(layer_name(u.layer) + ".output", "checkpointed_layer_inputs", 2 * r.t * h);
+    if (r.o.workload->ac_full) {
+      // Under checkpointing the forward's tensors are dropped as it goes.
+      for (auto it = acts.rbegin(); it != acts.rend(); ++it) r.tl.free(*it);
+      acts.clear();
+    }
+    free_all(r, a2a);
+    m.saved[k] = acts;
+    m.inputs[k] = in;
+    offload_inputs(r, m, k);
+    in = out;
+    free_all(r, params);
+  }
+  r.tl.free(flat);
+  m.hidden = in;
+}
+
+// One pass of the head's temporaries over `elems` elements (activation_sizes.h), in order.
+void lm_head_pass(Recorder& r, const std::vector<LmHeadTensor>& tensors, double elems,
+                  const std::string& tag, const char* kind) {
+  std::vector<int> ids;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    ids.push_back(r.tl.alloc(std::string("lm_head") + tag + "." + tensors[i].name, kind,
+                             tensors[i].bytes_per_elem * elems));
+    for (size_t j = 0; j < tensors.size(); ++j) {
+      if (tensors[j].freed_after == int(i)) r.tl.free(ids[j]);
+    }
+  }
+}
+
+// The fused head: token chunks of lm_head_chunk, each over vocab blocks. Every full block
+// reuses the blocks the one before freed: the first and the last of each chunk show it, and
+// two full token chunks the steady state.
+void fused_lm_head(Recorder& r, double vocab) {
+  const double c = std::min(double(r.o.workload->lm_head_chunk), r.t);
+  const double vb = std::min(vocab, kFusedLmHeadVocabBlock);
+  const double v_last = vocab - std::floor(vocab / vb) * vb;
+  const int64_t full = int64_t(std::floor(r.t / c));
+  auto chunk = [&](double tokens, const std::string& tag) {
+    lm_head_pass(r, fused_lm_head_block_tensors(), tokens * vb, tag, "lm_head_chunk_logits");
+    if (v_last > 0)
+      lm_head_pass(r, fused_lm_head_block_tensors(), tokens * v_last, tag + "[last vocab block]",
+                   "lm_head_chunk_logits");
+  };
+  for (int64_t i = 0; i < std::min<int64_t>(full, 2); ++i)
+    chunk(c, "[chunk " + std::to_string(i) + "]");
+  if (r.t - double(full) * c > 0) chunk(r.t - double(full) * c, "[last chunk]");
+}
+
+// The LM head's forward and backward (fused in chunks, or unfused over the whole logits); the
+// root's weight gradients appear here. The fused head's grad_weight (zeros_like the weight)
+// is made even for a frozen head (LoRA; tied embeddings: the embedding), where autograd then
+// drops it.
+void record_lm_head(Recorder& r, MicroState& m) {
+  const Workload& w = *r.o.workload;
+  const double h = h_of(r), vocab = double(r.spec.vocab_size);
+  r.tl.phase("LM head");
+  const int normed = r.tl.alloc("final_norm.output", "lm_head_io", 2 * r.t * h);
+  std::vector<int> frozen_head_grad;
+  const char* head = r.spec.tie_embeddings ? "embed_tokens" : "lm_head";
+  if (r.units.count(-1)) {
+    for (const FsdpParam& p : r.units.at(-1).params) {
+      if (p.trains)
+        m.root_grads.push_back(
+            r.tl.alloc(p.name + ".grad_unsharded", "unsharded_layer_grads", 2 * p.unsharded));
+      else if (w.lm_head_chunk > 0 && p.name.find(head) != std::string::npos)
+        frozen_head_grad.push_back(
+            r.tl.alloc(p.name + ".grad_weight (dropped)", "lm_head_io", 2 * p.unsharded));
+    }
+  }
+  m.grad = r.tl.alloc("final_norm.output.grad", "lm_head_io", 2 * r.t * h);
+  if (w.lm_head_chunk <= 0)
+    lm_head_pass(r, unfused_lm_head_tensors(), r.t * vocab, "", "logits");
+  else
+    fused_lm_head(r, vocab);
+  free_all(r, frozen_head_grad);
+  // The final norm's backward: the gradient into the last layer's output.
+  const int g = r.tl.alloc("layers.output.grad", "activation_grads", 2 * r.t * h);
+  r.tl.free(m.grad);
+  r.tl.free(normed);
+  r.tl.free(m.hidden);
+  m.grad = g;
+}
+
+// post_backward: reshard, drop the previous reduce-scatter input, copy the unsharded
+// gradients into this unit's fp32 input and free them; the output (the sharded gradient) in
+// the reduce-scatter stream is kept (first micro step), accumulated and freed (later ones), or
+// on its way to the host (full offload: two units in flight).
+void post_backward(Recorder& r, const FsdpUnit& u, std::vector<int>& params,
+                   std::vector<int>& wgrads, bool first_micro) {
+  free_all(r, params);
+  r.tl.free(r.rs_input);
+  r.rs_input = -1;
+  if (u.trained(false) <= 0) return;
+  r.rs_input = r.tl.alloc(layer_name(u.layer) + ".reduce_scatter_input", "fsdp2_rs_input",
+                          4 * u.trained(false));
+  free_all(r, wgrads);
+  const bool master = r.pol.master == Residence::gpu;
+  const int out = r.tl.alloc(layer_name(u.layer) + ".grad_shard",
+                             master ? "grads_fp32" : "grads_bf16_in_flight",
+                             (master ? 4 : 2) * u.trained(true), kReduceScatterStream);
+  if (master && first_micro) {
+    r.grads.push_back(out);
+  } else if (master) {
+    r.tl.free(out);
+  } else {
+    r.grads_in_flight.push_back(out);
+    if (r.grads_in_flight.size() > 2) {
+      r.tl.free(r.grads_in_flight.front());
+      r.grads_in_flight.erase(r.grads_in_flight.begin());
+    }
+  }
+}
+
+// Weight gradients of one part of a layer (MLP or attention), bf16 and unsharded.
+void alloc_wgrads(Recorder& r, const FsdpUnit& u, bool mlp, std::vector<int>& out) {
+  for (auto it = u.params.rbegin(); it != u.params.rend(); ++it) {
+    if (it->trains && it->mlp == mlp)
+      out.push_back(
+          r.tl.alloc(it->name + ".grad_unsharded", "unsharded_layer_grads", 2 * it->unsharded));
+  }
+}
+
+// Autograd walks the layer's tensors backwards: each step makes the gradient of one saved
+// tensor and frees the gradient it consumed and the saved tensor; the weight gradients of
+// the MLP and of attention appear as it reaches them.
+void backward_layer(Recorder& r, MicroState& m, size_t k, std::vector<int>& acts,
+                    std::vector<int>& wgrads) {
+  const FsdpUnit& u = r.units.at(m.layers[k]);
+  const auto info = layer_activation_tensors(r.spec, u.layer, r.t);
+  bool mlp_done = false, attn_done = false;
+  // The gradients' exchanges: the MLP's (EP) while backward is in it, then attention's (CP).
+  std::vector<int> a2a;
+  auto enter = [&](bool mlp) {
+    alloc_wgrads(r, u, mlp, wgrads);
+    free_all(r, a2a);
+    a2a = alloc_a2a(r, u.layer, " (grad)", int(mlp));
+  };
+  for (size_t j = acts.size(); j-- > 0;) {
+    const ActivationTensor& a = info[j + 1];
+    if (a.mlp && !mlp_done) enter(true), mlp_done = true;
+    if (!a.mlp && !attn_done) enter(false), attn_done = true;
+    const int g =
+        r.tl.alloc(layer_name(u.layer) + "." + a.name + ".grad", "activation_grads", a.bytes);
+    r.tl.free(m.grad);
+    r.tl.free(acts[j]);
+    m.grad = g;
+  }
+  if (!mlp_done) alloc_wgrads(r, u, true, wgrads);
+  if (!attn_done) alloc_wgrads(r, u, false, wgrads);
+  free_all(r, a2a);
+  const int g =
+      r.tl.alloc(layer_name(u.layer) + ".input.grad", "activation_grads", 2 * r.t * h_of(r));
+  r.tl.free(m.grad);
+  r.tl.free(m.inputs[k]);
+  m.inputs[k] = -1;
+  m.grad = g;
+  acts.clear();
+}
+
+void record_backward(Recorder& r, MicroState& m, bool first_micro) {
+  const Workload& w = *r.o.workload;
+  const bool reload = w.ac_full && w.ac_offload;
+  int flat = -1;
+  for (size_t k = m.layers.size(); k-- > 0;) {
+    const FsdpUnit& u = r.units.at(m.layers[k]);
+    r.tl.phase("backward layer " + std::to_string(u.layer));
+    if (flat < 0) flat = gather_flat(r, u);
+    std::vector<int> params = unshard(r, u);
+    r.tl.free(flat);
+    flat = k > 0 ? gather_flat(r, r.units.at(m.layers[k - 1])) : -1;
+    // AC offload brings the input back (and prefetches the next one's).
+    for (size_t j : {k, k - 1}) {
+      if (reload && j < m.layers.size() && m.inputs[j] < 0)
+        m.inputs[j] = r.tl.alloc(layer_name(m.layers[j]) + ".input (reloaded)",
+                                 "checkpointed_layer_inputs", 2 * r.t * h_of(r));
+    }
+    std::vector<int> acts = w.ac_full ? alloc_activations(r, u.layer) : m.saved[k];
+    // The recompute's exchanges, gone once its saved tensors are made.
+    std::vector<int> a2a =
+        w.ac_full ? alloc_a2a(r, u.layer, " (recompute)", kBothBlocks) : std::vector<int>{};
+    free_all(r, a2a);
+    const int temps =
+        r.in.backward_temporaries_fraction > 0
+            ? r.tl.alloc(
+                  layer_name(u.layer) + ".backward_temporaries", "backward_temporaries",
+                  r.in.backward_temporaries_fraction * layer_activation_bytes(r.spec, u.layer, r.t))
+            : -1;
+    std::vector<int> wgrads;
+    backward_layer(r, m, k, acts, wgrads);
+    r.tl.free(temps);
+    post_backward(r, u, params, wgrads, first_micro);
+  }
+  r.tl.phase("backward: root unit");
+  r.tl.free(m.grad);
+  if (r.units.count(-1)) post_backward(r, r.units.at(-1), m.root_params, m.root_grads, first_micro);
+  // The root's final callback waits for the last reduce-scatter and drops its input.
+  r.tl.free(r.rs_input);
+  r.rs_input = -1;
+  for (int id : r.grads_in_flight) r.tl.free(id);
+  r.grads_in_flight.clear();
+}
+
+}  // namespace
+
+void record_micro_step(Recorder& r, bool first_micro) {
+  MicroState m;
+  for (const auto& [layer, u] : r.units) {
+    if (layer >= 0) m.layers.push_back(layer);
+  }
+  m.inputs.assign(m.layers.size(), -1);
+  m.saved.resize(m.layers.size());
+  record_forward(r, m);
+  record_lm_head(r, m);
+  record_backward(r, m, first_micro);
+}
+
+// The optimizer step: its state appears at the first step (torch optimizers create it
+// lazily), its buffers (the cost model's step transient terms) live for the step, and
+// zero_grad(set_to_none) frees the gradients after it.
+void record_optimizer_step(Recorder& r) {
+  r.tl.phase("optimizer step");
+  const PlanOptions& o = r.o;
+  if (r.state.empty() && o.optimizer != OptimizerKind::signsgd) {
+    for (const auto& [layer, u] : r.units) {
+      for (const FsdpParam& p : u.params) {
+        if (!p.trains) continue;
+        const std::string& n = p.name;
+        if (o.optimizer == OptimizerKind::muon && p.muon) {
+          if (r.pol.muon_momentum == Residence::gpu)
+            r.state.push_back(
+                r.tl.alloc(n + ".momentum", "muon_momentum", p.shard * muon_state_bytes(o)));
+        } else if (r.pol.adamw_moments == Residence::gpu) {
+          r.state.push_back(r.tl.alloc(n + ".exp_avg", "adamw_moments", p.shard * 4));
+          r.state.push_back(r.tl.alloc(n + ".exp_avg_sq", "adamw_moments", p.shard * 4));
+        }
+      }
+    }
+  }
+  std::vector<int> buffers;
+  // torch's AdamW (foreach, its CUDA default) makes sqrt(exp_avg_sq) for every parameter at
+  // once (_multi_tensor_adamw: _foreach_sqrt, then in place _foreach_div_, _foreach_add_ and
+  // _foreach_addcdiv_): one fp32 temporary per element of the rank's AdamW shards.
+  if (o.optimizer == OptimizerKind::adamw && r.pol.adamw_moments == Residence::gpu) {
+    for (const auto& [layer, u] : r.units) {
+      for (const FsdpParam& p : u.params) {
+        if (p.trains)
+          buffers.push_back(
+              r.tl.alloc(p.name + ".exp_avg_sq_sqrt", "adamw_foreach_temporaries", 4 * p.shard));
+      }
+    }
+  }
+  for (const Term& t : r.in.step_transient)
+    if (t.value > 0) buffers.push_back(r.tl.alloc(t.name, t.name, t.value));
+  free_all(r, buffers);
+  free_all(r, r.grads);
+}
+
+}  // namespace muonplan::timeline

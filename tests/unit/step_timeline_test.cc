@@ -1,0 +1,187 @@
+// The training step's allocation timeline (planner/src/cost/step_timeline.h) and its replay
+// through the caching-allocator model: FSDP2's order and streams, no tensor left behind, and
+// the peaks' location on a hand-worked sequence.
+#include <catch2/catch.hpp>
+
+#include "cost/activation_sizes.h"
+#include "cost/step_timeline.h"
+#include "test_plans.h"
+
+using namespace muonplan;
+using namespace muonplan::test;
+
+namespace {
+constexpr int64_t MiB = 1024 * 1024;
+
+// Index of the first event for `name` (alloc or free), or -1.
+int event_of(const StepTimeline& tl, const std::string& name, bool alloc) {
+  for (size_t i = 0; i < tl.events.size(); ++i) {
+    const TimelineEvent& e = tl.events[i];
+    if (e.alloc == alloc && tl.tensors[size_t(e.tensor)].name == name) return int(i);
+  }
+  return -1;
+}
+
+PlanOptions tiny_workload() {
+  PlanOptions o;
+  o.optimizer = OptimizerKind::adamw;
+  o.gpus_per_node = 1;
+  o.layout = {1, 1, 1};
+  o.runtime = RuntimeKind::pytorch;
+  o.workload = Workload{4096, 2048, 1, true, false, 0, CpStyle::ulysses};
+  return o;
+}
+}  // namespace
+
+TEST_CASE("timeline replay: peaks, where they fall and what is live", "[timeline]") {
+  StepTimeline tl;
+  tl.phase("one");
+  const int a = tl.alloc("a", "first", 12 * MiB);
+  tl.free(a);
+  tl.phase("two");
+  tl.alloc("b", "second", 16 * MiB);
+  tl.alloc("c", "second", 1000, kAllGatherStream);
+  const TimelineReplay r = replay_timeline(tl, {});
+  // a: its own 12 MiB segment, freed and cached; b: 16 MiB does not fit it, a new segment;
+  // c: 1000 B -> 1024 B, the all-gather stream's small pool, a 2 MiB segment.
+  CHECK(r.allocated.bytes == 16 * MiB + 1024);
+  CHECK(r.allocated.where == "two");
+  REQUIRE(r.allocated.live.size() == 1);
+  CHECK(r.allocated.live[0].name == "second");
+  CHECK(r.allocated.live[0].value == 16 * MiB + 1024);
+  CHECK(r.allocated.live_tensors == 2);
+  CHECK(r.reserved.bytes == (12 + 16 + 2) * MiB);
+  CHECK(r.reserved_by_stream[0] == std::pair<int, int64_t>{kDefaultStream, 28 * MiB});
+  CHECK(r.reserved_by_stream[1] == std::pair<int, int64_t>{kAllGatherStream, 2 * MiB});
+}
+
+TEST_CASE("timeline: FSDP2's order and streams, and nothing left behind", "[timeline]") {
+  const PlanOptions o = tiny_workload();
+  const Plan plan = plan_fixed("tiny-dense", 1, OffloadMode::none, o);
+  TimelineInputs in;
+  in.step_transient = plan.predicted.gpu_transient_bytes;
+  const StepTimeline tl =
+      build_step_timeline(model("tiny-dense"), plan.inventory, plan.options, plan.chunks, in);
+  // Forward: layer 1's all-gather is issued before layer 0's output is freed (two held).
+  const int ag1 = event_of(tl, "layers.1.all_gather_output", true);
+  const int free0 = event_of(tl, "layers.0.all_gather_output", false);
+  REQUIRE(ag1 >= 0);
+  CHECK(ag1 < free0);
+  for (const TimelineTensor& t : tl.tensors) {
+    if (t.name.find("all_gather_output") != std::string::npos) CHECK(t.stream == kAllGatherStream);
+    if (t.name.find("grad_shard") != std::string::npos) CHECK(t.stream == kReduceScatterStream);
+    if (t.name.find("reduce_scatter_input") != std::string::npos) CHECK(t.stream == kDefaultStream);
+  }
+  // Backward: a unit's reduce-scatter input is dropped before the next unit allocates its own.
+  const int rs1 = event_of(tl, "layers.1.reduce_scatter_input", true);
+  const int rs1_free = event_of(tl, "layers.1.reduce_scatter_input", false);
+  const int rs0 = event_of(tl, "layers.0.reduce_scatter_input", true);
+  CHECK((rs1 < rs1_free && rs1_free < rs0));
+  // After two steps only the parameters and the optimizer state are live: their bytes are the
+  // persistent terms less the gradients (zero_grad frees them).
+  std::vector<char> live(tl.tensors.size(), 0);
+  for (const TimelineEvent& e : tl.events) live[size_t(e.tensor)] = e.alloc;
+  double bytes = 0;
+  for (size_t t = 0; t < live.size(); ++t) bytes += live[t] ? double(tl.tensors[t].bytes) : 0;
+  const Prediction& p = plan.predicted;
+  CHECK(bytes == term(p.gpu_persistent_bytes, "params_fp32").value +
+                     term(p.gpu_persistent_bytes, "adamw_moments").value);
+}
+
+TEST_CASE("timeline: the unfused LM head's logits set the peak of a large-vocabulary step",
+          "[timeline]") {
+  PlanOptions o = tiny_workload();
+  const Plan plan = plan_fixed("qwen3-0.6b", 1, OffloadMode::none, o);
+  const Prediction& p = plan.predicted;
+  // 2048 tokens x 151936 vocabulary x 12 B (log_softmax and the two fp32 gradients) = 3.5 GiB
+  // of logits, far above any layer; each tensor its own segment, so no rounding to speak of.
+  CHECK(p.gpu_allocated_peak_at.find("LM head") != std::string::npos);
+  CHECK(term(p.gpu_live_at_peak_bytes, "logits").value ==
+        Approx(2048.0 * 151936 * 12).epsilon(1e-3));
+  CHECK(sum(p.gpu_live_at_peak_bytes) == Approx(p.gpu_allocated_bytes()).epsilon(1e-12));
+}
+
+TEST_CASE("timeline: the LM head's bytes per element at its peak, worked by hand", "[timeline]") {
+  // Fused block: bf16 logits 2 + fp32 scaled 4 + probs 4 + grad 4 + grad x 1/T 4 + bf16 cast 2.
+  CHECK(lm_head_peak_bytes_per_elem(fused_lm_head_block_tensors()) == 20);
+  // Unfused: 2 + 4 in forward (then freed); log_softmax 4 + its gradient 4 + the logits' 4.
+  CHECK(lm_head_peak_bytes_per_elem(unfused_lm_head_tensors()) == 12);
+}
+
+TEST_CASE("timeline: the fused LM head in [token chunk, 8192-vocab] blocks", "[timeline]") {
+  PlanOptions o = tiny_workload();
+  o.workload->lm_head_chunk = 1024;  // 2048 tokens: two full token chunks
+  const Plan plan = plan_fixed("qwen3-0.6b", 1, OffloadMode::none, o);
+  TimelineInputs in;
+  const StepTimeline tl =
+      build_step_timeline(model("qwen3-0.6b"), plan.inventory, plan.options, plan.chunks, in, 1);
+  // 151936 = 18 x 8192 + 4480: a full block and the last one per token chunk, in each of the
+  // step's two micro steps (4096 tokens per step, 2048 per micro step).
+  double full = 0, last = 0;
+  int blocks = 0;
+  for (const TimelineTensor& t : tl.tensors) {
+    if (t.name.rfind("lm_head[chunk 0].", 0) == 0) full += double(t.bytes), ++blocks;
+    if (t.name.rfind("lm_head[chunk 0][last vocab block].", 0) == 0) last += double(t.bytes);
+  }
+  CHECK(blocks == 2 * 6);
+  CHECK(full == 2 * 1024.0 * 8192 * 20);
+  CHECK(last == 2 * 1024.0 * 4480 * 20);
+  // The chunks reuse the blocks the one before freed: no logits of a whole [tokens, vocab].
+  for (const TimelineTensor& t : tl.tensors) {
+    if (t.kind == "lm_head_chunk_logits") CHECK(t.bytes <= 1024 * 8192 * 4);
+  }
+}
+
+TEST_CASE("timeline: LoRA's frozen base weights are gathered but get no gradient or state",
+          "[timeline][lora]") {
+  PlanOptions o = tiny_workload();
+  o.lora.rank = 16;
+  o.lora.adapters = 2;
+  const Plan plan = plan_fixed("qwen3-0.6b", 1, OffloadMode::none, o);
+  TimelineInputs in;
+  const StepTimeline tl =
+      build_step_timeline(model("qwen3-0.6b"), plan.inventory, plan.options, plan.chunks, in, 1);
+  double frozen = 0;
+  int moments = 0, frozen_grads = 0;
+  for (const TimelineTensor& t : tl.tensors) {
+    if (t.kind == "frozen_params") frozen += double(t.bytes);
+    if (t.kind == "adamw_moments") ++moments;
+    const bool base = t.name.find("lora_") == std::string::npos && t.name.rfind("model.", 0) == 0;
+    if (base && t.name.find(".grad") != std::string::npos) ++frozen_grads;
+  }
+  // fp32 shards of the base weights (offload none: prime-rl keeps its optimization dtype),
+  // on one rank the whole model: 4 B x 596,049,920 (Qwen3-0.6B, tied embeddings).
+  CHECK(frozen == 4.0 * 596049920);
+  CHECK(frozen == term(plan.predicted.gpu_persistent_bytes, "frozen_params").value);
+  // Two AdamW moments per adapter tensor (A and B, both slots); none for the base weights.
+  CHECK(moments == 2 * int(plan.inventory.tensors.size()));
+  CHECK(frozen_grads == 0);
+  // Gathered all the same: layer 0's q_proj unsharded in bf16, 2048 x 1024 x 2 B.
+  bool gathered = false;
+  for (const TimelineTensor& t : tl.tensors) {
+    if (t.name == "model.layers.0.self_attn.q_proj.weight.unsharded")
+      gathered = t.bytes == 2048 * 1024 * 2;
+  }
+  CHECK(gathered);
+}
+
+TEST_CASE("timeline: Ulysses CP and EP all-to-all buffers, worked by hand", "[timeline]") {
+  // Qwen3-30B-A3B: hidden 2048, 32 query and 4 kv heads of 128, top-8 routing; 4096 tokens.
+  const ModelSpec s = model("qwen3-30b-a3b");
+  const double t = 4096;
+  auto bytes = [&](bool ulysses, int cp, int ep) {
+    std::vector<std::pair<std::string, double>> v;
+    for (const CommBuffer& b : layer_a2a_buffers(s, 0, t, ulysses, cp, ep))
+      v.push_back({b.name, b.bytes});
+    return v;
+  };
+  using V = std::vector<std::pair<std::string, double>>;
+  // q, k, v: 2 B x 4096 x (32 x 128 + 4 x 128 + 4 x 128) = 40 MiB; the output 32 MiB.
+  CHECK(bytes(true, 2, 1) == V{{"ulysses_qkv_recv", 40.0 * MiB}, {"ulysses_out_recv", 32.0 * MiB}});
+  // Top-8 copies of a bf16 hidden state: 2 B x 4096 x 8 x 2048 = 128 MiB each.
+  CHECK(bytes(false, 2, 4) == V{{"ep_dispatch_recv", 128.0 * MiB},
+                                {"ep_expert_out", 128.0 * MiB},
+                                {"ep_combine_recv", 128.0 * MiB}});
+  CHECK(bytes(true, 1, 1).empty());   // no exchange without CP or EP
+  CHECK(bytes(false, 4, 1).empty());  // ring CP passes k/v blocks, not these
+}
