@@ -167,18 +167,24 @@ void read_measured(const YamlMap& m, TrainingRun& r) {
     m.fail("training_step_s", "measured: gives no figure");
 }
 
-// Why a run cannot be fitted on this topology, or "": measured on another topology, or with
-// LoRA, which this build does not plan.
+// Why a run cannot be fitted on this topology, or "": measured on another topology.
 std::string skip_reason(const YamlMap& root, const Topology& topo) {
   if (root.has("topology")) {
     const std::string t = root.get_string("topology");
     if (t != topo.name) return "measured on " + t + ", not " + topo.name;
   }
-  if (root.has("lora_rank") && root.get_int("lora_rank") > 0) {
-    return "LoRA (rank " + std::to_string(root.get_int("lora_rank")) +
-           "): this build does not plan LoRA";
-  }
   return "";
+}
+
+// The benchmark's LoRA (published.yaml's header): `--model.lora.rank R --max-concurrent-runs 4`,
+// four adapter slots resident with the tokens all on the first; prime-rl's default alpha and
+// target modules.
+void read_benchmark_lora(const YamlMap& root, PlanFlags& f) {
+  const int64_t rank = root.get_int("lora_rank", 0);
+  if (rank < 0) root.fail("lora_rank", "must be 0 (none) or a positive rank");
+  if (rank == 0) return;
+  f.lora_rank = int(rank);
+  f.lora_adapters = 4;
 }
 
 // The trainer-benchmark form (docs/planner.md, "From a measured training step"): one node of
@@ -213,6 +219,7 @@ void read_benchmark(const YamlMap& root, PlanFlags& f) {
   const auto k = kKernels.find(attn);
   if (k == kKernels.end()) root.fail("attention", "unknown kernel '" + attn + "'");
   f.attention = k->second;
+  read_benchmark_lora(root, f);
 }
 
 }  // namespace
