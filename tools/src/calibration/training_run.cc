@@ -122,6 +122,12 @@ double objective(const Topology& topo, const std::vector<TrainingRun>& runs) {
   return s;
 }
 
+// Rounds of the cyclic search. The step's two constants trade along a shallow valley (a slower
+// GEMM or a longer fixed cost per layer): on h200-ib's four runs 6 rounds from the defaults stop
+// at (0.360, 4155 us), short of the minimum (0.395, 5000 us); up to 25 reach it, and the
+// search stops at the first round that no longer improves.
+constexpr int kFitRounds = 25;
+
 // Minimizes g on [lo, hi] by golden-section search.
 double golden(const std::function<double(double)>& g, double lo, double hi) {
   const double k = (std::sqrt(5.0) - 1) / 2;
@@ -135,6 +141,24 @@ double golden(const std::function<double(double)>& g, double lo, double hi) {
     }
   }
   return (a + b) / 2;
+}
+
+// What calibrate prints of a fitted constant: why, its bound (and whether the fit stopped on it),
+// and the measured figures that determined it, run by run.
+std::string fitted_note(const Knob& k, int f, double after, const std::vector<TrainingRun>& fit) {
+  char buf[96];
+  const bool at_bound = std::abs(after - k.lo) < 1e-3 * (k.hi - k.lo) ||
+                        std::abs(after - k.hi) < 1e-3 * (k.hi - k.lo);
+  std::snprintf(buf, sizeof buf, "; bound [%g, %g]%s; from", k.lo, k.hi,
+                at_bound ? ", at its bound" : "");
+  std::string note = std::string(k.why) + buf;
+  for (const TrainingRun& r : fit) {
+    const auto m = measured(r, f);
+    if (!m) continue;
+    std::snprintf(buf, sizeof buf, " %s %g", kFigureNames[f], *m);
+    note += buf + std::string(" (") + fs::path(r.name).filename().string() + ")";
+  }
+  return note;
 }
 
 std::string resolve(const std::string& name, const std::string& beside, const char* dir,
@@ -291,7 +315,8 @@ TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRu
       out.constants.push_back(c);
     }
   }
-  for (int round = 0; round < 6 && !active.empty(); ++round) {
+  double last = objective(out.topology, fit);
+  for (int round = 0; round < kFitRounds && !active.empty(); ++round) {
     for (const Knob& k : active) {
       auto g = [&](double v) {
         Topology t = out.topology;
@@ -300,10 +325,18 @@ TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRu
       };
       k.field(out.topology) = golden(g, k.lo, k.hi);
     }
+    const double now = objective(out.topology, fit);
+    if (last - now < 1e-9 * last) break;  // a round that no longer improves: converged
+    last = now;
   }
   for (TrainingConstant& c : out.constants) {
-    for (const Knob& k : active) {
-      if (c.name == k.name) c.after = k.field(out.topology);
+    for (int f = 0; f < kFigures; ++f) {
+      for (const Knob& k : knobs_for(f)) {
+        if (c.fitted && c.name == k.name) {
+          c.after = k.field(out.topology);
+          c.note = fitted_note(k, f, c.after, fit);
+        }
+      }
     }
   }
   auto residuals = [&](const std::vector<TrainingRun>& runs, bool held_out) {
