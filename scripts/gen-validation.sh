@@ -134,61 +134,100 @@ print()
 PY
   calibration_section
 }
-# Item: the prime-rl trainer benchmark runs (tests/data/training-runs/bench-*.yaml) before the
-# roofline (the figures `muonplan plan` printed at 71ab662 with model_flops_utilization 0.457,
-# recorded here since that code is gone) and after, on the shipped topologies.
+# Item: the prime-rl trainer benchmark runs (tests/data/training-runs/bench-*.yaml) and the
+# GLM-4.5-Air run: before the roofline (the figures `muonplan plan` printed at 71ab662 with
+# model_flops_utilization 0.457, recorded here since that code is gone), the roofline at its
+# constants' defaults, on the shipped topologies, and h200-ib's runs left out of its fit one by one.
 benchmark_section() {
   cat <<'TEXT'
 ## Trainer benchmark runs (step time)
 
 prime-rl's own trainer benchmark, six runs (`data/calibration/published.yaml`,
-`trainer_benchmarks`; the files in `tests/data/training-runs/bench-*.yaml`). "before": the single
-`model_flops_utilization` (0.457, fitted to GLM-4.5-Air) for every GEMM and attention, at
-71ab662; "after": the roofline (docs/planner.md section 8) on the shipped topology, whose two
-constants were fitted to these runs (`muonplan calibrate --topology NAME --training-run ...`):
-h200-ib to GLM-4.5-Air and Qwen3-30B-A3B SFT (training_gemm_efficiency 0.3162,
-layer_overhead_us 4949), h100-ib to the H100 run (training_gemm_efficiency at its bound 0.3; one
-figure fits one constant), rtx-a6000 to the A6000 run (0.4962). The roofline with the constants'
-defaults (0.75, 0 us) is the "roofline, unfitted" column: what the physical model alone says.
-The LoRA runs are kept as data; calibrate skips them until LoRA plans.
+`trainer_benchmarks`; the files in `tests/data/training-runs/bench-*.yaml`; LoRA runs with four
+adapter slots, as `--max-concurrent-runs 4` ran them), and the GLM-4.5-Air `training_run`.
+"before": the single `model_flops_utilization` (0.457, fitted to GLM-4.5-Air) for every GEMM and
+attention, at 71ab662 (LoRA did not plan). "roofline, unfitted": the roofline (docs/planner.md
+section 8, with `lm_head_loss` and `expert_loop`) at the constants' defaults
+(`training_gemm_efficiency` 0.75, `layer_overhead_us` 0): what the physical model alone says.
+"after": the shipped topologies. h200-ib is fitted to its four runs
+(`muonplan calibrate --topology h200-ib --training-run tests/data/training-runs/glm-4.5-air-1n-full-muon.yaml
+--training-run .../bench-qwen3-30b-a3b-h200-sft.yaml --training-run .../bench-intellect-3-h200-rl-lora-offload.yaml
+--training-run .../bench-qwen3-4b-h200-rl-lora.yaml`): `training_gemm_efficiency` 0.395,
+`layer_overhead_us` 5000, its upper bound. h100-ib and b200-ib carry h200-ib's two values: their
+runs are held out and check them. rtx-a6000 is fitted to its one run (one figure fits one
+constant: `training_gemm_efficiency` 0.4962, `layer_overhead_us` 0). "leave-one-out": h200-ib
+refitted on the other three of its runs, then the run left out predicted.
 
 TEXT
   /usr/bin/python3 - "$bin" <<'PY'
-import json, subprocess, sys
+import json, os, re, subprocess, sys, tempfile
 bin = sys.argv[1]
-common = ["--nodes", "1", "--offload", "none", "--optimizer", "adamw", "--ac", "full", "--json"]
-runs = [
-    ("Qwen3-0.6B SFT, 1 x RTX A6000, 8K, FA2", "rtx-a6000", "qwen3-0.6b", 1, 8192, 0, "fa2", 2.46, 1.999),
-    ("Qwen3-0.6B RL, 1 x H100, 16K, FA3", "h100-ib", "qwen3-0.6b", 1, 16384, 2048, "fa3", 1.99, 0.896),
-    ("Qwen3-30B-A3B SFT, 8 x H200, 16K, FA3", "h200-ib", "qwen3-30b-a3b", 8, 16384, 0, "fa3", 7.17, 3.656),
+tr = "tests/data/training-runs/"
+runs = [  # name, file, topology, fitted on it, before (71ab662; None: LoRA did not plan)
+    ("GLM-4.5-Air, 8 x H200, 131K, full offload, Muon", "glm-4.5-air-1n-full-muon", "h200-ib", True, 218.7),
+    ("Qwen3-30B-A3B SFT, 8 x H200, 16K, FA3", "bench-qwen3-30b-a3b-h200-sft", "h200-ib", True, 3.656),
+    ("INTELLECT-3 RL LoRA 16, 8 x H200, 16K, AC offload, FA3", "bench-intellect-3-h200-rl-lora-offload", "h200-ib", True, None),
+    ("Qwen3-4B RL LoRA 16, 8 x H200, 16K, FA3", "bench-qwen3-4b-h200-rl-lora", "h200-ib", True, None),
+    ("Qwen3-0.6B RL, 1 x H100, 16K, FA3", "bench-qwen3-0.6b-h100-rl", "h100-ib", False, 0.896),
+    ("INTELLECT-3 RL LoRA 16, 8 x B200, 16K, FA2", "bench-intellect-3-b200-rl-lora", "b200-ib", False, None),
+    ("Qwen3-0.6B SFT, 1 x RTX A6000, 8K, FA2", "bench-qwen3-0.6b-a6000-sft", "rtx-a6000", True, 1.999),
 ]
-def step(topo, model, gpus, seq, chunk, attn, extra=()):
-    cmd = [bin, "plan", "--model", model, "--topology", topo, "--gpus-per-node", str(gpus),
-           "--layout", f"fsdp={gpus}", "--tokens-per-step", str(2 * gpus * seq), "--seq-len",
-           str(seq), "--lm-head-chunk", str(chunk), "--attention", attn, *common, *extra]
-    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)[
-        "predicted"]["training_step_s"]
-print("| run | measured | before | error | roofline, unfitted | error | after | error |")
-print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-import os, tempfile
-for name, topo, model, gpus, seq, chunk, attn, measured, before in runs:
-    text = open(f"topologies/{topo}.yaml").read().splitlines()
-    plain = [("  training_gemm_efficiency: 0.75" if l.startswith("  training_gemm_efficiency:") else
-              "  layer_overhead_us: 0" if l.startswith("  layer_overhead_us:") else l) for l in text]
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        f.write("\n".join(plain) + "\n")
-    raw = step(f.name, model, gpus, seq, chunk, attn)
-    os.unlink(f.name)
-    after = step(topo, model, gpus, seq, chunk, attn)
+def calibrate(topo, files):
+    cmd = [bin, "calibrate", "--topology", topo, "--json"]
+    for f in files:
+        cmd += ["--training-run", tr + f + ".yaml"]
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+def with_constants(topo, eff, overhead):  # the topology file, its two step constants replaced
+    text = open(f"topologies/{topo}.yaml").read()
+    text = re.sub(r"(?m)^  training_gemm_efficiency: .*$", f"  training_gemm_efficiency: {eff}", text)
+    text = re.sub(r"(?m)^  layer_overhead_us: .*$", f"  layer_overhead_us: {overhead}", text)
+    f = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+    f.write(text)
+    f.close()
+    return f.name
+def step(topo, f):  # the run's predicted step on the topology as given
+    r = calibrate(topo, [f])["residuals"]
+    return [x for x in r if x["figure"] == "training_step_s"][0]["predicted_before"]
+h200 = [f for _, f, t, _, _ in runs if t == "h200-ib"]
+print("| run | measured | before | error | roofline, unfitted | error | after | error | leave-one-out | error |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for name, f, topo, fitted, before in runs:
+    r = calibrate(topo, [f])["residuals"]
+    measured = [x for x in r if x["figure"] == "training_step_s"][0]["measured"]
+    after = [x for x in r if x["figure"] == "training_step_s"][0]["predicted_before"]
+    plain = with_constants(topo, 0.75, 0)
+    raw = step(plain, f)
+    os.unlink(plain)
     e = lambda p: f"{100 * (p / measured - 1):+.1f}%"
-    print(f"| {name} | {measured:.2f} s | {before:.2f} s | {e(before)} | {raw:.2f} s | {e(raw)} | "
-          f"{after:.2f} s | {e(after)} |")
-for name, measured in [("INTELLECT-3 RL LoRA 16, 8 x B200, 16K, FA2", 54.28),
-                       ("INTELLECT-3 RL LoRA 16, 8 x H200, 16K, AC offload, FA3", 16.23),
-                       ("Qwen3-4B RL LoRA 16, 8 x H200, 16K, FA3", 5.01)]:
-    print(f"| {name} | {measured:.2f} s | not plannable (LoRA) | | | | | |")
+    b = f"{before:.2f} s | {e(before)}" if before else "not plannable (LoRA) |"
+    loo = " | "
+    if topo == "h200-ib":
+        c = calibrate(topo, [g for g in h200 if g != f])["constants"]
+        eff = c["calibration.training_gemm_efficiency"]["after"]
+        ov = c["calibration.layer_overhead_us"]["after"]
+        t = with_constants(topo, f"{eff:.4g}", f"{ov:.4g}")
+        p = step(t, f)
+        os.unlink(t)
+        loo = f"{p:.2f} s ({eff:.4g}, {ov:.4g}) | {e(p)}"
+    tag = "fit" if fitted else "held out"
+    print(f"| {name} ({tag}) | {measured:.2f} s | {b} | {raw:.2f} s | {e(raw)} | {after:.2f} s | "
+          f"{e(after)} | {loo} |")
 print()
 PY
+  cat <<'TEXT'
+Held out and within 15%: the B200 LoRA run (-13.9%) and, leaving one out, GLM-4.5-Air and the
+INTELLECT-3 offload run (-3.2% each); outside it: the H100 run (+20.7%), Qwen3-30B-A3B left out
+(-23.1%) and Qwen3-4B left out (+18.5%). The B200 run is prime-rl's per-expert LoRA loop
+(`expert_loop`, 33.1 s of its 46.7 s, from 25 us per eager op, not fitted): without it the
+shipped roofline says 13.6 s (-75%). The fit is a shallow valley (a slower GEMM against a longer fixed cost
+per layer); `layer_overhead_us` at its bound says the missing time is not per layer: on the five
+Hopper runs the unfitted roofline's shortfall per layer and pass is about 0.35 ns per token and
+hidden unit (Qwen3-0.6B 5.8 ms, Qwen3-4B 9.5 ms, Qwen3-30B-A3B 13 ms, INTELLECT-3 22 ms at
+16K tokens; GLM-4.5-Air 52 ms at 32K), a shape neither constant has. `tests/cli/training_run.sh`
+checks the H200 refit from the defaults, each of its runs within 15% after it, and the two held-out
+runs on the shipped topologies (B200 within 15%, H100 within 25%).
+
+TEXT
 }
 
 # Item: the GPU peak (reserved) of the trainer benchmark runs and the GLM-4.5-Air run: "before"

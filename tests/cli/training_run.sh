@@ -82,10 +82,11 @@ expect bad-headroom 2 "--gpu-headroom: a fraction in [0, 1), got '1.5'" \
   "$bin" plan "${glm[@]}" --gpu-headroom 1.5
 
 # The trainer-benchmark runs: by bundled topology name; the H100 run fits its topology, the runs
-# of other topologies and the LoRA runs are named and skipped.
+# of other topologies are named and skipped.
 tr=tests/data/training-runs
-# The shipped h100-ib with its fitted constant back at its default (the name stays h100-ib).
+# The shipped h100-ib with its step constants back at their defaults (the name stays h100-ib).
 sed -e 's/^  training_gemm_efficiency: .*/  training_gemm_efficiency: 0.75/' \
+    -e 's/^  layer_overhead_us: .*/  layer_overhead_us: 0/' \
   topologies/h100-ib.yaml >"$work/h100.yaml"
 expect bench-h100 0 "skipped $tr/bench-qwen3-0.6b-a6000-sft.yaml: measured on rtx-a6000, not h100-ib
 skipped $tr/bench-qwen3-4b-h200-rl-lora.yaml: measured on h200-ib, not h100-ib" \
@@ -97,7 +98,7 @@ cp "$work/out" "$work/bench-h100.json"
 json_check "bench h100" "$work/out" '
 step = [r for r in d["residuals"] if r["figure"] == "training_step_s"]
 assert len(step) == 1 and step[0]["run"].endswith("bench-qwen3-0.6b-h100-rl.yaml"), step
-# One figure fits one constant: the GEMM efficiency, which reaches its bound (docs/validation.md).
+# One figure fits one constant: the GEMM efficiency (docs/validation.md).
 assert abs(step[0]["rel_error_after"]) < abs(step[0]["rel_error_before"]), step
 c = d["constants"]["calibration.training_gemm_efficiency"]
 assert c["fitted"] and 0.3 <= c["after"] <= 0.9, c'
@@ -129,6 +130,18 @@ for t in b200-ib:bench-intellect-3-b200-rl-lora.yaml:0.07 rtx-a6000:bench-qwen3-
   EXPECT_TIMEOUT=120 expect "bench-$topo" 0 "" "$bin" calibrate --topology "$topo" --json \
     --training-run "$tr/$bench"
   peak_check "peak-$topo" "$work/out" "$bench" "$tol"
+done
+# h200-ib's step constants (refitted from their defaults on its four runs: docs/validation.md,
+# scripts/gen-validation.sh) are not refitted here: with the simulated allocator in every
+# prediction that fit takes over 5 minutes on CI's two cores. The held-out runs below check them.
+# Held out: the B200 LoRA run (prime-rl's per-expert loop off SM90, expert_loop) and the H100
+# run on the constants h200-ib carries to them; the H100 run is the one outside 15%.
+for held in "b200-ib bench-intellect-3-b200-rl-lora 0.15" "h100-ib bench-qwen3-0.6b-h100-rl 0.25"; do
+  set -- $held
+  EXPECT_TIMEOUT=180 expect "held-out-$1" 0 "" "$bin" calibrate --topology "$1" --json --training-run "$tr/$2.yaml"
+  json_check "held-out $1" "$work/out" "
+step = [r for r in d['residuals'] if r['figure'] == 'training_step_s']
+assert len(step) == 1 and abs(step[0]['rel_error_before']) < $3, step"
 done
 
 # Bundled topologies plan by name; --attention reaches the plan; FA3 only on SM90; prime-rl's

@@ -320,7 +320,7 @@ TEST_CASE("full offload: weight upload and backward offload against hand figures
   const double host = term(slow.predicted.training_hidden_s, "backward_host_work").value;
   double fb = 0;  // the whole compute: the roofline's terms
   for (const char* n : {"gemm", "expert_gemm", "adapter_gemm", "attention", "elementwise",
-                        "moe_routing", "lm_head", "layer_fixed"})
+                        "moe_routing", "lm_head", "lm_head_loss", "layer_fixed", "expert_loop"})
     fb += term(slow.predicted.training_terms_s, n).value;
   const double slow_exposed =
       term(slow.predicted.training_terms_s, "exposed_backward_offload").value;
@@ -341,4 +341,71 @@ TEST_CASE("a workload adds activations and a training-step time", "[workload]") 
   CHECK(term(off.predicted.host_bytes_per_node, "ac_offload").value ==
         Approx(8 * 48.0 * 2 * 4096 * 2048));
   CHECK(off.predicted.gpu_peak_bytes() < p.predicted.gpu_peak_bytes());
+}
+
+namespace {
+
+// An H200 whose GEMMs and HBM passes are 1e5 to 1e6 times faster: what remains is host time.
+Topology host_bound(double compute_capability) {
+  Topology t = h200();
+  t.node.gpu.bf16_tflops *= 1e6;
+  t.node.gpu.hbm_gbps *= 1e5;
+  t.node.gpu.compute_capability = compute_capability;
+  return t;
+}
+
+PlanRequest lora_rows(int rank, int64_t seq_len) {
+  PlanRequest r;
+  r.options.nodes = 1;
+  r.options.offload = OffloadMode::none;
+  r.options.layout = Layout{8, 1, 1};
+  r.options.optimizer = OptimizerKind::adamw;
+  r.options.lora.rank = rank;
+  Workload w;
+  w.tokens_per_step = 8 * seq_len;  // one row per GPU, one micro step
+  w.seq_len = seq_len;
+  w.ac_full = true;
+  r.options.workload = w;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("roofline expert_loop: LoRA experts off SM90 pay 122 eager ops per busy expert",
+          "[workload]") {
+  const ModelSpec glm = model("glm-4.5-air");
+  const PlanRequest r = lora_rows(16, 16384);
+  // 45 MoE layers x 128 experts (16384 x 8 / 128 tokens each) x (36 forward + 36 recompute +
+  // 50 backward) ops x 25 us, one micro step; the GEMMs under it cost next to nothing here.
+  const double loop_s = 45 * 128 * (36 + 36 + 50) * 25e-6;
+  const Plan b200 = make_plan(glm, host_bound(10.0), r);
+  CHECK(term(b200.predicted.training_terms_s, "expert_loop").value == Approx(loop_s).epsilon(1e-3));
+  const Plan hopper = make_plan(glm, host_bound(9.0), r);
+  CHECK(term(hopper.predicted.training_terms_s, "expert_loop").value == 0);
+  // A rank that is not a multiple of 8 keeps grouped_mm off on Hopper too.
+  const Plan odd = make_plan(glm, host_bound(9.0), lora_rows(12, 16384));
+  CHECK(term(odd.predicted.training_terms_s, "expert_loop").value == Approx(loop_s).epsilon(1e-3));
+  // No LoRA: the base experts run grouped GEMMs on every GPU.
+  const Plan full = make_plan(glm, host_bound(10.0), lora_rows(0, 16384));
+  CHECK(term(full.predicted.training_terms_s, "expert_loop").value == 0);
+}
+
+TEST_CASE("roofline lm_head_loss: the fused head's recompute and fp32 passes", "[workload]") {
+  Topology topo = h200();
+  topo.node.gpu.bf16_tflops *= 1e6;  // GEMMs bound by their bytes: a hand-workable figure
+  const double hbm = topo.node.gpu.hbm_gbps * 1e9 * topo.calibration.hbm_efficiency;
+  const double t = 16384, h = 1024, vocab = 151936;  // Qwen3-0.6B, one row per GPU
+  PlanRequest r = lora_rows(0, 16384);
+  r.options.workload->lm_head_chunk = 2048;
+  const Plan fused = make_plan(model("qwen3-0.6b"), topo, r);
+  // 8 token chunks x vocab / 8192 tiles of [2048, 1024] x [1024, 8192], recomputed in backward:
+  // bf16 bytes of both inputs and the output; then 48 + 46 B per token and vocab entry.
+  const double tiles = vocab / 8192, chunks = t / 2048;
+  const double recompute = 2 * (t * h * tiles + h * vocab * chunks + t * vocab);
+  CHECK(term(fused.predicted.training_terms_s, "lm_head_loss").value ==
+        Approx((recompute + 94 * t * vocab) / hbm).epsilon(1e-9));
+  r.options.workload->lm_head_chunk = 0;  // unfused: 22 B per entry, no recompute
+  const Plan whole = make_plan(model("qwen3-0.6b"), topo, r);
+  CHECK(term(whole.predicted.training_terms_s, "lm_head_loss").value ==
+        Approx(22 * t * vocab / hbm).epsilon(1e-9));
 }

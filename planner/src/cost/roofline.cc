@@ -60,11 +60,14 @@ enum OpClass {
   elementwise,
   moe_routing,
   lm_head,
+  lm_head_loss,
   layer_fixed,
+  expert_loop,
   kClasses
 };
 const char* const kClassNames[] = {"gemm",        "expert_gemm", "adapter_gemm", "attention",
-                                   "elementwise", "moe_routing", "lm_head",      "layer_fixed"};
+                                   "elementwise", "moe_routing", "lm_head",      "lm_head_loss",
+                                   "layer_fixed", "expert_loop"};
 const char* const kClassFormulas[] = {
     "dense GEMMs (qkv, o, gate/up, down, router, shared experts): forward [t, in] x [in, out], "
     "backward input and weight grads; max(2 m n k / (peak x training_gemm_efficiency x wave x k "
@@ -74,9 +77,14 @@ const char* const kClassFormulas[] = {
     "causal attention, S^2 heads (qk + v) per row forward, 2.5x backward",
     "norms, rotary, SwiGLU, residual adds: bf16 bytes / (hbm x hbm_efficiency)",
     "router softmax/top-k, token permutation and combine: bytes / HBM",
-    "LM head GEMMs per chunk and the fp32 logits' bytes (22 B per token and vocab entry)",
+    "LM head GEMMs per chunk: forward, input grad, weight grad (the fused head computes it even "
+    "for a frozen head)",
+    "the loss over the logits: fused (RL) head, backward's recompute GEMM and the fp32 passes "
+    "(48 B forward, 46 B backward per token and vocab entry); unfused, 22 B per entry",
     "per layer and pass: kernel launches x kernel_launch_us, FSDP collectives x hop latency, "
-    "layer_overhead_us"};
+    "layer_overhead_us",
+    "LoRA experts off SM90: prime-rl's per-expert eager loop, 122 ops per expert with tokens per "
+    "micro step x eager_op_us, less the expert GEMMs it hides"};
 constexpr double kBf16 = 2;
 
 struct Ctx {
@@ -142,6 +150,8 @@ struct UnitWork {
   double kernels_fwd = 0, collectives = 1;  // forward: one all-gather per FSDP group
   double ffn_width = 0;                     // SwiGLU width per token (top-k routed + shared)
   bool moe = false;
+  bool expert_adapters = false;  // LoRA on the routed experts
+  Passes experts;                // the routed experts' GEMMs, base and adapters
 };
 
 // Attention, elementwise and routing passes of one decoder layer, one micro step.
@@ -171,6 +181,37 @@ void layer_passes(Ctx& c, const ModelSpec& s, UnitWork& u) {
   }
 }
 
+// prime-rl's MultiLoRAGroupedExperts (trainer/models/layers/lora/multi_moe.py) runs its experts
+// by torch._grouped_mm on compute capability 9.x only, and only when the rank, hidden and expert
+// widths are multiples of 8; elsewhere it loops in Python over the experts that have tokens.
+bool lora_expert_loop(const ModelSpec& s, const PlanOptions& o, double cc) {
+  if (o.lora.rank <= 0 || cc <= 0) return false;
+  const bool aligned =
+      o.lora.rank % 8 == 0 && s.hidden_size % 8 == 0 && s.moe.intermediate_size % 8 == 0;
+  return !(cc >= 9 && cc < 10 && aligned);
+}
+// Aten ops of the loop's body per expert (multi_moe.py, _forward_for_loop): forward 9 matmuls,
+// 8 elementwise (3 x scale and add, SiLU, product), 19 views (the token slice, 9 expert selects,
+// 9 transposes): 36. Backward 50: 15 matmuls (input grads of the 3 frozen base GEMMs, input and
+// weight grads of the 6 adapter GEMMs), 6 elementwise, 6 transposes, 6 select backwards (zeros
+// and copy: 12), the slice backward (2), 3 input-grad and 6 parameter-grad accumulations.
+constexpr double kLoopOpsFwd = 36, kLoopOpsBwd = 50;
+// Host cost of one eager aten op with autograd recording: an estimate in the 10-30 us that
+// eager PyTorch's dispatch costs per op, NOT fitted; the held-out B200 LoRA run checks it.
+constexpr double kEagerOpUs = 25;
+
+// The loop's host time per pass; the experts' GEMMs run under it, so only the excess is added.
+void expert_loop_passes(Ctx& c, const ModelSpec& s, const PlanOptions& o, UnitWork& u) {
+  if (!u.expert_adapters || !lora_expert_loop(s, o, c.topo.node.gpu.compute_capability)) return;
+  const double local = double(std::max<int64_t>(1, s.moe.num_experts)) / c.sh.ep;
+  const double k = double(std::max<int64_t>(1, s.moe.experts_per_token));
+  const double busy = std::min(local, c.sh.t * k);  // experts with tokens, routing uniform
+  const double f = std::max(0.0, busy * kLoopOpsFwd * kEagerOpUs * 1e-6 - u.experts.fwd);
+  const double b = std::max(0.0, busy * kLoopOpsBwd * kEagerOpUs * 1e-6 - u.experts.bwd);
+  const Passes p = add(c, expert_loop, f, b);
+  u.p.add(p.fwd, p.bwd);
+}
+
 // Every matrix of one decoder layer (or MTP layer), one micro step.
 UnitWork decoder_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, const PlanOptions& o,
                       int64_t layer) {
@@ -192,6 +233,8 @@ UnitWork decoder_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, con
       const Passes p = weight_gemms(c, adapter ? adapter_gemm : expert_gemm, std::max(1.0, local),
                                     m, out, in, frozen, std::min(1.0, local));
       u.p.add(p.fwd, p.bwd);
+      u.experts.add(p.fwd, p.bwd);
+      u.expert_adapters |= adapter;
       u.kernels_fwd += std::min(1.0, local);
       // gate and up (or fused gate_up) of the experts: half of out is the SwiGLU width, each
       // token in top_k of them.
@@ -208,24 +251,44 @@ UnitWork decoder_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, con
   });
   if (u.moe) u.collectives = 2;  // the expert group's all-gather as well
   layer_passes(c, s, u);
+  expert_loop_passes(c, s, o, u);
   return u;
 }
 
-// The LM head (the root unit): per chunk of tokens a [c, h] x [h, vocab] GEMM forward and two
-// backward, and the logits' bytes: bf16 written (2), read and upcast (2 + 4), the loss's fp32
-// read (4), the fp32 gradient written (4) and read back as bf16 (4 + 2): 22 B per entry.
+// The fused (RL) head's passes over each token and vocab entry (prime-rl's lm_head.py,
+// _SequenceChunkedLogProbEntropyFn, its ops eager): forward writes the bf16 logits (2), upcasts
+// them (2 + 4), scales by 1/T (4 + 4), then the online logsumexp's amax (4), exp (4 + 4), sum
+// (4), exp x logits (8 + 4) and sum (4): 48 B. Backward recomputes the logits (2), upcasts and
+// scales (6 + 8), exp (4 + 4), x -grad (4 + 4), x 1/T (4 + 4), to bf16 (4 + 2): 46 B.
+constexpr double kFusedFwdBytes = 48, kFusedBwdBytes = 46;
+// The unfused (SFT) head's logits: bf16 written (2), read and upcast (2 + 4), the loss's fp32
+// read (4), the fp32 gradient written (4) and read back as bf16 (4 + 2): 22 B, half each pass.
+constexpr double kUnfusedBytes = 22;
+constexpr double kVocabTile = 8192;  // the fused head's GEMM over vocab: min(vocab, 8192) wide
+
+// The LM head (the root unit), one micro step: per chunk of tokens its GEMMs (lm_head) and the
+// loss over the logits (lm_head_loss). The fused head's backward computes the weight grad even
+// of a frozen head (its autograd Function does not ask), the unfused one under LoRA does not.
 UnitWork head_unit(Ctx& c, const ModelSpec& s, const PlanOptions& o) {
   const double t = c.sh.t, h = double(s.hidden_size), vocab = double(s.vocab_size);
   const Workload& w = *o.workload;
-  const double chunk = w.lm_head_chunk > 0 ? std::min(double(w.lm_head_chunk), t) : t;
+  const bool fused = w.lm_head_chunk > 0;
+  const double chunk = fused ? std::min(double(w.lm_head_chunk), t) : t;
   const double chunks = t / chunk;
+  const double vt = fused ? std::min(vocab, kVocabTile) : vocab, tiles = vocab / vt;
   UnitWork u;
-  const double f = gemm_s(c, lm_head, 1, chunk, vocab, h) * chunks;
-  const double b = (gemm_s(c, lm_head, 1, chunk, h, vocab) +
-                    (o.lora.rank > 0 ? 0 : gemm_s(c, lm_head, 1, vocab, h, chunk))) *
+  const double f = gemm_s(c, lm_head, tiles, chunk, vt, h) * chunks;
+  const bool weight_grad = fused || o.lora.rank == 0;
+  const double b = (gemm_s(c, lm_head, tiles, chunk, h, vt) +
+                    (weight_grad ? gemm_s(c, lm_head, tiles, vt, h, chunk) : 0)) *
                    chunks;
-  const double bytes = 22 * t * vocab / c.hbm;
-  u.p = add(c, lm_head, f + bytes / 2, b + bytes / 2);
+  add(c, lm_head, f, b);
+  const double entries = t * vocab / c.hbm;
+  const double recompute = fused ? gemm_s(c, lm_head_loss, tiles, chunk, vt, h) * chunks : 0;
+  const double lf = (fused ? kFusedFwdBytes : kUnfusedBytes / 2) * entries;
+  const double lb = recompute + (fused ? kFusedBwdBytes : kUnfusedBytes / 2) * entries;
+  add(c, lm_head_loss, lf, lb);
+  u.p = {f + lf, b + lb};
   u.kernels_fwd = 3 * chunks;
   return u;
 }
