@@ -468,7 +468,8 @@ def main(argv):
         lambda path: plot_step(data, path))
     add("owner_loads.png", "Per-rank loads by owner strategy",
         "All-to-all bytes and Newton-Schulz FLOPs of every rank of the chosen plan under each "
-        "owner strategy, sorted; the step waits for the busiest rank.",
+        f"owner strategy, sorted (past {MAX_RANK_BARS} ranks, that many quantiles of them); "
+        "the step waits for the busiest rank.",
         lambda path: plot_owners(data, path))
     add("pipeline_gantt.png", "Optimizer-step pipeline",
         "The chosen plan's chunks as the planner's pipeline simulator schedules them, one row "
