@@ -143,6 +143,25 @@ GROUP_CMAPS = {"gpu_persistent_gib": "Blues", "gpu_transient_gib": "Oranges",
                "gpu_reserve_gib": "Reds", "host_per_node_gib": "Purples"}
 
 
+def same_gib(a, b):
+    """Two levels print as one figure (0.1 GiB): drawn as one line, labelled as coinciding."""
+    return round(a, 1) == round(b, 1)
+
+
+def coinciding(levels, total):
+    """`levels` (value, label) less those at the total, those at one value joined: "allocated =
+    reserved" (a runtime without allocator reserve has the two equal)."""
+    merged = []
+    for value, label in levels:
+        if same_gib(value, total):
+            continue
+        if merged and same_gib(merged[-1][0], value):
+            merged[-1] = (merged[-1][0], f"{merged[-1][1]} = {label}")
+        else:
+            merged.append((value, label))
+    return merged
+
+
 def stacked_bar(ax, terms, unit_key, limit, limit_label, title, ylabel, levels=()):
     """One bar of terms ((key, label), term), colored by list, the limit dashed."""
     counts = {}
@@ -163,14 +182,16 @@ def stacked_bar(ax, terms, unit_key, limit, limit_label, title, ylabel, levels=(
                     fontsize=8.5, color="white" if shade > 0.6 else "black")
         handles.append(Patch(color=color, label=f"{group[1]}: {t['name']}  {v:.2f} GiB"))
         bottom += v
-    for value, label in levels:  # allocated and reserved, drawn against the bar
+    for value, label in coinciding(levels, bottom):  # allocated, reserved, against the bar
         ax.plot([-0.3, 0.3], [value, value], color="black", lw=1.0, ls=":")
         ax.annotate(f"{label} {value:.1f} GiB", (0.3, value), xytext=(0.36, value),
                     va="center", ha="left", fontsize=8.5)
     ax.axhline(limit, color="black", ls="--", lw=1.3)
     ax.text(0.02, limit, limit_label, transform=ax.get_yaxis_transform(), ha="left",
             va="bottom", fontsize=9)
-    ax.annotate(f"total {bottom:.1f} GiB", (0.3, bottom), xytext=(0.36, bottom),
+    total_label = " = ".join([label for value, label in levels if same_gib(value, bottom)]
+                             + ["total"])
+    ax.annotate(f"{total_label} {bottom:.1f} GiB", (0.3, bottom), xytext=(0.36, bottom),
                 va="center", ha="left", fontweight="bold")
     ax.set_xlim(-0.5, 1.1)
     ax.set_ylim(0, top)

@@ -52,6 +52,15 @@ class RankProfile(unittest.TestCase):
         self.assertLess(abs(mid - (n - 1) / 2), n / report.MAX_RANK_BARS)
 
 
+class CoincidingLevels(unittest.TestCase):
+    def test_equal_levels_are_one_line_and_the_total_takes_its_own(self):
+        levels = [(120.81, "allocated"), (120.84, "reserved")]
+        self.assertEqual(report.coinciding(levels, 123.7), [(120.81, "allocated = reserved")])
+        self.assertEqual(report.coinciding(levels, 120.8), [])
+        self.assertEqual(report.coinciding([(43.2, "allocated"), (58.4, "reserved")], 70.6),
+                         [(43.2, "allocated"), (58.4, "reserved")])
+
+
 class SampledSweep(unittest.TestCase):
     def data(self, asked, swept):
         return {"inputs": {"node_counts": asked}, "sweep_node_counts": swept, "sweep": [],
