@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 
@@ -17,6 +19,7 @@
 #include "muonplan/model_io.h"
 #include "muonplan/plan.h"
 #include "muonplan/plan_inputs.h"
+#include "muonplan/prediction_terms.h"
 #include "muonplan/trace.h"
 #include "muonplan/trainer_answer.h"
 #include "muonplan/trainer_config.h"
@@ -33,6 +36,26 @@ void print_terms(const char* title, const std::vector<Term>& terms, double scale
     std::printf("    %-30s %12.4f %-4s %s\n", t.name.c_str(), t.value / scale, unit,
                 t.formula.c_str());
   }
+}
+
+const char* unit_label(const char* unit) {
+  return std::strcmp(unit, "gib") == 0 ? "GiB" : std::strcmp(unit, "gb") == 0 ? "GB" : "s";
+}
+
+// The running GPU total after the last list of its sum (allocated, reserved, peak).
+void print_gpu_total(const Prediction& p, TermSum s) {
+  if (s == TermSum::gpu_allocated)
+    std::printf("  = GPU allocated %.4f GiB\n", p.gpu_allocated_bytes() / kGiB);
+  if (s == TermSum::gpu_reserved) {
+    std::printf("  = GPU reserved %.4f GiB\n", p.gpu_reserved_bytes() / kGiB);
+    if (!p.gpu_allocated_peak_at.empty()) {  // the simulated allocator's peaks
+      std::printf("  allocated peak at %s; reserved peak at %s\n", p.gpu_allocated_peak_at.c_str(),
+                  p.gpu_reserved_peak_at.c_str());
+      print_terms("GPU live at the allocated peak (simulated allocator blocks)",
+                  p.gpu_live_at_peak_bytes, kGiB, "GiB");
+    }
+  }
+  if (s == TermSum::gpu_peak) std::printf("  = GPU peak %.4f GiB\n", p.gpu_peak_bytes() / kGiB);
 }
 
 // --quiet: the first line, the decision and the chosen figures, without the tables.
@@ -79,29 +102,15 @@ void print_plan(const Plan& plan, bool explain, bool quiet, const char* rank) {
     return;
   }
   std::printf("\nterms (busiest rank / node):\n");
-  print_terms("GPU persistent", p.gpu_persistent_bytes, kGiB, "GiB");
-  print_terms("GPU step transient", p.gpu_transient_bytes, kGiB, "GiB");
-  print_terms("GPU workload", p.gpu_workload_bytes, kGiB, "GiB");
-  print_terms("GPU runtime allocations", p.gpu_runtime_bytes, kGiB, "GiB");
-  std::printf("  = GPU allocated %.4f GiB\n", p.gpu_allocated_bytes() / kGiB);
-  print_terms("GPU allocator reserve (reserved - allocated)", p.gpu_reserve_bytes, kGiB, "GiB");
-  std::printf("  = GPU reserved %.4f GiB\n", p.gpu_reserved_bytes() / kGiB);
-  if (!p.gpu_allocated_peak_at.empty()) {
-    std::printf("  allocated peak at %s; reserved peak at %s\n", p.gpu_allocated_peak_at.c_str(),
-                p.gpu_reserved_peak_at.c_str());
-    print_terms("GPU live at the allocated peak (simulated allocator blocks)",
-                p.gpu_live_at_peak_bytes, kGiB, "GiB");
+  for (size_t i = 0; i < std::size(kTermLists); ++i) {
+    const TermList& l = kTermLists[i];
+    // muonplan's fixed overheads include its allocator slack; pytorch's are all outside it.
+    const bool slack = l.list == &Prediction::gpu_fixed_bytes && o.runtime != RuntimeKind::pytorch;
+    print_terms(slack ? "GPU fixed (context, allocator slack)" : l.label, p.*l.list,
+                unit_scale(l.unit), unit_label(l.unit));
+    const bool last = i + 1 == std::size(kTermLists) || kTermLists[i + 1].sum != l.sum;
+    if (last) print_gpu_total(p, l.sum);
   }
-  // muonplan's fixed overheads include its allocator slack; pytorch's are all outside it.
-  print_terms(o.runtime == RuntimeKind::pytorch ? "GPU outside the allocator"
-                                                : "GPU fixed (context, allocator slack)",
-              p.gpu_fixed_bytes, kGiB, "GiB");
-  std::printf("  = GPU peak %.4f GiB\n", p.gpu_peak_bytes() / kGiB);
-  print_terms("host RAM per node", p.host_bytes_per_node, kGiB, "GiB");
-  print_terms("traffic per GPU per step", p.comm_bytes, kGB, "GB");
-  print_terms("optimizer step", p.step_phases_s, 1, "s");
-  print_terms("training step", p.training_terms_s, 1, "s");
-  print_terms("training step, under compute (not in the sum)", p.training_hidden_s, 1, "s");
 }
 
 struct PlanCommand {

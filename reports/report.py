@@ -137,12 +137,33 @@ def plot_sweep(data, key, limit, limit_label, ylabel, title, path):
 
 
 # ---------------------------------------------------------------- plot 3: memory breakdown
-GROUP_CMAPS = {"persistent": "Blues", "step transient": "Oranges", "fixed": "Greys",
-               "workload": "Greens", "runtime": "YlGn", "reserve": "Reds", "host": "Purples"}
+# By the plan's term-list key (plan.json's `terms`); a list not named here is drawn grey.
+GROUP_CMAPS = {"gpu_persistent_gib": "Blues", "gpu_transient_gib": "Oranges",
+               "gpu_fixed_gib": "Greys", "gpu_workload_gib": "Greens", "gpu_runtime_gib": "YlGn",
+               "gpu_reserve_gib": "Reds", "host_per_node_gib": "Purples"}
+
+
+def same_gib(a, b):
+    """Two levels print as one figure (0.1 GiB): drawn as one line, labelled as coinciding."""
+    return round(a, 1) == round(b, 1)
+
+
+def coinciding(levels, total):
+    """`levels` (value, label) less those at the total, those at one value joined: "allocated =
+    reserved" (a runtime without allocator reserve has the two equal)."""
+    merged = []
+    for value, label in levels:
+        if same_gib(value, total):
+            continue
+        if merged and same_gib(merged[-1][0], value):
+            merged[-1] = (merged[-1][0], f"{merged[-1][1]} = {label}")
+        else:
+            merged.append((value, label))
+    return merged
 
 
 def stacked_bar(ax, terms, unit_key, limit, limit_label, title, ylabel, levels=()):
-    """One bar of terms (group, term), colored by group, the limit dashed."""
+    """One bar of terms ((key, label), term), colored by list, the limit dashed."""
     counts = {}
     for group, _ in terms:
         counts[group] = counts.get(group, 0) + 1
@@ -153,22 +174,24 @@ def stacked_bar(ax, terms, unit_key, limit, limit_label, title, ylabel, levels=(
     for group, t in terms:
         k = seen[group] = seen.get(group, 0) + 1
         shade = 0.75 - 0.45 * (k - 1) / max(1, counts[group] - 1) if counts[group] > 1 else 0.55
-        color = plt.get_cmap(GROUP_CMAPS.get(group, "Greys"))(shade)
+        color = plt.get_cmap(GROUP_CMAPS.get(group[0], "Greys"))(shade)
         v = t[unit_key]
         ax.bar([0], [v], bottom=bottom, width=0.6, color=color, edgecolor="white")
         if v > top * 0.04:
             ax.text(0, bottom + v / 2, f"{v:.1f}", ha="center", va="center",
                     fontsize=8.5, color="white" if shade > 0.6 else "black")
-        handles.append(Patch(color=color, label=f"{group}: {t['name']}  {v:.2f} GiB"))
+        handles.append(Patch(color=color, label=f"{group[1]}: {t['name']}  {v:.2f} GiB"))
         bottom += v
-    for value, label in levels:  # allocated and reserved, drawn against the bar
+    for value, label in coinciding(levels, bottom):  # allocated, reserved, against the bar
         ax.plot([-0.3, 0.3], [value, value], color="black", lw=1.0, ls=":")
         ax.annotate(f"{label} {value:.1f} GiB", (0.3, value), xytext=(0.36, value),
                     va="center", ha="left", fontsize=8.5)
     ax.axhline(limit, color="black", ls="--", lw=1.3)
     ax.text(0.02, limit, limit_label, transform=ax.get_yaxis_transform(), ha="left",
             va="bottom", fontsize=9)
-    ax.annotate(f"total {bottom:.1f} GiB", (0.3, bottom), xytext=(0.36, bottom),
+    total_label = " = ".join([label for value, label in levels if same_gib(value, bottom)]
+                             + ["total"])
+    ax.annotate(f"{total_label} {bottom:.1f} GiB", (0.3, bottom), xytext=(0.36, bottom),
                 va="center", ha="left", fontweight="bold")
     ax.set_xlim(-0.5, 1.1)
     ax.set_ylim(0, top)
@@ -181,16 +204,14 @@ def stacked_bar(ax, terms, unit_key, limit, limit_label, title, ylabel, levels=(
 def plot_memory(data, path):
     c = data["chosen"]
     b, lim = c["predicted"]["breakdown"], c["limits"]
-    gpu = [(group, t) for key, group in [("gpu_persistent_gib", "persistent"),
-                                         ("gpu_transient_gib", "step transient"),
-                                         ("gpu_workload_gib", "workload"),
-                                         ("gpu_runtime_gib", "runtime"),
-                                         ("gpu_reserve_gib", "reserve"),
-                                         ("gpu_fixed_gib", "fixed")] for t in b.get(key, [])]
+    def lists(where):  # the plan's term lists that `where` picks, with their terms
+        return [((g["key"], g["label"]), t) for g in c["terms"] if where(g["group"])
+                for t in b.get(g["key"], [])]
+    gpu = lists(lambda group: group.startswith("gpu_"))
     pred = c["predicted"]
     levels = [(pred[k], label) for k, label in [("gpu_allocated_gib", "allocated"),
                                                 ("gpu_reserved_gib", "reserved")] if k in pred]
-    host = [("host", t) for t in b["host_per_node_gib"]]
+    host = lists(lambda group: group == "host")
     fig, axes = plt.subplots(1, 2, figsize=(13, 5.2))
     stacked_bar(axes[0], gpu, "gib", lim["gpu_memory_gib"],
                 f"GPU limit {lim['gpu_memory_gib']:.1f} GiB", "GPU memory per rank (busiest)",
@@ -260,6 +281,21 @@ def plot_step(data, path):
 
 
 # ---------------------------------------------------------------- plot 5: owner loads
+# Past this many ranks a bar per rank is too thin to read and slow to draw (kimi-k2 at 16384
+# nodes, 131072 ranks: 121 s and 274 MB; issue 33 item 16): the plot draws quantiles instead.
+MAX_RANK_BARS = 256
+
+
+def rank_profile(loads):
+    """(values, quantiles): `loads` sorted busiest first, or past MAX_RANK_BARS ranks that many
+    evenly spaced quantiles of them (nearest rank, the busiest and the least among them)."""
+    ordered = sorted(loads, reverse=True)
+    n = len(ordered)
+    if n <= MAX_RANK_BARS:
+        return ordered, False
+    return [ordered[round(i * (n - 1) / (MAX_RANK_BARS - 1))] for i in range(MAX_RANK_BARS)], True
+
+
 def plot_owners(data, path):
     strategies = data["owner_strategies"]
     c = data["chosen"]
@@ -267,8 +303,9 @@ def plot_owners(data, path):
     panels = [("alltoall_bytes", GB, "all-to-all GB sent per rank per step", "GB"),
               ("ns_flops", TFLOP, "Newton-Schulz TFLOP per rank per step", "TFLOP")]
     for ax, (key, scale, ylabel, unit) in zip(axes, panels):
-        loads = [sorted((v / scale for v in s[f"{key}_per_rank"]), reverse=True)
-                 for s in strategies]
+        profiles = [rank_profile([v / scale for v in s[f"{key}_per_rank"]]) for s in strategies]
+        loads = [values for values, _ in profiles]
+        quantiles = any(q for _, q in profiles)
         top = max(max(per_rank) for per_rank in loads)
         low = min(min(per_rank) for per_rank in loads)
         # Loads differ by a few percent: start the axis near the lowest rank so it shows.
@@ -298,8 +335,10 @@ def plot_owners(data, path):
         ax.set_ylim(base, top + span * 0.3)
         ax.set_ylabel(ylabel + ("" if base == 0 else f"\n(axis from {base:.3g})"))
         ax.grid(axis="x", visible=False)
+    shown = (f"{MAX_RANK_BARS} quantiles of the ranks, busiest first" if quantiles
+             else "sorted, busiest first")
     axes[0].set_title(f"Per-rank loads under each owner strategy ({c['world_size']} ranks, "
-                      f"sorted, busiest first)")
+                      f"{shown})")
     fig.legend(handles=[Line2D([], [], color="black", ls="--", label="mean over ranks"),
                         Line2D([], [], color="black", marker="v", ls="", label="max (busiest rank)")],
                loc="lower center", ncol=2, frameon=False)
@@ -450,7 +489,8 @@ def main(argv):
         lambda path: plot_step(data, path))
     add("owner_loads.png", "Per-rank loads by owner strategy",
         "All-to-all bytes and Newton-Schulz FLOPs of every rank of the chosen plan under each "
-        "owner strategy, sorted; the step waits for the busiest rank.",
+        f"owner strategy, sorted (past {MAX_RANK_BARS} ranks, that many quantiles of them); "
+        "the step waits for the busiest rank.",
         lambda path: plot_owners(data, path))
     add("pipeline_gantt.png", "Optimizer-step pipeline",
         "The chosen plan's chunks as the planner's pipeline simulator schedules them, one row "

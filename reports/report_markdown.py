@@ -1,6 +1,8 @@
 """report.md's text: every number from report-data.json, one function per section
 (report.py draws the plots and calls markdown())."""
 
+# How report.md prints the plan's term units (plan.json's `terms`: gib, gb, s).
+UNIT_LABELS = {"gib": "GiB", "gb": "GB", "s": "s"}
 VARIANT_LABELS = {
     "muon": "Muon (fp32 momentum)",
     "muon-bf16-momentum": "Muon, bf16 momentum",
@@ -141,8 +143,12 @@ def md_chosen(data, images):
 
 def md_sweep(data):
     """GPU peak and host RAM of every configuration of the sweep."""
-    nodes = data["inputs"]["node_counts"]
-    out = ["## Every configuration of the sweep", "",
+    nodes, asked = data["sweep_node_counts"], data["inputs"]["node_counts"]
+    sampled = ([] if len(nodes) == len(asked) else
+               [f"The sweep is sampled: {len(nodes)} of the {len(asked)} node counts asked "
+                f"({asked[0]} to {asked[-1]}), evenly spaced, the chosen one among them; the "
+                "decision above searched them all.", ""])
+    out = ["## Every configuration of the sweep", ""] + sampled + [
             "GPU peak GiB per rank / host RAM GiB per node; a trailing `*` marks a fit.", "",
             "| nodes | offload | " + " | ".join(variant_label(v) for v in data["optimizer_variants"])
             + " |", "| ---: | --- |" + " ---: |" * len(data["optimizer_variants"])]
@@ -173,21 +179,12 @@ def md_terms(data):
     out = ["", "## Terms of the chosen plan", "",
             "Busiest rank (GPU) and busiest node (host); docs/planner.md defines each term.", "",
             "| group | term | value | formula |", "| --- | --- | ---: | --- |"]
-    groups = [("gpu_persistent_gib", "GPU persistent", "gib", "GiB"),
-              ("gpu_transient_gib", "GPU step transient", "gib", "GiB"),
-              ("gpu_workload_gib", "GPU workload", "gib", "GiB"),
-              ("gpu_runtime_gib", "GPU runtime allocations", "gib", "GiB"),
-              ("gpu_reserve_gib", "GPU allocator reserve", "gib", "GiB"),
-              ("gpu_fixed_gib", "GPU outside the allocator", "gib", "GiB"),
-              ("host_per_node_gib", "host RAM per node", "gib", "GiB"),
-              ("traffic_per_gpu_gb", "traffic per GPU per step", "gb", "GB"),
-              ("optimizer_step_s", "optimizer step", "s", "s"),
-              ("training_step_s", "training step", "s", "s")]
-    for key, label, field, unit in groups:
-        for t in p["breakdown"].get(key, []):
-            digits = 3 if unit != "s" else 4
-            out.append(f"| {label} | `{t['name']}` | {t[field]:.{digits}f} {unit} | "
-                       f"{t['formula']} |")
+    for group in data["chosen"]["terms"]:  # the plan's own table of term lists
+        unit = UNIT_LABELS[group["unit"]]
+        digits = 4 if group["unit"] == "s" else 3
+        for t in p["breakdown"].get(group["key"], []):
+            out.append(f"| {group['label']} | `{t['name']}` | {t[group['unit']]:.{digits}f} "
+                       f"{unit} | {t['formula']} |")
     return out
 
 
@@ -201,10 +198,7 @@ def md_measured(data):
         for m in data["metrics"]:
             for k, pv, mv in measured_pairs(m):
                 ratio = f"{mv / pv:.3f}" if pv else "-"
-                source = ""
-                if k not in m["measured"] and k in MEASURED_ALIASES:
-                    source = f" (measured `{MEASURED_ALIASES[k][0]}` / 2^30)"
-                out.append(f"| `{m['path']}` | `{k}`{source} | {pv:.6g} | {mv:.6g} | {ratio} |")
+                out.append(f"| `{m['path']}` | `{k}` | {pv:.6g} | {mv:.6g} | {ratio} |")
     return out
 
 

@@ -4,6 +4,7 @@
 #include "muonplan/fit_scope.h"
 #include "muonplan/plan_checks.h"
 #include "muonplan/plan_file.h"
+#include "muonplan/prediction_terms.h"
 
 namespace muonplan {
 namespace {
@@ -138,27 +139,30 @@ json optimizer_config_json(const Plan& plan) {
           {"optimizer_offload_pinned", o.pinned_host_state}};
 }
 
+// kTermLists, so a report reads each list's label and unit from the plan it draws.
+json terms_table_json() {
+  json out = json::array();
+  for (const TermList& l : kTermLists) {
+    out.push_back(
+        {{"group", to_string(l.sum)}, {"key", l.key}, {"label", l.label}, {"unit", l.unit}});
+  }
+  return out;
+}
+
 // The predicted figures, in the units the contract names, and their named terms.
 json predicted_json(const Plan& plan) {
   const Prediction& p = plan.predicted;
   json pred = figures_to_json(predicted_figures(plan));
-  pred[metric::kBreakdown] = {{"gpu_persistent_gib", terms(p.gpu_persistent_bytes, kGiB, "gib")},
-                              {"gpu_transient_gib", terms(p.gpu_transient_bytes, kGiB, "gib")},
-                              {"gpu_fixed_gib", terms(p.gpu_fixed_bytes, kGiB, "gib")},
-                              {"gpu_workload_gib", terms(p.gpu_workload_bytes, kGiB, "gib")},
-                              {"gpu_runtime_gib", terms(p.gpu_runtime_bytes, kGiB, "gib")},
-                              {"gpu_reserve_gib", terms(p.gpu_reserve_bytes, kGiB, "gib")},
-                              {"host_per_node_gib", terms(p.host_bytes_per_node, kGiB, "gib")},
-                              {"traffic_per_gpu_gb", terms(p.comm_bytes, kGB, "gb")},
-                              {"optimizer_step_s", terms(p.step_phases_s, 1, "s")},
-                              {"training_step_s", terms(p.training_terms_s, 1, "s")},
-                              {"training_hidden_s", terms(p.training_hidden_s, 1, "s")}};
+  json breakdown = json::object();
+  for (const TermList& l : kTermLists)
+    breakdown[l.key] = terms(p.*l.list, unit_scale(l.unit), l.unit);
   if (!p.gpu_allocated_peak_at.empty()) {
-    pred[metric::kBreakdown]["gpu_peak"] = {
+    breakdown["gpu_peak"] = {
         {"allocated_peak_at", p.gpu_allocated_peak_at},
         {"reserved_peak_at", p.gpu_reserved_peak_at},
         {"live_at_allocated_peak_gib", terms(p.gpu_live_at_peak_bytes, kGiB, "gib")}};
   }
+  pred[metric::kBreakdown] = breakdown;
   return pred;
 }
 
@@ -239,6 +243,7 @@ json plan_to_json(const Plan& plan) {
   j["limits"] = {{"gpu_memory_gib", p.gpu_limit_bytes / kGiB},
                  {"host_ram_per_node_gib", p.host_limit_bytes / kGiB}};
   j["predicted"] = predicted_json(plan);
+  j["terms"] = terms_table_json();
   json chunks = json::array();
   for (const Chunk& c : plan.chunks.chunks) chunks.push_back(chunk_json(plan, c));
   j["chunks"] = chunks;

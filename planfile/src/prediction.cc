@@ -1,7 +1,11 @@
 #include "muonplan/prediction.h"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
+
+#include "muonplan/base/units.h"
+#include "muonplan/prediction_terms.h"
 
 namespace muonplan {
 
@@ -51,6 +55,32 @@ const char* to_string(Resource r) {
       return "cpu";
   }
   return "?";
+}
+
+const char* to_string(TermSum s) {
+  switch (s) {
+    case TermSum::gpu_allocated:
+      return "gpu_allocated";
+    case TermSum::gpu_reserved:
+      return "gpu_reserved";
+    case TermSum::gpu_peak:
+      return "gpu_peak";
+    case TermSum::host:
+      return "host";
+    case TermSum::traffic:
+      return "traffic";
+    case TermSum::step:
+      return "step";
+    case TermSum::hidden:
+      return "hidden";
+  }
+  return "?";
+}
+
+double unit_scale(const char* unit) {
+  if (std::strcmp(unit, "gib") == 0) return kGiB;
+  if (std::strcmp(unit, "gb") == 0) return kGB;
+  return 1;  // seconds
 }
 
 }  // namespace muonplan

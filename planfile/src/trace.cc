@@ -11,12 +11,11 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr int kResources = 5;
 // The track of the training step's phases, beside the resources' tracks.
-constexpr int kPhaseTid = kResources;
+constexpr int kPhaseTid = kResourceCount;
 
 Resource resource_named(const std::string& name, const std::string& path) {
-  for (int r = 0; r < kResources; ++r) {
+  for (int r = 0; r < kResourceCount; ++r) {
     if (name == to_string(Resource(r))) return Resource(r);
   }
   throw InputError({path, 0, 0}, "traceEvents", "unknown resource track '" + name + "'");
@@ -39,7 +38,7 @@ json trace_json(const std::vector<TraceEvent>& events,
                      {"pid", pid},
                      {"args", {{"name", process_names[pid]}}}});
     }
-    for (int r = 0; r < kResources; ++r) {
+    for (int r = 0; r < kResourceCount; ++r) {
       out.push_back({{"ph", "M"},
                      {"name", "thread_name"},
                      {"pid", pid},

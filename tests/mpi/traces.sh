@@ -8,7 +8,6 @@ run 2 "$work/p.json" --steps 2 --trace "$work/meas.json" >/dev/null && ok ||
   bad "execute --trace: $(cat "$work/err")"
 "$py" - "$work/pred.json" "$work/meas.json" <<'PY' && ok || bad "trace contents (above)"
 import json, sys
-RESOURCES = ["gpu", "network", "pcie_h2d", "pcie_d2h", "cpu"]
 def load(path):
     t = json.load(open(path))
     events = t["traceEvents"]
@@ -21,10 +20,11 @@ def load(path):
         assert e["name"].startswith(e["cat"]), e  # "<stage> #<chunk>"
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
              if e["ph"] == "M" and e["name"] == "thread_name"}
-    for e in x:  # every track is named by its resource
-        assert names.get((e["pid"], e["tid"])) == RESOURCES[e["tid"]], e
-    return x
-pred, meas = load(sys.argv[1]), load(sys.argv[2])
+    for e in x:  # every track is named by its resource, as the trace itself lists them
+        assert names.get((e["pid"], e["tid"])) == e["args"]["resource"], e
+    return x, {name for (pid, tid), name in names.items()}
+(pred, pred_tracks), (meas, meas_tracks) = load(sys.argv[1]), load(sys.argv[2])
+assert pred_tracks == meas_tracks, f"tracks differ: {pred_tracks} vs {meas_tracks}"
 pids = {e["pid"] for e in meas}
 assert pids == {0, 1}, f"measured pids {pids}, want both ranks"
 cp, cm = {e["cat"] for e in pred}, {e["cat"] for e in meas}

@@ -41,6 +41,23 @@ TEST_CASE("node counts: a count, a range or a list", "[report]") {
   CHECK(default_node_counts(topo) == std::vector<int>{1, 2});  // max_nodes 2
 }
 
+TEST_CASE("node counts: a sweep past kMaxSweepNodeCounts is sampled, ends and chosen kept",
+          "[report]") {
+  const std::vector<int> few = {1, 2, 4, 8};
+  CHECK(sweep_node_counts(few, 4) == few);
+  std::vector<int> many;
+  for (int n = 1; n <= 16384; ++n) many.push_back(n);
+  const std::vector<int> s = sweep_node_counts(many, 777);
+  CHECK(s.size() <= kMaxSweepNodeCounts);
+  CHECK(s.size() >= kMaxSweepNodeCounts - 1);
+  CHECK(s.front() == 1);
+  CHECK(s.back() == 16384);
+  CHECK(std::is_sorted(s.begin(), s.end()));
+  CHECK(std::count(s.begin(), s.end(), 777) == 1);
+  // Evenly spaced by index: the second pick is (16384 - 1) / 126 = 130 steps on.
+  CHECK(s[1] == 131);
+}
+
 TEST_CASE("report data: the sweep's points are the fixed plans, the chosen one the search's",
           "[report]") {
   const ModelSpec spec = load_model(repo_path("models/tiny-moe.yaml"));

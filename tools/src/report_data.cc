@@ -10,10 +10,10 @@
 #include <set>
 #include "muonplan/trace.h"
 
-#include "muonplan/child_process.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
 #include "muonplan/base/parse_int.h"
+#include "muonplan/child_process.h"
 #include "muonplan/plan_checks.h"
 #include "muonplan/trace.h"
 
@@ -104,6 +104,15 @@ std::vector<int> default_node_counts(const Topology& topo) {
   return counts;
 }
 
+std::vector<int> sweep_node_counts(const std::vector<int>& counts, int chosen) {
+  if (counts.size() <= kMaxSweepNodeCounts) return counts;
+  std::set<int> kept = {chosen};
+  // kMaxSweepNodeCounts - 1 picks, first and last included: with `chosen` at most the bound.
+  const size_t picks = kMaxSweepNodeCounts - 1;
+  for (size_t k = 0; k < picks; ++k) kept.insert(counts[k * (counts.size() - 1) / (picks - 1)]);
+  return {kept.begin(), kept.end()};
+}
+
 const std::vector<OptimizerVariant>& report_optimizer_variants() {
   static const std::vector<OptimizerVariant> variants = {
       {"muon", OptimizerKind::muon, false},
@@ -182,7 +191,8 @@ json report_data(const ModelSpec& spec, const Topology& topo, const PlanRequest&
   chosen_json.erase("tensors");
 
   json sweep = json::array();
-  for (int nodes : inputs.node_counts) {
+  const std::vector<int> swept = sweep_node_counts(inputs.node_counts, chosen.options.nodes);
+  for (int nodes : swept) {
     for (OffloadMode mode : {OffloadMode::none, OffloadMode::optimizer, OffloadMode::full}) {
       for (const OptimizerVariant& v : report_optimizer_variants()) {
         sweep.push_back(sweep_point(spec, topo, base, nodes, mode, v));
@@ -203,6 +213,7 @@ json report_data(const ModelSpec& spec, const Topology& topo, const PlanRequest&
           {"offload_modes", enum_names(kOffloadModeNames)},
           {"optimizer_variants", optimizer_variants},
           {"sweep", sweep},
+          {"sweep_node_counts", swept},  // inputs.node_counts, or a sample (kMaxSweepNodeCounts)
           {"chosen", chosen_json},
           {"owner_strategies", owners},
           {"metrics", inputs.metrics},

@@ -19,6 +19,8 @@ double sum(const std::vector<Term>& terms);
 
 // A chunk's timed stages; resources run one stage at a time, chunks in flight overlap.
 enum class Resource { gpu, network, pcie_h2d, pcie_d2h, cpu };
+// How many there are: the simulator's and the trace's tracks (Resource(0) .. Resource(n - 1)).
+inline constexpr int kResourceCount = int(Resource::cpu) + 1;
 const char* to_string(Resource r);
 // When a stage can run in a training step: in the optimizer step after backward, during
 // backward (full offload: gradients to the host, the host fold and host updates), or as the

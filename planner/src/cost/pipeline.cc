@@ -10,16 +10,15 @@
 namespace muonplan {
 
 PipelineResult simulate_pipeline(const std::vector<std::vector<Stage>>& chunks, int depth) {
-  constexpr int kResources = 5;
   PipelineResult out;
-  out.busy_s.assign(kResources, 0);
+  out.busy_s.assign(kResourceCount, 0);
   const size_t n = chunks.size();
   const size_t window = static_cast<size_t>(std::max(1, depth));
   std::vector<size_t> next(n, 0);   // next stage index per chunk
   std::vector<double> ready(n, 0);  // when that stage may start
   std::vector<double> done(n, 0);   // when the chunk finished
   std::vector<char> is_done(n, 0);
-  std::vector<double> free_at(kResources, 0);
+  std::vector<double> free_at(kResourceCount, 0);
   size_t admitted = 0, prefix = 0, n_done = 0;
   // Chunk i enters once chunk i - depth has finished (a buffer slot is free again).
   auto admit = [&]() {

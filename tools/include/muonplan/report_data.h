@@ -20,6 +20,13 @@ inline constexpr const char* kReportSchema = "muonplan.report/1";
 std::vector<int> parse_node_counts(const std::string& text, int max_nodes);
 // Without --nodes: 1..8, capped at the topology's max_nodes.
 std::vector<int> default_node_counts(const Topology& topo);
+// The sweep predicts at most this many node counts (x 3 offload modes x 4 optimizers): 128
+// counts are 1536 fixed plans, which a 16384-node kimi-k2 request would otherwise multiply
+// 128-fold (issue 33 item 17).
+inline constexpr size_t kMaxSweepNodeCounts = 128;
+// `counts` (ascending) if there are at most kMaxSweepNodeCounts, else that many of them, evenly
+// spaced by index, the first, the last and `chosen` among them; ascending.
+std::vector<int> sweep_node_counts(const std::vector<int>& counts, int chosen);
 
 // The optimizer variants the sweep compares: muon, muon with bf16 momentum, adamw, signsgd.
 struct OptimizerVariant {
