@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -115,8 +116,10 @@ void check_optimizer_config(const OptimizerHyper& h, const NsSchedule& s,
   for (size_t i = 0; i < s.steps.size(); ++i) {
     const NsCoefficients& k = s.steps[i];
     for (double v : {k.a, k.b, k.c}) {
-      c.check(std::isfinite(v), "--ns-schedule", coeffs + "[" + std::to_string(i) + "]",
-              "coefficients must be finite", v);
+      // The NS kernels run in fp32 (bf16 GEMMs): 1e39 is finite in double, inf once rounded.
+      c.check(std::isfinite(v) && std::fabs(v) <= std::numeric_limits<float>::max(),
+              "--ns-schedule", coeffs + "[" + std::to_string(i) + "]",
+              "coefficients must be finite in fp32 (|c| at most 3.40282e+38)", v);
     }
   }
   c.positive(s.norm_scale, "--ns-schedule", oc + "ns_norm_scale");

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "cost/activation_sizes.h"
+#include "muonplan/base/checked_int.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/units.h"
 #include "muonplan/offload_policy.h"
@@ -56,6 +57,13 @@ std::string bounding_resource(const PipelineResult& r) {
   return buf;
 }
 
+// The step's cost walks its micro steps one by one (each one's prefetch, offload and AC
+// traffic), so their count is bounded: 2^30 tokens of seq_len 1 on 8 ranks were 1.3e8 micro
+// steps and 37 s for one candidate, 2^62 from Python never returned (issue 33 item 12). A
+// real step has at most a few hundred (prime-rl's default: 128 rows over the data-parallel
+// groups); 65536 keeps a candidate under about 20 ms and refuses only what no trainer runs.
+constexpr int64_t kMaxMicroSteps = 65536;
+
 int64_t micro_steps(const Workload& w, int world, const Layout& l) {
   if (w.seq_len % l.cp != 0) {
     throw InputError({}, "--layout",
@@ -64,7 +72,8 @@ int64_t micro_steps(const Workload& w, int world, const Layout& l) {
   }
   const int64_t dp = world / l.cp;
   const int64_t seqs = w.tokens_per_step / w.seq_len;
-  const int64_t per_micro = dp * w.micro_batch_seqs;
+  const int64_t per_micro = checked_mul(dp, w.micro_batch_seqs, "--micro-batch-seqs",
+                                        "data-parallel groups x sequences per micro step");
   if (seqs % per_micro != 0) {
     throw InputError({}, "--tokens-per-step",
                      std::to_string(seqs) + " sequences per step do not split over " +
@@ -72,7 +81,16 @@ int64_t micro_steps(const Workload& w, int world, const Layout& l) {
                          std::to_string(world) + " / cp " + std::to_string(l.cp) + ") x " +
                          std::to_string(w.micro_batch_seqs) + " sequences per micro step");
   }
-  return seqs / per_micro;
+  const int64_t n = seqs / per_micro;
+  if (n > kMaxMicroSteps) {
+    throw InputError(
+        {}, "--tokens-per-step",
+        std::to_string(n) + " micro steps per step (" + std::to_string(seqs) + " sequences / (" +
+            std::to_string(dp) + " data-parallel groups x " + std::to_string(w.micro_batch_seqs) +
+            " per micro step)) is more than muonplan plans for (" + std::to_string(kMaxMicroSteps) +
+            "): raise --micro-batch-seqs or --seq-len, or lower --tokens-per-step");
+  }
+  return n;
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // Tokens per step, rows and activations from a prime-rl config (docs/trainer-config.md,
 // "Tokens per step"): RL packs samples into rows of seq_len, one row per micro step; SFT steps
 // data.batch_size rows, micro_batch_size of them per micro step.
+#include "muonplan/base/checked_int.h"
 #include "trainer_file.h"
 
 namespace muonplan::detail {
@@ -84,7 +85,7 @@ void read_rl_batch(const TrainerFile& f, TrainerConfig& tc, int64_t seq_len) {
     if (batch % group != 0)
       f.fail("orchestrator", "batch_size",
              "not a multiple of " + group_key + " = " + std::to_string(group));
-    tokens = batch * seq_len;
+    tokens = checked_mul(batch, seq_len, "orchestrator.batch_size", "batch_size x seq_len");
     tc.notes.push_back(
         "orchestrator.batch_size = " + std::to_string(batch) + " samples: planned as " +
         std::to_string(batch) + " full rows of " + std::to_string(seq_len) +
@@ -109,14 +110,17 @@ void read_sft_batch(const TrainerFile& f, TrainerConfig& tc, int64_t seq_len) {
   const int64_t micro = f.integer("data", "micro_batch_size", 1);
   if (tc.cp > 1 && micro != 1)
     f.fail("data", "micro_batch_size", "context parallelism needs micro_batch_size = 1");
-  if ((batch * tc.cp) % (world * micro) != 0) {
+  const int64_t rows_cp = checked_mul(batch, tc.cp, "data.batch_size", "batch_size x cp");
+  const int64_t per_micro =
+      checked_mul(world, micro, "data.micro_batch_size", "world x micro_batch_size");
+  if (rows_cp % per_micro != 0) {
     f.fail("data", "batch_size",
-           "batch_size x cp = " + std::to_string(batch * tc.cp) +
-               " does not divide by world x micro_batch_size = " + std::to_string(world * micro));
+           "batch_size x cp = " + std::to_string(rows_cp) +
+               " does not divide by world x micro_batch_size = " + std::to_string(per_micro));
   }
+  const int64_t tokens = checked_mul(batch, seq_len, "data.batch_size", "batch_size x seq_len");
   tc.batch_key = "batch_size";
-  tc.values.push_back(
-      f.value("tokens-per-step", std::to_string(batch * seq_len), "data", "batch_size"));
+  tc.values.push_back(f.value("tokens-per-step", std::to_string(tokens), "data", "batch_size"));
   tc.values.push_back(
       f.value("micro-batch-seqs", std::to_string(micro), "data", "micro_batch_size"));
 }
@@ -141,7 +145,7 @@ void read_trainer_batch(const TrainerFile& f, TrainerConfig& tc, int64_t seq_len
   if (rows % micro != 0)
     f.fail("data", "fake.batch_size",
            "not a multiple of fake.micro_batch_size = " + std::to_string(micro));
-  tc.rl_tokens = rows * seq_len;
+  tc.rl_tokens = checked_mul(rows, seq_len, "data.fake.batch_size", "batch_size x seq_len");
   const int64_t workers = int64_t(tc.nodes) * tc.gpus_per_node / tc.cp;
   tc.values.push_back(f.value("tokens-per-step",
                               std::to_string(whole_rows(tc.rl_tokens, seq_len, workers)), "data",
@@ -153,8 +157,10 @@ void read_trainer_batch(const TrainerFile& f, TrainerConfig& tc, int64_t seq_len
 }  // namespace
 
 int64_t whole_rows(int64_t tokens, int64_t seq_len, int64_t workers) {
-  const int64_t per = seq_len * workers;
-  return (tokens + per - 1) / per * per;
+  const int64_t per = checked_mul(seq_len, workers, "seq_len", "seq_len x workers (world / cp)");
+  const int64_t rows =
+      checked_add(tokens, per - 1, "tokens-per-step", "tokens + a row per worker") / per;
+  return checked_mul(rows, per, "tokens-per-step", "rows x seq_len x workers");
 }
 
 namespace {
