@@ -82,14 +82,6 @@ std::string key_era_problem(const std::string& table, const std::string& key, bo
   return why;
 }
 
-std::string key_name_at(const std::string& table, const std::string& key, bool sft,
-                        const std::string& date) {
-  const KeyEra* e = find_era(table, key, sft);
-  if (!e || inside(*e, date) || !*e->renamed) return key;
-  const KeyEra* other = find_era(table, e->renamed, sft);
-  return other && inside(*other, date) ? other->key : key;  // renamed keys have no sub-keys
-}
-
 PrimeRlDefaults prime_rl_defaults(const std::string& version) {
   const std::string date = version.empty() ? kNewest : version;
   if (!is_date(date))

@@ -30,9 +30,6 @@ std::vector<std::string> default_differences(const PrimeRlDefaults& now,
 // prime_rl_versions.cc, its citation and its name at that date; "" inside the era.
 std::string key_era_problem(const std::string& table, const std::string& key, bool sft,
                             const std::string& date);
-// The name `key` had in prime-rl on `date` (a later rename written with the older name).
-std::string key_name_at(const std::string& table, const std::string& key, bool sft,
-                        const std::string& date);
 
 class TrainerFile {
  public:
