@@ -3,6 +3,7 @@
 // file planned with --prime-rl-version DATE gets the defaults in force on that date; without
 // it, the newest the table knows.
 #include <cctype>
+#include <vector>
 
 #include "trainer_file.h"
 
@@ -23,7 +24,63 @@ bool is_date(const std::string& d) {
          d.substr(8, 2) <= "31";
 }
 
+// The eras of the keys whose presence changed (docs/trainer-config.md, "Key eras"): a key is
+// in prime-rl's schema from `since` (inclusive) until `until` (exclusive); "" is open. `renamed`
+// is the name that replaced it (or that it replaced, for a key with a `since`). Sub-keys of a
+// section share its era. Each row cites the prime-rl commit that made the change.
+struct KeyEra {
+  const char* table;
+  const char* key;
+  bool sft_only;  // the change was to the SFT schema only
+  const char* since;
+  const char* until;
+  const char* renamed;
+  const char* commit;
+};
+
+const std::vector<KeyEra>& key_eras() {
+  static const std::vector<KeyEra> eras = {
+      {"model", "fused_lm_head_chunk_size", false, "", "2026-03-09",
+       "fused_lm_head_token_chunk_size", "93cd1fa37 (#1987)"},
+      {"model", "fused_lm_head_token_chunk_size", false, "2026-03-09", "",
+       "fused_lm_head_chunk_size", "93cd1fa37 (#1987)"},
+      {"model", "optim_cpu_offload", false, "2026-02-03", "", "", "e41036a16 (#1694)"},
+      {"model", "full_offload", false, "2026-08-15", "", "", "b8d9553c0 (#3234)"},
+      {"deployment", "num_gpus", true, "", "2026-08-17", "num_train_gpus", "15d6c8197 (#3256)"},
+      {"deployment", "num_nodes", true, "", "2026-08-17", "num_train_nodes", "15d6c8197 (#3256)"},
+      {"deployment", "num_train_gpus", true, "2026-08-17", "", "num_gpus", "15d6c8197 (#3256)"},
+      {"deployment", "num_train_nodes", true, "2026-08-17", "", "num_nodes", "15d6c8197 (#3256)"},
+  };
+  return eras;
+}
+
+// The row of `key` or of the section it sits in ("full_offload.numa_bind" -> "full_offload").
+const KeyEra* find_era(const std::string& table, const std::string& key, bool sft) {
+  const std::string head = key.substr(0, key.find('.'));
+  for (const KeyEra& e : key_eras()) {
+    if (table == e.table && head == e.key && (sft || !e.sft_only)) return &e;
+  }
+  return nullptr;
+}
+
+bool inside(const KeyEra& e, const std::string& date) {
+  return date >= e.since && (!*e.until || date < e.until);  // ISO dates compare as text
+}
+
 }  // namespace
+
+std::string key_era_problem(const std::string& table, const std::string& key, bool sft,
+                            const std::string& date) {
+  const KeyEra* e = find_era(table, key, sft);
+  if (!e || inside(*e, date)) return "";
+  const std::string era = *e->since ? std::string("from ") + e->since : "";
+  const std::string end = *e->until ? std::string("until ") + e->until : "";
+  std::string why = "prime-rl of " + date +
+                    " has no such key (it forbids extra keys): its era is " + era +
+                    (era.empty() || end.empty() ? "" : " ") + end + ", " + e->commit;
+  if (*e->renamed) why += std::string("; on ") + date + " the key is " + e->renamed;
+  return why;
+}
 
 PrimeRlDefaults prime_rl_defaults(const std::string& version) {
   const std::string date = version.empty() ? kNewest : version;
@@ -31,6 +88,7 @@ PrimeRlDefaults prime_rl_defaults(const std::string& version) {
     throw InputError({}, "--prime-rl-version", "expected a date YYYY-MM-DD, got '" + date + "'");
   PrimeRlDefaults d;
   d.date = date;
+  d.dated = !version.empty();
   d.newest = date >= kNewest;
   const bool on = date >= kDefaultsOn;  // ISO dates compare as text
   d.optim_cpu_offload = d.ac = d.ac_offloading = d.ep_auto = on;

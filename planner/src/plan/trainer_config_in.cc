@@ -110,6 +110,11 @@ void collect(TrainerFile& f, TrainerConfig& tc, const std::string& table, const 
       }
       continue;
     }
+    if (f.defaults().dated) {
+      const std::string why = detail::key_era_problem(table, key, tc.sft, f.defaults().date);
+      if (!why.empty())
+        throw InputError({tc.path, v.key_line, v.key_col}, printable(f.field(table, key)), why);
+    }
     f.add(table, key, &v);
     if (known->type == KeyType::section && v.kind == TomlNode::Kind::table)
       collect(f, tc, table, v, key + ".");

@@ -16,6 +16,7 @@ namespace muonplan::detail {
 struct PrimeRlDefaults {
   std::string date;
   bool newest = true;  // the newest version the table knows
+  bool dated = false;  // --prime-rl-version given: keys outside their era are refused
   bool optim_cpu_offload = true, ac = true, ac_offloading = true, ep_auto = true;
   int64_t lm_head_chunk = 8192;  // RL's fused head; 0: disabled
 };
@@ -24,6 +25,11 @@ PrimeRlDefaults prime_rl_defaults(const std::string& version);
 // The defaults `then` has other than `now`, each with the figures it moves.
 std::vector<std::string> default_differences(const PrimeRlDefaults& now,
                                              const PrimeRlDefaults& then);
+
+// Why prime-rl of `date` refuses this key (its configs forbid extra keys): the key's era in
+// prime_rl_versions.cc, its citation and its name at that date; "" inside the era.
+std::string key_era_problem(const std::string& table, const std::string& key, bool sft,
+                            const std::string& date);
 
 class TrainerFile {
  public:
