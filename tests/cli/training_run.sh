@@ -112,7 +112,7 @@ r = [r for r in d['residuals'] if r['figure'] == 'gpu_peak_gib' and r['run'].end
 assert len(r) == 1, r
 assert abs(r[0]['rel_error_before']) < $4, r[0]"
 }
-EXPECT_TIMEOUT=180 expect bench-h200 0 "" "$bin" calibrate --topology h200-ib --json \
+EXPECT_TIMEOUT=$([ "$asan" = 1 ] && echo 900 || echo 180) expect bench-h200 0 "" "$bin" calibrate --topology h200-ib --json \
   --training-run "$tr/bench-qwen3-30b-a3b-h200-sft.yaml" \
   --training-run "$tr/bench-qwen3-4b-h200-rl-lora.yaml" \
   --training-run "$tr/bench-intellect-3-h200-rl-lora-offload.yaml"
