@@ -17,6 +17,18 @@ from testenv import BIN, ENV, ROOT, path
 GOLDEN = path("tests/data/golden/muon_adamw_steps.json")
 
 
+def load_golden_tool():
+    """tools/golden_step.py as a module: its initial values are the golden side's."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("golden_step", path("tools/golden_step.py"))
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
+
+
+GOLDEN_TOOL = load_golden_tool()
+
+
 def bf16_ulp(x):
     """One bf16 ulp at |x| (8 significant bits)."""
     e = np.floor(np.log2(np.maximum(np.abs(x), 1e-30)))
@@ -85,12 +97,7 @@ class GoldenStep(unittest.TestCase):
 
     @staticmethod
     def initial(name, n):
-        import importlib.util
-        spec = importlib.util.spec_from_file_location("golden_step", path("tools/golden_step.py"))
-        tool = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(tool)
-        return tool.init_param(name, n).astype(np.float64)
-
+        return GOLDEN_TOOL.init_param(name, n).astype(np.float64)
 
 if __name__ == "__main__":
     unittest.main()

@@ -65,7 +65,8 @@ using Setter = std::function<void(PlanFlags&, const std::string& value, const st
 using Getter = std::function<std::string(const PlanFlags&)>;
 struct Access {
   Setter set;
-  Getter get;  // for plan_flag_value: the value as set_plan_flag takes it back
+  Getter get;        // for plan_flag_value: the value as set_plan_flag takes it back
+  std::string type;  // PlanFlagInfo::type, from how the value is parsed
 };
 
 // Doubles at full precision, so equal text means equal values.
@@ -82,26 +83,33 @@ std::string number_text(T v) {
 
 Access text(std::string PlanFlags::*field) {
   return {[field](PlanFlags& f, const std::string& v, const std::string&) { f.*field = v; },
-          [field](const PlanFlags& f) { return f.*field; }};
+          [field](const PlanFlags& f) { return f.*field; }, "TEXT"};
+}
+// A path: text, named PATH (the CLI refuses an empty one).
+Access path(std::string PlanFlags::*field) {
+  Access a = text(field);
+  a.type = "PATH";
+  return a;
 }
 Access boolean(bool PlanFlags::*field) {
   return {[field](PlanFlags& f, const std::string& v, const std::string& flag) {
             f.*field = parse_bool(v, flag);
           },
-          [field](const PlanFlags& f) { return std::string(f.*field ? "true" : "false"); }};
+          [field](const PlanFlags& f) { return std::string(f.*field ? "true" : "false"); }, "BOOL"};
 }
 template <typename T>
 Access number(T PlanFlags::*field, const char* what) {
   return {[field, what](PlanFlags& f, const std::string& v, const std::string& flag) {
             f.*field = parse_number<T>(v, flag, what);
           },
-          [field](const PlanFlags& f) { return number_text(f.*field); }};
+          [field](const PlanFlags& f) { return number_text(f.*field); },
+          std::is_floating_point_v<T> ? "FLOAT" : "INT"};
 }
 Access hyper(double OptimizerHyper::*field) {
   return {[field](PlanFlags& f, const std::string& v, const std::string& flag) {
             f.hyper.*field = parse_number<double>(v, flag, "a number");
           },
-          [field](const PlanFlags& f) { return number_text(f.hyper.*field); }};
+          [field](const PlanFlags& f) { return number_text(f.hyper.*field); }, "FLOAT"};
 }
 // A flag whose 0 means "not given: the default" (the topology's GPUs per node or memory, the
 // schedule's update RMS): a value given must be positive, so that 0, a negative or a NaN is
@@ -160,7 +168,8 @@ Access adamw_betas() {
           },
           [](const PlanFlags& f) {
             return number_text(f.hyper.adamw_beta1) + "," + number_text(f.hyper.adamw_beta2);
-          }};
+          },
+          "FLOAT,FLOAT"};
 }
 
 // A fraction of a limit kept free: in [0, 1).
@@ -179,7 +188,6 @@ Access headroom(double PlanFlags::*field) {
 struct Entry {
   std::string name;
   Access access;
-  std::string type;    // PlanFlagInfo::type
   bool shows_default;  // false: 0 or empty means "not given", and the help says what applies
   std::string help;
   bool search_only = false;
@@ -187,87 +195,82 @@ struct Entry {
 
 const std::vector<Entry>& setters() {
   static const std::vector<Entry> table = {
-      {"nodes", text(&PlanFlags::nodes), "TEXT", true, "Node count, or auto", true},
-      {"max-nodes", positive_int(&PlanFlags::max_nodes), "INT", false,
+      {"nodes", text(&PlanFlags::nodes), true, "Node count, or auto", true},
+      {"max-nodes", positive_int(&PlanFlags::max_nodes), false,
        "Upper bound for --nodes auto (default: the topology's max_nodes)", true},
-      {"max-predictions", positive_int(&PlanFlags::max_predictions), "INT", false,
+      {"max-predictions", positive_int(&PlanFlags::max_predictions), false,
        "--nodes auto predicts at most about this many candidates, then lists the node counts "
        "left as not evaluated (default: " +
            std::to_string(kDefaultMaxPredictions) + ")",
        true},
-      {"gpus-per-node", positive_int(&PlanFlags::gpus_per_node), "INT", false,
+      {"gpus-per-node", positive_int(&PlanFlags::gpus_per_node), false,
        "Override the topology's GPUs per node"},
-      {"layout", layout(), "TEXT", false, "fsdp=F,cp=C,ep=E (default: FSDP over all ranks)"},
-      {"optimizer", text(&PlanFlags::optimizer), "TEXT", true,
-       choices_help(enum_names(kOptimizerNames))},
-      {"offload", text(&PlanFlags::offload), "TEXT", true,
+      {"layout", layout(), false, "fsdp=F,cp=C,ep=E (default: FSDP over all ranks)"},
+      {"optimizer", text(&PlanFlags::optimizer), true, choices_help(enum_names(kOptimizerNames))},
+      {"offload", text(&PlanFlags::offload), true,
        choices_help(enum_names(kOffloadModeNames, {"auto"})), true},
-      {"offload-staging", text(&PlanFlags::staging), "TEXT", true,
+      {"offload-staging", text(&PlanFlags::staging), true,
        "optimizer offload: " + choices_help(enum_names(kOffloadStagingNames)) +
            " (whole: the state on the GPU for the step)"},
-      {"pinned-state", boolean(&PlanFlags::pinned_state), "BOOL", false,
+      {"pinned-state", boolean(&PlanFlags::pinned_state), false,
        "optimizer offload: state in pinned host memory"},
-      {"bf16-momentum", boolean(&PlanFlags::bf16_momentum), "BOOL", false,
-       "Keep Muon momentum in bf16"},
-      {"nesterov", boolean(&PlanFlags::nesterov), "BOOL", false,
+      {"bf16-momentum", boolean(&PlanFlags::bf16_momentum), false, "Keep Muon momentum in bf16"},
+      {"nesterov", boolean(&PlanFlags::nesterov), false,
        "Nesterov momentum (not with full offload)"},
-      {"lr", hyper(&OptimizerHyper::lr), "FLOAT", true, "Learning rate (carried to the executor)"},
-      {"momentum", hyper(&OptimizerHyper::momentum), "FLOAT", true, "Muon momentum mu"},
-      {"weight-decay", hyper(&OptimizerHyper::weight_decay), "FLOAT", true,
-       "Decoupled weight decay"},
-      {"update-rms", positive_hyper(&OptimizerHyper::update_rms), "FLOAT", false,
+      {"lr", hyper(&OptimizerHyper::lr), true, "Learning rate (carried to the executor)"},
+      {"momentum", hyper(&OptimizerHyper::momentum), true, "Muon momentum mu"},
+      {"weight-decay", hyper(&OptimizerHyper::weight_decay), true, "Decoupled weight decay"},
+      {"update-rms", positive_hyper(&OptimizerHyper::update_rms), false,
        "Update RMS scale (default: the schedule's, 0.2 or 0.18 for deepseek-v4)"},
-      {"adamw-lr", hyper(&OptimizerHyper::adamw_lr), "FLOAT", false,
-       "AdamW learning rate (default: --lr)"},
-      {"adamw-weight-decay", hyper(&OptimizerHyper::adamw_weight_decay), "FLOAT", true,
+      {"adamw-lr", hyper(&OptimizerHyper::adamw_lr), false, "AdamW learning rate (default: --lr)"},
+      {"adamw-weight-decay", hyper(&OptimizerHyper::adamw_weight_decay), true,
        "AdamW weight decay"},
-      {"adamw-betas", adamw_betas(), "FLOAT,FLOAT", false, "AdamW betas b1,b2 (default: 0.9,0.95)"},
-      {"ns-schedule", text(&PlanFlags::schedule), "TEXT", true,
+      {"adamw-betas", adamw_betas(), false, "AdamW betas b1,b2 (default: 0.9,0.95)"},
+      {"ns-schedule", text(&PlanFlags::schedule), true,
        "quintic | polar-express | jordan | deepseek-v4 | 'a,b,c;a,b,c;...'"},
-      {"owners", text(&PlanFlags::owners), "TEXT", true,
-       choices_help(enum_names(kOwnerStrategyNames))},
-      {"workload", text(&PlanFlags::workload), "PATH", false,
+      {"owners", text(&PlanFlags::owners), true, choices_help(enum_names(kOwnerStrategyNames))},
+      {"workload", path(&PlanFlags::workload), false,
        "Workload YAML (tokens_per_step, seq_len, ...)"},
-      {"tokens-per-step", number(&PlanFlags::tokens_per_step, "an integer"), "INT", false,
+      {"tokens-per-step", number(&PlanFlags::tokens_per_step, "an integer"), false,
        "Global batch in tokens"},
-      {"seq-len", number(&PlanFlags::seq_len, "an integer"), "INT", false, "Sequence length"},
-      {"micro-batch-seqs", number(&PlanFlags::micro_batch_seqs, "an integer"), "INT", true,
+      {"seq-len", number(&PlanFlags::seq_len, "an integer"), false, "Sequence length"},
+      {"micro-batch-seqs", number(&PlanFlags::micro_batch_seqs, "an integer"), true,
        "Sequences per rank per micro step"},
-      {"ac", text(&PlanFlags::ac), "TEXT", true, "Activation checkpointing: none | full"},
-      {"ac-offload", boolean(&PlanFlags::ac_offload), "BOOL", false,
+      {"ac", text(&PlanFlags::ac), true, "Activation checkpointing: none | full"},
+      {"ac-offload", boolean(&PlanFlags::ac_offload), false,
        "Keep checkpointed activations in host RAM"},
-      {"lm-head-chunk", number(&PlanFlags::lm_head_chunk, "an integer"), "INT", true,
+      {"lm-head-chunk", number(&PlanFlags::lm_head_chunk, "an integer"), true,
        "Fused LM head: tokens per logits chunk (0: unfused, whole-sequence logits)"},
-      {"cp-style", text(&PlanFlags::cp_style), "TEXT", true,
+      {"cp-style", text(&PlanFlags::cp_style), true,
        "Context parallelism: " + choices_help(enum_names(kCpStyleNames))},
-      {"attention", text(&PlanFlags::attention), "TEXT", false,
+      {"attention", text(&PlanFlags::attention), false,
        "Attention kernel: " + choices_help(enum_names(kAttentionKernelNames)) +
            " (auto: FA3 on SM90, FA2 elsewhere; default: the workload file's, else auto)"},
-      {"gpu-memory-gib", positive_double(&PlanFlags::gpu_memory_gib), "FLOAT", false,
+      {"gpu-memory-gib", positive_double(&PlanFlags::gpu_memory_gib), false,
        "GPU memory limit per GPU (default: the topology's)"},
-      {"host-ram-gib", positive_double(&PlanFlags::host_ram_gib), "FLOAT", false,
+      {"host-ram-gib", positive_double(&PlanFlags::host_ram_gib), false,
        "Host RAM limit per node (default: the topology's)"},
-      {"include-mtp", boolean(&PlanFlags::include_mtp), "BOOL", false,
+      {"include-mtp", boolean(&PlanFlags::include_mtp), false,
        "Train the multi-token-prediction layers too"},
-      {"lora-rank", positive_int(&PlanFlags::lora_rank), "INT", false,
+      {"lora-rank", positive_int(&PlanFlags::lora_rank), false,
        "LoRA: adapters of this rank on frozen bf16 base weights (with --optimizer adamw)"},
-      {"lora-alpha", positive_double(&PlanFlags::lora_alpha), "FLOAT", false,
+      {"lora-alpha", positive_double(&PlanFlags::lora_alpha), false,
        "LoRA scaling alpha (default 32, prime-rl's)"},
-      {"lora-targets", text(&PlanFlags::lora_targets), "TEXT", false,
+      {"lora-targets", text(&PlanFlags::lora_targets), false,
        "LoRA target modules a,b,c (default prime-rl's: q_proj,k_proj,v_proj,o_proj,gate_proj,"
        "up_proj,down_proj,experts)"},
-      {"lora-adapters", positive_int(&PlanFlags::lora_adapters), "INT", false,
+      {"lora-adapters", positive_int(&PlanFlags::lora_adapters), false,
        "LoRA adapter slots kept resident (prime-rl's max_concurrent_runs; default 1)"},
-      {"runtime", text(&PlanFlags::runtime), "TEXT", false,
+      {"runtime", text(&PlanFlags::runtime), false,
        "Memory of: muonplan (our executor, exact) | pytorch (FSDP2 + NCCL; the default with a "
        "workload)"},
-      {"gpu-headroom", headroom(&PlanFlags::gpu_headroom), "FLOAT", false,
+      {"gpu-headroom", headroom(&PlanFlags::gpu_headroom), false,
        "Fraction of GPU memory the fit keeps free (default: 0.05 pytorch, 0 muonplan)"},
-      {"host-headroom", headroom(&PlanFlags::host_headroom), "FLOAT", false,
+      {"host-headroom", headroom(&PlanFlags::host_headroom), false,
        "Fraction of host RAM the fit keeps free (default: 0.05 pytorch, 0 muonplan)"},
-      {"trainer-config", text(&PlanFlags::trainer_config), "PATH", false,
+      {"trainer-config", path(&PlanFlags::trainer_config), false,
        "prime-rl trainer config (RL or SFT TOML; docs/trainer-config.md)", true},
-      {"prime-rl-version", text(&PlanFlags::prime_rl_version), "TEXT", false,
+      {"prime-rl-version", text(&PlanFlags::prime_rl_version), false,
        "The trainer config's prime-rl as a date YYYY-MM-DD: its defaults apply where the file is "
        "silent (default: the newest known)",
        true},
@@ -308,14 +311,14 @@ PlanFlags plan_flags_from_map(const std::map<std::string, std::string>& options)
 static std::string default_text(const Entry& e) {
   if (!e.shows_default) return "";
   const std::string v = e.access.get(PlanFlags{});
-  return e.type == "FLOAT" ? sig_figs(std::stod(v), 6) : v;
+  return e.access.type == "FLOAT" ? sig_figs(std::stod(v), 6) : v;
 }
 
 const std::vector<PlanFlagInfo>& plan_flag_table() {
   static const std::vector<PlanFlagInfo> table = [] {
     std::vector<PlanFlagInfo> out;
     for (const Entry& e : setters())
-      out.push_back({e.name, e.type, default_text(e), e.help, e.search_only});
+      out.push_back({e.name, e.access.type, default_text(e), e.help, e.search_only});
     return out;
   }();
   return table;
