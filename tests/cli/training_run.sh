@@ -131,9 +131,24 @@ for t in b200-ib:bench-intellect-3-b200-rl-lora.yaml:0.07 rtx-a6000:bench-qwen3-
     --training-run "$tr/$bench"
   peak_check "peak-$topo" "$work/out" "$bench" "$tol"
 done
-# h200-ib's step constants (refitted from their defaults on its four runs: docs/validation.md,
-# scripts/gen-validation.sh) are not refitted here: with the simulated allocator in every
-# prediction that fit takes over 5 minutes on CI's two cores. The held-out runs below check them.
+# h200-ib's step constants refitted from their defaults on its four runs, two of them LoRA, come
+# back to the shipped values (docs/validation.md); each run's step within 15% after the fit.
+sed -e 's/^  training_gemm_efficiency: .*/  training_gemm_efficiency: 0.75/' \
+    -e 's/^  layer_overhead_us: .*/  layer_overhead_us: 0/' \
+  topologies/h200-ib.yaml >"$work/h200-defaults.yaml"
+EXPECT_TIMEOUT=$([ "$asan" = 1 ] && echo 900 || echo 180) expect step-refit-h200 0 "" \
+  "$bin" calibrate --topology "$work/h200-defaults.yaml" --json \
+  --training-run "$run" --training-run "$tr/bench-qwen3-30b-a3b-h200-sft.yaml" \
+  --training-run "$tr/bench-intellect-3-h200-rl-lora-offload.yaml" \
+  --training-run "$tr/bench-qwen3-4b-h200-rl-lora.yaml"
+json_check "step refit h200" "$work/out" '
+step = [r for r in d["residuals"] if r["figure"] == "training_step_s"]
+assert len(step) == 4, step
+assert all(abs(r["rel_error_after"]) < 0.15 for r in step), step
+assert all(r["rel_error_before"] < -0.3 for r in step if "bench" in r["run"]), step
+c = d["constants"]
+assert abs(c["calibration.training_gemm_efficiency"]["after"] - 0.395) < 0.002, c
+assert c["calibration.layer_overhead_us"]["after"] > 4990, c  # at its bound, 5000'
 # Held out: the B200 LoRA run (prime-rl's per-expert loop off SM90, expert_loop) and the H100
 # run on the constants h200-ib carries to them; the H100 run is the one outside 15%.
 for held in "b200-ib bench-intellect-3-b200-rl-lora 0.15" "h100-ib bench-qwen3-0.6b-h100-rl 0.25"; do

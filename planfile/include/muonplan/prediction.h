@@ -57,6 +57,9 @@ struct Prediction {
   // "The allocation timeline") and the tensors live at the allocated peak, summed by kind.
   std::string gpu_allocated_peak_at, gpu_reserved_peak_at;
   std::vector<Term> gpu_live_at_peak_bytes;
+  // Whether those come from a replay: false under runtime `muonplan` (no caching allocator), and
+  // for a prediction made without it (PredictParts, cost_model.h), whose GPU figures are partial.
+  bool allocator_replayed = false;
   // Per node, busiest node.
   std::vector<Term> host_bytes_per_node;
   // Per GPU per step.

@@ -25,9 +25,17 @@ struct PipelineResult {
 // resource serving one stage at a time (earliest-ready first).
 PipelineResult simulate_pipeline(const std::vector<std::vector<Stage>>& chunks, int depth);
 
+// What predict computes. `without_allocator_replay` leaves out the caching-allocator replay
+// (step_timeline.h), most of a prediction's cost: the GPU memory figures then lack its terms
+// (Prediction::allocator_replayed is false) and must not be read; every time, traffic and host
+// figure is the same as with `all`. calibrate searches a constant that moves no GPU memory figure
+// this way (tests/unit/cost_parts_test.cc checks which figures each fitted constant moves).
+enum class PredictParts { all, without_allocator_replay };
+
 // Predicts one candidate. `chunks` must come from build_chunks for the same layout and world.
 Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
-                   const PlanOptions& opts, const ChunkPlan& chunks);
+                   const PlanOptions& opts, const ChunkPlan& chunks,
+                   PredictParts parts = PredictParts::all);
 
 // The cost model's work since the process started: candidates predicted, and per-rank window
 // steps (one rank's buffers of one chunk) over them. `plan` prints it under

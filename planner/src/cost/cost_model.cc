@@ -312,7 +312,7 @@ CostWork cost_work() {
 // Memory, traffic and time of one candidate; each part in its own function above, from the
 // figures step_figures computes once.
 Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
-                   const PlanOptions& o, const ChunkPlan& plan) {
+                   const PlanOptions& o, const ChunkPlan& plan, PredictParts parts) {
   Prediction p;
   const StepFigures f = step_figures(inv, topo, o, plan);
   const ChunkCosts chunks = chunk_costs(inv, topo, f, plan);
@@ -332,7 +332,8 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   p.gpu_headroom = o.gpu_headroom_or();
   p.host_headroom = o.host_headroom_or();
   if (o.runtime == RuntimeKind::pytorch)
-    add_pytorch_runtime_terms(spec, inv, topo, o, plan, peak_rank, p);
+    add_pytorch_runtime_terms(spec, inv, topo, o, plan, peak_rank,
+                              parts != PredictParts::without_allocator_replay, p);
   return p;
 }
 

@@ -49,8 +49,8 @@ std::string mib(double bytes) {
   return buf;
 }
 
-void add_gpu_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
-                   const PlanOptions& o, const ChunkPlan& plan, int peak_rank, Prediction& p);
+void add_gpu_terms(const Topology& topo, const PlanOptions& o, const ChunkPlan& plan,
+                   Prediction& p);
 void add_host_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
                     const PlanOptions& o, const ChunkPlan& plan, Prediction& p);
 void add_simulated_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
@@ -104,8 +104,9 @@ double pinned_block_bytes(double bytes) {
 
 void add_pytorch_runtime_terms(const ModelSpec& spec, const ParamInventory& inv,
                                const Topology& topo, const PlanOptions& o, const ChunkPlan& plan,
-                               int peak_rank, Prediction& p) {
-  add_gpu_terms(spec, inv, topo, o, plan, peak_rank, p);
+                               int peak_rank, bool replay, Prediction& p) {
+  add_gpu_terms(topo, o, plan, p);
+  if (replay) add_simulated_terms(spec, inv, topo, o, plan, peak_rank, p);
   add_host_terms(spec, inv, topo, o, plan, p);
 }
 
@@ -144,15 +145,14 @@ void add_outside_terms(const Topology& topo, const PlanOptions& o, const ChunkPl
   }
 }
 
-void add_gpu_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
-                   const PlanOptions& o, const ChunkPlan& plan, int peak_rank, Prediction& p) {
+void add_gpu_terms(const Topology& topo, const PlanOptions& o, const ChunkPlan& plan,
+                   Prediction& p) {
   const PytorchRuntime& rt = topo.pytorch;
   add_outside_terms(topo, o, plan, p);
   p.gpu_runtime_bytes.push_back({"cublas_workspace",
                                  rt.cublas_workspace_mib * kMiB * rt.gemm_streams,
                                  std::to_string(rt.gemm_streams) + " GEMM stream(s) x " +
                                      mib(rt.cublas_workspace_mib * kMiB)});
-  add_simulated_terms(spec, inv, topo, o, plan, peak_rank, p);
 }
 
 std::string gib(double bytes) {
@@ -202,6 +202,7 @@ void add_simulated_terms(const ModelSpec& spec, const ParamInventory& inv, const
   p.gpu_allocated_peak_at = r.allocated.where;
   p.gpu_reserved_peak_at = r.reserved.where;
   p.gpu_live_at_peak_bytes = r.allocated.live;
+  p.allocator_replayed = true;
 }
 
 void add_host_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,

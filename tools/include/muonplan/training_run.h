@@ -66,6 +66,20 @@ struct TrainingFit {
 TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRun>& fit,
                               const std::vector<TrainingRun>& check);
 
+// What the fit relies on, for tests/unit/training_fit_test.cc to check: each constant it may
+// fit, with its bounds and the figures it moves (every other figure stays bit-identical when it
+// moves, so its search leaves them out, and the allocator replay with gpu_peak_gib); and run r's
+// figures under topo, by name, without the replay (and without gpu_peak_gib) when !replay.
+struct FitConstant {
+  std::string name;
+  double lo = 0, hi = 0;
+  std::vector<std::string> moves;
+  double& (*field)(Topology&) = nullptr;
+};
+std::vector<FitConstant> fit_constants();
+std::map<std::string, double> predicted_figures(const Topology& topo, const TrainingRun& r,
+                                                bool replay = true);
+
 // The topology YAML with each fitted constant's value replaced in its section (added when
 // missing), everything else as written.
 std::string with_training_constants(const std::string& yaml, const TrainingFit& fit,

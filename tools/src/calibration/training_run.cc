@@ -46,9 +46,15 @@ std::optional<double> measured(const TrainingRun& r, int f) {
   }
 }
 
-double predicted(const Topology& topo, const TrainingRun& r, int f) {
-  const Plan& pl = r.plan;
-  const Prediction p = predict(r.spec, pl.inventory, topo, pl.options, pl.chunks);
+// The figures a constant of figure f's group moves: the step's constants move both time figures,
+// a memory constant its own figure only (tests/unit/training_fit_test.cc checks it).
+bool moves(int knob_figure, int f) {
+  const auto group = [](int g) { return g == step || g == post_backward ? step : g; };
+  return group(knob_figure) == group(f);
+}
+
+// Run r's figure f from prediction p.
+double figure(const Prediction& p, const TrainingRun& r, int f) {
   switch (f) {
     case step:
       return p.step_s();
@@ -58,6 +64,8 @@ double predicted(const Topology& topo, const TrainingRun& r, int f) {
       }
       return p.optimizer_step_s;
     case gpu_peak:
+      if (!p.allocator_replayed && r.plan.options.runtime == RuntimeKind::pytorch)
+        throw std::logic_error("gpu_peak_gib read from a prediction without the allocator replay");
       switch (r.gpu_peak_kind) {
         case TrainingRun::PeakKind::allocated:
           return p.gpu_allocated_bytes() / kGiB;
@@ -71,14 +79,22 @@ double predicted(const Topology& topo, const TrainingRun& r, int f) {
   }
 }
 
+// Run r's prediction: `replay` false leaves out the allocator replay, which only gpu_peak reads.
+Prediction prediction(const Topology& topo, const TrainingRun& r, bool replay = true) {
+  const Plan& pl = r.plan;
+  return predict(r.spec, pl.inventory, topo, pl.options, pl.chunks,
+                 replay ? PredictParts::all : PredictParts::without_allocator_replay);
+}
+
 // A constant the fit may move, within physical bounds.
 struct Knob {
   const char* name;
-  std::function<double&(Topology&)> field;
+  double& (*field)(Topology&);
   double lo, hi;
   const char* why;
   // Whether run r's figure depends on it (null: every run's does); only those count toward it.
   std::function<bool(const TrainingRun&)> exercised = nullptr;
+  int figure = -1;  // whose knobs_for lists it
 };
 
 // Per figure, the constants it determines, most sensitive first. A figure given k times (over
@@ -125,14 +141,23 @@ std::vector<Knob> knobs_for(int f) {
   }
 }
 
-double objective(const Topology& topo, const std::vector<TrainingRun>& runs) {
+// The sum of squared log errors over the figures of `runs` that knob_figure's constants move
+// (every figure: -1). The figures a constant does not move are constant in its search, so
+// leaving them out changes no argmin, and leaving out gpu_peak leaves out the allocator replay:
+// one prediction per run either way.
+double objective(const Topology& topo, const std::vector<TrainingRun>& runs, int knob_figure = -1) {
   double s = 0;
   for (const TrainingRun& r : runs) {
-    for (int f = 0; f < kFigures; ++f) {
+    const auto counts = [&](int f) {
       const auto m = measured(r, f);
-      if (!m || *m <= 0) continue;
-      const double p = predicted(topo, r, f);
-      const double e = p > 0 ? std::log(p / *m) : 10.0;
+      return m && *m > 0 && (knob_figure < 0 || moves(knob_figure, f));
+    };
+    if (!counts(step) && !counts(post_backward) && !counts(gpu_peak) && !counts(host_ram)) continue;
+    const Prediction p = prediction(topo, r, counts(gpu_peak));
+    for (int f = 0; f < kFigures; ++f) {
+      if (!counts(f)) continue;
+      const double v = figure(p, r, f), m = *measured(r, f);
+      const double e = v > 0 ? std::log(v / m) : 10.0;
       s += e * e;
     }
   }
@@ -327,6 +352,30 @@ TrainingRun load_training_run(const std::string& path, const Topology& topo) {
   return r;
 }
 
+std::vector<FitConstant> fit_constants() {
+  std::vector<FitConstant> out;
+  for (int f = 0; f < kFigures; ++f) {
+    for (const Knob& k : knobs_for(f)) {
+      FitConstant c{k.name, k.lo, k.hi, {}, k.field};
+      for (int g = 0; g < kFigures; ++g) {
+        if (moves(f, g)) c.moves.push_back(kFigureNames[g]);
+      }
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::map<std::string, double> predicted_figures(const Topology& topo, const TrainingRun& r,
+                                                bool replay) {
+  const Prediction p = prediction(topo, r, replay);
+  std::map<std::string, double> out;
+  for (int f = 0; f < kFigures; ++f) {
+    if (f != gpu_peak || replay) out[kFigureNames[f]] = figure(p, r, f);
+  }
+  return out;
+}
+
 TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRun>& fit,
                               const std::vector<TrainingRun>& check) {
   if (fit.empty()) throw InputError({}, "--training-run", "no runs to fit");
@@ -345,7 +394,7 @@ TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRu
                         : std::string("default: ") + std::to_string(given) + " measured " +
                               kFigureNames[f] + (ks[i].exercised ? " that count it" : "") +
                               ", too few to determine it";
-      if (c.fitted) active.push_back(ks[i]);
+      if (c.fitted) active.push_back(ks[i]), active.back().figure = f;
       out.constants.push_back(c);
     }
   }
@@ -355,7 +404,7 @@ TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRu
       auto g = [&](double v) {
         Topology t = out.topology;
         k.field(t) = v;
-        return objective(t, fit);
+        return objective(t, fit, k.figure);
       };
       k.field(out.topology) = golden(g, k.lo, k.hi);
     }
@@ -375,11 +424,12 @@ TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRu
   }
   auto residuals = [&](const std::vector<TrainingRun>& runs, bool held_out) {
     for (const TrainingRun& r : runs) {
+      const Prediction before = prediction(topo, r), after = prediction(out.topology, r);
       for (int f = 0; f < kFigures; ++f) {
         const auto m = measured(r, f);
         if (!m) continue;
-        out.residuals.push_back({r.name, kFigureNames[f], *m, predicted(topo, r, f),
-                                 predicted(out.topology, r, f), held_out});
+        out.residuals.push_back(
+            {r.name, kFigureNames[f], *m, figure(before, r, f), figure(after, r, f), held_out});
       }
     }
   };
