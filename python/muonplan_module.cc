@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -40,7 +41,33 @@ py::object to_python(const json& j) {
   return py::module_::import("json").attr("loads")(j.dump());
 }
 
-std::string to_json_text(py::handle obj) {
+// The first float under obj that is NaN or infinite: where ("key.key[3]") and its text.
+std::pair<std::string, std::string> non_finite_at(py::handle obj, const std::string& at) {
+  if (py::isinstance<py::float_>(obj) && !std::isfinite(obj.cast<double>()))
+    return {at.empty() ? "(the value)" : at, py::repr(obj).cast<std::string>()};
+  if (py::isinstance<py::dict>(obj)) {
+    for (auto [key, value] : obj.cast<py::dict>()) {
+      const std::string k = py::str(key).cast<std::string>();
+      auto found = non_finite_at(value, at.empty() ? k : at + "." + k);
+      if (!found.first.empty()) return found;
+    }
+  } else if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
+    size_t i = 0;
+    for (py::handle item : obj) {
+      auto found = non_finite_at(item, at + "[" + std::to_string(i++) + "]");
+      if (!found.first.empty()) return found;
+    }
+  }
+  return {};
+}
+
+// A dict as JSON text for the file readers. JSON has no NaN or infinity: json.dumps wrote NaN,
+// which the reader refused with its parser's text as a RuntimeError; the dict's value is named
+// instead, as an InputError ("<plan dict>: optimizer_config.lr: ... got nan").
+std::string to_json_text(py::handle obj, const std::string& what) {
+  if (const auto [at, text] = non_finite_at(obj, ""); !at.empty())
+    throw InputError({what, 0, 0}, at,
+                     "must be a finite number (JSON has no NaN or infinity), got " + text);
   return py::module_::import("json").attr("dumps")(obj, py::arg("indent") = 1).cast<std::string>();
 }
 
@@ -80,7 +107,7 @@ ModelSpec model_from(py::handle model) {
   std::string path;
   if (as_path(model, path, "model")) return resolve_model(path, {}, "model").spec;
   if (py::isinstance<py::dict>(model)) {
-    const std::string text = to_json_text(model);
+    const std::string text = to_json_text(model, "<model dict>");
     if (model.cast<py::dict>().contains("model_type")) {
       return parse_hf_config(text, "<model dict>/config.json");
     }
@@ -98,7 +125,7 @@ Topology topology_from(py::handle topology) {
   if (topology.is_none()) return load_topology(default_topology());
   if (as_path(topology, path, "topology")) return load_topology(path);
   if (py::isinstance<py::dict>(topology)) {
-    return parse_topology(to_json_text(topology), "<topology dict>");
+    return parse_topology(to_json_text(topology, "<topology dict>"), "<topology dict>");
   }
   throw py::type_error("topology: expected a path, a dict or None");
 }
@@ -148,6 +175,12 @@ py::object inspect(py::handle model, bool include_mtp, bool tensors) {
 
 // trainer_config=PATH: a prime-rl config, as `muonplan plan --trainer-config` reads it; model
 // may then be None (the file's [model] name) or a path, name or id overriding it.
+// Ctrl-C during a search: Python's signal handler only sets a flag, which nothing reads while
+// C++ runs; checked between candidates, it ends the search with KeyboardInterrupt.
+void raise_pending_signal() {
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
 py::object plan(py::handle model, py::handle topology, const py::kwargs& options) {
   PlanFlags flags = plan_flags_from_map(option_map(options));
   const Topology topo = topology_from(topology);
@@ -160,11 +193,14 @@ py::object plan(py::handle model, py::handle topology, const py::kwargs& options
       apply_trainer_config(read_trainer_config(flags.trainer_config, flags.prime_rl_version), spec,
                            flags, overrides);
     }
-    return to_python(plan_to_json(make_plan(spec, topo, to_plan_request(flags))));
+    PlanRequest request = to_plan_request(flags);
+    request.between_candidates = raise_pending_signal;
+    return to_python(plan_to_json(make_plan(spec, topo, request)));
   }
   if (!model.is_none() && !as_path(model, path, "model"))
     throw py::type_error("model: expected a path");
-  const PlanInputs in = prepare_plan(path, flags);
+  PlanInputs in = prepare_plan(path, flags);
+  in.request.between_candidates = raise_pending_signal;
   Plan p;
   try {
     p = make_plan(in.model.spec, topo, in.request);
@@ -249,7 +285,7 @@ Plan plan_from(py::handle plan) {
   std::string path;
   if (as_path(plan, path, "plan")) return load_plan(path);
   if (py::isinstance<py::dict>(plan)) {
-    json j = json::parse(to_json_text(plan));
+    json j = json::parse(to_json_text(plan, "<plan dict>"));
     j.erase("trainer_config");  // plan(trainer_config=...)'s answer: not part of the plan file
     return plan_from_json(j, "<plan dict>");
   }

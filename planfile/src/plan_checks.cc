@@ -1,6 +1,7 @@
 #include "muonplan/plan_checks.h"
 
 #include "muonplan/base/io.h"
+#include "muonplan/decay_factor.h"
 
 #include <cmath>
 #include <cstdio>
@@ -17,7 +18,10 @@ using json = nlohmann::json;
 // Shortest text that reads back the same value: 0.95, not 0.94999999999999996.
 std::string num(double v) {
   char s[40];
-  for (int p = 1; p <= 17; ++p) {
+  // At least the integer digits below 1e15, so 1000 reads 1000, not 1e+03.
+  const double mag = std::abs(v);
+  const int digits = mag >= 1 && mag < 1e15 ? int(std::floor(std::log10(mag))) + 1 : 1;
+  for (int p = digits; p <= 17; ++p) {
     std::snprintf(s, sizeof s, "%.*g", p, v);
     if (!std::isfinite(v) || std::strtod(s, nullptr) == v) break;
   }
@@ -36,8 +40,15 @@ class Checker {
     if (path_.empty()) throw InputError({}, flag, message);
     throw InputError({path_, 0, 0}, plan_field, message);
   }
+  // lr, update_rms and eps reach the step in fp32: 5e-324 is 0 there (no update at all) and
+  // 1e39 is inf (every weight NaN).
   void positive(double v, const char* flag, const std::string& field) const {
     check(std::isfinite(v) && v > 0, flag, field, "must be a finite number > 0", v);
+    const float f = static_cast<float>(v);
+    check(std::isfinite(f) && f > 0, flag, field,
+          "must be a finite number > 0 in fp32, the precision of the step (it rounds to " + num(f) +
+              ")",
+          v);
   }
   void non_negative(double v, const char* flag, const std::string& field) const {
     check(std::isfinite(v) && v >= 0, flag, field, "must be a finite number >= 0", v);
@@ -79,6 +90,15 @@ OptimizerHyper resolved_hyper(const OptimizerHyper& hyper, const NsSchedule& sch
   return h;
 }
 
+std::string decay_bound_on_lr(double lr, double weight_decay) {
+  char bound[32];
+  std::snprintf(bound, sizeof bound, "%.6g", 1 / weight_decay);
+  return std::string("must be at most 1/weight_decay = ") + bound + " (weight decay " +
+         num(weight_decay) +
+         ", the trainer's default): each step multiplies W by 1 - lr * weight_decay, got " +
+         num(lr);
+}
+
 void check_optimizer_config(const OptimizerHyper& h, const NsSchedule& s,
                             const std::string& plan_path) {
   const Checker c(plan_path);
@@ -95,19 +115,28 @@ void check_optimizer_config(const OptimizerHyper& h, const NsSchedule& s,
   // Decoupled decay multiplies W by 1 - lr * weight_decay each step: past lr * wd = 1 the factor
   // is negative, and past 2 it grows |W| every step until W overflows. --weight-decay 1e30
   // left every Muon weight inf with exit 0: the non-finite check sums the updates, which stayed
-  // finite. A factor in [0, 1] keeps |W| within its update's reach.
-  const auto decay = [&](double lr, double wd, const char* flag, const char* lr_flag,
+  // finite. A factor in [0, 1] keeps |W| within its update's reach. The factor is checked as the
+  // kernel computes it (decay_factor.h): AdamW's is fp32, negative where lr * wd is 1 in double.
+  const auto decay = [&](double lr, double wd, float factor, const char* flag, const char* lr_flag,
                          const std::string& field) {
-    char bound[32];
+    char bound[32], f32[32];
     std::snprintf(bound, sizeof bound, "%.6g", 1 / lr);
+    std::snprintf(f32, sizeof f32, "%.3g", double(factor));
+    const std::string at = std::string(" (") + lr_flag + " " + num(lr) + ")";
     c.check(lr * wd <= 1, flag, field,
-            std::string("must be at most 1/lr = ") + bound + " (" + lr_flag + " " + num(lr) +
-                "): each step multiplies W by 1 - lr * weight_decay",
+            std::string("must be at most 1/lr = ") + bound + at +
+                ": each step multiplies W by 1 - lr * weight_decay",
+            wd);
+    c.check(factor >= 0, flag, field,
+            std::string("each step multiplies W by 1 - lr * weight_decay, ") + f32 +
+                " in fp32 as the kernel computes it" + at +
+                ": it must be at least 0 (weight decay " + "at most " + bound + ")",
             wd);
   };
-  decay(h.lr, h.weight_decay, "--weight-decay", "lr", oc + "weight_decay");
-  decay(h.adamw_lr, h.adamw_weight_decay, "--adamw-weight-decay", "AdamW lr",
-        oc + "adamw.weight_decay");
+  decay(h.lr, h.weight_decay, muon_decay_factor(h.lr, h.weight_decay), "--weight-decay", "lr",
+        oc + "weight_decay");
+  decay(h.adamw_lr, h.adamw_weight_decay, adamw_decay_factor(h.adamw_lr, h.adamw_weight_decay),
+        "--adamw-weight-decay", "AdamW lr", oc + "adamw.weight_decay");
   const std::string coeffs = oc + "newton_schulz_coefficients";
   if (s.steps.empty() || s.steps.size() > kMaxNsSteps) {
     if (!c.from_plan()) throw InputError({}, "--ns-schedule", ns_steps_message(s.steps.size()));

@@ -35,6 +35,7 @@ bool g_end_with_abort = false;
 std::atomic<int64_t> g_step{0};
 std::atomic<int> g_rank{-1};
 std::atomic<bool> g_reported{false};
+std::atomic<bool> g_launched{true};  // started by a launcher (mpirun, mpiexec, srun)
 static_assert(std::atomic<int64_t>::is_always_lock_free);
 
 void on_sigterm(int) {
@@ -57,7 +58,9 @@ void on_sigterm(int) {
     };
     put_text("muonplan: rank ");
     put_int(g_rank.load());
-    put_text(": terminated by the launcher during step ");
+    put_text(g_launched.load() ? ": terminated by the launcher during step "
+                               : ": terminated by SIGTERM (not from a launcher: no mpirun "
+                                 "started this process) during step ");
     put_int(g_step.load());
     put_text("\n");
     ssize_t ignored = ::write(2, line, n);
@@ -148,6 +151,11 @@ bool launcher_keeps_job_alive() {
 
 void install_termination_handler(int rank) {
   g_rank = rank;
+  // What a launcher sets in each process it starts (OpenMPI's mpirun, MPICH's hydra, Slurm's
+  // srun); a singleton has none (PMIX_RANK appears in a singleton too once MPI_Init ran). A
+  // SIGTERM without one came from a user or a timeout, not a launcher ending the job.
+  g_launched = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr ||
+               std::getenv("PMI_RANK") != nullptr || std::getenv("SLURM_PROCID") != nullptr;
   struct sigaction sa = {};
   sa.sa_handler = on_sigterm;
   sigemptyset(&sa.sa_mask);

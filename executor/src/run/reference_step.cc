@@ -9,6 +9,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "muonplan/decay_factor.h"
 #include "muonplan/exec/init.h"
 #include "muonplan/exec/optimizer_formulas.h"
 
@@ -122,7 +123,7 @@ void ReferenceStep::muon(const ParamTensor& t, const std::vector<float>& g, Refe
   const float mu = float(h.momentum);
   const bool nesterov = o.nesterov != (fault_ == ReferenceFault::nesterov_inverted);
   const int64_t cols = t.shape.back();
-  const float decay = float(1.0 - h.lr * h.weight_decay);
+  const float decay = muon_decay_factor(h.lr, h.weight_decay);
   const bool bf16_update = o.offload == OffloadMode::full;  // Y = bf16(-s O) travels to the host
   std::vector<bf16> u;
   for (const auto& [offset, rows] : matrices_of(t)) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "muonplan/decay_factor.h"
 #include "muonplan/exec/host_kernels.h"
 #include "muonplan/stage_names.h"
 #include "muonplan/step_buffers.h"
@@ -201,7 +202,7 @@ void MuonStep::finish(Flight& f) {
   const Plan& plan = state_.plan();
   const Chunk& c = *f.chunk;
   cur_chunk_ = &c;
-  const float decay = float(1.0 - plan.options.hyper.lr * plan.options.hyper.weight_decay);
+  const float decay = muon_decay_factor(plan.options.hyper.lr, plan.options.hyper.weight_decay);
   const float s = update_scale(c.rows, c.cols);
   scalar_check(s * decay, &c, "");
   const int me = state_.group_position();
@@ -264,7 +265,7 @@ void MuonStep::local_chunk(const Chunk& c) {
     newton_schulz(backend_, plan.options.schedule, count, m.rows, m.cols, u.bf(), ws, ns_variant_);
     check_output(c, u.bf(), count * mat);
   }
-  const float decay = float(1.0 - h.lr * h.weight_decay);
+  const float decay = muon_decay_factor(h.lr, h.weight_decay);
   const float s = update_scale(m.rows, m.cols);
   scalar_check(s * decay, &c, "");
   sp.reset();

@@ -28,6 +28,12 @@ namespace muonplan {
 void check_optimizer_config(const OptimizerHyper& hyper, const NsSchedule& schedule,
                             const std::string& plan_path = "");
 
+// The decoupled-decay bound (check_optimizer_config: lr * weight_decay at most 1) said of lr, for
+// a trainer config that gave lr while its weight decay is the trainer's default: "must be at
+// most 1/weight_decay = 100 (weight decay 0.01, the trainer's default): ...". The check itself
+// names the weight decay, which such a file never wrote.
+std::string decay_bound_on_lr(double lr, double weight_decay);
+
 // A flag or field that must hold a finite number > 0 (a limit, a timeout): InputError
 // "FIELD: must be a finite number > 0, got X" at `loc` (none for a flag).
 void check_positive_finite(double value, const std::string& field, const SourceLoc& loc = {});

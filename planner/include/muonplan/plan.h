@@ -2,6 +2,7 @@
 // file, the interface between planner and executor).
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "muonplan/chunks.h"
@@ -29,6 +30,10 @@ struct PlanRequest {
   // one of them may fit. A limit within a few MiB of the GPU peak at every large world leaves
   // thousands of counts the lower bound cannot rule out (docs/planner.md section 9).
   int max_predictions = 0;
+  // Called before each candidate is predicted; it may throw to end the search. The Python
+  // bindings check for Ctrl-C there (a search of thousands of candidates otherwise ran on
+  // past KeyboardInterrupt).
+  std::function<void()> between_candidates;
 };
 
 // Candidates --nodes auto predicts at most, unless asked otherwise: a bundled model's search

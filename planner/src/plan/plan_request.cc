@@ -3,7 +3,10 @@
 #include "muonplan/plan_request.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <type_traits>
@@ -36,10 +39,18 @@ int parse_node_count(const std::string& text) {
 template <typename T>
 T parse_number(const std::string& text, const std::string& flag, const char* what) {
   size_t used = 0;
+  bool out_of_range = false;
   T v{};
   try {
     if constexpr (std::is_floating_point_v<T>) {
-      v = static_cast<T>(std::stod(text, &used));
+      // strtod, not stod: stod throws on a subnormal (5e-324), which is a number, and the
+      // range checks that follow say what is wrong with it; past double's range is not one.
+      char* end = nullptr;
+      errno = 0;
+      const double x = std::strtod(text.c_str(), &end);
+      used = size_t(end - text.c_str());
+      if (errno == ERANGE && std::isinf(x)) used = 0, out_of_range = true;
+      v = static_cast<T>(x);
     } else {
       const std::optional<int64_t> x =
           parse_int(text, std::numeric_limits<T>::min(), std::numeric_limits<T>::max());
@@ -50,7 +61,8 @@ T parse_number(const std::string& text, const std::string& flag, const char* wha
     used = 0;
   }
   if (text.empty() || used != text.size()) {
-    throw InputError({}, flag, std::string("expected ") + what + ", got '" + text + "'");
+    const char* range = out_of_range ? " within double's range (|x| below 1.8e308)" : "";
+    throw InputError({}, flag, std::string("expected ") + what + range + ", got '" + text + "'");
   }
   return v;
 }

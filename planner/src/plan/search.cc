@@ -217,6 +217,7 @@ struct Search {
               {nodes, m, to_string(o.layout), false, false, 0, 0, 0, 0, kLoraSlotsOffloadRefused});
           continue;
         }
+        if (req.between_candidates) req.between_candidates();
         Prediction p = predict(spec, inv, topo, o, chunks);
         ++predictions;
         const Candidate c{nodes,

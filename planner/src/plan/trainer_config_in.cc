@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <sstream>
 
 #include "muonplan/base/io.h"
@@ -393,6 +394,16 @@ void rethrow_at_file(const TrainerConfig& tc, const InputError& e,
   });
   if (e.loc().file.empty() && e.field().rfind("--", 0) == 0 && !given) {
     const FileValue* v = tc.value(e.field().substr(2));
+    // The decay bound on a weight decay the file left at prime-rl's default: the file's lr
+    // broke it, so the error is said of lr, where the file wrote it.
+    const bool adamw = e.field() == "--adamw-weight-decay";
+    if (v && v->at.line == 0 && (adamw || e.field() == "--weight-decay")) {
+      const FileValue* lr = adamw && tc.value("adamw-lr") ? tc.value("adamw-lr") : tc.value("lr");
+      if (lr && lr->at.line > 0)
+        throw InputError(lr->at, lr->shown.substr(0, lr->shown.find(' ')),
+                         decay_bound_on_lr(std::strtod(lr->text.c_str(), nullptr),
+                                           std::strtod(v->text.c_str(), nullptr)));
+    }
     if (v && v->at.line > 0)
       throw InputError(v->at, v->shown.substr(0, v->shown.find(' ')), e.message());
     if (e.field() == "--layout" && tc.layout_at.line > 0)

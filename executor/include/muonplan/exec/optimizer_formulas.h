@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "muonplan/decay_factor.h"
 #include "muonplan/exec/bf16.h"
 
 namespace muonplan::exec::formula {
@@ -82,7 +83,7 @@ inline AdamwConstants adamw_constants(float lr, float beta1, float beta2, float 
                         beta2,
                         1.0f - beta1,
                         1.0f - beta2,
-                        1.0f - lr * wd,
+                        adamw_decay_factor(lr, wd),
                         static_cast<float>(lr / bc1),
                         static_cast<float>(std::sqrt(bc2)),
                         eps};

@@ -1,0 +1,99 @@
+"""The bindings name what the caller gave (issue 33 items 12 and 20): a NaN or infinity in a
+plan, topology or model dict is an InputError naming its key (JSON has neither; the reader used
+to fail with its parser's text as a RuntimeError); 2**62 tokens per step is refused at once,
+naming the micro-step count; and Ctrl-C ends a long search with KeyboardInterrupt instead of
+running on to the end (the search checks for signals between candidates). ctest sets
+PYTHONPATH and what testenv.py reads (tests/CMakeLists.txt)."""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import muonplan
+
+from testenv import ENV, path
+
+TOPO = path("topologies/cpu-ci.yaml")
+
+
+class NonFiniteInDicts(unittest.TestCase):
+    def test_plan_dict(self):
+        p = muonplan.plan(model="tiny-moe", topology=TOPO, nodes=1)
+        p["optimizer_config"]["lr"] = float("nan")
+        with tempfile.TemporaryDirectory() as d:
+            with self.assertRaises(muonplan.InputError) as e:
+                muonplan.write_checkpoint(os.path.join(d, "ck"), {}, 1, p)
+        self.assertEqual(str(e.exception), "<plan dict>: optimizer_config.lr: must be a finite "
+                         "number (JSON has no NaN or infinity), got nan")
+
+    def test_model_dict_list_item(self):
+        model = {"name": "m", "hidden_size": 64, "layers": [1.0, float("inf")]}
+        with self.assertRaises(muonplan.InputError) as e:
+            muonplan.plan(model=model, topology=TOPO, nodes=1)
+        self.assertEqual(str(e.exception), "<model dict>: layers[1]: must be a finite number "
+                         "(JSON has no NaN or infinity), got inf")
+
+
+class Bounded(unittest.TestCase):
+    def test_2_pow_62_tokens(self):
+        with self.assertRaises(muonplan.InputError) as e:
+            muonplan.plan(model="tiny-moe", topology=TOPO, nodes=1, tokens_per_step=2**62,
+                          seq_len=1, offload="full")
+        self.assertIn("micro steps per step", str(e.exception))
+        self.assertIn("more than muonplan plans for (65536)", str(e.exception))
+
+
+CHILD = r"""
+import muonplan, sys
+print("calling", flush=True)
+try:
+    muonplan.plan(model="deepseek-v3", nodes="auto", max_nodes=4096, max_predictions=100000,
+                  tokens_per_step=2**26, seq_len=2**20, layout="auto", gpu_memory_gib=40)
+    print("returned", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+def cpu_s(pid):
+    """The process's CPU seconds so far (user + system, /proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CtrlC(unittest.TestCase):
+    def test_interrupts_a_search(self):
+        # The search (237 candidates, 12 ms each) costs about 3 CPU seconds uninterrupted. One
+        # SIGINT once the child has spent 0.5 CPU seconds past "calling" (inside the search, not
+        # before it). Without the check between candidates the search ran on to its end first:
+        # the child's CPU time at exit says which, not a clock.
+        child = subprocess.Popen([sys.executable, "-c", CHILD], env=ENV, stdout=subprocess.PIPE,
+                                 text=True)
+        try:
+            self.assertEqual(child.stdout.readline(), "calling\n")
+            start = cpu_s(child.pid)
+            while cpu_s(child.pid) < start + 0.5:
+                os.sched_yield()
+            signalled = cpu_s(child.pid)
+            child.send_signal(signal.SIGINT)
+            last = signalled
+            while child.poll() is None:  # the CPU time just before it exits
+                try:
+                    last = cpu_s(child.pid)
+                except (FileNotFoundError, ProcessLookupError):
+                    break
+                os.sched_yield()
+            child.wait(timeout=120)  # a hang guard only
+        finally:
+            if child.poll() is None:
+                child.kill()
+        self.assertEqual(child.stdout.read(), "interrupted\n")
+        self.assertEqual(child.returncode, 0)
+        self.assertLess(last - signalled, 1.0, "the search ran on after SIGINT")
+
+
+if __name__ == "__main__":
+    unittest.main()
