@@ -77,15 +77,38 @@ TEST_CASE("timeline: FSDP2's order and streams, and nothing left behind", "[time
   const int rs1_free = event_of(tl, "layers.1.reduce_scatter_input", false);
   const int rs0 = event_of(tl, "layers.0.reduce_scatter_input", true);
   CHECK((rs1 < rs1_free && rs1_free < rs0));
-  // After two steps only the parameters and the optimizer state are live: their bytes are the
-  // persistent terms less the gradients (zero_grad frees them).
+  // After two steps only the parameters, the optimizer state and the last micro step's fp32
+  // logits (2048 tokens x 1000 vocabulary x 4 B, held by the SFT loop's `out` until the next
+  // forward) are live: the persistent terms less the gradients (zero_grad frees them).
   std::vector<char> live(tl.tensors.size(), 0);
   for (const TimelineEvent& e : tl.events) live[size_t(e.tensor)] = e.alloc;
   double bytes = 0;
   for (size_t t = 0; t < live.size(); ++t) bytes += live[t] ? double(tl.tensors[t].bytes) : 0;
   const Prediction& p = plan.predicted;
   CHECK(bytes == term(p.gpu_persistent_bytes, "params_fp32").value +
-                     term(p.gpu_persistent_bytes, "adamw_moments").value);
+                     term(p.gpu_persistent_bytes, "adamw_moments").value + 2048.0 * 1000 * 4);
+}
+
+TEST_CASE("timeline: the SFT loop holds the fp32 logits until the next forward rebinds them",
+          "[timeline]") {
+  const PlanOptions o = tiny_workload();  // unfused head, two micro steps
+  const Plan plan = plan_fixed("tiny-dense", 1, OffloadMode::none, o);
+  TimelineInputs in;
+  const StepTimeline tl =
+      build_step_timeline(model("tiny-dense"), plan.inventory, plan.options, plan.chunks, in, 1);
+  std::vector<int> allocs, frees;
+  for (size_t i = 0; i < tl.events.size(); ++i) {
+    const TimelineEvent& e = tl.events[i];
+    if (tl.tensors[size_t(e.tensor)].name != "lm_head.logits_fp32") continue;
+    (e.alloc ? allocs : frees).push_back(int(i));
+  }
+  // Two micro steps make two; the first is freed right after the second exists, not at its own
+  // micro step's log_softmax, and the second outlives the optimizer step.
+  REQUIRE(allocs.size() == 2);
+  REQUIRE(frees.size() == 1);
+  CHECK(frees[0] == allocs[1] + 1);
+  CHECK(tl.phases[size_t(tl.events[size_t(frees[0])].where)].find("micro step 2: LM head") !=
+        std::string::npos);
 }
 
 TEST_CASE("timeline: the unfused LM head's logits set the peak of a large-vocabulary step",
@@ -93,19 +116,21 @@ TEST_CASE("timeline: the unfused LM head's logits set the peak of a large-vocabu
   PlanOptions o = tiny_workload();
   const Plan plan = plan_fixed("qwen3-0.6b", 1, OffloadMode::none, o);
   const Prediction& p = plan.predicted;
-  // 2048 tokens x 151936 vocabulary x 12 B (log_softmax and the two fp32 gradients) = 3.5 GiB
-  // of logits, far above any layer; each tensor its own segment, so no rounding to speak of.
+  // 2048 tokens x 151936 vocabulary x 16 B (the held fp32 logits, log_softmax and the two
+  // fp32 gradients) = 4.6 GiB of logits, far above any layer; each tensor its own segment, so
+  // no rounding to speak of.
   CHECK(p.gpu_allocated_peak_at.find("LM head") != std::string::npos);
   CHECK(term(p.gpu_live_at_peak_bytes, "logits").value ==
-        Approx(2048.0 * 151936 * 12).epsilon(1e-3));
+        Approx(2048.0 * 151936 * 16).epsilon(1e-3));
   CHECK(sum(p.gpu_live_at_peak_bytes) == Approx(p.gpu_allocated_bytes()).epsilon(1e-12));
 }
 
 TEST_CASE("timeline: the LM head's bytes per element at its peak, worked by hand", "[timeline]") {
   // Fused block: bf16 logits 2 + fp32 scaled 4 + probs 4 + grad 4 + grad x 1/T 4 + bf16 cast 2.
   CHECK(lm_head_peak_bytes_per_elem(fused_lm_head_block_tensors()) == 20);
-  // Unfused: 2 + 4 in forward (then freed); log_softmax 4 + its gradient 4 + the logits' 4.
-  CHECK(lm_head_peak_bytes_per_elem(unfused_lm_head_tensors()) == 12);
+  // Unfused: the bf16 logits 2 (freed once cast); the fp32 copy 4 the loop's `out` holds;
+  // log_softmax 4 + its gradient 4 + the logits' gradient 4.
+  CHECK(lm_head_peak_bytes_per_elem(unfused_lm_head_tensors()) == 16);
 }
 
 TEST_CASE("timeline: the fused LM head in [token chunk, 8192-vocab] blocks", "[timeline]") {

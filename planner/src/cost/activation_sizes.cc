@@ -88,8 +88,8 @@ const std::vector<LmHeadTensor>& fused_lm_head_block_tensors() {
 
 const std::vector<LmHeadTensor>& unfused_lm_head_tensors() {
   static const std::vector<LmHeadTensor> v = {
-      {"logits_bf16", 2, 2},        {"logits_fp32", 4, 2},      {"log_softmax_fp32", 4, 4},
-      {"grad_logprobs_fp32", 4, 4}, {"grad_logits_fp32", 4, 5}, {"grad_logits_bf16", 2, 5}};
+      {"logits_bf16", 2, 1},        {"logits_fp32", 4, kHeldByTrainer}, {"log_softmax_fp32", 4, 4},
+      {"grad_logprobs_fp32", 4, 4}, {"grad_logits_fp32", 4, 5},         {"grad_logits_bf16", 2, 5}};
   return v;
 }
 

@@ -48,7 +48,10 @@ std::vector<CommBuffer> layer_a2a_buffers(const ModelSpec& s, int64_t layer, dou
 
 // The LM head's temporaries as prime-rl's trainer makes them
 // (src/prime_rl/trainer/models/layers/lm_head.py), in bytes per element of what they span:
-// allocated in this order, each freed right after tensor `freed_after` is allocated.
+// allocated in this order, each freed right after tensor `freed_after` is allocated, or, with
+// kHeldByTrainer, kept past the pass by a reference of the training loop (freed when the next
+// micro step's forward rebinds it: step_timeline_phases.cc).
+constexpr int kHeldByTrainer = -1;
 struct LmHeadTensor {
   const char* name;
   double bytes_per_elem = 0;
@@ -61,12 +64,16 @@ struct LmHeadTensor {
 // next block's replace them, so the steady state holds about one block's worth, 20 B.
 constexpr double kFusedLmHeadVocabBlock = 8192;  // vocab_chunk_size = min(vocab, 8192)
 const std::vector<LmHeadTensor>& fused_lm_head_block_tensors();
-// The unfused head (SFT: the whole [tokens, vocab] logits): the bf16 logits (2) and their fp32
-// upcast (4) go once log_softmax (4, fp32, saved for backward) is made; the loss's backward
-// then holds it, the gradient of the log-probabilities (4, dense after the label gather) and
-// of the logits (4): 12 B per logit at the peak; the bf16 cast (2) comes as the first two go.
+// The unfused head (SFT: the whole [tokens, vocab] logits). model.py's forward returns
+// cast_float_and_contiguous(out): the bf16 logits (2) go once their fp32 copy (4) is made, and
+// that copy stays in the dict `out` that sft/train.py keeps through backward and the optimizer
+// step (its `del logits` drops only the local name) until the next micro step's
+// `out = forward(...)` rebinds it. CrossEntropyLoss (loss_impl "torch", the default) saves
+// log_softmax (4, fp32); its backward holds it, the gradient of the log-probabilities (4, dense
+// after the label gather) and of the logits (4): 16 B per logit at the peak with the held
+// copy; the bf16 cast (2) comes as the log_softmax gradients go.
 const std::vector<LmHeadTensor>& unfused_lm_head_tensors();
-// The most bytes per element live at once in that order.
+// The most bytes per element live at once in that order (a held tensor stays live).
 double lm_head_peak_bytes_per_elem(const std::vector<LmHeadTensor>& tensors);
 
 }  // namespace muonplan

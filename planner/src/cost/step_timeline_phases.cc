@@ -107,13 +107,19 @@ void record_forward(Recorder& r, MicroState& m) {
   m.hidden = in;
 }
 
-// One pass of the head's temporaries over `elems` elements (activation_sizes.h), in order.
+// One pass of the head's temporaries over `elems` elements (activation_sizes.h), in order. A
+// tensor the trainer holds (kHeldByTrainer) replaces the one it held before, which is freed
+// only once the new one exists (the name is rebound after forward returns).
 void lm_head_pass(Recorder& r, const std::vector<LmHeadTensor>& tensors, double elems,
                   const std::string& tag, const char* kind) {
   std::vector<int> ids;
   for (size_t i = 0; i < tensors.size(); ++i) {
     ids.push_back(r.tl.alloc(std::string("lm_head") + tag + "." + tensors[i].name, kind,
                              tensors[i].bytes_per_elem * elems));
+    if (tensors[i].freed_after == kHeldByTrainer) {
+      r.tl.free(r.held_logits);
+      r.held_logits = ids.back();
+    }
     for (size_t j = 0; j < tensors.size(); ++j) {
       if (tensors[j].freed_after == int(i)) r.tl.free(ids[j]);
     }

@@ -44,6 +44,7 @@ struct Recorder {
   std::vector<int> state{};  // optimizer state, created at the first optimizer step
   int rs_input = -1;  // the previous unit's reduce-scatter input, held to the next post_backward
   std::vector<int> grads_in_flight{};  // full offload: bf16 gradient shards on their way out
+  int held_logits = -1;  // the unfused head's fp32 logits the SFT loop's `out` still holds
 };
 
 // Bytes per element of a parameter's sharded copy and of its gradient shard.
