@@ -14,7 +14,7 @@ sed -e 's/^  backward_temporaries_fraction: .*/  backward_temporaries_fraction: 
     -e 's/^  host_per_rank_gib: .*/  host_per_rank_gib: 2.0/' \
     -e 's/^  host_pass_efficiency: .*/  host_pass_efficiency: 0.8/' \
     -e 's/^  training_gemm_efficiency: .*/  training_gemm_efficiency: 0.75/' \
-    -e 's/^  layer_overhead_us: .*/  layer_overhead_us: 0/' \
+    -e 's/^  activation_pass_ns: .*/  activation_pass_ns: 0/' \
     topologies/h200-ib.yaml >"$work/start.yaml"
 expect calibrate 0 "" "$bin" calibrate --topology "$work/start.yaml" --training-run "$run" \
   --check "$run" --out "$work/cal.yaml" --json
@@ -31,7 +31,7 @@ fitted = sorted(k for k, v in c.items() if v["fitted"])
 # temporaries, which the simulated allocator places.
 assert fitted == ["calibration.training_gemm_efficiency", "pytorch.backward_temporaries_fraction",
     "pytorch.host_pass_efficiency", "pytorch.host_per_rank_gib"], fitted
-for k in ["calibration.layer_overhead_us", "pytorch.cuda_context_gib"]:
+for k in ["calibration.activation_pass_ns", "pytorch.cuda_context_gib"]:
     assert not c[k]["fitted"] and c[k]["after"] == c[k]["before"] and "default" in c[k]["note"]
 assert "calibration.ep_comm_overlap" not in c and "calibration.model_flops_utilization" not in c
 assert 0.3 <= c["calibration.training_gemm_efficiency"]["after"] <= 0.9'
@@ -86,7 +86,7 @@ expect bad-headroom 2 "--gpu-headroom: a fraction in [0, 1), got '1.5'" \
 tr=tests/data/training-runs
 # The shipped h100-ib with its step constants back at their defaults (the name stays h100-ib).
 sed -e 's/^  training_gemm_efficiency: .*/  training_gemm_efficiency: 0.75/' \
-    -e 's/^  layer_overhead_us: .*/  layer_overhead_us: 0/' \
+    -e 's/^  activation_pass_ns: .*/  activation_pass_ns: 0/' \
   topologies/h100-ib.yaml >"$work/h100.yaml"
 expect bench-h100 0 "skipped $tr/bench-qwen3-0.6b-a6000-sft.yaml: measured on rtx-a6000, not h100-ib
 skipped $tr/bench-qwen3-4b-h200-rl-lora.yaml: measured on h200-ib, not h100-ib" \
@@ -132,9 +132,11 @@ for t in b200-ib:bench-intellect-3-b200-rl-lora.yaml:0.07 rtx-a6000:bench-qwen3-
   peak_check "peak-$topo" "$work/out" "$bench" "$tol"
 done
 # h200-ib's step constants refitted from their defaults on its four runs, two of them LoRA, come
-# back to the shipped values (docs/validation.md); each run's step within 15% after the fit.
+# back to the shipped values, both inside their bounds (docs/validation.md); each run's step
+# error after the fit at what the model reaches (GLM-4.5-Air +0.2%, Qwen3-30B-A3B -5.8%,
+# INTELLECT-3 offload -2.8%, Qwen3-4B LoRA +9.2%); layer_overhead_us is no longer fitted.
 sed -e 's/^  training_gemm_efficiency: .*/  training_gemm_efficiency: 0.75/' \
-    -e 's/^  layer_overhead_us: .*/  layer_overhead_us: 0/' \
+    -e 's/^  activation_pass_ns: .*/  activation_pass_ns: 0/' \
   topologies/h200-ib.yaml >"$work/h200-defaults.yaml"
 EXPECT_TIMEOUT=$([ "$asan" = 1 ] && echo 900 || echo 180) expect step-refit-h200 0 "" \
   "$bin" calibrate --topology "$work/h200-defaults.yaml" --json \
@@ -144,14 +146,22 @@ EXPECT_TIMEOUT=$([ "$asan" = 1 ] && echo 900 || echo 180) expect step-refit-h200
 json_check "step refit h200" "$work/out" '
 step = [r for r in d["residuals"] if r["figure"] == "training_step_s"]
 assert len(step) == 4, step
-assert all(abs(r["rel_error_after"]) < 0.15 for r in step), step
+tol = {"glm-4.5-air-1n-full-muon": 0.01, "bench-qwen3-30b-a3b-h200-sft": 0.07,
+       "bench-intellect-3-h200-rl-lora-offload": 0.04, "bench-qwen3-4b-h200-rl-lora": 0.10}
+for r in step:
+    name = r["run"].split("/")[-1][:-5]
+    assert abs(r["rel_error_after"]) < tol[name], (name, r)
 assert all(r["rel_error_before"] < -0.3 for r in step if "bench" in r["run"]), step
 c = d["constants"]
-assert abs(c["calibration.training_gemm_efficiency"]["after"] - 0.395) < 0.002, c
-assert c["calibration.layer_overhead_us"]["after"] > 4990, c  # at its bound, 5000'
+assert abs(c["calibration.training_gemm_efficiency"]["after"] - 0.5667) < 0.002, c
+assert abs(c["calibration.activation_pass_ns"]["after"] - 0.2289) < 0.002, c
+assert "at its bound" not in c["calibration.activation_pass_ns"]["note"], c
+assert "calibration.layer_overhead_us" not in c, c  # not fitted'
 # Held out: the B200 LoRA run (prime-rl's per-expert loop off SM90, expert_loop) and the H100
-# run on the constants h200-ib carries to them; the H100 run is the one outside 15%.
-for held in "b200-ib bench-intellect-3-b200-rl-lora 0.15" "h100-ib bench-qwen3-0.6b-h100-rl 0.25"; do
+# run on the constants h200-ib carries to them (B200 -10.5%, H100 -1.0%), and the A6000 run on
+# its own GEMM efficiency with activation_pass_ns carried (0.0% after its one-constant fit).
+for held in "b200-ib bench-intellect-3-b200-rl-lora 0.12" "h100-ib bench-qwen3-0.6b-h100-rl 0.03" \
+  "rtx-a6000 bench-qwen3-0.6b-a6000-sft 0.005"; do
   set -- $held
   EXPECT_TIMEOUT=180 expect "held-out-$1" 0 "" "$bin" calibrate --topology "$1" --json --training-run "$tr/$2.yaml"
   json_check "held-out $1" "$work/out" "

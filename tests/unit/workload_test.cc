@@ -203,6 +203,37 @@ TEST_CASE("roofline GEMMs: a bigger training_gemm_efficiency is faster in propor
         Approx(28 * 2 * 1e-3));
 }
 
+TEST_CASE("roofline activation passes: tokens x hidden x activation_pass_ns per layer and pass",
+          "[workload]") {
+  PlanRequest r;
+  r.options.nodes = 1;
+  r.options.offload = OffloadMode::none;
+  r.options.layout = Layout{8, 1, 1};
+  r.options.workload = qwen_rows(false);
+  Topology t = h200();
+  t.calibration.activation_pass_ns = 0;
+  CHECK(term(make_plan(model("qwen3-0.6b"), t, r).predicted.training_terms_s, "activation_pass")
+            .value == 0);
+  t.calibration.activation_pass_ns = 0.25;
+  // Qwen3-0.6B, 4096 tokens per rank, hidden 1024, 28 layers, one micro step: forward, backward
+  // input grads and weight grads: 3 passes x 28 x 4096 x 1024 x 0.25 ns = 88.1 ms.
+  const Plan plain = make_plan(model("qwen3-0.6b"), t, r);
+  CHECK(term(plain.predicted.training_terms_s, "activation_pass").value ==
+        Approx(3 * 28 * 4096 * 1024 * 0.25e-9));
+  CHECK(term(plain.predicted.training_terms_s, "activation_pass").value ==
+        Approx(0.0881).epsilon(1e-3));
+  // Full AC adds the recompute's pass (4); LoRA's frozen base weights have no weight-grad pass
+  // (3 with full AC).
+  r.options.workload = qwen_rows(true);
+  const Plan ac = make_plan(model("qwen3-0.6b"), t, r);
+  CHECK(term(ac.predicted.training_terms_s, "activation_pass").value ==
+        Approx(4 * 28 * 4096 * 1024 * 0.25e-9));
+  r.options.lora.rank = 16;
+  const Plan lora = make_plan(model("qwen3-0.6b"), t, r);
+  CHECK(term(lora.predicted.training_terms_s, "activation_pass").value ==
+        Approx(3 * 28 * 4096 * 1024 * 0.25e-9));
+}
+
 TEST_CASE("training step is the sum of its terms; hidden work is listed apart", "[workload]") {
   const Plan p = plan_with("glm-4.5-air", 1, OffloadMode::full, Layout{8, 4, 8}, glm_run());
   double total = 0;
@@ -319,8 +350,9 @@ TEST_CASE("full offload: weight upload and backward offload against hand figures
   const Plan slow = make_plan(spec, topo, r);
   const double host = term(slow.predicted.training_hidden_s, "backward_host_work").value;
   double fb = 0;  // the whole compute: the roofline's terms
-  for (const char* n : {"gemm", "expert_gemm", "adapter_gemm", "attention", "elementwise",
-                        "moe_routing", "lm_head", "lm_head_loss", "layer_fixed", "expert_loop"})
+  for (const char* n :
+       {"gemm", "expert_gemm", "adapter_gemm", "attention", "elementwise", "moe_routing", "lm_head",
+        "lm_head_loss", "layer_fixed", "activation_pass", "expert_loop"})
     fb += term(slow.predicted.training_terms_s, n).value;
   const double slow_exposed =
       term(slow.predicted.training_terms_s, "exposed_backward_offload").value;

@@ -67,9 +67,13 @@ struct Calibration {
   double host_kernel_efficiency = 0.8;  // CPU optimizer kernels' fraction of host_mem_gbps
   // The training step's roofline (docs/planner.md section 8), its two fitted constants: the
   // training GEMMs' large-shape fraction of bf16 peak (in place of gemm_efficiency_max, which is
-  // the NS kernels'), and a fixed cost per decoder layer per pass (autograd, FSDP hooks, the
-  // trainer's Python between kernels) beyond the modelled launches and collective latencies.
+  // the NS kernels'), and the time per token and hidden unit of each pass over a decoder layer's
+  // activations (forward, recompute, backward input and weight grads) that the roofline's
+  // operations do not account for (ns; its mechanism is not modelled, docs/validation.md).
   double training_gemm_efficiency = 0.75;
+  double activation_pass_ns = 0;
+  // A fixed cost per decoder layer per pass beyond the modelled launches and collective
+  // latencies (us; not fitted: the runs show no per-layer constant, docs/validation.md).
   double layer_overhead_us = 0;
   // Fractions of the expert-parallel dispatch/combine and of the Ulysses context-parallel
   // all-to-alls that run under compute (0: the trainer waits for each, as synchronous

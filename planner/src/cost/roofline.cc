@@ -62,12 +62,13 @@ enum OpClass {
   lm_head,
   lm_head_loss,
   layer_fixed,
+  activation_pass,
   expert_loop,
   kClasses
 };
-const char* const kClassNames[] = {"gemm",        "expert_gemm", "adapter_gemm", "attention",
-                                   "elementwise", "moe_routing", "lm_head",      "lm_head_loss",
-                                   "layer_fixed", "expert_loop"};
+const char* const kClassNames[] = {"gemm",        "expert_gemm",     "adapter_gemm", "attention",
+                                   "elementwise", "moe_routing",     "lm_head",      "lm_head_loss",
+                                   "layer_fixed", "activation_pass", "expert_loop"};
 const char* const kClassFormulas[] = {
     "dense GEMMs (qkv, o, gate/up, down, router, shared experts): forward [t, in] x [in, out], "
     "backward input and weight grads; max(2 m n k / (peak x training_gemm_efficiency x wave x k "
@@ -83,6 +84,9 @@ const char* const kClassFormulas[] = {
     "(48 B forward, 46 B backward per token and vocab entry); unfused, 22 B per entry",
     "per layer and pass: kernel launches x kernel_launch_us, FSDP collectives x hop latency, "
     "layer_overhead_us",
+    "per layer and pass over its activations (forward, recompute, backward input grads, and "
+    "weight grads unless the layer's weights are frozen): t x hidden x activation_pass_ns "
+    "(fitted; what it stands for is not modelled)",
     "LoRA experts off SM90: prime-rl's per-expert eager loop, 122 ops per expert with tokens per "
     "micro step x eager_op_us, less the expert GEMMs it hides"};
 constexpr double kBf16 = 2;
@@ -148,6 +152,7 @@ Passes bytes_s(Ctx& c, OpClass cls, double fwd_bytes) {
 struct UnitWork {
   Passes p;
   double kernels_fwd = 0, collectives = 1;  // forward: one all-gather per FSDP group
+  bool weight_grads = false;                // a trained base weight: backward's weight-grad pass
   double ffn_width = 0;                     // SwiGLU width per token (top-k routed + shared)
   bool moe = false;
   bool expert_adapters = false;  // LoRA on the routed experts
@@ -226,6 +231,7 @@ UnitWork decoder_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, con
     const bool adapter = is_adapter(pt.name, &other_slot);
     if (other_slot) return;
     const bool frozen = !trained;
+    u.weight_grads |= trained && !adapter;
     if (pt.stack_dim == 0 || pt.routed_expert) {
       u.moe = true;
       const double local = double(pt.stack_count()) / sh.ep;  // this rank's experts of it
@@ -293,7 +299,14 @@ UnitWork head_unit(Ctx& c, const ModelSpec& s, const PlanOptions& o) {
   return u;
 }
 
-// Launches, FSDP collectives' latency and the fitted per-layer overhead of one pass.
+// The fitted time per token and hidden unit of `passes` passes over one decoder layer's
+// activations: a shape the five Hopper runs and the A6000 run share (docs/validation.md), ~0.3 ns
+// on each GPU kind, that no modelled operation has.
+double activation_s(const Ctx& c, double hidden, double passes) {
+  return passes * c.sh.t * hidden * c.topo.calibration.activation_pass_ns * 1e-9;
+}
+
+// Launches, FSDP collectives' latency and the per-layer overhead of one pass.
 double fixed_s(const Ctx& c, double collectives, double kernels) {
   const Topology& topo = c.topo;
   const RooflineShape& sh = c.sh;
@@ -323,14 +336,18 @@ RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv, const 
     // recompute (forward again, on backward's gathered weights) inside backward.
     add(c, layer_fixed, fixed_s(c, u.collectives, u.kernels_fwd),
         fixed_s(c, 2 * u.collectives, 2 * u.kernels_fwd));
+    // Backward passes over the activations: input grads, and weight grads of trained weights.
+    const double h = double(s.hidden_size), act_f = activation_s(c, h, 1),
+                 act_b = activation_s(c, h, u.weight_grads ? 2 : 1);
+    add(c, activation_pass, act_f, act_b);
     double rec = 0;
     if (sh.ac_full) {
       for (int k = 0; k < kClasses; ++k) c.rec[k] += c.fwd[k] - before[k];
-      rec = u.p.fwd + fixed_s(c, 0, u.kernels_fwd);
+      rec = u.p.fwd + fixed_s(c, 0, u.kernels_fwd) + act_f;
       c.rec[layer_fixed] += fixed_s(c, 0, u.kernels_fwd);
     }
-    const double f = u.p.fwd + fixed_s(c, u.collectives, u.kernels_fwd);
-    const double b = u.p.bwd + fixed_s(c, 2 * u.collectives, 2 * u.kernels_fwd) + rec;
+    const double f = u.p.fwd + fixed_s(c, u.collectives, u.kernels_fwd) + act_f;
+    const double b = u.p.bwd + fixed_s(c, 2 * u.collectives, 2 * u.kernels_fwd) + act_b + rec;
     r.unit_s[layer] = f + b;
     r.unit_bwd_s[layer] = b;
   }

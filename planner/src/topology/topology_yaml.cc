@@ -162,7 +162,7 @@ void read_calibration(const YamlMap& m, Calibration& c) {
   m.check_known({"gemm_efficiency_max", "gemm_k_overhead", "gemm_tile_m", "gemm_tile_n",
                  "kernel_launch_us", "hbm_efficiency", "link_efficiency", "collective_us",
                  "pcie_efficiency", "host_kernel_efficiency", "training_gemm_efficiency",
-                 "layer_overhead_us", "ep_comm_overlap", "cp_comm_overlap"});
+                 "activation_pass_ns", "layer_overhead_us", "ep_comm_overlap", "cp_comm_overlap"});
   c.gemm_efficiency_max = efficiency(m, "gemm_efficiency_max", c.gemm_efficiency_max);
   c.gemm_k_overhead = non_negative(m, "gemm_k_overhead", c.gemm_k_overhead);
   c.gemm_tile_m = count(m, "gemm_tile_m", kMaxGemmTile, c.gemm_tile_m);
@@ -175,6 +175,7 @@ void read_calibration(const YamlMap& m, Calibration& c) {
   c.host_kernel_efficiency = efficiency(m, "host_kernel_efficiency", c.host_kernel_efficiency);
   c.training_gemm_efficiency =
       efficiency(m, "training_gemm_efficiency", c.training_gemm_efficiency);
+  c.activation_pass_ns = non_negative(m, "activation_pass_ns", c.activation_pass_ns);
   c.layer_overhead_us = non_negative(m, "layer_overhead_us", c.layer_overhead_us);
   for (auto [key, field] : {std::pair{"ep_comm_overlap", &c.ep_comm_overlap},
                             std::pair{"cp_comm_overlap", &c.cp_comm_overlap}}) {

@@ -104,14 +104,15 @@ std::vector<Knob> knobs_for(int f) {
     case step:
       // The roofline's two fitted constants (docs/planner.md section 8): the GEMMs' sustained
       // fraction of peak (cuBLAS bf16 on large shapes runs at 0.6-0.85 of the dense peak), and
-      // the fixed cost per layer and pass (0: none beyond launches and collective latency; 5 ms:
-      // a layer's Python and hooks at their slowest).
+      // the time per token and hidden unit of a pass over a layer's activations (0: none; 1 ns:
+      // about three times what the seven bundled runs show, 0.23-0.55 ns).
       return {{"calibration.training_gemm_efficiency",
                [](Topology& t) -> double& { return t.calibration.training_gemm_efficiency; }, 0.3,
                0.9, "training_step_s: the GEMMs are most of the step"},
-              {"calibration.layer_overhead_us",
-               [](Topology& t) -> double& { return t.calibration.layer_overhead_us; }, 0, 5000,
-               "training_step_s of a second run: the fixed cost per layer and pass"}};
+              {"calibration.activation_pass_ns",
+               [](Topology& t) -> double& { return t.calibration.activation_pass_ns; }, 0, 1,
+               "training_step_s of a second run: the time per token and hidden unit of each "
+               "pass over a layer's activations"}};
     case post_backward:
       return {{"pytorch.host_pass_efficiency",
                [](Topology& t) -> double& { return t.pytorch.host_pass_efficiency; }, 0.05, 1,
@@ -164,10 +165,10 @@ double objective(const Topology& topo, const std::vector<TrainingRun>& runs, int
   return s;
 }
 
-// Rounds of the cyclic search. The step's two constants trade along a shallow valley (a slower
-// GEMM or a longer fixed cost per layer): on h200-ib's four runs 6 rounds from the defaults stop
-// at (0.360, 4155 us), short of the minimum (0.395, 5000 us); up to 25 reach it, and the
-// search stops at the first round that no longer improves.
+// Rounds of the cyclic search. The step's two constants trade along a valley (a slower GEMM or
+// a longer pass over each layer's activations): with d4a37f3's per-layer constant 6 rounds from
+// the defaults stopped short of h200-ib's four-run minimum and up to 25 reached it; the search
+// stops at the first round that no longer improves.
 constexpr int kFitRounds = 25;
 
 // Minimizes g on [lo, hi] by golden-section search.
