@@ -102,7 +102,7 @@ std::vector<Stage> chunk_stages(const Topology& topo, const StepFigures& f, cons
   double state_elems = 0;  // bytes of optimizer state for the chunk on that rank
   if (c.kind == Chunk::Kind::adamw_group) {
     elems = f.aw;
-    state_elems = f.muon ? f.aw * adamw_state_bytes() : state_bytes(o, 0, f.aw);
+    state_elems = f.muon ? f.aw * adamw_state_bytes(o) : state_bytes(o, 0, f.aw);
     st = adamw_stages(f, elems);
   } else {
     double ns_s = 0, exch_s = 0;
@@ -162,7 +162,7 @@ void add_chunk_buffers(RankWindows& windows, const StepFigures& f, const Chunk& 
   const PlanOptions& o = f.o;
   const bool chunked = f.chunked;
   const double mom_bytes = muon_state_bytes(o);
-  const double adamw_piece_bytes = f.muon ? adamw_state_bytes() : state_bytes(o, 0, 1);
+  const double adamw_piece_bytes = f.muon ? adamw_state_bytes(o) : state_bytes(o, 0, 1);
   const double mat = double(c.rows) * double(c.cols);
   if (c.kind == Chunk::Kind::muon_batch) {
     const double ws = ns_scratch_bytes(1, c.rows, c.cols);
