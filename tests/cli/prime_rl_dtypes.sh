@@ -40,6 +40,10 @@ want = 8 * n_gib + wa["unsharded_layer_grads"] / 2
 assert abs(fall - want) < 0.01, (fall, want)
 assert abs(a["predicted"]["gpu_allocated_gib"] - 22.64) < 0.01, a["predicted"]["gpu_allocated_gib"]
 assert abs(b["predicted"]["gpu_allocated_gib"] - 14.65) < 0.01, b["predicted"]["gpu_allocated_gib"]
+# AdamW's kernel reads p, g, m, v and writes p, m, v: 7 x 2 B instead of 7 x 4 B per element,
+# so the optimizer step (HBM-bound) halves: 6.64 -> 3.32 ms.
+sa, sb = a["predicted"]["optimizer_step_s"], b["predicted"]["optimizer_step_s"]
+assert abs(sb * 2 - sa) < 1e-9 and abs(sa - 0.006636) < 1e-5, (sa, sb)
 PYEOF
 # --explain prints each term with its bytes per element.
 "$bin" plan --trainer-config $d/rl-dtypes.toml --explain >"$work/explain.txt" 2>/dev/null

@@ -33,7 +33,8 @@ std::vector<double> largest_adamw_piece(const ParamInventory& inv, const StepFig
 // An AdamW group's stages on the busiest rank, `elems` of its elements there.
 std::vector<Stage> adamw_stages(const StepFigures& f, double elems) {
   const Rates& rt = f.rt;
-  const double adamw_bpe = 28;  // read p, g, m, v; write p, m, v (fp32)
+  // read p, g, m, v; write p, m, v: 7 arrays of optimization_dtype (4 B fp32, 2 B bf16)
+  const double adamw_bpe = 7.0 * double(f.o.master_bytes());
   const double cpu_adamw_bpe = 30;
   std::vector<Stage> st;
   if (f.pol.host_adamw) {
@@ -57,11 +58,12 @@ std::vector<Stage> muon_stages(const StepFigures& f, double elems, double ns_s, 
   const OffloadPolicy& pol = f.pol;
   const Rates& rt = f.rt;
   const HostPasses& passes = f.passes;
-  const double mom_b = o.bf16_momentum ? 2 : 4;
-  // GPU momentum fold: read G (4), read+write M, with Nesterov write+read U (fp32), write the
+  const double mom_b = muon_state_bytes(o);    // 2 (bf16 momentum or masters) or 4
+  const double mb = double(o.master_bytes());  // G and W: optimization_dtype
+  // GPU momentum fold: read G, read+write M, with Nesterov write+read U (fp32), write the
   // bf16 copy that is exchanged (2).
-  const double momentum_bpe = 4 + 2 * mom_b + (o.nesterov ? 8 : 0) + 2;
-  const double update_bpe = 4 + 2 + 4;        // read W, read bf16 update, write W (decay folded in)
+  const double momentum_bpe = mb + 2 * mom_b + (o.nesterov ? 8 : 0) + 2;
+  const double update_bpe = mb + 2 + mb;      // read W, read bf16 update, write W (decay folded in)
   const double cpu_fold_bpe = 4 + 2 * mom_b;  // host: read G, read+write M
   std::vector<Stage> st;
   if (pol.host_fold) {
