@@ -45,6 +45,19 @@ assert abs(b["predicted"]["gpu_allocated_gib"] - 14.65) < 0.01, b["predicted"]["
 sa, sb = a["predicted"]["optimizer_step_s"], b["predicted"]["optimizer_step_s"]
 assert abs(sb * 2 - sa) < 1e-9 and abs(sa - 0.006636) < 1e-5, (sa, sb)
 PYEOF
+# Under prime-rl's default optim_cpu_offload the state lives in pinned host RAM: it halves too
+# (61.03 -> 30.51 GiB per node: 8 ranks x 8 -> 4 B x 1.024e9 params).
+for n in bf16:$d/rl-dtypes.toml fp32:$work/fp32.toml; do
+  sed 's/^optim_cpu_offload = false$/optim_cpu_offload = true/' "${n#*:}" >"$work/off-${n%%:*}.toml"
+  "$bin" plan --trainer-config "$work/off-${n%%:*}.toml" --json >"$work/off-${n%%:*}.json" 2>/dev/null || bad "off-${n%%:*}"
+done
+"$py" - "$work/off-fp32.json" "$work/off-bf16.json" <<'PYEOF' && ok || bad "host state"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert a["offload"] == b["offload"] == "optimizer", (a["offload"], b["offload"])
+ha, hb = ({t["name"]: t["gib"] for t in d["predicted"]["breakdown"]["host_per_node_gib"]} for d in (a, b))
+assert abs(ha["optimizer_state"] - 61.03) < 0.01 and abs(hb["optimizer_state"] * 2 - ha["optimizer_state"]) < 1e-6, (ha, hb)
+PYEOF
 # --explain prints each term with its bytes per element.
 "$bin" plan --trainer-config $d/rl-dtypes.toml --explain >"$work/explain.txt" 2>/dev/null
 for t in "params_master_bf16.*2 B x local params (FSDP master, optimization_dtype bfloat16)" \
