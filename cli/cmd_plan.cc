@@ -130,6 +130,7 @@ EmitInput emit_input(const PlanCommand& f, const PlanInputs& in) {
   e.ac_max_inflight = in.flags.ac_max_inflight;
   e.single_node = in.trainer && in.trainer->single_node;
   e.standalone = f.emit != "prime-rl-sft" && in.trainer && in.trainer->standalone;
+  e.prime_rl_version = f.flags.prime_rl_version;
   return e;
 }
 

@@ -85,7 +85,9 @@ json workload_to_json(const std::optional<Workload>& workload) {
             {"ac", w.ac_full ? "full" : "none"},
             {"ac_offload", w.ac_offload},
             {"lm_head_chunk", w.lm_head_chunk},
-            {"cp_style", to_string(w.cp_style)}};
+            {"cp_style", to_string(w.cp_style)},
+            {"optimization_dtype", dtype_name(w.master_bytes)},
+            {"reduce_dtype", dtype_name(w.reduce_bytes)}};
   // Written only when chosen, so a plan of the default kernel reads as before.
   if (w.attention != AttentionKernel::auto_kernel) j["attention"] = to_string(w.attention);
   return j;

@@ -16,6 +16,16 @@ OffloadStaging parse_offload_staging(const std::string& name) {
 RuntimeKind parse_runtime(const std::string& name) {
   return parse_enum(kRuntimeNames, name, "--runtime");
 }
+int64_t parse_dtype_bytes(const std::string& flag, const std::string& name) {
+  if (name == "float32") return 4;
+  if (name == "bfloat16") return 2;
+  throw InputError({}, flag, "expected float32 or bfloat16, got '" + name + "'");
+}
+
+const char* dtype_name(int64_t bytes) {
+  return bytes == 2 ? "bfloat16" : "float32";
+}
+
 CpStyle parse_cp_style(const std::string& name) {
   return parse_enum(kCpStyleNames, name, "--cp-style");
 }

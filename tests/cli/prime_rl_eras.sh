@@ -35,4 +35,53 @@ accepts rl-gpus-old $e/rl-2026-04-01.toml 2026-04-01
 # Without the flag nothing is refused: the newest defaults and a note (prime_rl.sh).
 "$bin" plan --trainer-config $e/rl-2026-02-20.toml >/dev/null 2>"$work/no-flag.err" && ok ||
   bad "no-flag: $(cat "$work/no-flag.err")"
+
+# More eras (item 4): tp until 2026-03-26, cp_style from 2026-05-05, group_size from 2026-05-22.
+accepts tp-old $e/rl-2026-03-20-tp.toml 2026-03-20
+grep -q "trainer.model.tp: tensor parallelism is not modelled: planned as tp 1" "$work/tp-old.err" && ok ||
+  bad "tp-old: no tp warning: $(cat "$work/tp-old.err")"
+json_check tp-old-group "$work/tp-old.json" 'assert d["gpus_per_node"] == 4, d["gpus_per_node"]'
+EXPECT_MATCH=suffix expect tp-after 2 "trainer.model.tp: prime-rl of 2026-04-01 has no such key (it forbids extra keys): its era is until 2026-03-26, effa509cb (#2109)" \
+  "$bin" plan --trainer-config $e/rl-2026-03-20-tp.toml --prime-rl-version 2026-04-01
+accepts cp-style-new $e/rl-2026-06-01.toml 2026-06-01
+json_check cp-style-new-cp "$work/cp-style-new.json" 'assert d["layout"]["cp"] == 2, d["layout"]'
+EXPECT_MATCH=suffix expect cp-style-before 2 "trainer.model.cp_style: prime-rl of 2026-05-01 has no such key (it forbids extra keys): its era is from 2026-05-05, 95af0118d (#2418)" \
+  "$bin" plan --trainer-config $e/rl-2026-06-01.toml --prime-rl-version 2026-05-01
+sed 's/^cp_style = "ring"$//' $e/rl-2026-06-01.toml >"$work/group-only.toml"
+EXPECT_MATCH=suffix expect group-before 2 "orchestrator.group_size: prime-rl of 2026-05-10 has no such key (it forbids extra keys): its era is from 2026-05-22, 20f6449e1 (#2599); on 2026-05-10 the key is rollouts_per_example" \
+  "$bin" plan --trainer-config "$work/group-only.toml" --prime-rl-version 2026-05-10
+
+# The emit writes the date's key names (prime_rl_key_on, from the same table), and the emitted
+# file re-plans with the same version to the same answer.
+roundtrip() {  # NAME FILE DATE FLAGS...: plan, emit, re-plan the emitted file
+  local name="$1" file="$2" date="$3"; shift 3
+  "$bin" plan --trainer-config "$file" --prime-rl-version "$date" "$@" --json >"$work/$name.a.json" 2>/dev/null &&
+    "$bin" plan --trainer-config "$file" --prime-rl-version "$date" "$@" --emit prime-rl >"$work/$name.toml" 2>/dev/null &&
+    "$bin" plan --trainer-config "$work/$name.toml" --prime-rl-version "$date" --json >"$work/$name.b.json" \
+      2>"$work/$name.err" && ok || bad "$name: exit $? $(cat "$work/$name.err")"
+  "$py" - "$work/$name.a.json" "$work/$name.b.json" <<'PYEOF' && ok || bad "$name: the re-plan differs"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+for k in ("nodes", "gpus_per_node", "offload", "optimizer", "layout", "workload", "fits"):
+    assert a[k] == b[k], (k, a[k], b[k])
+PYEOF
+}
+roundtrip head-2026-03 $e/rl-2026-03-01.toml 2026-03-01 --lm-head-chunk 4096
+grep -qx "fused_lm_head_chunk_size = 4096" "$work/head-2026-03.toml" && ! grep -q token_chunk "$work/head-2026-03.toml" &&
+  ok || bad "head-2026-03: not the date's name: $(grep fused "$work/head-2026-03.toml")"
+json_check head-2026-03-chunk "$work/head-2026-03.b.json" 'assert d["workload"]["lm_head_chunk"] == 4096, d["workload"]'
+# The newest schema's name for the same plan without the version.
+"$bin" plan --trainer-config $e/rl-2026-03-01.toml --lm-head-chunk 4096 --emit prime-rl 2>/dev/null |
+  grep -qx "fused_lm_head_token_chunk_size = 4096" && ok || bad "head-newest: not the newest name"
+roundtrip sft-2026-08 $e/sft-2026-08-01.toml 2026-08-01 --gpus-per-node 4
+grep -qx "num_gpus = 4" "$work/sft-2026-08.toml" && ! grep -q "^num_train_gpus" "$work/sft-2026-08.toml" &&
+  ok || bad "sft-2026-08: not the date's name: $(grep gpus "$work/sft-2026-08.toml")"
+json_check sft-2026-08-gpus "$work/sft-2026-08.b.json" 'assert d["gpus_per_node"] == 4, d["gpus_per_node"]'
+# The emit check knows the era: prime-rl of 2026-01-20 has no optim_cpu_offload, so a plan of
+# optimizer offload is not written (that prime-rl would run it without offload).
+"$bin" plan --trainer-config $e/sft-2026-08-01.toml --prime-rl-version 2026-01-20 --offload optimizer \
+  --emit prime-rl >"$work/emit-before.toml" 2>"$work/emit-before.err"
+rc=$?
+[ "$rc" = 2 ] && grep -qx -- '--emit: prime-rl of 2026-01-20 has no key optim_cpu_offload (docs/trainer-config.md, "Key eras"), so it would not run this plan'"'"'s offload optimizer; no config written: re-plan with --offload none or a later --prime-rl-version' \
+  "$work/emit-before.err" && [ ! -s "$work/emit-before.toml" ] && ok || bad "offload-emit-before: exit $rc $(cat "$work/emit-before.err")"
 finish

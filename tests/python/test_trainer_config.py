@@ -36,8 +36,8 @@ class TrainerConfig(unittest.TestCase):
         self.assertIn("--nodes 2 overrides", " ".join(got["trainer_config"]["overrides"]))
 
     def test_prime_rl_version(self):
-        got = muonplan.plan(trainer_config=RL, prime_rl_version="2026-05-01")
-        want = cli_json("--trainer-config", RL, "--prime-rl-version", "2026-05-01")
+        got = muonplan.plan(trainer_config=RL, prime_rl_version="2026-06-01")
+        want = cli_json("--trainer-config", RL, "--prime-rl-version", "2026-06-01")
         self.assertEqual(got, want)
         self.assertEqual((got["offload"], got["layout"]["ep"]), ("none", 1))
         with self.assertRaises(muonplan.InputError):

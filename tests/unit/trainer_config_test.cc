@@ -143,3 +143,21 @@ TEST_CASE("trainer config: docs/trainer-config.md lists every key of the table",
     CHECK(doc.find("| `" + std::string(k.key) + "` |") != std::string::npos);
   }
 }
+
+// The emit's key names by date come from the one key-era table (prime_rl_versions.cc).
+TEST_CASE("prime_rl_key_on: a key's name on a date", "[trainer_config]") {
+  using muonplan::prime_rl_key_on;
+  const std::string head = "fused_lm_head_token_chunk_size";
+  CHECK(prime_rl_key_on("model", head, false, "") == head);  // the newest
+  CHECK(prime_rl_key_on("model", head, false, "2026-03-09") == head);
+  CHECK(prime_rl_key_on("model", head, false, "2026-03-08") == "fused_lm_head_chunk_size");
+  CHECK(prime_rl_key_on("model", "optim_cpu_offload", false, "2026-02-02").empty());
+  CHECK(prime_rl_key_on("model", "full_offload.numa_bind", false, "2026-08-14").empty());
+  CHECK(prime_rl_key_on("model", "cp_style", false, "2026-05-04").empty());
+  CHECK(prime_rl_key_on("orchestrator", "group_size", false, "2026-05-21") ==
+        "rollouts_per_example");
+  // The SFT rename leaves RL's [deployment] alone.
+  CHECK(prime_rl_key_on("deployment", "num_train_gpus", true, "2026-08-16") == "num_gpus");
+  CHECK(prime_rl_key_on("deployment", "num_train_gpus", false, "2026-08-16") == "num_train_gpus");
+  CHECK(prime_rl_key_on("model", "ep", false, "2025-01-01") == "ep");  // no era: always
+}

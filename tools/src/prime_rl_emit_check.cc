@@ -6,6 +6,7 @@
 #include "muonplan/base/enum_names.h"
 #include "muonplan/base/error.h"
 #include "muonplan/prime_rl_runs.h"
+#include "muonplan/trainer_keys.h"
 
 namespace muonplan {
 
@@ -25,6 +26,29 @@ void check_prime_rl_runs(const nlohmann::json& plan) {
                        " node(s), offload " + plan.at("offload").get<std::string>() +
                        ", optimizer " + plan.at("optimizer").get<std::string>() + "): " + why +
                        "; no config written, since prime-rl would run it otherwise than planned");
+}
+
+void check_prime_rl_keys_on(const nlohmann::json& plan, const std::string& date, bool sft) {
+  const std::string offload = plan.at("offload");
+  const nlohmann::json w = plan.value("workload", nlohmann::json());
+  const std::string style = w.is_null() ? "ring" : w.at("cp_style").get<std::string>();
+  struct Need {
+    bool needed;
+    const char* key;
+    std::string what, instead;
+  };
+  const Need needs[] = {
+      {offload == "optimizer", "optim_cpu_offload", "offload optimizer", "--offload none"},
+      {offload == "full", "full_offload", "offload full", "--offload none"},
+      {style == "ulysses", "cp_style", "cp_style ulysses", "--cp-style ring"}};
+  for (const Need& n : needs) {
+    if (!n.needed || !prime_rl_key_on("model", n.key, sft, date).empty()) continue;
+    throw InputError({}, "--emit",
+                     "prime-rl of " + date + " has no key " + n.key + " (docs/trainer-config.md, " +
+                         "\"Key eras\"), so it would not run this plan's " + n.what +
+                         "; no config written: re-plan with " + n.instead +
+                         " or a later --prime-rl-version");
+  }
 }
 
 }  // namespace muonplan

@@ -21,14 +21,22 @@ std::string toml_value(const json& v) {
 
 class Writer {
  public:
-  explicit Writer(bool top_level) : sft_(top_level) {}
+  explicit Writer(const EmitInput& in)
+      : top_level_(in.sft || in.standalone), sft_(in.sft), date_(in.prime_rl_version) {}
   void comment(const std::string& text) { out_ << "# " << text << "\n"; }
-  void table(const std::string& role) { out_ << "\n[" << prime_rl_table(role, sft_) << "]\n"; }
-  // A key of the key table (std::logic_error if it is not one), in the table `role`.
+  void table(const std::string& role) {
+    out_ << "\n[" << prime_rl_table(role, top_level_) << "]\n";
+  }
+  // A key of the key table (std::logic_error if it is not one), in the table `role`, under
+  // the name prime-rl of the version's date gives it; a key that date lacks is not written
+  // (check_prime_rl_keys_on has refused a plan that needs it).
   void raw(const std::string& role, const std::string& name, const std::string& value,
            const std::string& note = "") {
     trainer_key(role, name);
-    line(name + " = " + value, note);
+    const std::string dated = prime_rl_key_on(role, name, sft_, date_);
+    if (dated.empty()) return;
+    trainer_key(role, dated);
+    line(dated + " = " + value, note);
   }
   void key(const std::string& role, const std::string& name, const json& value,
            const std::string& note = "") {
@@ -48,7 +56,8 @@ class Writer {
     }
     out_ << text << "\n";
   }
-  bool sft_;
+  bool top_level_, sft_;
+  std::string date_;
   std::ostringstream out_;
 };
 
@@ -78,6 +87,8 @@ void write_model(Writer& t, const json& plan, const EmitInput& in) {
   // Muon under full offload never gets here: prime_rl_config's check_prime_rl_runs refuses it.
   if (offload == "full") t.key("model", "full_offload", json(true));
   if (w.is_null()) return;
+  t.key("model", "optimization_dtype", w.at("optimization_dtype"));
+  t.key("model", "reduce_dtype", w.at("reduce_dtype"));
   trainer_key("model", "ac.mode");
   t.raw("model", "ac", w.at("ac") == "full" ? "{ mode = \"full\" }" : "\"None\"");
   trainer_key("model", "ac_offloading.max_inflight_activations");
@@ -152,7 +163,8 @@ void write_trainer_file(Writer& t, const json& plan, const EmitInput& in) {
 
 std::string prime_rl_config(const json& plan, const EmitInput& in) {
   check_prime_rl_runs(plan);
-  Writer t(in.sft || in.standalone);
+  check_prime_rl_keys_on(plan, in.prime_rl_version, in.sft);
+  Writer t(in);
   t.comment(std::string("prime-rl ") +
             (in.sft          ? "SFT"
              : in.standalone ? "trainer"

@@ -74,7 +74,16 @@ struct Workload {
   // file does not store it yet.
   int64_t ac_max_inflight = 5;
   AttentionKernel attention = AttentionKernel::auto_kernel;
+  // prime-rl's [model] optimization_dtype: bytes of an FSDP master element, of its gradient
+  // shard and of each optimizer-state array (4 float32, 2 bfloat16: the model is loaded in that
+  // dtype, FSDP2 keeps its shards and gradients in it, torch's optimizers their state);
+  // reduce_dtype: bytes of a gradient element in FSDP2's reduce-scatter (MixedPrecisionPolicy).
+  int64_t master_bytes = 4;
+  int64_t reduce_bytes = 4;
 };
+// 4 or 2 from "float32" or "bfloat16" (prime-rl's names); InputError naming `flag` otherwise.
+int64_t parse_dtype_bytes(const std::string& flag, const std::string& name);
+const char* dtype_name(int64_t bytes);  // "float32" or "bfloat16"
 
 // LoRA as prime-rl runs it (`[model.lora]`): the base weights are frozen bf16 (no fp32 master,
 // gradient or optimizer state); each target module gets adapters A [rank, in] and B [out, rank]
@@ -156,6 +165,9 @@ struct PlanOptions {
   double gpu_headroom_or() const;
   double host_headroom_or() const;
   int batches_in_flight() const;  // the offload policy's for offload and optimizer_staging
+  // The workload's master_bytes and reduce_bytes; 4 (fp32) for the optimizer step alone.
+  int64_t master_bytes() const { return workload ? workload->master_bytes : 4; }
+  int64_t reduce_bytes() const { return workload ? workload->reduce_bytes : 4; }
 };
 
 }  // namespace muonplan

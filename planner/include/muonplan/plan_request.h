@@ -18,6 +18,8 @@ struct PlanFlags {
   std::string staging = "whole", schedule = "quintic", owners = "balanced";
   std::string workload, ac = "full", cp_style = "ulysses";
   std::string attention;  // fa2 | fa3 | sdpa | auto; empty: the workload file's, else auto
+  // prime-rl's optimization_dtype and reduce_dtype (Workload::master_bytes, reduce_bytes).
+  std::string optimization_dtype = "float32", reduce_dtype = "float32";
   // A prime-rl trainer config; apply_trainer_config (trainer_config_in.h) turns it into the
   // flags below before to_plan_request, which refuses one not applied.
   std::string trainer_config;

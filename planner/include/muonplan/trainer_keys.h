@@ -30,6 +30,12 @@ const TrainerKey& trainer_key(const std::string& table, const std::string& key);
 // The table's header in a file of this kind: prime_rl_table("model", false) is "trainer.model"
 // (RL); SFT and standalone trainer files keep [model] and [optim] at the top (top_level).
 std::string prime_rl_table(const std::string& table, bool top_level);
+// The name prime-rl of `date` (YYYY-MM-DD; "" the newest) gives the key written `key` today,
+// from the one key-era table (prime_rl_versions.cc, key_eras): `key` inside its era, the older
+// or newer name outside it ("fused_lm_head_token_chunk_size" on 2026-02-20 is
+// "fused_lm_head_chunk_size"), "" where prime-rl of that date has no such key.
+std::string prime_rl_key_on(const std::string& table, const std::string& key, bool sft,
+                            const std::string& date);
 // Tables inside which an unknown key is a warning (the planning tables).
 bool is_planning_table(const std::string& table);
 

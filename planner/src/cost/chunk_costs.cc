@@ -33,7 +33,8 @@ std::vector<double> largest_adamw_piece(const ParamInventory& inv, const StepFig
 // An AdamW group's stages on the busiest rank, `elems` of its elements there.
 std::vector<Stage> adamw_stages(const StepFigures& f, double elems) {
   const Rates& rt = f.rt;
-  const double adamw_bpe = 28;  // read p, g, m, v; write p, m, v (fp32)
+  // read p, g, m, v; write p, m, v: 7 arrays of optimization_dtype (4 B fp32, 2 B bf16)
+  const double adamw_bpe = 7.0 * double(f.o.master_bytes());
   const double cpu_adamw_bpe = 30;
   std::vector<Stage> st;
   if (f.pol.host_adamw) {
@@ -57,11 +58,12 @@ std::vector<Stage> muon_stages(const StepFigures& f, double elems, double ns_s, 
   const OffloadPolicy& pol = f.pol;
   const Rates& rt = f.rt;
   const HostPasses& passes = f.passes;
-  const double mom_b = o.bf16_momentum ? 2 : 4;
-  // GPU momentum fold: read G (4), read+write M, with Nesterov write+read U (fp32), write the
+  const double mom_b = muon_state_bytes(o);    // 2 (bf16 momentum or masters) or 4
+  const double mb = double(o.master_bytes());  // G and W: optimization_dtype
+  // GPU momentum fold: read G, read+write M, with Nesterov write+read U (fp32), write the
   // bf16 copy that is exchanged (2).
-  const double momentum_bpe = 4 + 2 * mom_b + (o.nesterov ? 8 : 0) + 2;
-  const double update_bpe = 4 + 2 + 4;        // read W, read bf16 update, write W (decay folded in)
+  const double momentum_bpe = mb + 2 * mom_b + (o.nesterov ? 8 : 0) + 2;
+  const double update_bpe = mb + 2 + mb;      // read W, read bf16 update, write W (decay folded in)
   const double cpu_fold_bpe = 4 + 2 * mom_b;  // host: read G, read+write M
   std::vector<Stage> st;
   if (pol.host_fold) {
@@ -102,7 +104,7 @@ std::vector<Stage> chunk_stages(const Topology& topo, const StepFigures& f, cons
   double state_elems = 0;  // bytes of optimizer state for the chunk on that rank
   if (c.kind == Chunk::Kind::adamw_group) {
     elems = f.aw;
-    state_elems = f.muon ? f.aw * adamw_state_bytes() : state_bytes(o, 0, f.aw);
+    state_elems = f.muon ? f.aw * adamw_state_bytes(o) : state_bytes(o, 0, f.aw);
     st = adamw_stages(f, elems);
   } else {
     double ns_s = 0, exch_s = 0;
@@ -162,7 +164,7 @@ void add_chunk_buffers(RankWindows& windows, const StepFigures& f, const Chunk& 
   const PlanOptions& o = f.o;
   const bool chunked = f.chunked;
   const double mom_bytes = muon_state_bytes(o);
-  const double adamw_piece_bytes = f.muon ? adamw_state_bytes() : state_bytes(o, 0, 1);
+  const double adamw_piece_bytes = f.muon ? adamw_state_bytes(o) : state_bytes(o, 0, 1);
   const double mat = double(c.rows) * double(c.cols);
   if (c.kind == Chunk::Kind::muon_batch) {
     const double ws = ns_scratch_bytes(1, c.rows, c.cols);

@@ -113,7 +113,7 @@ int add_gpu_memory(Prediction& p, const ParamInventory& inv, const Topology& top
                                                   : 0;
   };
   // LoRA's frozen base weights: FSDP-sharded as trained ones are (gpu_persistent.h).
-  const double frozen_b = frozen_weight_bytes(f.pol);
+  const double frozen_b = frozen_weight_bytes(o, f.pol);
   const LocalElems frozen = count_local(inv.frozen, o, f.world);
   int peak_rank = 0;
   double best_peak = -1, best_transient = -1;

@@ -9,19 +9,20 @@
 namespace muonplan {
 
 double muon_state_bytes(const PlanOptions& o) {
-  return double(state_elem_bytes(true, o.bf16_momentum).total());
+  return double(state_elem_bytes(true, o.bf16_momentum || o.master_bytes() == 2).total());
 }
-double adamw_state_bytes() {
-  return double(state_elem_bytes(false, false).total());
+double adamw_state_bytes(const PlanOptions& o) {
+  const double fp32 = double(state_elem_bytes(false, false).total());
+  return fp32 * double(o.master_bytes()) / double(elem_bytes::kMaster);
 }
 
-double frozen_weight_bytes(const OffloadPolicy& pol) {
-  return pol.bf16_compute_copy ? 2 : 4;
+double frozen_weight_bytes(const PlanOptions& o, const OffloadPolicy& pol) {
+  return pol.bf16_compute_copy ? 2 : double(o.master_bytes());
 }
 
 double state_bytes(const PlanOptions& o, double muon_elems, double adamw_elems) {
   if (o.optimizer == OptimizerKind::signsgd) return 0;
-  return muon_elems * muon_state_bytes(o) + adamw_elems * adamw_state_bytes();
+  return muon_elems * muon_state_bytes(o) + adamw_elems * adamw_state_bytes(o);
 }
 
 std::vector<Term> gpu_persistent_terms(const PlanOptions& o, const OffloadPolicy& pol, double n_all,
@@ -38,8 +39,13 @@ std::vector<Term> gpu_persistent_terms(const PlanOptions& o, const OffloadPolicy
                    "2 B x local params, until copied to host"});
   }
   if (pol.master == Residence::gpu) {
-    t.push_back({"params_fp32", elem_bytes::kMaster * n_all, "4 B x local params (FSDP master)"});
-    t.push_back({"grads_fp32", elem_bytes::kGrad * n_all, "4 B x local params"});
+    // optimization_dtype bfloat16: the masters and their gradient shards are bf16.
+    const double mb = double(o.master_bytes());
+    const bool fp32 = mb == elem_bytes::kMaster;
+    const std::string b = std::to_string(int(mb)) + " B x local params";
+    t.push_back({fp32 ? "params_fp32" : "params_master_bf16", mb * n_all,
+                 b + " (FSDP master, optimization_dtype " + dtype_name(int64_t(mb)) + ")"});
+    t.push_back({fp32 ? "grads_fp32" : "grads_bf16", mb * n_all, b});
   }
   if (o.optimizer == OptimizerKind::muon) {
     if (pol.muon_momentum == Residence::gpu) {
@@ -47,9 +53,11 @@ std::vector<Term> gpu_persistent_terms(const PlanOptions& o, const OffloadPolicy
                    std::to_string(int(muon_state_bytes(o))) + " B x local Muon params"});
     }
     if (pol.adamw_moments == Residence::gpu)
-      t.push_back({"adamw_moments", n_aw * adamw_state_bytes(), "8 B x local AdamW params"});
+      t.push_back({"adamw_moments", n_aw * adamw_state_bytes(o),
+                   std::to_string(int(adamw_state_bytes(o))) + " B x local AdamW params"});
   } else if (o.optimizer == OptimizerKind::adamw && pol.adamw_moments == Residence::gpu) {
-    t.push_back({"adamw_moments", state_bytes(o, n_mu, n_aw), "8 B x local params"});
+    t.push_back({"adamw_moments", state_bytes(o, n_mu, n_aw),
+                 std::to_string(int(adamw_state_bytes(o))) + " B x local params"});
   }
   return t;
 }

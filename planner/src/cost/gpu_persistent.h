@@ -10,16 +10,18 @@
 
 namespace muonplan {
 
-double muon_state_bytes(const PlanOptions& o);  // 2 (bf16 momentum) or 4
-double adamw_state_bytes();                     // 8: two fp32 moments
+// Optimizer state per element. With optimization_dtype bfloat16 (Workload::master_bytes 2)
+// torch's optimizers make their state like the bf16 master (zeros_like): 2 B per array.
+double muon_state_bytes(const PlanOptions& o);   // 2 (bf16 momentum or masters) or 4
+double adamw_state_bytes(const PlanOptions& o);  // 8: two fp32 moments; 4 with bf16 masters
 double state_bytes(const PlanOptions& o, double muon_elems, double adamw_elems);
 
 // Bytes per element of a frozen base weight's shard (LoRA, lora.h) between steps. prime-rl
-// builds the model in its optimization_dtype (float32 unless set, as muonplan's fp32 masters
-// assume), applies LoRA, then FSDP: the frozen weights keep fp32, with no gradient or optimizer
+// builds the model in its optimization_dtype (float32 unless set: Workload::master_bytes),
+// applies LoRA, then FSDP: the frozen weights keep that dtype, with no gradient or optimizer
 // state (FSDP2 casts them to bf16 only to gather them). Under full offload it casts the whole
 // model to bf16 once the masters are on the host: 2 B, where the compute copy is.
-double frozen_weight_bytes(const OffloadPolicy& pol);
+double frozen_weight_bytes(const PlanOptions& o, const OffloadPolicy& pol);
 
 // Persistent bytes of a rank holding `n_all` elements, `n_mu` of them Muon's and `n_aw`
 // AdamW's, where `pol` (the offload mode's policy) keeps each array. Linear in the counts.

@@ -101,10 +101,11 @@ std::string layer_name(int64_t layer) {
 }
 
 // Bytes per element of a parameter's sharded copy, and of its gradient shard. LoRA's frozen
-// base weights: as prime-rl holds them (gpu_persistent.h: fp32 shard, bf16 only when gathered).
-double param_bytes(const OffloadPolicy& pol, bool trains) {
-  if (!trains) return frozen_weight_bytes(pol);
-  return pol.master == Residence::gpu ? 4 : 2;
+// base weights: as prime-rl holds them (gpu_persistent.h: an optimization_dtype shard, bf16
+// only when gathered). Masters and their gradients: optimization_dtype (Workload::master_bytes).
+double param_bytes(const PlanOptions& o, const OffloadPolicy& pol, bool trains) {
+  if (!trains) return frozen_weight_bytes(o, pol);
+  return pol.master == Residence::gpu ? double(o.master_bytes()) : 2;
 }
 
 // Model init: every parameter's shard is its own tensor; the cuBLAS workspace comes with the
@@ -113,8 +114,11 @@ void record_persistent(Recorder& r) {
   r.tl.phase("model init");
   for (const auto& [layer, u] : r.units) {
     for (const FsdpParam& p : u.params) {
-      const double b = param_bytes(r.pol, p.trains);
-      const char* kind = !p.trains ? "frozen_params" : b == 4 ? "params_fp32" : "params_bf16";
+      const double b = param_bytes(r.o, r.pol, p.trains);
+      const char* kind = !p.trains                        ? "frozen_params"
+                         : r.pol.master != Residence::gpu ? "params_bf16"
+                         : b == 4                         ? "params_fp32"
+                                                          : "params_master_bf16";
       r.tl.alloc(p.name, kind, p.shard * b);
     }
   }
@@ -168,7 +172,7 @@ StepTimeline build_step_timeline(const ModelSpec& spec, const ParamInventory& in
       for (const auto& [layer, u] : r.units) {
         for (const FsdpParam& p : u.params) {
           if (!p.trains) continue;
-          const double b = param_bytes(pol, true);
+          const double b = param_bytes(o, pol, true);
           r.grads.push_back(
               tl.alloc(p.name + ".grad", b == 4 ? "grads_fp32" : "grads_bf16", p.shard * b));
         }

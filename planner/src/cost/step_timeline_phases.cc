@@ -191,12 +191,15 @@ void post_backward(Recorder& r, const FsdpUnit& u, std::vector<int>& params,
   r.rs_input = -1;
   if (u.trained(false) <= 0) return;
   r.rs_input = r.tl.alloc(layer_name(u.layer) + ".reduce_scatter_input", "fsdp2_rs_input",
-                          4 * u.trained(false));
+                          r.o.reduce_bytes() * u.trained(false));
   free_all(r, wgrads);
   const bool master = r.pol.master == Residence::gpu;
-  const int out = r.tl.alloc(layer_name(u.layer) + ".grad_shard",
-                             master ? "grads_fp32" : "grads_bf16_in_flight",
-                             (master ? 4 : 2) * u.trained(true), kReduceScatterStream);
+  const char* kind = !master                   ? "grads_bf16_in_flight"
+                     : r.o.master_bytes() == 4 ? "grads_fp32"
+                                               : "grads_bf16";
+  const int out =
+      r.tl.alloc(layer_name(u.layer) + ".grad_shard", kind,
+                 (master ? r.o.master_bytes() : 2) * u.trained(true), kReduceScatterStream);
   if (master && first_micro) {
     r.grads.push_back(out);
   } else if (master) {
@@ -329,8 +332,9 @@ void record_optimizer_step(Recorder& r) {
             r.state.push_back(
                 r.tl.alloc(n + ".momentum", "muon_momentum", p.shard * muon_state_bytes(o)));
         } else if (r.pol.adamw_moments == Residence::gpu) {
-          r.state.push_back(r.tl.alloc(n + ".exp_avg", "adamw_moments", p.shard * 4));
-          r.state.push_back(r.tl.alloc(n + ".exp_avg_sq", "adamw_moments", p.shard * 4));
+          const double b = adamw_state_bytes(o) / 2;  // one moment
+          r.state.push_back(r.tl.alloc(n + ".exp_avg", "adamw_moments", p.shard * b));
+          r.state.push_back(r.tl.alloc(n + ".exp_avg_sq", "adamw_moments", p.shard * b));
         }
       }
     }

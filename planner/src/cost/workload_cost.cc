@@ -204,8 +204,10 @@ void add_workload_memory(Prediction& p, const ModelSpec& s, const PlanOptions& o
       {"lm_head_io", 2 * 2 * t * h, "bf16 final hidden states and their gradient"});
   p.gpu_workload_bytes.push_back(
       {"gathered_layer_weights", 2 * 2 * max_layer, "bf16 weights of 2 layers (one prefetched)"});
-  p.gpu_workload_bytes.push_back({"unsharded_layer_grads", 4 * sh.max_layer_trained,
-                                  "fp32 gradients of one layer before reduce-scatter"});
+  const double rb = double(o.reduce_bytes());  // reduce_dtype: 4 float32, 2 bfloat16
+  p.gpu_workload_bytes.push_back(
+      {"unsharded_layer_grads", rb * sh.max_layer_trained,
+       std::string(dtype_name(int64_t(rb))) + " gradients of one layer before reduce-scatter"});
   const OffloadPolicy& pol = offload_policy(o.offload, o.optimizer_staging);
   if (pol.bf16_compute_copy) {
     double max_unit = 0;
@@ -232,6 +234,7 @@ CommSeconds add_workload_traffic(Prediction& p, const ModelSpec& s, const Topolo
   const Layout& l = sh.l;
   const int world = sh.world, gpn = sh.gpn;
   const double n_micro = sh.n_micro, t = sh.t, h = sh.h;
+  const double rb = double(w.reduce_bytes);  // reduce_dtype: 4 float32, 2 bfloat16
   const double non_expert = sh.non_expert, expert_total = sh.expert_total;
   const int64_t layers = sh.layers;
   const Heads& a = sh.a;
@@ -254,9 +257,10 @@ CommSeconds add_workload_traffic(Prediction& p, const ModelSpec& s, const Topolo
   const double ag =
       n_micro * (2 * 2 * gathered * (f - 1) / f + 2 * 2 * gathered_expert / l.ep * (de - 1) / de);
   const double rs =
-      n_micro * (4 * non_expert * (f - 1) / f + 4 * expert_total / l.ep * (de - 1) / de);
+      n_micro * (rb * non_expert * (f - 1) / f + rb * expert_total / l.ep * (de - 1) / de);
   p.comm_bytes.push_back({"fsdp_all_gather", ag, "bf16 weights, forward and backward"});
-  p.comm_bytes.push_back({"fsdp_reduce_scatter", rs, "fp32 gradients"});
+  p.comm_bytes.push_back({"fsdp_reduce_scatter", rs,
+                          std::string(dtype_name(int64_t(rb))) + " gradients (reduce_dtype)"});
   const double fsdp_link =
       (l.fsdp > gpn || (world / l.ep > 1 && world > gpn)) ? r.inter_bps : r.intra_bps;
   const double fsdp_s = (ag + rs) / fsdp_link;

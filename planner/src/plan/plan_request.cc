@@ -258,6 +258,12 @@ const std::vector<Entry>& setters() {
       {"attention", text(&PlanFlags::attention), false,
        "Attention kernel: " + choices_help(enum_names(kAttentionKernelNames)) +
            " (auto: FA3 on SM90, FA2 elsewhere; default: the workload file's, else auto)"},
+      {"optimization-dtype", text(&PlanFlags::optimization_dtype), true,
+       "Training workload: masters, their gradients and optimizer state in float32 | "
+       "bfloat16 (prime-rl's optimization_dtype)"},
+      {"reduce-dtype", text(&PlanFlags::reduce_dtype), true,
+       "Training workload: gradient reduce-scatter in float32 | bfloat16 (prime-rl's "
+       "reduce_dtype)"},
       {"gpu-memory-gib", positive_double(&PlanFlags::gpu_memory_gib), false,
        "GPU memory limit per GPU (default: the topology's)"},
       {"host-ram-gib", positive_double(&PlanFlags::host_ram_gib), false,
@@ -439,6 +445,15 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
     const AttentionKernel k = parse_attention_kernel(f.attention);
     if (!o.workload) throw InputError({}, "--attention", "applies to a training workload only");
     o.workload->attention = k;
+  }
+  const int64_t master = parse_dtype_bytes("--optimization-dtype", f.optimization_dtype);
+  const int64_t reduce = parse_dtype_bytes("--reduce-dtype", f.reduce_dtype);
+  if ((master != 4 || reduce != 4) && !o.workload)
+    throw InputError({}, master != 4 ? "--optimization-dtype" : "--reduce-dtype",
+                     "applies to a training workload only (the optimizer step alone keeps fp32)");
+  if (o.workload) {
+    o.workload->master_bytes = master;
+    o.workload->reduce_bytes = reduce;
   }
   if (!r.auto_offload) check_nesterov(o, "--nesterov");  // auto: the search skips full
   // A training workload is run by a PyTorch trainer; the optimizer step alone by our executor.

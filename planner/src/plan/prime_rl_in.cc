@@ -43,6 +43,20 @@ std::string either(const TrainerFile& f, const std::string& table, const std::st
   return b ? old : now;
 }
 
+// [model] optimization_dtype (masters, their gradients, optimizer state) and reduce_dtype
+// (FSDP2's gradient reduce-scatter): float32 both by default; --optimization-dtype and
+// --reduce-dtype (Workload::master_bytes, reduce_bytes).
+void read_precision(const TrainerFile& f, TrainerConfig& tc) {
+  const std::pair<const char*, const char*> keys[] = {{"optimization_dtype", "optimization-dtype"},
+                                                      {"reduce_dtype", "reduce-dtype"}};
+  for (auto [key, flag] : keys) {
+    const std::string v = f.string("model", key, "float32");
+    if (v != "float32" && v != "bfloat16")
+      f.fail("model", key, "expected float32 or bfloat16, got '" + v + "'");
+    tc.values.push_back(f.value(flag, v, "model", key));
+  }
+}
+
 }  // namespace
 
 // A standalone trainer file has no world: torchrun's --nnodes x --nproc-per-node set it, so
@@ -190,6 +204,7 @@ void read_parallel(const TrainerFile& f, TrainerConfig& tc) {
     if (const TomlNode* n = f.get("model", k); n && tc.layout_at.line == 0) tc.layout_at = f.at(*n);
   }
   if (!f.get("model", "ep") && !f.defaults().ep_auto) tc.ep = 1;  // before ep = "auto"
+  read_precision(f, tc);
   if (tc.ep == 0)
     tc.notes.push_back(f.field("model", "ep") +
                        " = auto: min(world / dp_replicate, 8) for MoE, else 1");
@@ -359,14 +374,10 @@ void warn_unmodelled(const TrainerFile& f, TrainerConfig& tc) {
   }
   if (f.boolean("model", "fp8", false))
     warn("fp8", "fp8 GEMMs are not modelled: planned in bf16, so step time is that of bf16");
-  if (f.string("model", "optimization_dtype", "float32") == "bfloat16")
-    warn("optimization_dtype",
-         "bf16 masters and optimizer state are not modelled: planned in fp32, so GPU peak and "
-         "host RAM (state bytes) are upper bounds");
-  if (f.string("model", "reduce_dtype", "float32") == "bfloat16")
-    warn("reduce_dtype",
-         "a bf16 gradient reduce is not modelled: traffic per GPU and step time are planned for "
-         "muonplan's own gradient dtype");
+  if (f.get("model", "tp") && f.integer("model", "tp", 1) > 1)
+    warn("tp",
+         "tensor parallelism is not modelled: planned as tp 1 over FSDP, so GPU peak "
+         "(weights, activations) and step time (TP traffic) are those of tp 1");
   if (!f.boolean("model", "moe_use_grouped_mm", true))
     warn("moe_use_grouped_mm",
          "false (a loop over experts) is not modelled: step time is planned for grouped GEMMs, "

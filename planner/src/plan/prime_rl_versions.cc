@@ -50,6 +50,12 @@ const std::vector<KeyEra>& key_eras() {
       {"deployment", "num_nodes", true, "", "2026-08-17", "num_train_nodes", "15d6c8197 (#3256)"},
       {"deployment", "num_train_gpus", true, "2026-08-17", "", "num_gpus", "15d6c8197 (#3256)"},
       {"deployment", "num_train_nodes", true, "2026-08-17", "", "num_nodes", "15d6c8197 (#3256)"},
+      {"model", "tp", false, "", "2026-03-26", "", "effa509cb (#2109)"},
+      {"model", "cp_style", false, "2026-05-05", "", "", "95af0118d (#2418)"},
+      // rollouts_per_example stayed an alias of group_size after #2599 (dropped in d612e23c1,
+      // #3156, whose date the table lacks): only group_size's start is an era.
+      {"orchestrator", "group_size", false, "2026-05-22", "", "rollouts_per_example",
+       "20f6449e1 (#2599)"},
   };
   return eras;
 }
@@ -68,6 +74,24 @@ bool inside(const KeyEra& e, const std::string& date) {
 }
 
 }  // namespace
+}  // namespace muonplan::detail
+
+namespace muonplan {
+
+std::string prime_rl_key_on(const std::string& table, const std::string& key, bool sft,
+                            const std::string& date) {
+  const detail::KeyEra* e = date.empty() ? nullptr : detail::find_era(table, key, sft);
+  if (!e || detail::inside(*e, date)) return key;
+  if (!*e->renamed) return "";
+  const detail::KeyEra* other = detail::find_era(table, e->renamed, sft);
+  if (other && !detail::inside(*other, date)) return "";
+  const size_t dot = key.find('.');  // a section's sub-key keeps its tail
+  return e->renamed + (dot == std::string::npos ? "" : key.substr(dot));
+}
+
+}  // namespace muonplan
+
+namespace muonplan::detail {
 
 std::string key_era_problem(const std::string& table, const std::string& key, bool sft,
                             const std::string& date) {

@@ -4,10 +4,17 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace muonplan {
 
 // `plan` is plan_to_json's output. Throws InputError ("--emit: ...") when prime-rl cannot run it.
 void check_prime_rl_runs(const nlohmann::json& plan);
+
+// Throws InputError ("--emit: ...") when the plan needs a key prime-rl of `date` (YYYY-MM-DD,
+// --prime-rl-version; "" the newest) lacks (the key-era table, prime_rl_key_on): optimizer
+// offload before optim_cpu_offload, full offload before full_offload, ulysses before
+// cp_style. Without the key, that prime-rl runs the plan's other choice (no offload, ring).
+void check_prime_rl_keys_on(const nlohmann::json& plan, const std::string& date, bool sft);
 
 }  // namespace muonplan

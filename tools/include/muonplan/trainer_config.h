@@ -24,6 +24,8 @@ struct EmitInput {
   bool single_node = false;
   // A standalone trainer file (`trainer @ FILE`): [model], [optim], [data] fake; no world keys.
   bool standalone = false;
+  // --prime-rl-version: key names are those of that date (prime_rl_key_on); "" the newest.
+  std::string prime_rl_version;
 };
 
 // `plan` is plan_to_json's output. Throws nlohmann::json::exception when a key is missing.
