@@ -134,13 +134,24 @@ def sweep_gaps(data):
     return [(reason, nodes, modes) for reason, (nodes, modes) in gaps.items()]
 
 
+# The footnote names at most this many reasons word for word; the other gaps' counts follow
+# in one line (their reasons are in report.md's sweep table), so the figure keeps its size.
+MAX_GAP_REASONS = 2
+
+
 def gap_lines(gaps, width_chars=150):
-    """The sweep plots' footnote: one wrapped line group per reason."""
+    """The sweep plots' footnote: one wrapped line group per reason, the first MAX_GAP_REASONS
+    reasons, then the node counts of the rest."""
     out = []
-    for reason, nodes, modes in gaps:
+    for reason, nodes, modes in gaps[:MAX_GAP_REASONS]:
         counts = ", ".join(str(n) for n in nodes)
         out += textwrap.wrap(f"Gap at {counts} node(s), offload {', '.join(modes)}: not "
                              f"evaluated: {reason}", width_chars)
+    rest = sorted({n for _, nodes, _ in gaps[MAX_GAP_REASONS:] for n in nodes})
+    if rest:
+        shown = ", ".join(str(n) for n in rest[:40]) + (", ..." if len(rest) > 40 else "")
+        out += textwrap.wrap(f"Gaps also at {len(rest)} more node count(s): {shown} (each "
+                             "one's reason: report.md, the sweep table)", width_chars)
     return out
 
 
@@ -182,13 +193,15 @@ def draw_sweep_panel(ax, data, key, mode, dodge, same):
                             arrowprops={"arrowstyle": "->"}, fontweight="bold",
                             bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8,
                                   "pad": 1})
-    for reason, gap_nodes, modes in sweep_gaps(data):
-        if mode in modes:
-            for n in gap_nodes:
-                ax.axvspan(n - 0.3 * dodge * len(variants) - 0.05, n + 0.3 * dodge * len(variants)
-                           + 0.05, color="0.85", alpha=0.6, lw=0)
-                ax.text(n, 0.03, "gap", transform=ax.get_xaxis_transform(), ha="center",
-                        va="bottom", fontsize=8, color="0.3")
+    gap_nodes = sorted({n for _, ns, modes in sweep_gaps(data) if mode in modes for n in ns})
+    labelled = None  # a "gap" word per band while the words stay apart (8% of the axis)
+    for n in gap_nodes:
+        half = 0.3 * dodge * len(variants) + 0.05
+        ax.axvspan(n - half, n + half, color="0.85", alpha=0.6, lw=0)
+        if labelled is None or n - labelled >= 0.08 * (max(nodes) - min(nodes) + 1):
+            ax.text(n, 0.03, "gap", transform=ax.get_xaxis_transform(), ha="center",
+                    va="bottom", fontsize=8, color="0.3")
+            labelled = n
 
 
 def plot_sweep(data, key, limit, limit_label, ylabel, title, path):

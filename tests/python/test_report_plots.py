@@ -99,6 +99,28 @@ class Checker(unittest.TestCase):
         self.assertNotIn("$\\mathdefault{10^{0}}$", labels)
 
 
+class SweepGaps(unittest.TestCase):
+    def sweep(self, gaps):
+        pts = [{"nodes": n, "offload": m, "optimizer": "muon", "evaluated": False,
+                "note": f"{n} groups do not split"} for n in gaps for m in ("none", "full")]
+        return {"sweep": pts + [{"nodes": 1, "offload": "none", "optimizer": "muon",
+                                 "evaluated": True, "note": ""}]}
+
+    def test_each_reason_once_with_its_counts_and_modes(self):
+        gaps = report.sweep_gaps(self.sweep([3]))
+        self.assertEqual(gaps, [("3 groups do not split", [3], ["none", "full"])])
+        self.assertEqual(report.gap_lines(gaps),
+                         ["Gap at 3 node(s), offload none, full: not evaluated: 3 groups do "
+                          "not split"])
+
+    def test_past_the_reasons_shown_the_other_counts_are_listed(self):
+        lines = report.gap_lines(report.sweep_gaps(self.sweep([3, 5, 6, 7, 9])))
+        self.assertEqual(len([l for l in lines if l.startswith("Gap at")]),
+                         report.MAX_GAP_REASONS)
+        self.assertEqual(lines[-1], "Gaps also at 3 more node count(s): 6, 7, 9 (each one's "
+                                    "reason: report.md, the sweep table)")
+
+
 class MemoryGroups(unittest.TestCase):
     def test_gpu_groups_are_the_plans_lists_and_add_up_to_the_peak(self):
         plan = plan_json("glm-4.5-air", "--tokens-per-step", "262144", "--seq-len", "4096")
