@@ -82,7 +82,8 @@ def check(binary, models=MODELS, workloads=WORKLOADS):
 
     try:
         for model, workload in itertools.product(models, workloads):
-            tag = f"{model}{' +workload' if workload else ''}"
+            tag = model + ("" if not workload else " +workload"
+                           if "--tokens-per-step" in workload else " +" + workload[0].lstrip("-"))
             report.save = lambda fig, path, tag=tag: checked_save(fig, path, tag)
             with tempfile.TemporaryDirectory() as d:
                 subprocess.run([binary, "report", "--model", model, "--nodes", NODES, "--out", d,

@@ -411,27 +411,27 @@ def plot_measured(data, path):
     runs = [(os.path.basename(m["path"]), measured_pairs(m)) for m in data["metrics"]]
     keys = sorted({k for _, pairs in runs for k, _, _ in pairs})
     key_markers = {k: VARIANT_MARKERS[i % 6] for i, k in enumerate(keys)}
-    fig, (ax, sc) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [3, 2]})
+    fig, (ax, sc) = plt.subplots(1, 2, figsize=(13, 6.4), gridspec_kw={"width_ratios": [3, 2]})
     width = 0.8 / max(1, len(runs))
     top = 1.0
     for r, (name, pairs) in enumerate(runs):
-        by_key = {k: (pv, mv) for k, pv, mv in pairs}
+        # A figure predicted as zero has no ratio: no bar (the scatter skips it too).
+        by_key = {k: (pv, mv) for k, pv, mv in pairs if pv}
         xs = [i + (r - (len(runs) - 1) / 2) * width for i, k in enumerate(keys) if k in by_key]
-        ratios = [by_key[k][1] / by_key[k][0] if by_key[k][0] else float("nan")
-                  for k in keys if k in by_key]
+        ratios = [by_key[k][1] / by_key[k][0] for k in keys if k in by_key]
         color = VARIANT_COLORS[r % 6]
         ax.bar(xs, ratios, width=width * 0.9, color=color, label=name)
-        for x, v in zip(xs, ratios):
-            ax.text(x, v, f"{v:.2f}", ha="center", va="bottom", fontsize=8)
-        top = max([top] + [v for v in ratios if v == v])
+        for x, v in zip(xs, ratios):  # upright, so that neighbouring bars' figures stay apart
+            ax.text(x, v, f" {v:.2f}", ha="center", va="bottom", fontsize=8, rotation=90)
+        top = max([top] + ratios)
         for k, p, m in pairs:
             if p > 0 and m > 0:
                 sc.scatter([p], [m], color=color, marker=key_markers[k], s=55, zorder=3,
                            edgecolors="black", linewidths=0.5)
     ax.axhline(1.0, color="black", lw=1.2)
-    ax.set_ylim(0, top * 1.15)
+    ax.set_ylim(0, top * 1.7)  # the upper third for the figures above the bars and the legend
     ax.set_xticks(range(len(keys)))
-    ax.set_xticklabels(keys, rotation=15, ha="right")
+    ax.set_xticklabels(keys, rotation=90)  # long names, one per bar group
     ax.set_ylabel("measured / predicted")
     ax.set_title("Measured over predicted, per figure (1 = exact)")
     ax.legend(frameon=True, loc="upper right")

@@ -46,6 +46,17 @@ class PlotText(unittest.TestCase):
     def test_no_text_outside_the_figure_or_overlapping_another(self):
         self.assertEqual(self.problems, [])
 
+    def test_predicted_vs_measured_with_three_metrics_files(self):
+        # Six figures per run, some predicted as zero (offload none moves nothing over PCIe):
+        # no ratio, so no bar and no "nan".
+        metrics = [path(f"tests/data/calibration/cpu/dense-{m}.metrics.json")
+                   for m in ("full", "none", "optimizer")]
+        problems, texts = check_plot_text.check(BIN, ["tiny-dense"], [["--metrics", *metrics]])
+        self.assertEqual(problems, [])
+        drawn = texts[("tiny-dense +metrics", "predicted_vs_measured.png")]
+        self.assertNotIn("nan", " ".join(drawn))
+        self.assertIn("dense-none.metrics.json", drawn)
+
     def test_the_workload_gap_is_drawn_with_its_reason(self):
         # 64 sequences of 4096 tokens do not split over 3 nodes' data-parallel groups (cp 8).
         for plot in ("gpu_peak_vs_nodes.png", "host_ram_vs_nodes.png", "step_time_vs_nodes.png"):
