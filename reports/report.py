@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import sys
+import textwrap
 
 import matplotlib
 
@@ -20,6 +21,9 @@ from matplotlib.patches import Patch  # noqa: E402
 # report.md's text, and the helpers it shares with the plots (report.md_text: tests/cli).
 from report_markdown import (is_number, markdown, md_text, measured_pairs,  # noqa: E402,F401
                              variant_label)
+# The memory breakdown's groups (report.coinciding, report.memory_groups: tests/python).
+from report_memory import (MAX_MEMORY_GROUPS, coinciding, levels_line,  # noqa: E402,F401
+                           memory_groups, same_gib, stacked_bar)
 
 DPI = 110
 VARIANT_COLORS = ["#1f77b4", "#17becf", "#d62728", "#2ca02c", "#9467bd", "#8c564b"]
@@ -56,52 +60,163 @@ def save(fig, path):
     write_atomic(path, lambda f: fig.savefig(f, dpi=DPI, format="png"))
 
 
+def legend_below(fig, handles, bottom=0.0):
+    """A figure legend under the panels, from `bottom` (a fraction of the height) up, in as many
+    columns as its longest label allows (about 7 px a character at 9 pt and 110 dpi, 50 px of
+    handle); returns the fraction of the height it takes, for tight_layout's rect."""
+    fig_w_px, fig_h_px = fig.get_size_inches() * DPI
+    widest = max(len(h.get_label()) for h in handles) * 7 + 50
+    ncol = max(1, min(len(handles), 6, int(fig_w_px * 0.95 // widest)))
+    rows = -(-len(handles) // ncol)
+    fig.legend(handles=handles, loc="lower center", ncol=ncol, frameon=False,
+               bbox_to_anchor=(0.5, bottom))
+    return bottom + (rows * 19 + 12) / fig_h_px
+
+
 def chosen_point(data):
     c = data["chosen"]
     return c["nodes"], c["offload"]
 
 
 # ---------------------------------------------------------------- plots 1 and 2: sweep lines
-def plot_sweep(data, key, limit, limit_label, ylabel, title, path):
-    """One panel per offload mode, one line per optimizer variant: key vs node count."""
-    modes, variants = data["offload_modes"], data["optimizer_variants"]
+def same_value(a, b):
+    """Two figures a plot cannot tell apart: within half a percent (less than a marker)."""
+    return abs(a - b) <= 0.005 * max(abs(a), abs(b))
+
+
+def sweep_series(data, key, mode, variant):
+    """{node count: figure} of the evaluated points of one panel's line."""
+    return {p["nodes"]: p["predicted"][key] for p in data["sweep"]
+            if p["offload"] == mode and p["optimizer"] == variant and p["evaluated"]}
+
+
+def coinciding_lines(data, key):
+    """{variant: (earlier variant, modes)}: a line that lies on an earlier one in those panels
+    (the same node counts, every figure the same_value), so the legend says so instead of one
+    line hiding the other."""
+    out = {}
+    variants = data["optimizer_variants"]
+    for i, v in enumerate(variants):
+        for u in variants[:i]:
+            modes = []
+            for mode in data["offload_modes"]:
+                a, b = sweep_series(data, key, mode, v), sweep_series(data, key, mode, u)
+                if a and a.keys() == b.keys() and all(same_value(a[n], b[n]) for n in a):
+                    modes.append(mode)
+            if modes:
+                out[v] = (u, modes)
+                break
+    return out
+
+
+def line_label(data, key, variant, same):
+    """The legend label of a variant's line, with the line it coincides with."""
+    label = variant_label(variant)
+    if variant not in same:
+        return label
+    other, modes = same[variant]
+    where = "" if len(modes) == len(data["offload_modes"]) else \
+        " at offload " + ", ".join(modes)
+    return f"{label} (same as {variant_label(other)}{where})"
+
+
+def sweep_gaps(data):
+    """The node counts the sweep could not evaluate, with why: [(reason, [nodes], [modes])] in
+    the order met. A count drawn as a gap in the sweep plots, never silently left out."""
+    gaps = {}
+    for p in data["sweep"]:
+        if not p["evaluated"]:
+            nodes, modes = gaps.setdefault(p.get("note") or "not evaluated", ([], []))
+            if p["nodes"] not in nodes:
+                nodes.append(p["nodes"])
+            if p["offload"] not in modes:
+                modes.append(p["offload"])
+    return [(reason, nodes, modes) for reason, (nodes, modes) in gaps.items()]
+
+
+# The footnote names at most this many reasons word for word; the other gaps' counts follow
+# in one line (their reasons are in report.md's sweep table), so the figure keeps its size.
+MAX_GAP_REASONS = 2
+
+
+def gap_lines(gaps, width_chars=150):
+    """The sweep plots' footnote: one wrapped line group per reason, the first MAX_GAP_REASONS
+    reasons, then the node counts of the rest."""
+    out = []
+    for reason, nodes, modes in gaps[:MAX_GAP_REASONS]:
+        counts = ", ".join(str(n) for n in nodes)
+        out += textwrap.wrap(f"Gap at {counts} node(s), offload {', '.join(modes)}: not "
+                             f"evaluated: {reason}", width_chars)
+    rest = sorted({n for _, nodes, _ in gaps[MAX_GAP_REASONS:] for n in nodes})
+    if rest:
+        shown = ", ".join(str(n) for n in rest[:40]) + (", ..." if len(rest) > 40 else "")
+        out += textwrap.wrap(f"Gaps also at {len(rest)} more node count(s): {shown} (each "
+                             "one's reason: report.md, the sweep table)", width_chars)
+    return out
+
+
+def draw_sweep_panel(ax, data, key, mode, dodge, same):
+    """One offload mode's lines, fits filled and misfits hollow, the chosen point marked."""
+    variants = data["optimizer_variants"]
     nodes = data["inputs"]["node_counts"]
-    fig, axes = plt.subplots(1, len(modes), figsize=(13, 4.6), sharey=True)
-    dodge = 0.06 * (max(nodes) - min(nodes) + 1) / 4  # overlapping lines stay visible
     chosen_nodes, chosen_offload = chosen_point(data)
     chosen_optimizer = ("muon-bf16-momentum" if data["chosen"]["optimizer_config"]["bf16_momentum"]
                         else data["chosen"]["optimizer"])
+    for i, v in enumerate(variants):
+        pts = [p for p in data["sweep"]
+               if p["offload"] == mode and p["optimizer"] == v and p["evaluated"]]
+        xs = [p["nodes"] + (i - (len(variants) - 1) / 2) * dodge for p in pts]
+        ys = [p["predicted"][key] for p in pts]
+        color, marker = VARIANT_COLORS[i % 6], VARIANT_MARKERS[i % 6]
+        # A line on an earlier one is dashed, so the two stay visible (its legend says so).
+        ls = "--" if mode in same.get(v, (None, []))[1] else "-"
+        ax.plot(xs, ys, color=color, lw=1.6, alpha=0.9, ls=ls)
+        if key == "gpu_peak_gib":  # reserved against allocated: the runtime's share
+            alloc = [p["predicted"].get("gpu_allocated_gib") for p in pts]
+            if all(a is not None for a in alloc):
+                ax.plot(xs, alloc, color=color, lw=1.0, ls=":", alpha=0.9)
+        # Two marker sets (fits: filled, misfits: hollow), not one artist per point: a
+        # sweep of 500 node counts drew 6,000 artists and took half a minute.
+        for fits in (True, False):
+            sel = [(x, y) for x, y, p in zip(xs, ys, pts) if p["fits"] == fits]
+            if sel:
+                ax.plot([x for x, _ in sel], [y for _, y in sel], ls="", marker=marker,
+                        ms=7 if len(nodes) <= 8 else 5, color=color,
+                        markerfacecolor=color if fits else "white", markeredgewidth=1.5)
+        for x, y, p in zip(xs, ys, pts):
+            if (p["nodes"], mode, v) == (chosen_nodes, chosen_offload, chosen_optimizer):
+                # Above the point and towards the panel's middle: below it the label met the
+                # tick labels, right of the last count it left the panel.
+                right = p["nodes"] - min(nodes) > 0.6 * (max(nodes) - min(nodes))
+                ax.annotate("chosen", (x, y), xytext=(-60 if right else 14, 18),
+                            textcoords="offset points",
+                            arrowprops={"arrowstyle": "->"}, fontweight="bold",
+                            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8,
+                                  "pad": 1})
+    gap_nodes = sorted({n for _, ns, modes in sweep_gaps(data) if mode in modes for n in ns})
+    labelled = None  # a "gap" word per band while the words stay apart (8% of the axis)
+    for n in gap_nodes:
+        half = 0.3 * dodge * len(variants) + 0.05
+        ax.axvspan(n - half, n + half, color="0.85", alpha=0.6, lw=0)
+        if labelled is None or n - labelled >= 0.08 * (max(nodes) - min(nodes) + 1):
+            ax.text(n, 0.03, "gap", transform=ax.get_xaxis_transform(), ha="center",
+                    va="bottom", fontsize=8, color="0.3")
+            labelled = n
+
+
+def plot_sweep(data, key, limit, limit_label, ylabel, title, path):
+    """One panel per offload mode, one line per optimizer variant: key vs node count; node
+    counts the sweep could not evaluate are shaded gaps, their reasons under the legend."""
+    modes, variants = data["offload_modes"], data["optimizer_variants"]
+    nodes = data["inputs"]["node_counts"]
+    gaps = gap_lines(sweep_gaps(data))
+    fig, axes = plt.subplots(1, len(modes), figsize=(13, 5.6 + 0.15 * len(gaps)), sharey=True)
+    dodge = 0.06 * (max(nodes) - min(nodes) + 1) / 4  # overlapping lines stay visible
+    same = coinciding_lines(data, key)
     for ax, mode in zip(axes, modes):
-        for i, v in enumerate(variants):
-            pts = [p for p in data["sweep"]
-                   if p["offload"] == mode and p["optimizer"] == v and p["evaluated"]]
-            xs = [p["nodes"] + (i - (len(variants) - 1) / 2) * dodge for p in pts]
-            ys = [p["predicted"][key] for p in pts]
-            color, marker = VARIANT_COLORS[i % 6], VARIANT_MARKERS[i % 6]
-            ax.plot(xs, ys, color=color, lw=1.6, alpha=0.9)
-            if key == "gpu_peak_gib":  # reserved against allocated: the runtime's share
-                alloc = [p["predicted"].get("gpu_allocated_gib") for p in pts]
-                if all(a is not None for a in alloc):
-                    ax.plot(xs, alloc, color=color, lw=1.0, ls=":", alpha=0.9)
-            # Two marker sets (fits: filled, misfits: hollow), not one artist per point: a
-            # sweep of 500 node counts drew 6,000 artists and took half a minute.
-            for fits in (True, False):
-                sel = [(x, y) for x, y, p in zip(xs, ys, pts) if p["fits"] == fits]
-                if sel:
-                    ax.plot([x for x, _ in sel], [y for _, y in sel], ls="", marker=marker,
-                            ms=7 if len(nodes) <= 8 else 5, color=color,
-                            markerfacecolor=color if fits else "white", markeredgewidth=1.5)
-            for x, y, p in zip(xs, ys, pts):
-                if (p["nodes"], mode, v) == (chosen_nodes, chosen_offload, chosen_optimizer):
-                    ax.annotate("chosen", (x, y), xytext=(16, -26), textcoords="offset points",
-                                arrowprops={"arrowstyle": "->"}, fontweight="bold",
-                                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8,
-                                      "pad": 1})
+        draw_sweep_panel(ax, data, key, mode, dodge, same)
         if limit is not None:
             ax.axhline(limit, color="black", ls="--", lw=1.3)
-            ax.text(0.98, limit, limit_label, transform=ax.get_yaxis_transform(), va="bottom",
-                    ha="right", fontsize=9, bbox={"facecolor": "white", "edgecolor": "none",
-                                                  "alpha": 0.85, "pad": 1.5})
         ax.set_title(f"offload = {mode}")
         ax.set_xlabel("nodes")
         # Every count a tick while they stay legible; past 16, integer ticks Matplotlib picks.
@@ -121,7 +236,8 @@ def plot_sweep(data, key, limit, limit_label, ylabel, title, path):
         axes[0].set_ylim(0, top * 1.1)
     axes[0].set_ylabel(ylabel)
     handles = [Line2D([], [], color=VARIANT_COLORS[i % 6], marker=VARIANT_MARKERS[i % 6], lw=1.6,
-                      label=variant_label(v)) for i, v in enumerate(variants)]
+                      ls="--" if v in same else "-", label=line_label(data, key, v, same))
+               for i, v in enumerate(variants)]
     if key == "gpu_peak_gib":
         handles.append(Line2D([], [], color="gray", lw=1.6,
                               label="GPU peak (reserved + outside the allocator)"))
@@ -129,96 +245,40 @@ def plot_sweep(data, key, limit, limit_label, ylabel, title, path):
     handles += [Line2D([], [], color="gray", marker="o", ls="", label="fits (GPU and host)"),
                 Line2D([], [], color="gray", marker="o", ls="", markerfacecolor="white",
                        label="does not fit")]
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False)
+    if limit is not None:
+        handles.append(Line2D([], [], color="black", ls="--", lw=1.3, label=limit_label))
+    if gaps:
+        handles.append(Patch(color="0.85", label="gap: not evaluated (below)"))
+    # Under the panels: the legend, then the gaps' reasons, one 8.5 pt line each.
+    fig_h_px = fig.get_size_inches()[1] * DPI
+    gaps_h = (14 * len(gaps) + 6) / fig_h_px if gaps else 0.0
+    for i, line in enumerate(gaps):
+        fig.text(0.01, (4 + 14 * (len(gaps) - 1 - i)) / fig_h_px, line, fontsize=8.5,
+                 ha="left", va="bottom", color="0.25")
+    below = legend_below(fig, handles, gaps_h)
     fig.suptitle(title, fontsize=12)
-    fig.tight_layout(rect=(0, 0.07, 1, 0.97))
+    fig.tight_layout(rect=(0, below, 1, 0.97))
     save(fig, path)
     plt.close(fig)
 
 
 # ---------------------------------------------------------------- plot 3: memory breakdown
-# By the plan's term-list key (plan.json's `terms`); a list not named here is drawn grey.
-GROUP_CMAPS = {"gpu_persistent_gib": "Blues", "gpu_transient_gib": "Oranges",
-               "gpu_fixed_gib": "Greys", "gpu_workload_gib": "Greens", "gpu_runtime_gib": "YlGn",
-               "gpu_reserve_gib": "Reds", "host_per_node_gib": "Purples"}
-
-
-def same_gib(a, b):
-    """Two levels print as one figure (0.1 GiB): drawn as one line, labelled as coinciding."""
-    return round(a, 1) == round(b, 1)
-
-
-def coinciding(levels, total):
-    """`levels` (value, label) less those at the total, those at one value joined: "allocated =
-    reserved" (a runtime without allocator reserve has the two equal)."""
-    merged = []
-    for value, label in levels:
-        if same_gib(value, total):
-            continue
-        if merged and same_gib(merged[-1][0], value):
-            merged[-1] = (merged[-1][0], f"{merged[-1][1]} = {label}")
-        else:
-            merged.append((value, label))
-    return merged
-
-
-def stacked_bar(ax, terms, unit_key, limit, limit_label, title, ylabel, levels=()):
-    """One bar of terms ((key, label), term), colored by list, the limit dashed."""
-    counts = {}
-    for group, _ in terms:
-        counts[group] = counts.get(group, 0) + 1
-    seen = {}
-    bottom, handles = 0.0, []
-    total = sum(t[unit_key] for _, t in terms)
-    top = max(limit, total) * 1.15
-    for group, t in terms:
-        k = seen[group] = seen.get(group, 0) + 1
-        shade = 0.75 - 0.45 * (k - 1) / max(1, counts[group] - 1) if counts[group] > 1 else 0.55
-        color = plt.get_cmap(GROUP_CMAPS.get(group[0], "Greys"))(shade)
-        v = t[unit_key]
-        ax.bar([0], [v], bottom=bottom, width=0.6, color=color, edgecolor="white")
-        if v > top * 0.04:
-            ax.text(0, bottom + v / 2, f"{v:.1f}", ha="center", va="center",
-                    fontsize=8.5, color="white" if shade > 0.6 else "black")
-        handles.append(Patch(color=color, label=f"{group[1]}: {t['name']}  {v:.2f} GiB"))
-        bottom += v
-    for value, label in coinciding(levels, bottom):  # allocated, reserved, against the bar
-        ax.plot([-0.3, 0.3], [value, value], color="black", lw=1.0, ls=":")
-        ax.annotate(f"{label} {value:.1f} GiB", (0.3, value), xytext=(0.36, value),
-                    va="center", ha="left", fontsize=8.5)
-    ax.axhline(limit, color="black", ls="--", lw=1.3)
-    ax.text(0.02, limit, limit_label, transform=ax.get_yaxis_transform(), ha="left",
-            va="bottom", fontsize=9)
-    total_label = " = ".join([label for value, label in levels if same_gib(value, bottom)]
-                             + ["total"])
-    ax.annotate(f"{total_label} {bottom:.1f} GiB", (0.3, bottom), xytext=(0.36, bottom),
-                va="center", ha="left", fontweight="bold")
-    ax.set_xlim(-0.5, 1.1)
-    ax.set_ylim(0, top)
-    ax.set_xticks([])
-    ax.set_title(title)
-    ax.set_ylabel(ylabel)
-    ax.legend(handles=handles[::-1], loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-
-
 def plot_memory(data, path):
     c = data["chosen"]
     b, lim = c["predicted"]["breakdown"], c["limits"]
     def lists(where):  # the plan's term lists that `where` picks, with their terms
-        return [((g["key"], g["label"]), t) for g in c["terms"] if where(g["group"])
-                for t in b.get(g["key"], [])]
-    gpu = lists(lambda group: group.startswith("gpu_"))
-    pred = c["predicted"]
-    levels = [(pred[k], label) for k, label in [("gpu_allocated_gib", "allocated"),
-                                                ("gpu_reserved_gib", "reserved")] if k in pred]
-    host = lists(lambda group: group == "host")
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5.2))
-    stacked_bar(axes[0], gpu, "gib", lim["gpu_memory_gib"],
-                f"GPU limit {lim['gpu_memory_gib']:.1f} GiB", "GPU memory per rank (busiest)",
-                "GiB (2^30 bytes)", levels)
-    stacked_bar(axes[1], host, "gib", lim["host_ram_per_node_gib"],
-                f"host RAM limit {lim['host_ram_per_node_gib']:.0f} GiB",
-                "Host RAM per node (busiest)", "GiB (2^30 bytes)")
+        return [((g["key"], g["label"]), b.get(g["key"], [])) for g in c["terms"]
+                if where(g["group"])]
+    gpu = memory_groups(lists(lambda group: group.startswith("gpu_")))
+    host = memory_groups(lists(lambda group: group == "host"))
+    gpu_total, host_total = sum(g[2] for g in gpu), sum(g[2] for g in host)
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.6))
+    stacked_bar(axes[0], gpu, lim["gpu_memory_gib"],
+                f"GPU memory per rank (busiest)\n{levels_line(c['predicted'], gpu_total)}; "
+                f"limit {lim['gpu_memory_gib']:.1f} (dashed)", "GiB (2^30 bytes)")
+    stacked_bar(axes[1], host, lim["host_ram_per_node_gib"],
+                f"Host RAM per node (busiest)\ntotal {host_total:.1f} GiB; limit "
+                f"{lim['host_ram_per_node_gib']:.0f} (dashed)", "GiB (2^30 bytes)")
     fig.suptitle(f"Memory of the chosen plan: {c['nodes']} node(s), offload {c['offload']}, "
                  f"optimizer {c['optimizer']}", fontsize=12)
     fig.tight_layout(rect=(0, 0, 1, 0.95))
@@ -273,9 +333,8 @@ def plot_step(data, path):
         trows = [(t["name"], t["s"], "training-step term") for t in training]
         hbars(axes[0][1], trows, p["training_step_s"], "training step", "Training step terms")
         kinds.append("training-step term")
-    fig.legend(handles=[Patch(color=KIND_COLORS[k], label=k) for k in kinds], loc="lower center",
-               ncol=len(kinds), frameon=False)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    below = legend_below(fig, [Patch(color=KIND_COLORS[k], label=k) for k in kinds])
+    fig.tight_layout(rect=(0, below, 1, 1))
     save(fig, path)
     plt.close(fig)
 
@@ -339,10 +398,10 @@ def plot_owners(data, path):
              else "sorted, busiest first")
     axes[0].set_title(f"Per-rank loads under each owner strategy ({c['world_size']} ranks, "
                       f"{shown})")
-    fig.legend(handles=[Line2D([], [], color="black", ls="--", label="mean over ranks"),
-                        Line2D([], [], color="black", marker="v", ls="", label="max (busiest rank)")],
-               loc="lower center", ncol=2, frameon=False)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    below = legend_below(fig, [Line2D([], [], color="black", ls="--", label="mean over ranks"),
+                               Line2D([], [], color="black", marker="v", ls="",
+                                      label="max (busiest rank)")])
+    fig.tight_layout(rect=(0, below, 1, 1))
     save(fig, path)
     plt.close(fig)
 
@@ -352,27 +411,27 @@ def plot_measured(data, path):
     runs = [(os.path.basename(m["path"]), measured_pairs(m)) for m in data["metrics"]]
     keys = sorted({k for _, pairs in runs for k, _, _ in pairs})
     key_markers = {k: VARIANT_MARKERS[i % 6] for i, k in enumerate(keys)}
-    fig, (ax, sc) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [3, 2]})
+    fig, (ax, sc) = plt.subplots(1, 2, figsize=(13, 6.4), gridspec_kw={"width_ratios": [3, 2]})
     width = 0.8 / max(1, len(runs))
     top = 1.0
     for r, (name, pairs) in enumerate(runs):
-        by_key = {k: (pv, mv) for k, pv, mv in pairs}
+        # A figure predicted as zero has no ratio: no bar (the scatter skips it too).
+        by_key = {k: (pv, mv) for k, pv, mv in pairs if pv}
         xs = [i + (r - (len(runs) - 1) / 2) * width for i, k in enumerate(keys) if k in by_key]
-        ratios = [by_key[k][1] / by_key[k][0] if by_key[k][0] else float("nan")
-                  for k in keys if k in by_key]
+        ratios = [by_key[k][1] / by_key[k][0] for k in keys if k in by_key]
         color = VARIANT_COLORS[r % 6]
         ax.bar(xs, ratios, width=width * 0.9, color=color, label=name)
-        for x, v in zip(xs, ratios):
-            ax.text(x, v, f"{v:.2f}", ha="center", va="bottom", fontsize=8)
-        top = max([top] + [v for v in ratios if v == v])
+        for x, v in zip(xs, ratios):  # upright, so that neighbouring bars' figures stay apart
+            ax.text(x, v, f" {v:.2f}", ha="center", va="bottom", fontsize=8, rotation=90)
+        top = max([top] + ratios)
         for k, p, m in pairs:
             if p > 0 and m > 0:
                 sc.scatter([p], [m], color=color, marker=key_markers[k], s=55, zorder=3,
                            edgecolors="black", linewidths=0.5)
     ax.axhline(1.0, color="black", lw=1.2)
-    ax.set_ylim(0, top * 1.15)
+    ax.set_ylim(0, top * 1.7)  # the upper third for the figures above the bars and the legend
     ax.set_xticks(range(len(keys)))
-    ax.set_xticklabels(keys, rotation=15, ha="right")
+    ax.set_xticklabels(keys, rotation=90)  # long names, one per bar group
     ax.set_ylabel("measured / predicted")
     ax.set_title("Measured over predicted, per figure (1 = exact)")
     ax.legend(frameon=True, loc="upper right")
@@ -435,9 +494,11 @@ def plot_gantt(data, path):
         ax.invert_yaxis()
         ax.set_xlabel("time in the step, ms")
         ax.set_title(title)
-    fig.legend(handles=[Patch(color=color[c], label=c) for c in cats], loc="lower center",
-               ncol=min(5, len(cats)), frameon=False)
-    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    handles = [Patch(color=color[c], label=c) for c in cats]
+    # The legend's rows are added to the height, so the chart keeps its size.
+    fig.set_size_inches(fig.get_size_inches()[0], 4.2 + 0.2 * -(-len(cats) // 3))
+    below = legend_below(fig, handles)
+    fig.tight_layout(rect=(0, below, 1, 1))
     save(fig, path)
     plt.close(fig)
 

@@ -1,0 +1,164 @@
+"""The report's plots show the decision (issue 36 item 8): every plot of a report for three
+models, with and without a workload, has no text outside the figure and no two texts
+overlapping (reports/check_plot_text.py); the memory breakdown names at most 8 groups that add
+up to the plan's figures; node counts the workload cannot use are a gap with its reason; lines
+that coincide say so."""
+import json
+import subprocess
+import sys
+import unittest
+
+from testenv import BIN, path
+
+sys.path.insert(0, path("reports"))
+import check_plot_text  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402  (Agg: report.py chose it on import)
+import report  # noqa: E402
+
+GLM_WORKLOAD = "glm-4.5-air +workload"
+
+
+def plan_json(model, *flags):
+    out = subprocess.run([BIN, "plan", "--model", model, "--json", *flags],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def bar_lists(plan, where):
+    """The memory bar's lists as plot_memory picks them from the plan's `terms` table."""
+    b = plan["predicted"]["breakdown"]
+    return [((g["key"], g["label"]), b.get(g["key"], [])) for g in plan["terms"]
+            if where(g["group"])]
+
+
+class PlotText(unittest.TestCase):
+    """One render of all six reports (about 90 s on two busy cores); the tests read it."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.problems, cls.texts = check_plot_text.check(BIN)
+
+    def test_every_plot_of_six_reports_was_checked(self):
+        tags = {tag for tag, _ in self.texts}
+        self.assertEqual(len(tags), 6, tags)
+        self.assertEqual(len(self.texts), 6 * 7, sorted(self.texts))  # 7 plots, no metrics
+
+    def test_no_text_outside_the_figure_or_overlapping_another(self):
+        self.assertEqual(self.problems, [])
+
+    def test_predicted_vs_measured_with_three_metrics_files(self):
+        # Six figures per run, some predicted as zero (offload none moves nothing over PCIe):
+        # no ratio, so no bar and no "nan".
+        metrics = [path(f"tests/data/calibration/cpu/dense-{m}.metrics.json")
+                   for m in ("full", "none", "optimizer")]
+        problems, texts = check_plot_text.check(BIN, ["tiny-dense"], [["--metrics", *metrics]])
+        self.assertEqual(problems, [])
+        drawn = texts[("tiny-dense +metrics", "predicted_vs_measured.png")]
+        self.assertNotIn("nan", " ".join(drawn))
+        self.assertIn("dense-none.metrics.json", drawn)
+
+    def test_the_workload_gap_is_drawn_with_its_reason(self):
+        # 64 sequences of 4096 tokens do not split over 3 nodes' data-parallel groups (cp 8).
+        for plot in ("gpu_peak_vs_nodes.png", "host_ram_vs_nodes.png", "step_time_vs_nodes.png"):
+            texts = self.texts[(GLM_WORKLOAD, plot)]
+            said = " ".join(t for t in texts if t.startswith("Gap at") or "sequences" in t)
+            self.assertIn("Gap at 3 node(s)", said, plot)
+            self.assertIn("do not split over 3 data-parallel groups", " ".join(said.split()))
+            self.assertEqual(texts.count("gap"), 3, plot)  # shaded in each offload panel
+
+    def test_no_gap_without_a_workload(self):
+        texts = self.texts[("glm-4.5-air", "gpu_peak_vs_nodes.png")]
+        self.assertFalse([t for t in texts if t.startswith("Gap at")], texts)
+
+    def test_coinciding_lines_are_named(self):
+        # Without offload the host keeps only per-process overhead: every optimizer's line is
+        # Muon's, and the legend says so at offload none.
+        texts = self.texts[(GLM_WORKLOAD, "host_ram_vs_nodes.png")]
+        self.assertIn("AdamW (same as Muon (fp32 momentum) at offload none)", texts)
+        self.assertIn("Muon (fp32 momentum)", texts)
+
+    def test_memory_groups_are_labelled_with_totals(self):
+        texts = self.texts[(GLM_WORKLOAD, "memory_breakdown.png")]
+        workload = [t for t in texts if t.startswith("GPU workload: ")]
+        self.assertEqual(len(workload), 1, texts)
+        self.assertRegex(workload[0], r"^GPU workload: \d+\.\d\d GiB \(7 terms\)$")
+
+
+class Checker(unittest.TestCase):
+    """The checker finds what it is for and not what the figure does not draw."""
+
+    def test_overlap_and_outside_are_found(self):
+        fig, ax = plt.subplots(figsize=(4, 3))
+        ax.text(0.5, 0.5, "first label", transform=ax.transAxes)
+        ax.text(0.52, 0.5, "second label", transform=ax.transAxes)
+        fig.text(0.9, 0.5, "runs off the right edge")
+        kinds = sorted(p[1] for p in check_plot_text.text_problems(fig, "t.png"))
+        plt.close(fig)
+        self.assertEqual(kinds, ["outside", "overlap"])
+
+    def test_ticks_outside_the_view_are_not_drawn_texts(self):
+        # A log axis keeps label texts for decades beyond its limits; they are not drawn.
+        fig, ax = plt.subplots(figsize=(4, 3))
+        ax.plot([1, 2], [3, 300])
+        ax.set_yscale("log")
+        ax.set_ylim(2, 500)
+        fig.tight_layout()
+        self.assertEqual(check_plot_text.text_problems(fig, "t.png"), [])
+        labels = [t.get_text() for t in check_plot_text.drawn_tick_labels(ax.yaxis)]
+        plt.close(fig)
+        self.assertIn("$\\mathdefault{10^{2}}$", labels)
+        self.assertNotIn("$\\mathdefault{10^{0}}$", labels)
+
+
+class SweepGaps(unittest.TestCase):
+    def sweep(self, gaps):
+        pts = [{"nodes": n, "offload": m, "optimizer": "muon", "evaluated": False,
+                "note": f"{n} groups do not split"} for n in gaps for m in ("none", "full")]
+        return {"sweep": pts + [{"nodes": 1, "offload": "none", "optimizer": "muon",
+                                 "evaluated": True, "note": ""}]}
+
+    def test_each_reason_once_with_its_counts_and_modes(self):
+        gaps = report.sweep_gaps(self.sweep([3]))
+        self.assertEqual(gaps, [("3 groups do not split", [3], ["none", "full"])])
+        self.assertEqual(report.gap_lines(gaps),
+                         ["Gap at 3 node(s), offload none, full: not evaluated: 3 groups do "
+                          "not split"])
+
+    def test_past_the_reasons_shown_the_other_counts_are_listed(self):
+        lines = report.gap_lines(report.sweep_gaps(self.sweep([3, 5, 6, 7, 9])))
+        self.assertEqual(len([l for l in lines if l.startswith("Gap at")]),
+                         report.MAX_GAP_REASONS)
+        self.assertEqual(lines[-1], "Gaps also at 3 more node count(s): 6, 7, 9 (each one's "
+                                    "reason: report.md, the sweep table)")
+
+
+class MemoryGroups(unittest.TestCase):
+    def test_gpu_groups_are_the_plans_lists_and_add_up_to_the_peak(self):
+        plan = plan_json("glm-4.5-air", "--tokens-per-step", "262144", "--seq-len", "4096")
+        gpu = report.memory_groups(bar_lists(plan, lambda g: g.startswith("gpu_")))
+        self.assertEqual([g[0] for g in gpu],
+                         ["gpu_persistent_gib", "gpu_transient_gib", "gpu_workload_gib",
+                          "gpu_runtime_gib", "gpu_reserve_gib", "gpu_fixed_gib"])
+        self.assertLessEqual(len(gpu), report.MAX_MEMORY_GROUPS)
+        self.assertAlmostEqual(sum(g[2] for g in gpu), plan["predicted"]["gpu_peak_gib"], 2)
+        host = report.memory_groups(bar_lists(plan, lambda g: g == "host"))
+        self.assertLessEqual(len(host), report.MAX_MEMORY_GROUPS)
+        self.assertAlmostEqual(sum(g[2] for g in host),
+                               plan["predicted"]["host_ram_per_node_gib"], 1)
+
+    def test_a_long_single_list_keeps_the_largest_and_sums_the_rest(self):
+        terms = [{"name": f"t{i}", "gib": float(i)} for i in range(12)]  # 0 .. 11 GiB
+        groups = report.memory_groups([(("host_per_node_gib", "host RAM"), terms)])
+        self.assertEqual(len(groups), report.MAX_MEMORY_GROUPS)
+        self.assertEqual([g[1] for g in groups[:-1]], [f"t{i}" for i in range(5, 12)])
+        self.assertEqual(groups[-1][1:], ("other 5 terms", 0.0 + 1 + 2 + 3 + 4, 5))
+
+    def test_empty_lists_are_no_group(self):
+        plan = plan_json("qwen3-30b-a3b")  # no workload: gpu_workload has no terms
+        gpu = report.memory_groups(bar_lists(plan, lambda g: g.startswith("gpu_")))
+        self.assertNotIn("gpu_workload_gib", [g[0] for g in gpu])
+        self.assertTrue(all(g[3] > 0 for g in gpu))
+
+
+if __name__ == "__main__":
+    unittest.main()
