@@ -33,7 +33,13 @@ void MuonStep::record(const char* what, Resource r, const Chunk* c, Clock::time_
 }
 
 MuonStep::MuonStep(RankState& state, Communicator& comm)
-    : state_(state), comm_(comm), backend_(state.backend()), policy_(state.policy()) {
+    : state_(state),
+      comm_(comm),
+      untimed_(state.backend()),
+      backend_(untimed_, {&counters_.device_s, &counters_.h2d_s, &counters_.d2h_s,
+                          &counters_.h2d_bytes, &counters_.d2h_bytes}),
+      checks_(untimed_, {&counters_.check_s}),
+      policy_(state.policy()) {
   const PlanOptions& o = state.plan().options;
   check_nesterov(o, "--plan");  // execute refuses it first; a step built by hand, here
   for (int i = 0; i < Backend::kMaxLanes; ++i) staging_.push_back(std::make_unique<HostStaging>());
@@ -59,19 +65,14 @@ void MuonStep::momentum_input(LocalParam& p, int64_t off, int64_t len, bf16* u, 
       Timed t(counters_.host_s);
       host::cast_to_bf16(len, p.m + off, host_stage);
     }
-    Timed t(counters_.h2d_s);
     backend_.copy_to_device(u, src, len * sizeof(bf16));
-    counters_.h2d_bytes += len * sizeof(bf16);
     return;
   }
   StateSlice s = state_in(p, off, len);
-  {
-    Timed t(counters_.device_s);
-    if (s.m_bf16) {
-      backend_.momentum_bf16(len, float(o.hyper.momentum), o.nesterov, p.g + off, s.m_bf16, u);
-    } else {
-      backend_.momentum_f32(len, float(o.hyper.momentum), o.nesterov, p.g + off, s.m, u);
-    }
+  if (s.m_bf16) {
+    backend_.momentum_bf16(len, float(o.hyper.momentum), o.nesterov, p.g + off, s.m_bf16, u);
+  } else {
+    backend_.momentum_f32(len, float(o.hyper.momentum), o.nesterov, p.g + off, s.m, u);
   }
   state_out(s);
 }
@@ -79,7 +80,6 @@ void MuonStep::momentum_input(LocalParam& p, int64_t off, int64_t len, bf16* u, 
 void MuonStep::apply(LocalParam& p, int64_t off, int64_t len, const bf16* o, float decay, float s,
                      const bf16* host_update, bf16* host_weights) {
   if (!policy_.host_apply) {
-    Timed t(counters_.device_s);
     backend_.apply_update(len, decay, s, o, p.w + off);
     return;
   }
@@ -90,9 +90,7 @@ void MuonStep::apply(LocalParam& p, int64_t off, int64_t len, const bf16* o, flo
     host::cast_to_bf16(len, p.w + off, host_weights);
   }
   Span sp(*this, stage::kWeightsH2D, Resource::pcie_h2d, cur_chunk_);
-  Timed t(counters_.h2d_s);
   backend_.copy_to_device(p.w_compute + off, host_weights, len * sizeof(bf16));
-  counters_.h2d_bytes += len * sizeof(bf16);
 }
 
 std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c, int lane) {
@@ -182,7 +180,6 @@ void MuonStep::orthogonalize(Flight& f) {
   const Chunk& c = *f.chunk;
   if (f.owned >= 0) {
     Span sp(*this, stage::kNewtonSchulz, Resource::gpu, &c);
-    Timed t(counters_.device_s);
     NsWorkspace ws(backend_, 1, c.rows, c.cols);
     newton_schulz(backend_, plan.options.schedule, 1, c.rows, c.cols, f.gathered.bf(), ws,
                   ns_variant_);
@@ -259,7 +256,6 @@ void MuonStep::local_chunk(const Chunk& c) {
   }
   sp.emplace(*this, stage::kNewtonSchulz, Resource::gpu, &c);
   {
-    Timed tm(counters_.device_s);
     NsWorkspace ws(backend_, count, m.rows, m.cols);
     newton_schulz(backend_, plan.options.schedule, count, m.rows, m.cols, u.bf(), ws, ns_variant_);
     check_output(c, u.bf(), count * mat);
@@ -303,24 +299,19 @@ void MuonStep::adamw_group(int64_t step) {
     StateSlice s = state_in(p, 0, p.elems());
     {
       Span sp(*this, stage::kAdamwKernel, Resource::gpu, cur_chunk_);
-      Timed t(counters_.device_s);
       backend_.adamw(p.elems(), lr, b1, b2, eps, wd, step, p.g, p.w, s.m, s.v);
     }
-    {
-      // Every AdamW weight finite, as every Muon update is (check_output): one read of w.
-      Timed t(counters_.check_s);
-      backend_.sum_squares_f32(p.elems(), p.w,
-                               check_sums_ + state_.plan().chunks.chunks.size() + p.tensor);
-    }
+    // Every AdamW weight finite, as every Muon update is (check_output): one read of w.
+    checks_.sum_squares_f32(p.elems(), p.w,
+                            check_sums_ + state_.plan().chunks.chunks.size() + p.tensor);
     state_out(s);
   }
 }
 
 void MuonStep::check_output(const Chunk& c, const bf16* x, int64_t n) {
   if (n == 0) return;
-  Timed t(counters_.check_s);
   const size_t slot = size_t(&c - state_.plan().chunks.chunks.data());
-  backend_.sum_squares_bf16(1, n, x, check_sums_ + slot);
+  checks_.sum_squares_bf16(1, n, x, check_sums_ + slot);
 }
 
 void MuonStep::scalar_check(float v, const Chunk* c, const std::string& tensor) {
@@ -387,13 +378,14 @@ void MuonStep::run(int64_t step) {
   if (whole_staging()) stage_whole_state(false);
   backend_.set_lane(0);
   backend_.synchronize();
+  // Reading the sums is the check's, not the step's traffic: on the unwrapped backend, timed whole.
   Timed t(counters_.check_s);
   // Into pinned memory, as every copy of the step: a pageable one would stage it (CUDA).
   const std::unique_ptr<float, HostFree> sums(
-      static_cast<float*>(backend_.alloc_host(slots * sizeof(float))), HostFree{&backend_});
-  backend_.copy_to_host(sums.get(), check_sums_, slots * sizeof(float));
-  backend_.synchronize();
-  backend_.free(check_sums_);
+      static_cast<float*>(untimed_.alloc_host(slots * sizeof(float))), HostFree{&untimed_});
+  untimed_.copy_to_host(sums.get(), check_sums_, slots * sizeof(float));
+  untimed_.synchronize();
+  untimed_.free(check_sums_);
   check_sums_ = nullptr;
   const size_t chunks = plan.chunks.chunks.size();
   for (size_t i = 0; i < slots && nonfinite_.empty(); ++i) {

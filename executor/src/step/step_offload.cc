@@ -49,10 +49,8 @@ MuonStep::StateSlice MuonStep::state_in(LocalParam& p, int64_t off, int64_t len)
   if (p.v) s.v = vbase + at;
   if (!whole_staging()) {
     Span sp(*this, stage::kStateH2D, Resource::pcie_h2d, cur_chunk_);
-    Timed t(counters_.h2d_s);
     backend_.copy_to_device(base, p.m ? static_cast<void*>(p.m + off) : p.m_bf16 + off, len * mb);
     if (p.v) backend_.copy_to_device(s.v, p.v + off, len * sizeof(float));
-    counters_.h2d_bytes += len * mb + (p.v ? len * sizeof(float) : 0);
   }
   return s;
 }
@@ -62,11 +60,9 @@ void MuonStep::state_out(StateSlice& s) {
   LocalParam& p = *s.p;
   const size_t mb = p.m_bf16 ? sizeof(bf16) : sizeof(float);
   Span sp(*this, stage::kStateD2H, Resource::pcie_d2h, cur_chunk_);
-  Timed t(counters_.d2h_s);
   backend_.copy_to_host(p.m ? static_cast<void*>(p.m + s.off) : p.m_bf16 + s.off, s.hold.ptr,
                         s.len * mb);
   if (p.v) backend_.copy_to_host(p.v + s.off, s.v, s.len * sizeof(float));
-  counters_.d2h_bytes += s.len * mb + (p.v ? s.len * sizeof(float) : 0);
 }
 
 // `whole` staging (what torch's optimizer-state offload does): every state array to the
@@ -89,17 +85,11 @@ void MuonStep::stage_whole_state(bool in) {
       const StagedState bytes = staged_state(p.muon, p.m_bf16 != nullptr, n);
       w.m = backend_.alloc(bytes.momentum);
       if (p.v) w.v = static_cast<float*>(backend_.alloc(bytes.variance));
-      Timed t(counters_.h2d_s);
       backend_.copy_to_device(w.m, host_m, n * mb);
       if (p.v) backend_.copy_to_device(w.v, p.v, n * sizeof(float));
-      counters_.h2d_bytes += n * mb + (p.v ? n * sizeof(float) : 0);
     } else {
-      {
-        Timed t(counters_.d2h_s);
-        backend_.copy_to_host(host_m, w.m, n * mb);
-        if (p.v) backend_.copy_to_host(p.v, w.v, n * sizeof(float));
-        counters_.d2h_bytes += n * mb + (p.v ? n * sizeof(float) : 0);
-      }
+      backend_.copy_to_host(host_m, w.m, n * mb);
+      if (p.v) backend_.copy_to_host(p.v, w.v, n * sizeof(float));
       backend_.synchronize();
       backend_.free(w.m);
       if (w.v) backend_.free(w.v);
@@ -126,15 +116,10 @@ MuonStep::HostStaging& MuonStep::staging(int lane, int64_t elems) {
 
 void MuonStep::scaled_update_to_host(bf16* u, int64_t len, float s, bf16* host_update) {
   Span sp(*this, stage::kUpdateD2H, Resource::pcie_d2h, cur_chunk_);
-  {
-    Timed t(counters_.device_s);
-    backend_.scale_bf16_by(len, -s, u, u);  // the scalar as an argument: no pageable copy
-  }
-  Timed t(counters_.d2h_s);
+  backend_.scale_bf16_by(len, -s, u, u);  // the scalar as an argument: no pageable copy
   backend_.copy_to_host(host_update, u, len * sizeof(bf16));
   // The host reads it next: wait for this lane only, so the other batches keep running.
   backend_.synchronize_lane();
-  counters_.d2h_bytes += len * sizeof(bf16);
 }
 
 namespace {
@@ -202,18 +187,13 @@ void MuonStep::grads_to_host() {
   const auto issue = [&](size_t k) {
     const Piece& x = pieces[k];
     backend_.set_lane(kRelayLanes[k % 2]);
-    Timed t(counters_.d2h_s);
     backend_.copy_to_host(r.buf[k % 2], x.p->g_compute + x.off, size_t(x.len) * sizeof(bf16));
-    counters_.d2h_bytes += x.len * sizeof(bf16);
   };
   for (size_t k = 0; k < std::min<size_t>(2, pieces.size()); ++k) issue(k);
   for (size_t k = 0; k < pieces.size(); ++k) {
     const Piece& x = pieces[k];
     backend_.set_lane(kRelayLanes[k % 2]);
-    {
-      Timed t(counters_.d2h_s);
-      backend_.synchronize_lane();
-    }
+    backend_.synchronize_lane();
     {
       Timed t(counters_.host_s);
       cpu::bf16_to_f32(r.buf[k % 2], x.p->g + x.off, x.len);
@@ -233,17 +213,12 @@ void MuonStep::weights_to_device(LocalParam& p) {
   for (int64_t off = 0; off < p.elems(); off += r.piece_elems, turn ^= 1) {
     const int64_t len = std::min(r.piece_elems, p.elems() - off);
     backend_.set_lane(kRelayLanes[turn]);
-    {
-      Timed t(counters_.h2d_s);
-      backend_.synchronize_lane();  // this buffer's previous copy has left it
-    }
+    backend_.synchronize_lane();  // this buffer's previous copy has left it
     {
       Timed t(counters_.host_s);
       host::cast_to_bf16(len, p.w + off, r.buf[turn]);
     }
-    Timed t(counters_.h2d_s);
     backend_.copy_to_device(p.w_compute + off, r.buf[turn], size_t(len) * sizeof(bf16));
-    counters_.h2d_bytes += len * sizeof(bf16);
   }
   // The batches rewrite these buffers from the host: every copy out of them is done first.
   for (int lane : kRelayLanes) {

@@ -25,6 +25,7 @@
 #include "muonplan/exec/communicator.h"
 #include "muonplan/exec/newton_schulz.h"
 #include "muonplan/exec/rank_state.h"
+#include "muonplan/exec/timed_backend.h"
 #include "muonplan/stage_names.h"
 #include "muonplan/trace.h"
 
@@ -122,7 +123,13 @@ class MuonStep {
 
   RankState& state_;
   Communicator& comm_;
-  Backend& backend_;
+  StepCounters counters_;
+  // The rank's backend, and the step's view of it (timed_backend.h): every call the step makes
+  // goes through backend_, which counts its time and bytes in counters_; checks_ counts the
+  // non-finite check's reductions in check_s. untimed_ only reads the check sums back.
+  Backend& untimed_;
+  TimedBackend backend_;
+  TimedBackend checks_;
   // Where each array lives and what moves (offload_policy.h): the step's only view of the mode.
   const OffloadPolicy& policy_;
   bool whole_staging() const { return policy_.staging == OffloadStaging::whole; }
@@ -133,7 +140,6 @@ class MuonStep {
   std::vector<Staged> whole_;
   std::vector<std::unique_ptr<HostStaging>> staging_;  // per lane, full offload
   int64_t share_elems_ = -1;                           // largest_share_elems(), once
-  StepCounters counters_;
   NsVariant ns_variant_ = NsVariant::plain;
   float* check_sums_ = nullptr;  // device: one sum of squares per chunk, read after the step
   std::string nonfinite_;
