@@ -64,9 +64,11 @@ int64_t env_tile() {
   return v;
 }
 
-class CudaBackendImpl final : public CudaBackend {
+// The backend is its own kernel table: the kernels run on the current lane's stream and handle.
+class CudaBackendImpl final : public CudaBackend, private Kernels {
  public:
-  explicit CudaBackendImpl(int device) : device_(device), tile_override_(env_tile()) {
+  explicit CudaBackendImpl(int device)
+      : Kernels(static_cast<Backend&>(*this)), device_(device), tile_override_(env_tile()) {
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess) {
@@ -249,6 +251,10 @@ class CudaBackendImpl final : public CudaBackend {
     check(cudaFreeHost(ptr), "cudaFreeHost");
   }
 
+  void launch(const KernelCall& call) override { call(*this); }
+
+ private:
+  // --- the kernel table (kernels.h), reached through launch()
   // --- GEMMs
   // Arguments checked by Backend::gemm_bf16.
   void run_gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,

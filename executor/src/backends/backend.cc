@@ -1,5 +1,5 @@
-// Default implementations of the Backend methods that can be written with the others: they go
-// through host memory, so any backend has them; a device backend overrides them with kernels.
+// Backend's kernel calls, each through launch(), and the kernel table's default implementations,
+// which go through host memory so any table has them (a device table overrides them).
 #include "muonplan/exec/backend.h"
 
 #include <algorithm>
@@ -56,22 +56,22 @@ void Backend::free_pageable(void* ptr) {
   std::free(ptr);
 }
 
-void Backend::scale_bf16_by(int64_t elems, float s, const bf16* x, bf16* y) {
+void Kernels::scale_bf16_by(int64_t elems, float s, const bf16* x, bf16* y) {
   if (elems <= 0) return;
-  void* factor = alloc(sizeof(float));
-  copy_to_device(factor, &s, sizeof s);
+  void* factor = memory_.alloc(sizeof(float));
+  memory_.copy_to_device(factor, &s, sizeof s);
   scale_bf16(1, elems, x, static_cast<const float*>(factor), y);
-  free(factor);
+  memory_.free(factor);
 }
 
-void Backend::ns_scale(int64_t batch, const float* sum_sq, double norm_scale, double eps,
+void Kernels::ns_scale(int64_t batch, const float* sum_sq, double norm_scale, double eps,
                        float* scale) {
   std::vector<float> host(batch);
-  copy_to_host(host.data(), sum_sq, batch * sizeof(float));
+  memory_.copy_to_host(host.data(), sum_sq, batch * sizeof(float));
   for (float& v : host) {
     v = static_cast<float>(1.0 / (norm_scale * std::sqrt(static_cast<double>(v)) + eps));
   }
-  copy_to_device(scale, host.data(), batch * sizeof(float));
+  memory_.copy_to_device(scale, host.data(), batch * sizeof(float));
 }
 
 namespace {
@@ -115,7 +115,8 @@ void Backend::gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, in
       throw std::invalid_argument("gemm_bf16: C overlaps A or B");
     }
   }
-  run_gemm_bf16(batch, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+  launch(
+      [=](Kernels& t) { t.run_gemm_bf16(batch, trans_a, trans_b, m, n, k, alpha, a, b, beta, c); });
 }
 
 void Backend::syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha, const MatrixBatch& a,
@@ -128,25 +129,65 @@ void Backend::syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha, const 
     check_matrix(call, "A", a, n, k);
     if (overlap(c, a, batch)) throw std::invalid_argument("syrk_bf16: C overlaps A");
   }
-  run_syrk_bf16(batch, n, k, alpha, a, beta, c);
+  launch([=](Kernels& t) { t.run_syrk_bf16(batch, n, k, alpha, a, beta, c); });
 }
 
-void Backend::run_syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha, const MatrixBatch& a,
+void Kernels::run_syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha, const MatrixBatch& a,
                             float beta, const MatrixBatch& c) {
   run_gemm_bf16(batch, false, true, n, n, k, alpha, a, a, beta, c);
 }
 
-void Backend::transpose_bf16(int64_t batch, int64_t rows, int64_t cols, const bf16* x, bf16* y) {
+void Kernels::transpose_bf16(int64_t batch, int64_t rows, int64_t cols, const bf16* x, bf16* y) {
   const int64_t elems = rows * cols;
   std::vector<bf16> in(batch * elems), out(batch * elems);
-  copy_to_host(in.data(), x, in.size() * sizeof(bf16));
+  memory_.copy_to_host(in.data(), x, in.size() * sizeof(bf16));
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t i = 0; i < rows; ++i) {
       for (int64_t j = 0; j < cols; ++j)
         out[b * elems + j * rows + i] = in[b * elems + i * cols + j];
     }
   }
-  copy_to_device(y, out.data(), out.size() * sizeof(bf16));
+  memory_.copy_to_device(y, out.data(), out.size() * sizeof(bf16));
+}
+
+// The elementwise kernels: each forwards its arguments to the table through launch().
+void Backend::sum_squares_bf16(int64_t batch, int64_t elems, const bf16* x, float* out) {
+  launch([=](Kernels& t) { t.sum_squares_bf16(batch, elems, x, out); });
+}
+void Backend::sum_squares_f32(int64_t n, const float* x, float* out) {
+  launch([=](Kernels& t) { t.sum_squares_f32(n, x, out); });
+}
+void Backend::scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float* scale, bf16* y) {
+  launch([=](Kernels& t) { t.scale_bf16(batch, elems, x, scale, y); });
+}
+void Backend::scale_bf16_by(int64_t elems, float s, const bf16* x, bf16* y) {
+  launch([=](Kernels& t) { t.scale_bf16_by(elems, s, x, y); });
+}
+void Backend::ns_scale(int64_t batch, const float* sum_sq, double norm_scale, double eps,
+                       float* scale) {
+  launch([=](Kernels& t) { t.ns_scale(batch, sum_sq, norm_scale, eps, scale); });
+}
+void Backend::transpose_bf16(int64_t batch, int64_t rows, int64_t cols, const bf16* x, bf16* y) {
+  launch([=](Kernels& t) { t.transpose_bf16(batch, rows, cols, x, y); });
+}
+void Backend::cast_to_bf16(int64_t n, const float* x, bf16* y) {
+  launch([=](Kernels& t) { t.cast_to_bf16(n, x, y); });
+}
+void Backend::cast_to_f32(int64_t n, const bf16* x, float* y) {
+  launch([=](Kernels& t) { t.cast_to_f32(n, x, y); });
+}
+void Backend::momentum_f32(int64_t n, float mu, bool nesterov, const float* g, float* m, bf16* u) {
+  launch([=](Kernels& t) { t.momentum_f32(n, mu, nesterov, g, m, u); });
+}
+void Backend::momentum_bf16(int64_t n, float mu, bool nesterov, const float* g, bf16* m, bf16* u) {
+  launch([=](Kernels& t) { t.momentum_bf16(n, mu, nesterov, g, m, u); });
+}
+void Backend::apply_update(int64_t n, float decay, float s, const bf16* o, float* w) {
+  launch([=](Kernels& t) { t.apply_update(n, decay, s, o, w); });
+}
+void Backend::adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd,
+                    int64_t step, const float* g, float* w, float* m, float* v) {
+  launch([=](Kernels& t) { t.adamw(n, lr, beta1, beta2, eps, wd, step, g, w, m, v); });
 }
 
 }  // namespace muonplan::exec

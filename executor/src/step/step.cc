@@ -1,7 +1,5 @@
 #include "muonplan/exec/step.h"
 
-#include "backends/cpu/cpu_kernels.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -10,9 +8,9 @@
 #include <stdexcept>
 
 #include "muonplan/decay_factor.h"
-#include "muonplan/exec/host_kernels.h"
 #include "muonplan/stage_names.h"
 #include "muonplan/step_buffers.h"
+#include "step/host_pipeline.h"
 #include "step/step_parts.h"
 
 namespace muonplan::exec {
@@ -22,23 +20,18 @@ using step_detail::HostFree;
 using step_detail::slice_rows;
 using step_detail::Timed;
 
-void MuonStep::record(const char* what, Resource r, const Chunk* c, Clock::time_point t0) {
-  // Host time around enqueued device work is launch time, not run time: left out.
-  const bool device = r == Resource::gpu || r == Resource::pcie_h2d || r == Resource::pcie_d2h;
-  if (device && !backend_.host_timed()) return;
-  const auto secs = [&](Clock::time_point t) {
-    return std::chrono::duration<double>(t - run_start_).count();
-  };
-  const int chunk = c ? int(c - state_.plan().chunks.chunks.data()) : -1;
-  trace_->push_back({0, r, what, chunk, secs(t0), secs(Clock::now())});
-}
-
 MuonStep::MuonStep(RankState& state, Communicator& comm)
-    : state_(state), comm_(comm), backend_(state.backend()), policy_(state.policy()) {
+    : state_(state),
+      comm_(comm),
+      untimed_(state.backend()),
+      backend_(untimed_, {&counters_.device_s, &counters_.h2d_s, &counters_.d2h_s,
+                          &counters_.h2d_bytes, &counters_.d2h_bytes}),
+      checks_(untimed_, {&counters_.check_s}),
+      policy_(state.policy()),
+      trace_(state.plan(), state.backend()) {
   const PlanOptions& o = state.plan().options;
   check_nesterov(o, "--plan");  // execute refuses it first; a step built by hand, here
-  for (int i = 0; i < Backend::kMaxLanes; ++i) staging_.push_back(std::make_unique<HostStaging>());
-  for (auto& s : staging_) s->backend = &backend_;
+  host_ = HostPipeline::for_policy(policy_, state_, backend_, counters_, trace_);
 }
 
 MuonStep::~MuonStep() {
@@ -53,47 +46,26 @@ float MuonStep::update_scale(int64_t rows, int64_t cols) const {
 
 void MuonStep::momentum_input(LocalParam& p, int64_t off, int64_t len, bf16* u, bf16* host_stage) {
   const PlanOptions& o = state_.plan().options;
-  if (policy_.host_fold) {
-    // Folded on the host already (fold_all); the bf16 copy goes to the device.
-    const bf16* src = p.m_bf16 ? p.m_bf16 + off : host_stage;
-    if (!p.m_bf16) {
-      Timed t(counters_.host_s);
-      host::cast_to_bf16(len, p.m + off, host_stage);
-    }
-    Timed t(counters_.h2d_s);
-    backend_.copy_to_device(u, src, len * sizeof(bf16));
-    counters_.h2d_bytes += len * sizeof(bf16);
+  if (host_) {
+    host_->momentum_to_device(p, off, len, u, host_stage);
     return;
   }
   StateSlice s = state_in(p, off, len);
-  {
-    Timed t(counters_.device_s);
-    if (s.m_bf16) {
-      backend_.momentum_bf16(len, float(o.hyper.momentum), o.nesterov, p.g + off, s.m_bf16, u);
-    } else {
-      backend_.momentum_f32(len, float(o.hyper.momentum), o.nesterov, p.g + off, s.m, u);
-    }
+  if (s.m_bf16) {
+    backend_.momentum_bf16(len, float(o.hyper.momentum), o.nesterov, p.g + off, s.m_bf16, u);
+  } else {
+    backend_.momentum_f32(len, float(o.hyper.momentum), o.nesterov, p.g + off, s.m, u);
   }
   state_out(s);
 }
 
 void MuonStep::apply(LocalParam& p, int64_t off, int64_t len, const bf16* o, float decay, float s,
                      const bf16* host_update, bf16* host_weights) {
-  if (!policy_.host_apply) {
-    Timed t(counters_.device_s);
+  if (host_) {
+    host_->apply(p, off, len, decay, host_update, host_weights);
+  } else {
     backend_.apply_update(len, decay, s, o, p.w + off);
-    return;
   }
-  {
-    Span sp(*this, stage::kCpuApply, Resource::cpu, cur_chunk_);
-    Timed t(counters_.host_s);
-    host::add_update_bf16(len, decay, host_update, p.w + off);
-    host::cast_to_bf16(len, p.w + off, host_weights);
-  }
-  Span sp(*this, stage::kWeightsH2D, Resource::pcie_h2d, cur_chunk_);
-  Timed t(counters_.h2d_s);
-  backend_.copy_to_device(p.w_compute + off, host_weights, len * sizeof(bf16));
-  counters_.h2d_bytes += len * sizeof(bf16);
 }
 
 std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c, int lane) {
@@ -103,7 +75,7 @@ std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c, int lane
   const int real = static_cast<int>(c.matrices.size());
   auto f = std::make_unique<Flight>();
   f->chunk = &c;
-  cur_chunk_ = &c;
+  trace_.chunk = &c;
   f->lane = lane;
   backend_.set_lane(lane);
   const size_t world = static_cast<size_t>(plan.world);
@@ -136,9 +108,9 @@ std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c, int lane
   f->send1 = Buffer(backend_, bytes.send);  // zero-filled: padding slices stay zero
   f->recv2 = Buffer(backend_, bytes.recv);
   // Momentum straight into the send buffer (the bf16 NS input).
-  bf16* host_stage = policy_.host_fold ? staging(lane, pos).momentum : nullptr;
+  bf16* host_stage = host_ ? host_->staging(lane, pos).momentum : nullptr;
   std::optional<Span> sp;
-  sp.emplace(*this, momentum_stage(), momentum_resource(), &c);
+  sp.emplace(trace_, momentum_stage(), momentum_resource(), &c);
   for (int k = 0; k < real; ++k) {
     if (f->my_len[k] == 0) continue;
     const MatrixRef& m = c.matrices[k];
@@ -159,7 +131,7 @@ std::unique_ptr<MuonStep::Flight> MuonStep::start_batch(const Chunk& c, int lane
       at += f->r1_bytes[base + j];
     }
   }
-  if (trace_) f->ex1_at = Clock::now();
+  f->ex1_at = trace_.now();
   f->ex1 = comm_.ialltoallv(f->send1.ptr, f->s1_bytes, f->s1_displs, f->gathered.ptr, f->r1_bytes,
                             f->r1_displs);
   return f;
@@ -171,7 +143,7 @@ void MuonStep::await_exchange(Request& ex, const char* what, const Chunk* c,
     Timed t(counters_.exchange_wait_s);
     ex.wait();
   }
-  if (trace_) record(what, Resource::network, c, started);
+  if (trace_.on()) trace_.record(what, Resource::network, c, started);
 }
 
 void MuonStep::orthogonalize(Flight& f) {
@@ -182,15 +154,14 @@ void MuonStep::orthogonalize(Flight& f) {
   const Plan& plan = state_.plan();
   const Chunk& c = *f.chunk;
   if (f.owned >= 0) {
-    Span sp(*this, stage::kNewtonSchulz, Resource::gpu, &c);
-    Timed t(counters_.device_s);
+    Span sp(trace_, stage::kNewtonSchulz, Resource::gpu, &c);
     NsWorkspace ws(backend_, 1, c.rows, c.cols);
     newton_schulz(backend_, plan.options.schedule, 1, c.rows, c.cols, f.gathered.bf(), ws,
                   ns_variant_);
     check_output(c, f.gathered.bf(), c.rows * c.cols);
   }
   // The result goes back the way it came: r1 describes each holder's rows of my matrix.
-  if (trace_) f.ex2_at = Clock::now();
+  f.ex2_at = trace_.now();
   f.ex2 = comm_.ialltoallv(f.gathered.ptr, f.r1_bytes, f.r1_displs, f.recv2.ptr, f.s1_bytes,
                            f.s1_displs);
 }
@@ -201,20 +172,20 @@ void MuonStep::finish(Flight& f) {
   await_exchange(*f.ex2, stage::kBack, f.chunk, f.ex2_at);
   const Plan& plan = state_.plan();
   const Chunk& c = *f.chunk;
-  cur_chunk_ = &c;
+  trace_.chunk = &c;
   const float decay = muon_decay_factor(plan.options.hyper.lr, plan.options.hyper.weight_decay);
   const float s = update_scale(c.rows, c.cols);
   scalar_check(s * decay, &c, "");
   const int me = state_.group_position();
   bf16 *host_update = nullptr, *host_weights = nullptr;
-  if (policy_.host_apply && f.my_total > 0) {
-    HostStaging& hs = staging(f.lane, f.my_total);
+  if (host_ && f.my_total > 0) {
+    const HostPipeline::Staging hs = host_->staging(f.lane, f.my_total);
     host_update = hs.update;
     host_weights = hs.weights;
-    scaled_update_to_host(f.recv2.bf(), f.my_total, s, host_update);
+    host_->update_to_host(f.recv2.bf(), f.my_total, s, host_update);
   }
-  // Under full offload apply() records its host and copy stages itself.
-  Span sp(*this, policy_.host_apply ? nullptr : stage::kUpdate, Resource::gpu, &c);
+  // Under full offload the host pipeline records its host and copy stages itself.
+  Span sp(trace_, host_ ? nullptr : stage::kUpdate, Resource::gpu, &c);
   for (size_t k = 0; k < c.matrices.size(); ++k) {
     if (f.my_len[k] == 0) continue;
     const MatrixRef& m = c.matrices[k];
@@ -227,40 +198,33 @@ void MuonStep::finish(Flight& f) {
   }
 }
 
-int64_t MuonStep::local_count(const Chunk& c) const {
-  const MatrixRef& m = c.matrices[0];
-  const LocalParam& p = state_.param(m.tensor);
-  if (state_.plan().inventory.tensors[m.tensor].stack_dim == 0) return p.end - p.begin;
-  return p.elems() > 0 ? 1 : 0;
-}
-
 void MuonStep::local_chunk(const Chunk& c) {
   const Plan& plan = state_.plan();
   const OptimizerHyper& h = plan.options.hyper;
   const MatrixRef& m = c.matrices[0];
   LocalParam& p = state_.param(m.tensor);
   const bool stack = plan.inventory.tensors[m.tensor].stack_dim == 0;
-  const int64_t count = local_count(c);
+  const int64_t count = step_detail::local_count(state_, c);
   if (count == 0) return;
-  cur_chunk_ = &c;
+  trace_.chunk = &c;
   backend_.set_lane(0);
   const int64_t mat = m.rows * m.cols;
   const int64_t stride = stack ? p.entry_elems : 0;
   Buffer u(backend_, local_chunk_bytes(count, m.rows, m.cols));
-  HostStaging* hs = policy_.host_fold ? &staging(0, count * mat) : nullptr;
+  HostPipeline::Staging hs;
+  if (host_) hs = host_->staging(0, count * mat);
   // With four batches in flight one is on lane 0 too, and its momentum copy from these buffers
   // may still be queued: the host rewrites them only after it. (A batch's buffers were last
   // used by the batch its lane retired, whose update came back through synchronize_lane.)
-  if (hs) backend_.synchronize_lane();
+  if (host_) backend_.synchronize_lane();
   std::optional<Span> sp;
-  sp.emplace(*this, momentum_stage(), momentum_resource(), &c);
+  sp.emplace(trace_, momentum_stage(), momentum_resource(), &c);
   for (int64_t e = 0; e < count; ++e) {
     const int64_t off = e * stride + m.row_offset * m.cols;
-    momentum_input(p, off, mat, u.bf() + e * mat, hs ? hs->momentum + e * mat : nullptr);
+    momentum_input(p, off, mat, u.bf() + e * mat, host_ ? hs.momentum + e * mat : nullptr);
   }
-  sp.emplace(*this, stage::kNewtonSchulz, Resource::gpu, &c);
+  sp.emplace(trace_, stage::kNewtonSchulz, Resource::gpu, &c);
   {
-    Timed tm(counters_.device_s);
     NsWorkspace ws(backend_, count, m.rows, m.cols);
     newton_schulz(backend_, plan.options.schedule, count, m.rows, m.cols, u.bf(), ws, ns_variant_);
     check_output(c, u.bf(), count * mat);
@@ -269,12 +233,12 @@ void MuonStep::local_chunk(const Chunk& c) {
   const float s = update_scale(m.rows, m.cols);
   scalar_check(s * decay, &c, "");
   sp.reset();
-  if (hs) scaled_update_to_host(u.bf(), count * mat, s, hs->update);
-  sp.emplace(*this, hs ? nullptr : stage::kUpdate, Resource::gpu, &c);
+  if (host_) host_->update_to_host(u.bf(), count * mat, s, hs.update);
+  sp.emplace(trace_, host_ ? nullptr : stage::kUpdate, Resource::gpu, &c);
   for (int64_t e = 0; e < count; ++e) {
     const int64_t off = e * stride + m.row_offset * m.cols;
-    apply(p, off, mat, u.bf() + e * mat, decay, s, hs ? hs->update + e * mat : nullptr,
-          hs ? hs->weights + e * mat : nullptr);
+    apply(p, off, mat, u.bf() + e * mat, decay, s, host_ ? hs.update + e * mat : nullptr,
+          host_ ? hs.weights + e * mat : nullptr);
   }
 }
 
@@ -287,41 +251,28 @@ void MuonStep::adamw_group(int64_t step) {
   for (LocalParam& p : state_.params()) {
     if (p.muon || p.elems() == 0) continue;
     scalar_check(lr + wd + b1 + b2 + eps, nullptr, state_.plan().inventory.tensors[p.tensor].name);
-    if (policy_.host_adamw) {
-      {
-        Span sp(*this, stage::kCpuAdamw, Resource::cpu, cur_chunk_);
-        Timed t(counters_.host_s);
-        host::adamw(p.elems(), lr, b1, b2, eps, wd, step, p.g, p.w, p.m, p.v);
-      }
-      {
-        Timed t(counters_.check_s);
-        scalar_check(static_cast<float>(cpu::sum_squares(p.w, p.elems())), nullptr,
-                     state_.plan().inventory.tensors[p.tensor].name);
-      }
-      weights_to_device(p);
+    if (host_) {
+      const double sum = host_->adamw(p, lr, b1, b2, eps, wd, step);
+      scalar_check(static_cast<float>(sum), nullptr,
+                   state_.plan().inventory.tensors[p.tensor].name);
       continue;
     }
     StateSlice s = state_in(p, 0, p.elems());
     {
-      Span sp(*this, stage::kAdamwKernel, Resource::gpu, cur_chunk_);
-      Timed t(counters_.device_s);
+      Span sp(trace_, stage::kAdamwKernel, Resource::gpu, trace_.chunk);
       backend_.adamw(p.elems(), lr, b1, b2, eps, wd, step, p.g, p.w, s.m, s.v);
     }
-    {
-      // Every AdamW weight finite, as every Muon update is (check_output): one read of w.
-      Timed t(counters_.check_s);
-      backend_.sum_squares_f32(p.elems(), p.w,
-                               check_sums_ + state_.plan().chunks.chunks.size() + p.tensor);
-    }
+    // Every AdamW weight finite, as every Muon update is (check_output): one read of w.
+    checks_.sum_squares_f32(p.elems(), p.w,
+                            check_sums_ + state_.plan().chunks.chunks.size() + p.tensor);
     state_out(s);
   }
 }
 
 void MuonStep::check_output(const Chunk& c, const bf16* x, int64_t n) {
   if (n == 0) return;
-  Timed t(counters_.check_s);
   const size_t slot = size_t(&c - state_.plan().chunks.chunks.data());
-  backend_.sum_squares_bf16(1, n, x, check_sums_ + slot);
+  checks_.sum_squares_bf16(1, n, x, check_sums_ + slot);
 }
 
 void MuonStep::scalar_check(float v, const Chunk* c, const std::string& tensor) {
@@ -333,11 +284,7 @@ void MuonStep::run(int64_t step) {
   const Plan& plan = state_.plan();
   counters_ = {};
   nonfinite_.clear();
-  cur_chunk_ = nullptr;
-  if (trace_) {
-    trace_->clear();
-    run_start_ = Clock::now();
-  }
+  trace_.start();
   // Under full offload the host AdamW runs first, during backward: its chunk is the last.
   const Chunk* adamw_chunk = nullptr;
   for (const Chunk& c : plan.chunks.chunks) {
@@ -352,10 +299,9 @@ void MuonStep::run(int64_t step) {
   // zeroing has run (a late zero-fill would erase a NaN).
   backend_.join_lanes();
   const size_t depth = step_detail::flight_depth(plan);
-  if (policy_.bf16_compute_copy) grads_to_host();
-  if (policy_.host_fold) fold_all();  // during backward, from the bf16 gradients
-  if (policy_.host_adamw) {
-    cur_chunk_ = adamw_chunk;
+  if (host_) {
+    host_->gradients_and_folds();  // during backward, from the bf16 gradients
+    trace_.chunk = adamw_chunk;
     adamw_group(step);  // the host AdamW runs during backward too
   }
   if (whole_staging()) stage_whole_state(true);
@@ -379,8 +325,8 @@ void MuonStep::run(int64_t step) {
         local_chunk(c);
         break;
       case Chunk::Kind::adamw_group:
-        cur_chunk_ = &c;
-        if (!policy_.host_adamw) adamw_group(step);
+        trace_.chunk = &c;
+        if (!host_) adamw_group(step);
         break;
     }
   }
@@ -388,13 +334,14 @@ void MuonStep::run(int64_t step) {
   if (whole_staging()) stage_whole_state(false);
   backend_.set_lane(0);
   backend_.synchronize();
+  // Reading the sums is the check's, not the step's traffic: on the unwrapped backend, timed whole.
   Timed t(counters_.check_s);
   // Into pinned memory, as every copy of the step: a pageable one would stage it (CUDA).
   const std::unique_ptr<float, HostFree> sums(
-      static_cast<float*>(backend_.alloc_host(slots * sizeof(float))), HostFree{&backend_});
-  backend_.copy_to_host(sums.get(), check_sums_, slots * sizeof(float));
-  backend_.synchronize();
-  backend_.free(check_sums_);
+      static_cast<float*>(untimed_.alloc_host(slots * sizeof(float))), HostFree{&untimed_});
+  untimed_.copy_to_host(sums.get(), check_sums_, slots * sizeof(float));
+  untimed_.synchronize();
+  untimed_.free(check_sums_);
   check_sums_ = nullptr;
   const size_t chunks = plan.chunks.chunks.size();
   for (size_t i = 0; i < slots && nonfinite_.empty(); ++i) {

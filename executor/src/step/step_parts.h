@@ -1,5 +1,6 @@
-// The step's private parts, shared by step.cc and step_offload.cc: scoped backend buffers and
-// timers, and the MuonStep members that hold a chunk's buffers and staged state.
+// The step's private parts, shared by step.cc, step_offload.cc and host_pipeline.cc: scoped
+// backend buffers and timers, and the MuonStep members that hold a chunk's buffers and staged
+// state.
 #pragma once
 
 #include <algorithm>
@@ -10,6 +11,9 @@
 #include "muonplan/exec/step.h"
 
 namespace muonplan::exec {
+
+using Span = StepTrace::Span;
+
 namespace step_detail {
 
 // Rows [begin, end) of a tensor's dim 0 that group position j holds (the plan's shard rule),
@@ -35,6 +39,15 @@ inline size_t flight_depth(const Plan& plan) {
 inline int batch_lane(const Plan& plan, int64_t k) {
   const size_t depth = flight_depth(plan);
   return int(size_t(k) % depth) + (depth < size_t(Backend::kMaxLanes));
+}
+
+// The matrices of a local chunk this rank orthogonalizes: a stack's experts it holds, or the
+// one replicated matrix (0 where it holds none).
+inline int64_t local_count(const RankState& state, const Chunk& c) {
+  const MatrixRef& m = c.matrices[0];
+  const LocalParam& p = state.param(m.tensor);
+  if (state.plan().inventory.tensors[m.tensor].stack_dim == 0) return p.end - p.begin;
+  return p.elems() > 0 ? 1 : 0;
 }
 
 // Backend memory freed when it goes out of scope.
@@ -79,27 +92,6 @@ class Timed {
 
 }  // namespace step_detail
 
-// Records its scope as one stage when the step is tracing; nothing (no clock read) otherwise.
-class MuonStep::Span {
- public:
-  Span(MuonStep& step, const char* what, Resource r, const Chunk* c)
-      : step_(step.trace_ && what ? &step : nullptr), what_(what), r_(r), c_(c) {
-    if (step_) t0_ = Clock::now();
-  }
-  ~Span() {
-    if (step_) step_->record(what_, r_, c_, t0_);
-  }
-  Span(const Span&) = delete;
-  Span& operator=(const Span&) = delete;
-
- private:
-  MuonStep* step_;
-  const char* what_;
-  Resource r_;
-  const Chunk* c_;
-  Clock::time_point t0_;
-};
-
 // A Muon batch between its two exchanges.
 struct MuonStep::Flight {
   const Chunk* chunk = nullptr;
@@ -111,7 +103,7 @@ struct MuonStep::Flight {
   step_detail::Buffer send1, gathered, recv2;
   std::vector<size_t> s1_bytes, s1_displs, r1_bytes, r1_displs;
   std::unique_ptr<Request> ex1, ex2;
-  MuonStep::Clock::time_point ex1_at, ex2_at;  // when each exchange started (tracing only)
+  StepTrace::Clock::time_point ex1_at, ex2_at;  // when each exchange started (tracing only)
   bool orthogonalized = false;
 };
 
@@ -124,20 +116,6 @@ struct MuonStep::StateSlice {
       hold_v;  // `chunked` staging: the device copies (m, v), written back by state_out
   LocalParam* p = nullptr;
   int64_t off = 0, len = 0;
-};
-
-// Full offload: pinned host buffers of one lane for the bf16 momentum going to the device,
-// the update coming back and the new weights going out (the planner's pinned_staging).
-struct MuonStep::HostStaging {
-  Backend* backend = nullptr;
-  int64_t capacity = 0;  // elements of each buffer
-  bf16 *momentum = nullptr, *update = nullptr, *weights = nullptr;
-  ~HostStaging() { release(); }
-  void release() {
-    for (bf16* p : {momentum, update, weights}) backend->free_host(p);
-    momentum = update = weights = nullptr;
-    capacity = 0;
-  }
 };
 
 }  // namespace muonplan::exec

@@ -14,6 +14,8 @@
 //              batch (two in flight) the bf16 momentum goes to the device, takes the same NS
 //              and exchange path, comes back as the bf16 update -s * NS(M), and the host adds
 //              it into the fp32 master (with weight decay) and sends the new bf16 weights.
+//              These host passes are the HostPipeline's (step/host_pipeline.h), which the step
+//              holds only under this mode.
 #pragma once
 
 #include <chrono>
@@ -25,10 +27,14 @@
 #include "muonplan/exec/communicator.h"
 #include "muonplan/exec/newton_schulz.h"
 #include "muonplan/exec/rank_state.h"
+#include "muonplan/exec/step_trace.h"
+#include "muonplan/exec/timed_backend.h"
 #include "muonplan/stage_names.h"
 #include "muonplan/trace.h"
 
 namespace muonplan::exec {
+
+class HostPipeline;
 
 // Where the last run() spent its time, by the planner's resources (cost_model.h), and what it
 // copied. Seconds are host wall time inside each kind of call: real work on the CPU backend,
@@ -62,36 +68,24 @@ class MuonStep {
   // Each run() replaces `sink`'s contents with its stages, named and timed as the planner's
   // predicted schedule names them (trace.h), from the start of the run; nullptr (the default)
   // records nothing and reads no clock.
-  void set_trace(std::vector<TraceEvent>* sink) { trace_ = sink; }
+  void set_trace(std::vector<TraceEvent>* sink) { trace_.set_sink(sink); }
 
  private:
   struct Flight;
   struct StateSlice;
-  struct HostStaging;
-  class Span;
-  using Clock = std::chrono::steady_clock;
-  // Appends [t0, now) as stage `what` of chunk c (nullptr: of no single chunk) on resource r.
-  void record(const char* what, Resource r, const Chunk* c, Clock::time_point t0);
+  using Clock = StepTrace::Clock;
   // Waits for exchange `ex` of chunk c, started at `started`: exposed communication, counted in
   // exchange_wait_s, and traced as stage `what` on the network.
   void await_exchange(Request& ex, const char* what, const Chunk* c, Clock::time_point started);
   // The momentum stage as the planner names it: on the device, or (full offload, folded on the
   // host already) the bf16 copy going to it.
-  const char* momentum_stage() const {
-    return policy_.host_fold ? stage::kMomentumH2D : stage::kMomentum;
-  }
-  Resource momentum_resource() const {
-    return policy_.host_fold ? Resource::pcie_h2d : Resource::gpu;
-  }
+  const char* momentum_stage() const { return host_ ? stage::kMomentumH2D : stage::kMomentum; }
+  Resource momentum_resource() const { return host_ ? Resource::pcie_h2d : Resource::gpu; }
   std::unique_ptr<Flight> start_batch(const Chunk& chunk, int lane);
   void orthogonalize(Flight& f);
   void finish(Flight& f);
   void local_chunk(const Chunk& chunk);
-  // The matrices of a local chunk this rank orthogonalizes: a stack's experts it holds, or the
-  // one replicated matrix (0 where it holds none).
-  int64_t local_count(const Chunk& chunk) const;
   void adamw_group(int64_t step);
-  void fold_all();
   float update_scale(int64_t rows, int64_t cols) const;
   // The bf16 NS input of elements [off, off + len) of p, written to u (device memory).
   void momentum_input(LocalParam& p, int64_t off, int64_t len, bf16* u, bf16* host_stage);
@@ -99,30 +93,22 @@ class MuonStep {
   // to host_update) into elements [off, off + len) of p.
   void apply(LocalParam& p, int64_t off, int64_t len, const bf16* o, float decay, float s,
              const bf16* host_update, bf16* host_weights);
-  // Full offload: u = bf16(-s * u) on the device, then to host_update.
-  void scaled_update_to_host(bf16* u, int64_t len, float s, bf16* host_update);
   StateSlice state_in(LocalParam& p, int64_t off, int64_t len);
   void state_out(StateSlice& slice);
   void stage_whole_state(bool in);
-  void grads_to_host();
-  // Full offload's host AdamW: p's new bf16 weights to its compute copy on the device.
-  void weights_to_device(LocalParam& p);
-  HostStaging& staging(int lane, int64_t elems);
-  // The two pinned buffers and the piece size that grads_to_host and weights_to_device relay
-  // through: the staging of the first batch lane, at this rank's largest chunk share.
-  struct Relay {
-    bf16* buf[2];
-    int64_t piece_elems;
-  };
-  Relay relay();
-  int64_t largest_share_elems() const;
   // Reduces n bf16 NS outputs of `chunk` into its check slot (device memory).
   void check_output(const Chunk& chunk, const bf16* x, int64_t n);
   void scalar_check(float v, const Chunk* chunk, const std::string& tensor);
 
   RankState& state_;
   Communicator& comm_;
-  Backend& backend_;
+  StepCounters counters_;
+  // The rank's backend, and the step's view of it (timed_backend.h): every call the step makes
+  // goes through backend_, which counts its time and bytes in counters_; checks_ counts the
+  // non-finite check's reductions in check_s. untimed_ only reads the check sums back.
+  Backend& untimed_;
+  TimedBackend backend_;
+  TimedBackend checks_;
   // Where each array lives and what moves (offload_policy.h): the step's only view of the mode.
   const OffloadPolicy& policy_;
   bool whole_staging() const { return policy_.staging == OffloadStaging::whole; }
@@ -131,15 +117,12 @@ class MuonStep {
     float* v = nullptr;  // second moment (AdamW)
   };
   std::vector<Staged> whole_;
-  std::vector<std::unique_ptr<HostStaging>> staging_;  // per lane, full offload
-  int64_t share_elems_ = -1;                           // largest_share_elems(), once
-  StepCounters counters_;
+  StepTrace trace_;
+  // Full offload's host passes (host_pipeline.h), chosen once from the policy; null otherwise.
+  std::unique_ptr<HostPipeline> host_;
   NsVariant ns_variant_ = NsVariant::plain;
   float* check_sums_ = nullptr;  // device: one sum of squares per chunk, read after the step
   std::string nonfinite_;
-  std::vector<TraceEvent>* trace_ = nullptr;
-  const Chunk* cur_chunk_ = nullptr;  // the chunk whose stages run now (trace names)
-  Clock::time_point run_start_;
 };
 
 }  // namespace muonplan::exec

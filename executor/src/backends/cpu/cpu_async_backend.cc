@@ -166,59 +166,9 @@ class CpuAsyncBackend final : public Backend {
     Backend::free_host(ptr);
   }
 
-  // --- kernels: the CPU backend's, queued on the current lane
-  void sum_squares_bf16(int64_t batch, int64_t elems, const bf16* x, float* out) override {
-    enqueue([=, this] { inner_->sum_squares_bf16(batch, elems, x, out); });
-  }
-  void sum_squares_f32(int64_t n, const float* x, float* out) override {
-    enqueue([=, this] { inner_->sum_squares_f32(n, x, out); });
-  }
-  void scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float* scale,
-                  bf16* y) override {
-    enqueue([=, this] { inner_->scale_bf16(batch, elems, x, scale, y); });
-  }
-  void scale_bf16_by(int64_t elems, float s, const bf16* x, bf16* y) override {
-    enqueue([=, this] { inner_->scale_bf16_by(elems, s, x, y); });
-  }
-  void ns_scale(int64_t batch, const float* sum_sq, double norm_scale, double eps,
-                float* scale) override {
-    enqueue([=, this] { inner_->ns_scale(batch, sum_sq, norm_scale, eps, scale); });
-  }
-  void transpose_bf16(int64_t batch, int64_t rows, int64_t cols, const bf16* x, bf16* y) override {
-    enqueue([=, this] { inner_->transpose_bf16(batch, rows, cols, x, y); });
-  }
-  void cast_to_bf16(int64_t n, const float* x, bf16* y) override {
-    enqueue([=, this] { inner_->cast_to_bf16(n, x, y); });
-  }
-  void cast_to_f32(int64_t n, const bf16* x, float* y) override {
-    enqueue([=, this] { inner_->cast_to_f32(n, x, y); });
-  }
-  void momentum_f32(int64_t n, float mu, bool nesterov, const float* g, float* m,
-                    bf16* u) override {
-    enqueue([=, this] { inner_->momentum_f32(n, mu, nesterov, g, m, u); });
-  }
-  void momentum_bf16(int64_t n, float mu, bool nesterov, const float* g, bf16* m,
-                     bf16* u) override {
-    enqueue([=, this] { inner_->momentum_bf16(n, mu, nesterov, g, m, u); });
-  }
-  void apply_update(int64_t n, float decay, float s, const bf16* o, float* w) override {
-    enqueue([=, this] { inner_->apply_update(n, decay, s, o, w); });
-  }
-  void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd, int64_t step,
-             const float* g, float* w, float* m, float* v) override {
-    enqueue([=, this] { inner_->adamw(n, lr, beta1, beta2, eps, wd, step, g, w, m, v); });
-  }
-
- protected:
-  void run_gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                     float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
-                     const MatrixBatch& c) override {
-    enqueue(
-        [=, this] { inner_->gemm_bf16(batch, trans_a, trans_b, m, n, k, alpha, a, b, beta, c); });
-  }
-  void run_syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha, const MatrixBatch& a,
-                     float beta, const MatrixBatch& c) override {
-    enqueue([=, this] { inner_->syrk_bf16(batch, n, k, alpha, a, beta, c); });
+  // --- kernels: the CPU backend's table, each call queued on the current lane
+  void launch(const KernelCall& call) override {
+    enqueue([this, call] { inner_->launch(call); });
   }
 
  private:

@@ -59,10 +59,12 @@ const bf16* row_of(const MatrixBatch& x, int64_t b, int64_t i) {
 }
 
 // One caller at a time, as the Backend contract orders calls (the GEMM scratch is shared);
-// alloc, free and memory may also be called from other threads.
-class CpuBackend final : public Backend {
+// alloc, free and memory may also be called from other threads. The backend is its own kernel
+// table: the kernels share its GEMM scratch.
+class CpuBackend final : public Backend, private Kernels {
  public:
-  CpuBackend(CpuGemm gemm, int64_t onednn_min_macs) : onednn_min_macs_(onednn_min_macs) {
+  CpuBackend(CpuGemm gemm, int64_t onednn_min_macs)
+      : Kernels(static_cast<Backend&>(*this)), onednn_min_macs_(onednn_min_macs) {
     // Links libmuonplan_openblas_core.so, whose constructor picks OpenBLAS's kernel, into every
     // program with a CPU backend (a library nothing calls may be left out of the link).
     (void)openblas_core_origin();
@@ -121,6 +123,12 @@ class CpuBackend final : public Backend {
   }
   void synchronize() override {}
 
+  void launch(const KernelCall& call) override {
+    call(*this);
+  }
+
+ private:
+  // --- the kernel table (kernels.h), reached through launch()
   void run_gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                      float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
                      const MatrixBatch& c) override {
