@@ -17,7 +17,7 @@ constexpr int64_t MiB = 1024 * 1024;
 int event_of(const StepTimeline& tl, const std::string& name, bool alloc) {
   for (size_t i = 0; i < tl.events.size(); ++i) {
     const TimelineEvent& e = tl.events[i];
-    if (e.alloc == alloc && tl.tensors[size_t(e.tensor)].name == name) return int(i);
+    if (e.alloc == alloc && tl.tensors[size_t(e.tensor)].name() == name) return int(i);
   }
   return -1;
 }
@@ -36,11 +36,11 @@ PlanOptions tiny_workload() {
 TEST_CASE("timeline replay: peaks, where they fall and what is live", "[timeline]") {
   StepTimeline tl;
   tl.phase("one");
-  const int a = tl.alloc("a", "first", 12 * MiB);
+  const int a = tl.alloc({.head = "a"}, "first", 12 * MiB);
   tl.free(a);
   tl.phase("two");
-  tl.alloc("b", "second", 16 * MiB);
-  tl.alloc("c", "second", 1000, kAllGatherStream);
+  tl.alloc({.head = "b"}, "second", 16 * MiB);
+  tl.alloc({.head = "c"}, "second", 1000, kAllGatherStream);
   const TimelineReplay r = replay_timeline(tl, {});
   // a: its own 12 MiB segment, freed and cached; b: 16 MiB does not fit it, a new segment;
   // c: 1000 B -> 1024 B, the all-gather stream's small pool, a 2 MiB segment.
@@ -68,9 +68,11 @@ TEST_CASE("timeline: FSDP2's order and streams, and nothing left behind", "[time
   REQUIRE(ag1 >= 0);
   CHECK(ag1 < free0);
   for (const TimelineTensor& t : tl.tensors) {
-    if (t.name.find("all_gather_output") != std::string::npos) CHECK(t.stream == kAllGatherStream);
-    if (t.name.find("grad_shard") != std::string::npos) CHECK(t.stream == kReduceScatterStream);
-    if (t.name.find("reduce_scatter_input") != std::string::npos) CHECK(t.stream == kDefaultStream);
+    if (t.name().find("all_gather_output") != std::string::npos)
+      CHECK(t.stream == kAllGatherStream);
+    if (t.name().find("grad_shard") != std::string::npos) CHECK(t.stream == kReduceScatterStream);
+    if (t.name().find("reduce_scatter_input") != std::string::npos)
+      CHECK(t.stream == kDefaultStream);
   }
   // Backward: a unit's reduce-scatter input is dropped before the next unit allocates its own.
   const int rs1 = event_of(tl, "layers.1.reduce_scatter_input", true);
@@ -99,7 +101,7 @@ TEST_CASE("timeline: the SFT loop holds the fp32 logits until the next forward r
   std::vector<int> allocs, frees;
   for (size_t i = 0; i < tl.events.size(); ++i) {
     const TimelineEvent& e = tl.events[i];
-    if (tl.tensors[size_t(e.tensor)].name != "lm_head.logits_fp32") continue;
+    if (tl.tensors[size_t(e.tensor)].name() != "lm_head.logits_fp32") continue;
     (e.alloc ? allocs : frees).push_back(int(i));
   }
   // Two micro steps make two; the first is freed right after the second exists, not at its own
@@ -145,8 +147,8 @@ TEST_CASE("timeline: the fused LM head in [token chunk, 8192-vocab] blocks", "[t
   double full = 0, last = 0;
   int blocks = 0;
   for (const TimelineTensor& t : tl.tensors) {
-    if (t.name.rfind("lm_head[chunk 0].", 0) == 0) full += double(t.bytes), ++blocks;
-    if (t.name.rfind("lm_head[chunk 0][last vocab block].", 0) == 0) last += double(t.bytes);
+    if (t.name().rfind("lm_head[chunk 0].", 0) == 0) full += double(t.bytes), ++blocks;
+    if (t.name().rfind("lm_head[chunk 0][last vocab block].", 0) == 0) last += double(t.bytes);
   }
   CHECK(blocks == 2 * 6);
   CHECK(full == 2 * 1024.0 * 8192 * 20);
@@ -171,8 +173,9 @@ TEST_CASE("timeline: LoRA's frozen base weights are gathered but get no gradient
   for (const TimelineTensor& t : tl.tensors) {
     if (t.kind == "frozen_params") frozen += double(t.bytes);
     if (t.kind == "adamw_moments") ++moments;
-    const bool base = t.name.find("lora_") == std::string::npos && t.name.rfind("model.", 0) == 0;
-    if (base && t.name.find(".grad") != std::string::npos) ++frozen_grads;
+    const bool base =
+        t.name().find("lora_") == std::string::npos && t.name().rfind("model.", 0) == 0;
+    if (base && t.name().find(".grad") != std::string::npos) ++frozen_grads;
   }
   // fp32 shards of the base weights (offload none: prime-rl keeps its optimization dtype),
   // on one rank the whole model: 4 B x 596,049,920 (Qwen3-0.6B, tied embeddings).
@@ -184,7 +187,7 @@ TEST_CASE("timeline: LoRA's frozen base weights are gathered but get no gradient
   // Gathered all the same: layer 0's q_proj unsharded in bf16, 2048 x 1024 x 2 B.
   bool gathered = false;
   for (const TimelineTensor& t : tl.tensors) {
-    if (t.name == "model.layers.0.self_attn.q_proj.weight.unsharded")
+    if (t.name() == "model.layers.0.self_attn.q_proj.weight.unsharded")
       gathered = t.bytes == 2048 * 1024 * 2;
   }
   CHECK(gathered);

@@ -39,12 +39,11 @@ CachingAllocator::FreeKey CachingAllocator::key(int id) const {
 // within max_non_split_rounding of the block.
 int CachingAllocator::find_free(int64_t size, int stream, bool small) const {
   auto it = free_.lower_bound({stream, small ? 1 : 0, size, 0, -1});
-  if (it == free_.end() || std::get<0>(*it) != stream || std::get<1>(*it) != (small ? 1 : 0))
-    return -1;
-  const int64_t found = std::get<2>(*it);
+  if (it == free_.end() || it->stream != stream || it->small != (small ? 1 : 0)) return -1;
+  const int64_t found = it->size;
   if (size < cfg_.max_split_size && found >= cfg_.max_split_size) return -1;
   if (size >= cfg_.max_split_size && found >= size + cfg_.max_non_split_rounding) return -1;
-  return std::get<4>(*it);
+  return it->id;
 }
 
 // Reserves `bytes` of new device memory. Past the capacity, the source frees every cached
@@ -182,7 +181,7 @@ void CachingAllocator::free(int handle) {
 int64_t CachingAllocator::empty_cache() {
   int64_t freed = 0;
   for (auto it = free_.begin(); it != free_.end();) {
-    const int id = std::get<4>(*it);
+    const int id = it->id;
     const Block& b = blocks_[size_t(id)];
     Segment& g = segments_[size_t(b.segment)];
     if (!g.expandable && b.prev < 0 && b.next < 0) {

@@ -5,11 +5,12 @@
 // tests/unit/caching_allocator_test.cc checks it on hand-worked sequences.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <algorithm>
-#include <tuple>
+#include <memory_resource>
+#include <set>
 #include <vector>
 
 namespace muonplan {
@@ -44,6 +45,8 @@ int64_t allocator_segment_size(int64_t rounded);
 class CachingAllocator {
  public:
   explicit CachingAllocator(AllocatorConfig c = {}) : cfg_(c) {}
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
   // A block for `bytes` on `stream` (each stream its own pools); returns its handle.
   int malloc(int64_t bytes, int stream);
   void free(int handle);
@@ -73,7 +76,21 @@ class CachingAllocator {
     int last = -1;     // the block at its end (expandable segments grow there)
   };
   // Free blocks: best fit is the first at or after (stream, pool, size); ties by address.
-  using FreeKey = std::tuple<int, int, int64_t, int64_t, int>;  // stream, small, size, ptr, id
+  struct FreeKey {
+    int stream = 0, small = 0;
+    int64_t size = 0, ptr = 0;
+    int id = -1;
+    bool operator<(const FreeKey& o) const {
+      if (stream != o.stream) return stream < o.stream;
+      if (small != o.small) return small < o.small;
+      if (size != o.size) return size < o.size;
+      if (ptr != o.ptr) return ptr < o.ptr;
+      return id < o.id;
+    }
+    bool operator==(const FreeKey& o) const {
+      return stream == o.stream && small == o.small && size == o.size && ptr == o.ptr && id == o.id;
+    }
+  };
   FreeKey key(int id) const;
   int find_free(int64_t size, int stream, bool small) const;
   int new_segment(int64_t size, int stream, bool small);
@@ -86,31 +103,12 @@ class CachingAllocator {
   AllocatorConfig cfg_;
   std::vector<Block> blocks_;
   std::vector<Segment> segments_;
-  // A sorted vector, not a std::set: a step's free list holds tens to hundreds of blocks, and a
-  // node allocation per insert made the replay the planner's largest cost (and 15x slower under
-  // AddressSanitizer, whose malloc is slow). Same order, same lookups.
-  class FreeSet {
-   public:
-    using const_iterator = std::vector<FreeKey>::const_iterator;
-    const_iterator lower_bound(const FreeKey& k) const {
-      return std::lower_bound(v_.begin(), v_.end(), k);
-    }
-    const_iterator begin() const { return v_.begin(); }
-    const_iterator end() const { return v_.end(); }
-    void insert(const FreeKey& k) {
-      const auto it = lower_bound(k);
-      if (it == v_.end() || *it != k) v_.insert(it, k);
-    }
-    void erase(const FreeKey& k) {
-      const auto it = lower_bound(k);
-      if (it != v_.end() && *it == k) v_.erase(it);
-    }
-    const_iterator erase(const_iterator it) { return v_.erase(it); }
-
-   private:
-    std::vector<FreeKey> v_;
-  };
-  FreeSet free_;
+  // Its nodes come from a pool that recycles them: a step's replay makes some 50k inserts and
+  // erases into a set of at most a few hundred blocks, and a heap allocation per insert (or a
+  // sorted vector's shifting) was most of the planner's time, many times more under
+  // AddressSanitizer. Declared before the set, so it outlives it.
+  std::pmr::unsynchronized_pool_resource free_nodes_;
+  std::pmr::set<FreeKey> free_{&free_nodes_};
   int64_t next_ptr_ = 0;
   int64_t allocated_ = 0, reserved_ = 0, peak_allocated_ = 0, peak_reserved_ = 0;
   bool oom_ = false;

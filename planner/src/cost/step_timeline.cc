@@ -29,9 +29,16 @@ void StepTimeline::phase(std::string p) {
   phases.push_back(prefix + std::move(p));
 }
 
-int StepTimeline::alloc(std::string name, std::string kind, double bytes, int stream) {
+std::string TensorName::str() const {
+  std::string s = layer == kNoLayer ? "" : timeline::layer_name(layer) + ".";
+  s += head;
+  if (owned) s += *owned;
+  return s + mid + tail;
+}
+
+int StepTimeline::alloc(TensorName name, std::string_view kind, double bytes, int stream) {
   const int id = int(tensors.size());
-  tensors.push_back({std::move(name), std::move(kind), int64_t(std::ceil(bytes)), stream});
+  tensors.push_back({name, kind, int64_t(std::ceil(bytes)), stream});
   events.push_back({id, true, int(phases.size()) - 1});
   return id;
 }
@@ -96,6 +103,14 @@ std::map<int64_t, FsdpUnit> fsdp_units(const ParamInventory& inv, const PlanOpti
   return units;
 }
 
+TensorName layer_part(int64_t layer, const char* head, const char* mid) {
+  return {.layer = layer, .head = head, .mid = mid};
+}
+
+TensorName param_name(const FsdpParam& p, const char* suffix) {
+  return {.owned = p.kept, .mid = suffix};
+}
+
 std::string layer_name(int64_t layer) {
   return layer < 0 ? std::string("root") : "layers." + std::to_string(layer);
 }
@@ -119,16 +134,16 @@ void record_persistent(Recorder& r) {
                          : r.pol.master != Residence::gpu ? "params_bf16"
                          : b == 4                         ? "params_fp32"
                                                           : "params_master_bf16";
-      r.tl.alloc(p.name, kind, p.shard * b);
+      r.tl.alloc(param_name(p), kind, p.shard * b);
     }
   }
   if (r.in.cublas_workspace_bytes > 0)
-    r.tl.alloc("cublas_workspace", "cublas_workspace", r.in.cublas_workspace_bytes);
+    r.tl.alloc({.head = "cublas_workspace"}, "cublas_workspace", r.in.cublas_workspace_bytes);
 }
 
 // An FSDP unit's all-gather output (bf16 flat buffer, all-gather stream).
 int gather_flat(Recorder& r, const FsdpUnit& u) {
-  return r.tl.alloc(layer_name(u.layer) + ".all_gather_output", "fsdp2_all_gather_buffers",
+  return r.tl.alloc(layer_part(u.layer, "all_gather_output"), "fsdp2_all_gather_buffers",
                     2 * u.unsharded(), kAllGatherStream);
 }
 
@@ -136,7 +151,8 @@ int gather_flat(Recorder& r, const FsdpUnit& u) {
 std::vector<int> unshard(Recorder& r, const FsdpUnit& u) {
   std::vector<int> ids;
   for (const FsdpParam& p : u.params) {
-    ids.push_back(r.tl.alloc(p.name + ".unsharded", "gathered_layer_weights", 2 * p.unsharded));
+    ids.push_back(
+        r.tl.alloc(param_name(p, ".unsharded"), "gathered_layer_weights", 2 * p.unsharded));
   }
   return ids;
 }
@@ -158,6 +174,9 @@ StepTimeline build_step_timeline(const ModelSpec& spec, const ParamInventory& in
   const OffloadPolicy& pol = offload_policy(o.offload, o.optimizer_staging);
   using namespace timeline;
   Recorder r{tl, spec, o, pol, in, fsdp_units(inv, o, plan.world, in.peak_rank)};
+  for (auto& [layer, u] : r.units) {
+    for (FsdpParam& p : u.params) p.kept = tl.keep(p.name);
+  }
   if (o.workload) {
     const Workload& w = *o.workload;
     r.t = double(w.seq_len) / o.layout.cp * double(w.micro_batch_seqs);
@@ -174,7 +193,7 @@ StepTimeline build_step_timeline(const ModelSpec& spec, const ParamInventory& in
           if (!p.trains) continue;
           const double b = param_bytes(o, pol, true);
           r.grads.push_back(
-              tl.alloc(p.name + ".grad", b == 4 ? "grads_fp32" : "grads_bf16", p.shard * b));
+              tl.alloc(param_name(p, ".grad"), b == 4 ? "grads_fp32" : "grads_bf16", p.shard * b));
         }
       }
     }

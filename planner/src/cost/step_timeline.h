@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cost/caching_allocator.h"
@@ -17,11 +19,26 @@ namespace muonplan {
 enum StepStream : int { kDefaultStream = 0, kAllGatherStream = 1, kReduceScatterStream = 2 };
 const char* stream_name(int stream);
 
+// A tensor's name, composed only when a report asks for it (TimelineTensor::name()): a
+// timeline holds some 20k tensors, and building each name as a string made most of a
+// replay's heap allocations (the planner replays one timeline per candidate). The parts:
+// "layers.N." (or "root.") when `layer` is set, then `head`, `*owned`, `mid`, `tail`.
+struct TensorName {
+  static constexpr int64_t kNoLayer = INT64_MIN;
+  int64_t layer = kNoLayer;
+  const char* head = "";
+  const std::string* owned = nullptr;  // kept by the timeline (StepTimeline::keep)
+  const char* mid = "";
+  const char* tail = "";
+  std::string str() const;
+};
+
 struct TimelineTensor {
-  std::string name;  // e.g. "layers.3.mlp_gate"
-  std::string kind;  // the term it belongs to, e.g. "recomputed_layer_activations"
+  TensorName label;       // e.g. "layers.3.mlp_gate"
+  std::string_view kind;  // the term it belongs to, e.g. "recomputed_layer_activations"
   int64_t bytes = 0;
   int stream = kDefaultStream;
+  std::string name() const { return label.str(); }
 };
 
 struct TimelineEvent {
@@ -35,9 +52,16 @@ struct StepTimeline {
   std::vector<TimelineEvent> events;
   std::vector<std::string> phases;  // "forward layer 3", "LM head", "optimizer step", ...
   std::string prefix;               // put before each phase: "step 2, micro step 1: "
-  // Recording helpers: a tensor allocated now (returns its id) and freed later.
+  // Strings the names and kinds point into (a deque: its elements never move).
+  std::deque<std::string> strings;
+  const std::string* keep(std::string s) {
+    strings.push_back(std::move(s));
+    return &strings.back();
+  }
+  // Recording helpers: a tensor allocated now (returns its id) and freed later. `kind` is a
+  // string literal or a kept string.
   void phase(std::string p);
-  int alloc(std::string name, std::string kind, double bytes, int stream = kDefaultStream);
+  int alloc(TensorName name, std::string_view kind, double bytes, int stream = kDefaultStream);
   void free(int tensor);
 };
 

@@ -42,7 +42,7 @@ std::vector<int> alloc_activations(Recorder& r, int64_t layer) {
   std::vector<int> ids;
   const auto acts = layer_activation_tensors(r.spec, layer, r.t);
   for (size_t k = 1; k < acts.size(); ++k)
-    ids.push_back(r.tl.alloc(layer_name(layer) + "." + acts[k].name, act_kind(r), acts[k].bytes));
+    ids.push_back(r.tl.alloc(layer_part(layer, acts[k].name), act_kind(r), acts[k].bytes));
   return ids;
 }
 
@@ -54,7 +54,7 @@ std::vector<int> alloc_a2a(Recorder& r, int64_t layer, const char* pass, int blo
   for (const CommBuffer& b : layer_a2a_buffers(r.spec, layer, r.t, w.cp_style == CpStyle::ulysses,
                                                r.o.layout.cp, r.o.layout.ep)) {
     if (block >= 0 && b.mlp != bool(block)) continue;
-    ids.push_back(r.tl.alloc(layer_name(layer) + "." + b.name + pass, "a2a_buffers", b.bytes));
+    ids.push_back(r.tl.alloc(layer_part(layer, b.name, pass), "a2a_buffers", b.bytes));
   }
   return ids;
 }
@@ -79,7 +79,7 @@ void record_forward(Recorder& r, MicroState& m) {
     flat = gather_flat(r, r.units.at(-1));
     m.root_params = unshard(r, r.units.at(-1));
   }
-  int in = r.tl.alloc("embeddings.output", "checkpointed_layer_inputs", 2 * r.t * h);
+  int in = r.tl.alloc({.head = "embeddings.output"}, "checkpointed_layer_inputs", 2 * r.t * h);
   for (size_t k = 0; k < m.layers.size(); ++k) {
     const FsdpUnit& u = r.units.at(m.layers[k]);
     r.tl.phase("forward layer " + std::to_string(u.layer));
@@ -90,7 +90,7 @@ void record_forward(Recorder& r, MicroState& m) {
     std::vector<int> acts = alloc_activations(r, u.layer);
     std::vector<int> a2a = alloc_a2a(r, u.layer, "", kBothBlocks);
     const int out =
-        r.tl.alloc(layer_name(u.layer) + ".output", "checkpointed_layer_inputs", 2 * r.t * h);
+        r.tl.alloc(layer_part(u.layer, "output"), "checkpointed_layer_inputs", 2 * r.t * h);
     if (r.o.workload->ac_full) {
       // Under checkpointing the forward's tensors are dropped as it goes.
       for (auto it = acts.rbegin(); it != acts.rend(); ++it) r.tl.free(*it);
@@ -111,11 +111,11 @@ void record_forward(Recorder& r, MicroState& m) {
 // tensor the trainer holds (kHeldByTrainer) replaces the one it held before, which is freed
 // only once the new one exists (the name is rebound after forward returns).
 void lm_head_pass(Recorder& r, const std::vector<LmHeadTensor>& tensors, double elems,
-                  const std::string& tag, const char* kind) {
+                  const std::string* tag, const char* kind) {
   std::vector<int> ids;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    ids.push_back(r.tl.alloc(std::string("lm_head") + tag + "." + tensors[i].name, kind,
-                             tensors[i].bytes_per_elem * elems));
+    ids.push_back(r.tl.alloc({.head = "lm_head", .owned = tag, .mid = ".", .tail = tensors[i].name},
+                             kind, tensors[i].bytes_per_elem * elems));
     if (tensors[i].freed_after == kHeldByTrainer) {
       r.tl.free(r.held_logits);
       r.held_logits = ids.back();
@@ -135,10 +135,11 @@ void fused_lm_head(Recorder& r, double vocab) {
   const double v_last = vocab - std::floor(vocab / vb) * vb;
   const int64_t full = int64_t(std::floor(r.t / c));
   auto chunk = [&](double tokens, const std::string& tag) {
-    lm_head_pass(r, fused_lm_head_block_tensors(), tokens * vb, tag, "lm_head_chunk_logits");
+    lm_head_pass(r, fused_lm_head_block_tensors(), tokens * vb, r.tl.keep(tag),
+                 "lm_head_chunk_logits");
     if (v_last > 0)
-      lm_head_pass(r, fused_lm_head_block_tensors(), tokens * v_last, tag + "[last vocab block]",
-                   "lm_head_chunk_logits");
+      lm_head_pass(r, fused_lm_head_block_tensors(), tokens * v_last,
+                   r.tl.keep(tag + "[last vocab block]"), "lm_head_chunk_logits");
   };
   for (int64_t i = 0; i < std::min<int64_t>(full, 2); ++i)
     chunk(c, "[chunk " + std::to_string(i) + "]");
@@ -153,27 +154,27 @@ void record_lm_head(Recorder& r, MicroState& m) {
   const Workload& w = *r.o.workload;
   const double h = h_of(r), vocab = double(r.spec.vocab_size);
   r.tl.phase("LM head");
-  const int normed = r.tl.alloc("final_norm.output", "lm_head_io", 2 * r.t * h);
+  const int normed = r.tl.alloc({.head = "final_norm.output"}, "lm_head_io", 2 * r.t * h);
   std::vector<int> frozen_head_grad;
   const char* head = r.spec.tie_embeddings ? "embed_tokens" : "lm_head";
   if (r.units.count(-1)) {
     for (const FsdpParam& p : r.units.at(-1).params) {
       if (p.trains)
         m.root_grads.push_back(
-            r.tl.alloc(p.name + ".grad_unsharded", "unsharded_layer_grads", 2 * p.unsharded));
+            r.tl.alloc(param_name(p, ".grad_unsharded"), "unsharded_layer_grads", 2 * p.unsharded));
       else if (w.lm_head_chunk > 0 && p.name.find(head) != std::string::npos)
         frozen_head_grad.push_back(
-            r.tl.alloc(p.name + ".grad_weight (dropped)", "lm_head_io", 2 * p.unsharded));
+            r.tl.alloc(param_name(p, ".grad_weight (dropped)"), "lm_head_io", 2 * p.unsharded));
     }
   }
-  m.grad = r.tl.alloc("final_norm.output.grad", "lm_head_io", 2 * r.t * h);
+  m.grad = r.tl.alloc({.head = "final_norm.output.grad"}, "lm_head_io", 2 * r.t * h);
   if (w.lm_head_chunk <= 0)
-    lm_head_pass(r, unfused_lm_head_tensors(), r.t * vocab, "", "logits");
+    lm_head_pass(r, unfused_lm_head_tensors(), r.t * vocab, nullptr, "logits");
   else
     fused_lm_head(r, vocab);
   free_all(r, frozen_head_grad);
   // The final norm's backward: the gradient into the last layer's output.
-  const int g = r.tl.alloc("layers.output.grad", "activation_grads", 2 * r.t * h);
+  const int g = r.tl.alloc({.head = "layers.output.grad"}, "activation_grads", 2 * r.t * h);
   r.tl.free(m.grad);
   r.tl.free(normed);
   r.tl.free(m.hidden);
@@ -190,7 +191,7 @@ void post_backward(Recorder& r, const FsdpUnit& u, std::vector<int>& params,
   r.tl.free(r.rs_input);
   r.rs_input = -1;
   if (u.trained(false) <= 0) return;
-  r.rs_input = r.tl.alloc(layer_name(u.layer) + ".reduce_scatter_input", "fsdp2_rs_input",
+  r.rs_input = r.tl.alloc(layer_part(u.layer, "reduce_scatter_input"), "fsdp2_rs_input",
                           r.o.reduce_bytes() * u.trained(false));
   free_all(r, wgrads);
   const bool master = r.pol.master == Residence::gpu;
@@ -198,7 +199,7 @@ void post_backward(Recorder& r, const FsdpUnit& u, std::vector<int>& params,
                      : r.o.master_bytes() == 4 ? "grads_fp32"
                                                : "grads_bf16";
   const int out =
-      r.tl.alloc(layer_name(u.layer) + ".grad_shard", kind,
+      r.tl.alloc(layer_part(u.layer, "grad_shard"), kind,
                  (master ? r.o.master_bytes() : 2) * u.trained(true), kReduceScatterStream);
   if (master && first_micro) {
     r.grads.push_back(out);
@@ -217,8 +218,8 @@ void post_backward(Recorder& r, const FsdpUnit& u, std::vector<int>& params,
 void alloc_wgrads(Recorder& r, const FsdpUnit& u, bool mlp, std::vector<int>& out) {
   for (auto it = u.params.rbegin(); it != u.params.rend(); ++it) {
     if (it->trains && it->mlp == mlp)
-      out.push_back(
-          r.tl.alloc(it->name + ".grad_unsharded", "unsharded_layer_grads", 2 * it->unsharded));
+      out.push_back(r.tl.alloc(param_name(*it, ".grad_unsharded"), "unsharded_layer_grads",
+                               2 * it->unsharded));
   }
 }
 
@@ -241,8 +242,7 @@ void backward_layer(Recorder& r, MicroState& m, size_t k, std::vector<int>& acts
     const ActivationTensor& a = info[j + 1];
     if (a.mlp && !mlp_done) enter(true), mlp_done = true;
     if (!a.mlp && !attn_done) enter(false), attn_done = true;
-    const int g =
-        r.tl.alloc(layer_name(u.layer) + "." + a.name + ".grad", "activation_grads", a.bytes);
+    const int g = r.tl.alloc(layer_part(u.layer, a.name, ".grad"), "activation_grads", a.bytes);
     r.tl.free(m.grad);
     r.tl.free(acts[j]);
     m.grad = g;
@@ -251,7 +251,7 @@ void backward_layer(Recorder& r, MicroState& m, size_t k, std::vector<int>& acts
   if (!attn_done) alloc_wgrads(r, u, false, wgrads);
   free_all(r, a2a);
   const int g =
-      r.tl.alloc(layer_name(u.layer) + ".input.grad", "activation_grads", 2 * r.t * h_of(r));
+      r.tl.alloc(layer_part(u.layer, "input.grad"), "activation_grads", 2 * r.t * h_of(r));
   r.tl.free(m.grad);
   r.tl.free(m.inputs[k]);
   m.inputs[k] = -1;
@@ -273,7 +273,7 @@ void record_backward(Recorder& r, MicroState& m, bool first_micro) {
     // AC offload brings the input back (and prefetches the next one's).
     for (size_t j : {k, k - 1}) {
       if (reload && j < m.layers.size() && m.inputs[j] < 0)
-        m.inputs[j] = r.tl.alloc(layer_name(m.layers[j]) + ".input (reloaded)",
+        m.inputs[j] = r.tl.alloc(layer_part(m.layers[j], "input (reloaded)"),
                                  "checkpointed_layer_inputs", 2 * r.t * h_of(r));
     }
     std::vector<int> acts = w.ac_full ? alloc_activations(r, u.layer) : m.saved[k];
@@ -284,7 +284,7 @@ void record_backward(Recorder& r, MicroState& m, bool first_micro) {
     const int temps =
         r.in.backward_temporaries_fraction > 0
             ? r.tl.alloc(
-                  layer_name(u.layer) + ".backward_temporaries", "backward_temporaries",
+                  layer_part(u.layer, "backward_temporaries"), "backward_temporaries",
                   r.in.backward_temporaries_fraction * layer_activation_bytes(r.spec, u.layer, r.t))
             : -1;
     std::vector<int> wgrads;
@@ -326,15 +326,14 @@ void record_optimizer_step(Recorder& r) {
     for (const auto& [layer, u] : r.units) {
       for (const FsdpParam& p : u.params) {
         if (!p.trains) continue;
-        const std::string& n = p.name;
         if (o.optimizer == OptimizerKind::muon && p.muon) {
           if (r.pol.muon_momentum == Residence::gpu)
-            r.state.push_back(
-                r.tl.alloc(n + ".momentum", "muon_momentum", p.shard * muon_state_bytes(o)));
+            r.state.push_back(r.tl.alloc(param_name(p, ".momentum"), "muon_momentum",
+                                         p.shard * muon_state_bytes(o)));
         } else if (r.pol.adamw_moments == Residence::gpu) {
           const double b = adamw_state_bytes(o) / 2;  // one moment
-          r.state.push_back(r.tl.alloc(n + ".exp_avg", "adamw_moments", p.shard * b));
-          r.state.push_back(r.tl.alloc(n + ".exp_avg_sq", "adamw_moments", p.shard * b));
+          r.state.push_back(r.tl.alloc(param_name(p, ".exp_avg"), "adamw_moments", p.shard * b));
+          r.state.push_back(r.tl.alloc(param_name(p, ".exp_avg_sq"), "adamw_moments", p.shard * b));
         }
       }
     }
@@ -347,13 +346,16 @@ void record_optimizer_step(Recorder& r) {
     for (const auto& [layer, u] : r.units) {
       for (const FsdpParam& p : u.params) {
         if (p.trains)
-          buffers.push_back(
-              r.tl.alloc(p.name + ".exp_avg_sq_sqrt", "adamw_foreach_temporaries", 4 * p.shard));
+          buffers.push_back(r.tl.alloc(param_name(p, ".exp_avg_sq_sqrt"),
+                                       "adamw_foreach_temporaries", 4 * p.shard));
       }
     }
   }
   for (const Term& t : r.in.step_transient)
-    if (t.value > 0) buffers.push_back(r.tl.alloc(t.name, t.name, t.value));
+    if (t.value > 0) {
+      const std::string* name = r.tl.keep(t.name);
+      buffers.push_back(r.tl.alloc({.owned = name}, *name, t.value));
+    }
   free_all(r, buffers);
   free_all(r, r.grads);
 }

@@ -18,6 +18,7 @@ struct FsdpParam {
   std::string name;
   double unsharded = 0, shard = 0;
   bool muon = false, trains = true, mlp = false;
+  const std::string* kept = nullptr;  // the name as the timeline keeps it (tensor names)
 };
 
 // An FSDP unit: a decoder layer, or the root (-1: embeddings, final norm, LM head).
@@ -31,6 +32,9 @@ struct FsdpUnit {
 std::map<int64_t, FsdpUnit> fsdp_units(const ParamInventory& inv, const PlanOptions& o, int world,
                                        int rank);
 std::string layer_name(int64_t layer);
+// Tensor names: "layers.N.<head><mid>" (root: "root."), and "<parameter's name><suffix>".
+TensorName layer_part(int64_t layer, const char* head, const char* mid = "");
+TensorName param_name(const FsdpParam& p, const char* suffix = "");
 
 struct Recorder {
   StepTimeline& tl;

@@ -23,7 +23,7 @@ TimelinePeak peak_at(const StepTimeline& tl, const std::vector<int64_t>& block, 
     int count = 0;
     int largest = -1;
   };
-  std::map<std::string, Kind> kinds;
+  std::map<std::string_view, Kind> kinds;
   TimelinePeak p;
   p.bytes = bytes;
   p.where = upto < tl.events.size() ? tl.phases[size_t(tl.events[upto].where)] : "";
@@ -38,9 +38,9 @@ TimelinePeak peak_at(const StepTimeline& tl, const std::vector<int64_t>& block, 
   for (const auto& [name, k] : kinds) {
     char buf[64];
     std::snprintf(buf, sizeof buf, " (%.1f MiB)", double(block[size_t(k.largest)]) / kMiB);
-    p.live.push_back({name, k.bytes,
+    p.live.push_back({std::string(name), k.bytes,
                       std::to_string(k.count) + " tensor(s) live; largest " +
-                          tl.tensors[size_t(k.largest)].name + buf});
+                          tl.tensors[size_t(k.largest)].name() + buf});
   }
   std::stable_sort(p.live.begin(), p.live.end(),
                    [](const Term& a, const Term& b) { return a.value > b.value; });
