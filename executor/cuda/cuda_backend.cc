@@ -119,6 +119,7 @@ class CudaBackendImpl final : public CudaBackend, private Kernels {
   ~CudaBackendImpl() override { release(); }
 
   std::string name() const override { return "cuda"; }
+  GemmPath gemm_path() const override { return {"cublas", ""}; }
   bool host_timed() const override { return false; }  // calls enqueue on a stream
   int device() const override { return device_; }
   int lane() const override { return lane_; }

@@ -2,6 +2,7 @@
 // schedule, and the bit-exactness the sharded step relies on (transpose, batch, threads).
 #include <omp.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -103,20 +104,40 @@ TEST_CASE("Jacobi eigenvalues of a known matrix", "[exec][ns]") {
   CHECK(e[1] == Approx(3.0));
 }
 
-TEST_CASE("bf16 NS is within about 0.5% of the fp64 NS", "[exec][ns]") {
+// Each schedule's bf16 error against its own fp64 iteration (the same coefficients), over three
+// shapes and three seeds: the figures docs/muon-step.md ("Accuracy") states, median and max
+// printed. The 5-step schedules with larger coefficients (polar-express, jordan) round more.
+TEST_CASE("bf16 NS against fp64 NS: each schedule's error", "[exec][ns]") {
   auto backend = make_cpu_backend();
-  const NsSchedule quintic = ns_schedule("quintic");
-  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{256, 512}, {512, 256}}) {
-    const std::vector<bf16> u = random_bf16(rows * cols, 61, 0.02f);
-    const std::vector<bf16> got = run_ns(*backend, quintic, 1, rows, cols, u);
-    std::vector<double> ud(u.size()), want(u.size());
-    for (size_t i = 0; i < u.size(); ++i) ud[i] = to_float(u[i]);
-    newton_schulz_reference(quintic, rows, cols, ud.data(), want.data());
-    const double err = relative_error(got, want);
-    std::printf("NS quintic [%lld, %lld]: bf16 vs fp64 relative Frobenius error %.5f\n",
-                (long long)rows, (long long)cols, err);
-    CHECK(err > 0.002);
-    CHECK(err < 0.009);
+  const struct {
+    const char* name;
+    double lo, median_hi, hi;  // every error > lo; median and max under their bounds
+  } bounds[] = {{"quintic", 0.003, 0.0065, 0.0080},
+                {"deepseek-v4", 0.003, 0.0065, 0.0080},
+                {"polar-express", 0.008, 0.0150, 0.0230},
+                {"jordan", 0.008, 0.0150, 0.0230}};
+  const std::pair<int64_t, int64_t> shapes[] = {{128, 256}, {256, 128}, {64, 512}};
+  for (const auto& b : bounds) {
+    const NsSchedule schedule = ns_schedule(b.name);
+    std::vector<double> errs;
+    for (auto [rows, cols] : shapes) {
+      for (uint32_t seed : {61u, 62u, 63u}) {
+        const std::vector<bf16> u = random_bf16(rows * cols, seed, 0.02f);
+        const std::vector<bf16> got = run_ns(*backend, schedule, 1, rows, cols, u);
+        std::vector<double> ud(u.size()), want(u.size());
+        for (size_t i = 0; i < u.size(); ++i) ud[i] = to_float(u[i]);
+        newton_schulz_reference(schedule, rows, cols, ud.data(), want.data());
+        errs.push_back(relative_error(got, want));
+      }
+    }
+    std::sort(errs.begin(), errs.end());
+    const double median = errs[errs.size() / 2];
+    std::printf("NS %-13s bf16 vs fp64 relative Frobenius error: median %.4f%%, %.4f%% .. %.4f%%\n",
+                b.name, 100 * median, 100 * errs.front(), 100 * errs.back());
+    INFO(b.name << ": median " << median << ", " << errs.front() << " .. " << errs.back());
+    CHECK(errs.front() > b.lo);
+    CHECK(median < b.median_hi);
+    CHECK(errs.back() < b.hi);
   }
 }
 
@@ -125,23 +146,42 @@ TEST_CASE("NS leaves singular values in each schedule's band", "[exec][ns]") {
   const int64_t rows = 64, cols = 128;
   const std::vector<bf16> u = random_bf16(rows * cols, 71);  // Gaussian: condition about 6
   // docs/muon-step.md: 5-step schedules roughly 0.7-1.2 (jordan's polynomial cycles down to 0.682
-  // in exact arithmetic; bf16 measures 0.680), deepseek-v4 about 0.998-1.003 (bf16 measures
-  // 0.9979-1.0034 here: A = X X^T near I is rounded to bf16 steps of 2^-8 and 2^-7).
-  const struct {
-    const char* name;
-    double lo, hi;
-  } bands[] = {{"quintic", 0.66, 1.2},
-               {"jordan", 0.66, 1.2},
-               {"polar-express", 0.66, 1.2},
-               {"deepseek-v4", 0.997, 1.004}};
-  for (const auto& band : bands) {
-    const std::vector<bf16> x = run_ns(*backend, ns_schedule(band.name), 1, rows, cols, u);
+  // in exact arithmetic; bf16 measures 0.680).
+  for (const char* name : {"quintic", "jordan", "polar-express"}) {
+    const std::vector<bf16> x = run_ns(*backend, ns_schedule(name), 1, rows, cols, u);
     const std::vector<double> s = singular_values(x, rows, cols);
     const auto [lo, hi] = std::minmax_element(s.begin(), s.end());
-    std::printf("NS %-13s [64, 128]: singular values %.4f .. %.4f\n", band.name, *lo, *hi);
-    INFO(band.name << ": " << *lo << " .. " << *hi);
-    CHECK(*lo >= band.lo);
-    CHECK(*hi <= band.hi);
+    std::printf("NS %-13s [64, 128]: singular values %.4f .. %.4f\n", name, *lo, *hi);
+    INFO(name << ": " << *lo << " .. " << *hi);
+    CHECK(*lo >= 0.66);
+    CHECK(*hi <= 1.2);
+  }
+}
+
+// deepseek-v4 converges to 1, and bf16 leaves a band around it that widens as the matrix
+// narrows (A = X X^T near I is rounded to bf16 steps of 2^-8 and 2^-7, and a short side has
+// fewer terms to average): the bands by shape docs/muon-step.md states, on three seeds each.
+TEST_CASE("deepseek-v4's singular values: the band by shape", "[exec][ns]") {
+  auto backend = make_cpu_backend();
+  const struct {
+    int64_t rows, cols;
+    double lo, hi;
+  } bands[] = {{128, 256, 0.996, 1.005}, {64, 128, 0.996, 1.006}, {16, 1024, 0.997, 1.007}};
+  for (const auto& b : bands) {
+    double lo = 2, hi = 0;
+    for (uint32_t seed : {71u, 72u, 73u}) {
+      const std::vector<bf16> u = random_bf16(b.rows * b.cols, seed);
+      const std::vector<bf16> x =
+          run_ns(*backend, ns_schedule("deepseek-v4"), 1, b.rows, b.cols, u);
+      const std::vector<double> s = singular_values(x, b.rows, b.cols);
+      lo = std::min(lo, *std::min_element(s.begin(), s.end()));
+      hi = std::max(hi, *std::max_element(s.begin(), s.end()));
+    }
+    std::printf("NS deepseek-v4 [%lld, %lld], 3 seeds: singular values %.4f .. %.4f\n",
+                (long long)b.rows, (long long)b.cols, lo, hi);
+    INFO("[" << b.rows << ", " << b.cols << "]: " << lo << " .. " << hi);
+    CHECK(lo >= b.lo);
+    CHECK(hi <= b.hi);
   }
 }
 

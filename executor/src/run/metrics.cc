@@ -1,8 +1,8 @@
 #include "muonplan/exec/metrics.h"
 
+#include "muonplan/base/units.h"
 #include "muonplan/metric_keys.h"
 #include "muonplan/prediction.h"
-#include "muonplan/base/units.h"
 
 namespace muonplan::exec {
 
@@ -32,7 +32,9 @@ nlohmann::json to_json(const Measured& m) {
                       {metric::kStateDigest, m.state_digest},
                       {metric::kStepsSkipped, m.steps_skipped},
                       {metric::kOffload, m.offload},
-                      {metric::kNsVariant, m.ns_variant}};
+                      {metric::kNsVariant, m.ns_variant},
+                      {metric::kGemmPath, m.gemm_path}};
+  if (!m.openblas_core.empty()) j[metric::kOpenblasCore] = m.openblas_core;
   const std::pair<const char*, const std::optional<double>*> checks[] = {
       {metric::kOneRankMaxAbsDiff, &m.one_rank_max_abs_diff},
       {metric::kOneRankRelError, &m.one_rank_rel_error},

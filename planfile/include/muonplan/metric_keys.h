@@ -42,6 +42,10 @@ inline constexpr const char* kStateDigest = "state_digest";           // a strin
 inline constexpr const char* kStepsSkipped = "steps_skipped";         // --skip-nonfinite
 inline constexpr const char* kOffload = "offload";                    // a string
 inline constexpr const char* kNsVariant = "ns_variant";               // a string
+// The GEMM library the backend ran (Backend::gemm_path), and OpenBLAS's kernel where it ran
+// GEMMs (absent on cuda): the state digest depends on both.
+inline constexpr const char* kGemmPath = "gemm_path";          // a string
+inline constexpr const char* kOpenblasCore = "openblas_core";  // a string
 // --check-reference: the one-rank MuonStep rerun (bit for bit on CPU) and the independent
 // reference step (reference_step.h) with its bound.
 inline constexpr const char* kOneRankMaxAbsDiff = "one_rank_max_abs_diff";
@@ -50,7 +54,8 @@ inline constexpr const char* kReferenceRelError = "reference_rel_error";
 inline constexpr const char* kReferenceRelBound = "reference_rel_bound";
 inline constexpr const char* kGpuRuntime = "gpu_runtime";  // the device runtime's, on a GPU
 // The strings among them; every other measured value is a number (check_metrics).
-inline constexpr const char* kMeasuredStrings[] = {kStateDigest, kOffload, kNsVariant};
+inline constexpr const char* kMeasuredStrings[] = {kStateDigest, kOffload, kNsVariant, kGemmPath,
+                                                   kOpenblasCore};
 
 }  // namespace metric
 

@@ -40,6 +40,14 @@ class Backend {
   // device and PCIe busy times, and its trace spans of them, are then left out, not reported
   // as launch times (docs/executor.md, "Metrics").
   virtual bool host_timed() const { return true; }
+  // The library its GEMMs run on, which the state digest depends on (the fp32 accumulation
+  // order differs): "onednn" (its shapes under kOnednnMinMacs on OpenBLAS), "openblas" or
+  // "cublas"; and the OpenBLAS kernel where OpenBLAS runs GEMMs (openblas_core_name()), else
+  // empty. Written into execute's metrics (gemm_path, openblas_core).
+  struct GemmPath {
+    std::string library, openblas_core;
+  };
+  virtual GemmPath gemm_path() const = 0;
 
   // --- memory
   virtual void* alloc(size_t bytes) = 0;  // zero-filled; throws std::bad_alloc on failure

@@ -4,9 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <functional>
 #include <string>
 
 #include "muonplan/exec/backend.h"

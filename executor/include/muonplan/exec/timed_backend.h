@@ -37,6 +37,7 @@ class TimedBackend : public Backend {
 
   std::string name() const override { return inner_.name(); }
   bool host_timed() const override { return inner_.host_timed(); }
+  GemmPath gemm_path() const override { return inner_.gemm_path(); }
   void* alloc(size_t bytes) override { return inner_.alloc(bytes); }
   void free(void* ptr) override { inner_.free(ptr); }
   void copy_to_device(void* dst, const void* host_src, size_t bytes) override;

@@ -70,6 +70,7 @@ class CpuAsyncBackend final : public Backend {
 
   std::string name() const override { return "cpu-async"; }
   bool host_timed() const override { return false; }  // calls enqueue on a lane
+  GemmPath gemm_path() const override { return inner_->gemm_path(); }
 
   void set_lane(int lane) override { lane_ = checked_lane(lane); }
 

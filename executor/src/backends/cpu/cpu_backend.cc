@@ -77,7 +77,8 @@ class CpuBackend final : public Backend, private Kernels {
   }
 
   std::string name() const override { return "cpu"; }
-  CpuGemm gemm_path() const { return onednn_ ? CpuGemm::onednn : CpuGemm::openblas; }
+  CpuGemm gemm() const { return onednn_ ? CpuGemm::onednn : CpuGemm::openblas; }
+  GemmPath gemm_path() const override { return {cpu_gemm_name(gemm()), openblas_core_name()}; }
 
   void* alloc(size_t bytes) override {
     void* p = aligned_zeroed(bytes);
@@ -363,7 +364,7 @@ std::unique_ptr<Backend> make_cpu_backend() {
 CpuGemm cpu_gemm_path(const Backend& backend) {
   const auto* cpu = dynamic_cast<const CpuBackend*>(&backend);
   if (cpu == nullptr) throw std::invalid_argument("cpu_gemm_path: not the cpu backend");
-  return cpu->gemm_path();
+  return cpu->gemm();
 }
 
 const char* cpu_gemm_name(CpuGemm gemm) {
