@@ -68,9 +68,10 @@ def text_problems(fig, name):
     return out
 
 
-def check(binary, models=MODELS, workloads=WORKLOADS):
-    """(problems, texts) of every plot of the reports of `models` x `workloads`: each problem
-    tagged with its model and workload; texts[(tag, plot)] the texts the plot draws."""
+def check(binary, models=MODELS, workloads=WORKLOADS, nodes=NODES):
+    """(problems, texts) of every plot of the reports of `models` x `workloads` over `nodes`:
+    each problem tagged with its model and workload; texts[(tag, plot)] the texts the plot
+    draws."""
     problems, texts = [], {}
     save = report.save
 
@@ -86,7 +87,7 @@ def check(binary, models=MODELS, workloads=WORKLOADS):
                            if "--tokens-per-step" in workload else " +" + workload[0].lstrip("-"))
             report.save = lambda fig, path, tag=tag: checked_save(fig, path, tag)
             with tempfile.TemporaryDirectory() as d:
-                subprocess.run([binary, "report", "--model", model, "--nodes", NODES, "--out", d,
+                subprocess.run([binary, "report", "--model", model, "--nodes", nodes, "--out", d,
                                 *workload], check=True, capture_output=True)
                 report.main(["report.py", os.path.join(d, "report-data.json"), d])
     finally:

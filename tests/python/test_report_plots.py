@@ -4,11 +4,13 @@ overlapping (reports/check_plot_text.py); the memory breakdown names at most 8 g
 up to the plan's figures; node counts the workload cannot use are a gap with its reason; lines
 that coincide say so."""
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
-from testenv import BIN, path
+from testenv import BIN, mpiexec, path
 
 sys.path.insert(0, path("reports"))
 import check_plot_text  # noqa: E402
@@ -56,6 +58,24 @@ class PlotText(unittest.TestCase):
         drawn = texts[("tiny-dense +metrics", "predicted_vs_measured.png")]
         self.assertNotIn("nan", " ".join(drawn))
         self.assertIn("dense-none.metrics.json", drawn)
+
+    def test_pipeline_gantt_beside_a_measured_trace(self):
+        # The Gantt's second panel (execute --trace: a row per rank and resource) passes the
+        # same check as every other plot.
+        cpu = ["--topology", path("topologies/cpu-ci.yaml"), "--gpus-per-node", "2"]
+        model = path("models/tiny-dense.yaml")
+        with tempfile.TemporaryDirectory() as d:
+            plan, trace = os.path.join(d, "p.json"), os.path.join(d, "trace.json")
+            subprocess.run([BIN, "plan", "--model", model, *cpu, "--nodes", "1", "--offload",
+                            "none", "--out", plan], check=True, capture_output=True)
+            r = mpiexec(2, BIN, "execute", "--plan", plan, "--trace", trace)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            problems, texts = check_plot_text.check(BIN, [model], [[*cpu, "--trace", trace]],
+                                                    nodes="1..2")
+        self.assertEqual(problems, [])
+        (gantt,) = [t for (tag, plot), t in texts.items() if plot == "pipeline_gantt.png"]
+        self.assertIn("Measured (muonplan execute --trace)", gantt)
+        self.assertIn("rank 1 gpu", gantt)
 
     def test_the_workload_gap_is_drawn_with_its_reason(self):
         # 64 sequences of 4096 tokens do not split over 3 nodes' data-parallel groups (cp 8).
