@@ -83,7 +83,13 @@ TEST_CASE("every figure round-trips through the metrics' `predicted`", "[metric_
 TEST_CASE("measured figures carry their prediction's names", "[metric_keys]") {
   exec::Measured m;
   m.state_digest = "0123456789abcdef";
+  m.gemm_path = "onednn";
+  m.openblas_core = "SkylakeX";
   const json measured = exec::to_json(m);
+  // Where no OpenBLAS GEMM ran (cuda), its kernel is not named.
+  m.gemm_path = "cublas";
+  m.openblas_core.clear();
+  CHECK_FALSE(exec::to_json(m).contains(metric::kOpenblasCore));
   // The measured keys that are also figures of the plan are exactly the shared ones.
   std::set<std::string> shared;
   for (const std::string& k : keys_of(measured)) {
