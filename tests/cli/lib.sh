@@ -49,3 +49,10 @@ plan_micro() {
   "$bin" plan --model tests/data/micro-dense.yaml --topology topologies/cpu-ci.yaml --nodes 1 \
     --gpus-per-node 1 --offload none --out "$out" "$@" >/dev/null
 }
+# plan_tiny OUT [plan flags]: the tiny-dense model (models/tiny-dense.yaml) on one CPU rank, no
+# offload.
+plan_tiny() {
+  local out="$1"; shift
+  "$bin" plan --model models/tiny-dense.yaml --topology topologies/cpu-ci.yaml --nodes 1 \
+    --gpus-per-node 1 --offload none --out "$out" "$@" >/dev/null
+}

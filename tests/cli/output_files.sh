@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Output files (docs/reliability.md, "Input and output files"): a write that fails (/dev/full,
-# a full file system) exits 1 with one line naming the path and leaves no truncated file; a
-# failed command leaves an existing output byte-identical. The full file system is a 16 KiB
-# tmpfs in a private mount namespace (`unshare -m`, root): skipped, with a notice, without it.
+# a full file system, a write past `ulimit -f`) exits 1 with one line naming the path and leaves
+# no truncated file (a failed checkpoint save, no DIR.tmp); a failed command leaves an existing
+# output byte-identical. SIGXFSZ is ignored, so a write past `ulimit -f` is EFBIG, not a kill.
+# The full file system is a 16 KiB tmpfs in a private mount namespace (`unshare -m`, root):
+# skipped, with a notice, without it.
 set -u
 source "$(dirname "$0")/lib.sh"
 EXPECT_MATCH=suffix 
@@ -31,6 +33,18 @@ cal=tests/data/calibration/cpu
   --out /dev/full >/dev/null 2>"$work/err"; rc=$?
 [ $rc = 1 ] && [ "$(tail -1 "$work/err")" = "muonplan: error: $full" ] \
   && [ "$(grep -vc '^warning: ' "$work/err")" = 1 ] && ok || bad "calibrate --out /dev/full: exit $rc: $(cat "$work/err")"
+
+# Writes past `ulimit -f`: EFBIG, exit 1, stderr exactly the one line naming the file (not only
+# its end, as matched above), and no file left.
+T="--topology topologies/cpu-ci.yaml"
+plan_tiny "$work/tiny.json" 2>"$work/err" || bad "plan: $(cat "$work/err")"
+EXPECT_MATCH=exact expect "plan --out past ulimit -f" 1 "muonplan: error: cannot write $work/big.json: File too large" \
+  bash -c 'ulimit -f 8; exec "$@"' _ "$bin" plan --model models/tiny-dense.yaml $T --nodes 1 \
+  --gpus-per-node 1 --out "$work/big.json"
+[ -z "$(ls -A "$work" | grep big.json)" ] && ok || bad "plan --out left $(ls -A "$work" | grep big.json)"
+EXPECT_MATCH=exact expect "checkpoint past ulimit -f" 1 "muonplan: rank 0: error: checkpoint $work/fz: $work/fz.tmp/rank-00000.safetensors: write failed: File too large" \
+  bash -c 'ulimit -f 1000; exec "$@"' _ "$bin" execute --plan "$work/tiny.json" --checkpoint "$work/fz"
+[ ! -e "$work/fz.tmp" ] && [ ! -e "$work/fz" ] && ok || bad "a failed save left $work/fz.tmp"
 
 # A full file system: no truncated file, no temporary left, an older file untouched.
 mkdir "$work/dir"

@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# Outputs onto inputs and into checkpoints, by the file a path leads to (docs/reliability.md,
-# "Paths", round 4): every input a command reads counts, as resolved (the model file of
-# --model DIR, of an HF id or of the trainer config's model.name, the plan a metrics file
-# names), and an output reached through a link, dangling or not, is where the link leads.
-# Each case below exited 0 and replaced the file or littered the checkpoint.
+# Path options (docs/reliability.md, "Paths"; D1, D2 and W3 of round 4): each case below exited
+# 0 and replaced a file, wrote nothing where it was asked to write, or littered a checkpoint.
+#   empty paths:          an input error, never "not given"
+#   outputs onto inputs:  by the file a path leads to: every input a command reads counts, as
+#                         resolved (the model file of --model DIR, of an HF id or of the trainer
+#                         config's model.name, the plan a metrics file names), however spelled
+#                         (links, hard links, ./), and an output reached through a link,
+#                         dangling or not, is where the link leads; nor is it another output
+#   unwritable outputs:   a directory, a path ending in '/', a missing directory: refused before
+#                         the command does its work, nothing written
+#   checkpoints:          no output inside a checkpoint (through links, at any depth) or onto
+#                         the paths a save goes through (DIR.tmp, DIR.old, DIR.lock), and no
+#                         checkpoint onto another's staging or previous copy
 set -u
 source "$(dirname "$0")/lib.sh"
 T="--topology topologies/cpu-ci.yaml"
@@ -90,4 +98,97 @@ expect "plan --out ck/deeper/x.json" 2 "--out: $work/ck/deeper/x.json $inside" \
 # The checkpoint is still muonplan's alone: a save into it goes through.
 timeout 60 "$bin" execute --plan "$work/p.json" --resume "$work/ck" --checkpoint "$work/ck" >/dev/null 2>"$work/err" \
   && ok || bad "a save into ck after the refusals: $(cat "$work/err")"
+
+# --- Empty paths ------------------------------------------------------------------------------
+# The checks from here on run tiny-dense's plan, in place of the micro-dense one above.
+M=models/qwen3-8b.yaml
+plan_tiny "$work/p.json" 2>"$work/err" || bad "plan: $(cat "$work/err")"
+timeout 60 "$bin" execute --plan "$work/p.json" --steps 3 --checkpoint "$work/good" >/dev/null \
+  2>"$work/err" || bad "save good: $(cat "$work/err")"
+cp "$work/good/manifest.json" "$work/good-manifest"
+empty="an empty path; give a path (leave the option out to skip it)"
+for flag in --resume --checkpoint --metrics --trace; do
+  expect "execute $flag ''" 2 "muonplan: $flag: $empty" \
+    "$bin" execute --plan "$work/p.json" --checkpoint "$work/good" $flag ''
+done
+cmp -s "$work/good/manifest.json" "$work/good-manifest" && ok || bad "--resume '' changed the checkpoint"
+expect "plan --out ''" 2 "muonplan: --out: $empty" "$bin" plan --model $M --out ''
+expect "report --out ''" 2 "muonplan: --out: $empty" "$bin" report --model $M --out ''
+expect "plan --model ''" 2 "muonplan: --model: $empty" "$bin" plan --model ''
+mkdir "$work/cwd"
+(cd "$work/cwd" && PYTHONPATH="$root/build/python" "$py" -c "
+import muonplan
+try:
+    ck = muonplan.read_checkpoint('$work/good')
+    muonplan.write_checkpoint('', ck['tensors'], ck['step'], '$work/p.json')
+except muonplan.InputError as e:
+    assert 'checkpoint directory: an empty path' in str(e), e
+else:
+    raise SystemExit('write_checkpoint(\"\") was accepted')
+" && [ -z "$(ls -A)" ]) && ok || bad "write_checkpoint(''): not refused, or wrote into the working directory"
+
+# --- Outputs that are inputs or other outputs, however spelled --------------------------------
+cp $M "$work/m.yaml"; ln -s m.yaml "$work/link.yaml"; ln "$work/m.yaml" "$work/hard.yaml"
+for out in m.yaml link.yaml hard.yaml; do
+  expect "plan --out $out = --model" 2 "--out: $work/$out is the same file as --model ($work/m.yaml), an input; write it elsewhere" \
+    "$bin" plan --model "$work/m.yaml" --out "$work/$out"
+done
+cmp -s "$work/m.yaml" $M && ok || bad "plan --out overwrote the model spec"
+for flag in --metrics --trace; do
+  expect "execute $flag = --plan" 2 "$flag: $work/./p.json is the same file as --plan ($work/p.json), an input; write it elsewhere" \
+    "$bin" execute --plan "$work/p.json" $flag "$work/./p.json"
+done
+expect "plan --trace = --out" 2 "--trace: $work/x.json is the same file as --out ($work/x.json), another output; write it elsewhere" \
+  "$bin" plan --model $M --out "$work/x.json" --trace "$work/x.json"
+cp tests/data/calibration/cpu/dense-full.metrics.json "$work/cm.json"
+expect "calibrate --out = --metrics" 2 "--out: $work/cm.json is the same file as --metrics ($work/cm.json), an input; write it elsewhere" \
+  "$bin" calibrate --metrics "$work/cm.json" --out "$work/cm.json"
+
+# Output files no write could create: refused before the command does its work (a long execute
+# would end in "cannot write"), and nothing is written.
+mkdir "$work/adir"
+expect "--metrics at a directory" 2 "--metrics: $work/adir is a directory: give a file's path" \
+  "$bin" execute --plan "$work/p.json" --metrics "$work/adir" --checkpoint "$work/never"
+expect "--trace ending in /" 2 "--trace: $work/t.json/ ends with '/': give a file's path" \
+  "$bin" execute --plan "$work/p.json" --trace "$work/t.json/" --checkpoint "$work/never"
+expect "plan --out in a missing directory" 2 \
+  "--out: $work/nodir/p.json cannot be written: its directory $work/nodir does not exist" \
+  "$bin" plan --model $M --out "$work/nodir/p.json"
+[ ! -e "$work/never" ] && [ ! -e "$work/nodir" ] && [ -z "$(ls -A "$work/adir")" ] && ok \
+  || bad "a refused output path: something was written"
+
+# --- Outputs inside a checkpoint directory, which would then not be muonplan's alone ----------
+expect "metrics inside an existing checkpoint" 2 "--metrics: $work/good/metrics.json is inside a muonplan checkpoint directory ($work/good), which holds only the checkpoint's files; write it elsewhere" \
+  "$bin" execute --plan "$work/p.json" --metrics "$work/good/metrics.json"
+expect "metrics inside --checkpoint" 2 "--metrics: $work/new/m.json is inside the directory of --checkpoint ($work/new); write it elsewhere" \
+  "$bin" execute --plan "$work/p.json" --checkpoint "$work/new" --metrics "$work/new/m.json"
+expect "nested --checkpoint" 2 "--checkpoint: $work/good/sub and --resume ($work/good) are nested directories; keep them apart" \
+  "$bin" execute --plan "$work/p.json" --resume "$work/good" --checkpoint "$work/good/sub"
+# A file onto the paths a checkpoint saves through (DIR.tmp, DIR.old, DIR.lock): it was written,
+# and the next save refused DIR.tmp as "not a directory" (or a resume met a file at DIR.old).
+expect "metrics onto --checkpoint's DIR.tmp" 2 "--metrics: $work/new.tmp is the path of --checkpoint's staging directory ($work/new.tmp), another output; write it elsewhere" \
+  "$bin" execute --plan "$work/p.json" --checkpoint "$work/new" --metrics "$work/new.tmp"
+expect "trace onto --checkpoint's DIR.old" 2 "--trace: $work/new.old is the path of --checkpoint's previous checkpoint ($work/new.old), another output; write it elsewhere" \
+  "$bin" execute --plan "$work/p.json" --checkpoint "$work/new/" --trace "$work/new.old"
+expect "metrics onto --checkpoint's lock" 2 "--metrics: $work/new.lock is the same file as --checkpoint's lock file ($work/new.lock), another output; write it elsewhere" \
+  "$bin" execute --plan "$work/p.json" --checkpoint "$work/new" --metrics "$work/new.lock"
+expect "metrics onto --resume's DIR.old" 2 "--metrics: $work/good.old is the path of --resume's previous checkpoint ($work/good.old), an input; write it elsewhere" \
+  "$bin" execute --plan "$work/p.json" --resume "$work/good" --metrics "$work/good.old"
+expect "--checkpoint onto the plan" 2 "--checkpoint: $work/p.json is the path of --plan ($work/p.json), an input; write it elsewhere" \
+  "$bin" execute --plan "$work/p.json" --checkpoint "$work/p.json"
+[ ! -e "$work/new" ] && [ ! -e "$work/new.tmp" ] && [ ! -e "$work/new.old" ] && [ ! -e "$work/new.lock" ] \
+  && [ ! -e "$work/good.old" ] && ok || bad "a refused checkpoint-path output: something was written"
+# A checkpoint onto another's staging or previous copy: DIR's next save clears DIR.tmp and
+# DIR.old before it writes, so the resumed-from copy was gone if that save then failed, and a
+# checkpoint saved as DIR.tmp was removed by the next save of DIR.
+cp -r "$work/good" "$work/keep.old"
+expect "--resume DIR.old --checkpoint DIR" 2 "--checkpoint: $work/keep.old, --checkpoint's previous checkpoint, is the path of --resume ($work/keep.old), an input; write it elsewhere" \
+  "$bin" execute --plan "$work/p.json" --resume "$work/keep.old" --checkpoint "$work/keep"
+expect "--resume DIR --checkpoint DIR.tmp" 2 "--checkpoint: $work/good.tmp is the path of --resume's staging directory ($work/good.tmp), an input; write it elsewhere" \
+  "$bin" execute --plan "$work/p.json" --resume "$work/good" --checkpoint "$work/good.tmp"
+expect "--checkpoint beside a checkpoint, as its DIR.old" 2 "--checkpoint: $work/good.old is where a save of the checkpoint $work/good keeps its previous checkpoint, and that save would replace it: choose another name" \
+  "$bin" execute --plan "$work/p.json" --checkpoint "$work/good.old"
+[ ! -e "$work/keep" ] && [ ! -e "$work/good.tmp" ] && [ ! -e "$work/good.old" ] && [ -f "$work/keep.old/manifest.json" ] \
+  && ok || bad "a refused checkpoint beside a checkpoint: something was written or removed"
+rm -rf "$work/keep.old"
 finish

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # muonplan report: renders the glm-4.5-air capacity report for 1..4 nodes and checks it against
-# `muonplan plan --json` for the same inputs; bad inputs exit 2, a failing script exits 1.
+# `muonplan plan --json` for the same inputs; bad inputs exit 2, a failing script exits 1;
+# --nodes with repeated counts plans each count once.
 set -u
 source "$(dirname "$0")/lib.sh"
 M=models/glm-4.5-air.yaml
@@ -129,4 +130,13 @@ EOF2
   && cmp -s <("$py" -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1])), sort_keys=True))" "$work/report.json") \
             <("$py" -c "import json,sys; print(json.dumps(json.load(open(sys.argv[1])), sort_keys=True))" "$out/report-data.json") \
   && ok || bad "report --json differs from report-data.json: $(cat "$work/err")"
+
+# --nodes with repeated counts plans each count once, in ascending order.
+T="--topology topologies/cpu-ci.yaml"
+MUONPLAN_REPORT_PYTHON=/bin/true "$bin" report --model tests/data/micro-dense.yaml $T --nodes 2,1,1,1,1,2 --out "$work/r-rep" \
+  >/dev/null 2>"$work/err" || bad "report --nodes 2,1,1,1,1,2: $(cat "$work/err")"
+json_check "report repeated nodes" "$work/r-rep/report-data.json" "
+assert d['inputs']['node_counts'] == [1, 2], d['inputs']['node_counts']
+rows = [(r['nodes'], r['offload'], r['optimizer']) for r in d['sweep']]
+assert len(rows) == len(set(rows)) == 2 * 3 * 4, len(rows)"
 finish
