@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Where and when muonplan report writes (docs/report.md, "Where it writes"; docs/reliability.md):
 #   --out DIR:  only a new or empty directory, or one muonplan wrote (marker .muonplan-report); a
-#               user's report.md is left as it was, and a link inside DIR is refused, never
-#               written through
+#               user's report.md is left as it was, a link inside DIR is refused, never written
+#               through, and so is an input (--metrics) inside DIR
 #   failure:    a report that fails half-way leaves DIR as it was, and no staging directory
 #   SIGTERM:    report.py is ended with the command (exit 143), and nothing is written
 set -u
@@ -29,6 +29,13 @@ cmp -s "$work/rep/report.md" "$work/rep-before.md" && [ -z "$(ls -A "$work" | gr
   && ok || bad "a failed report changed its directory or left a staging directory"
 "$bin" report --model models/qwen3-8b.yaml --nodes 1 --out "$work/rep" >/dev/null 2>"$work/err" \
   && grep -q qwen3-8b "$work/rep/report.md" && ok || bad "a second report into its own directory: $(cat "$work/err")"
+# An input inside --out is refused before anything is written: the report replaces the
+# directory's contents, the metrics file among them.
+mkdir "$work/with-input"; cp tests/data/calibration/cpu/dense-none.metrics.json "$work/with-input/m.json"
+expect "report's --metrics inside --out" 2 "--out: $work/with-input holds --metrics ($work/with-input/m.json), and the command replaces its contents" \
+  "$bin" report --model models/tiny-dense.yaml $T --nodes 1..2 --out "$work/with-input" --metrics "$work/with-input/m.json"
+cmp -s "$work/with-input/m.json" tests/data/calibration/cpu/dense-none.metrics.json && ok \
+  || bad "the metrics inside --out changed"
 
 # --- SIGTERM to report ends report.py first ---------------------------------------------------
 # The signal comes while report.py runs, whatever the machine's speed: a stand-in for python
