@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "muonplan/base/error.h"
+#include "muonplan/base/units.h"
 #include "muonplan/exec/agreed_error.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"
@@ -90,7 +91,6 @@ void check_shards_fit(const Plan& plan, const Backend& backend, int rank, bool c
                                              : 0;
   const double have_bytes = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
   if (have_bytes <= 0 || shard_bytes + check_bytes <= have_bytes) return;
-  constexpr double kGiBd = double(1u << 30);
   char buf[400];
   if (check_bytes > 0) {
     std::snprintf(buf, sizeof buf,
@@ -98,13 +98,13 @@ void check_shards_fit(const Plan& plan, const Backend& backend, int rank, bool c
                   "adds %.3g GiB (the whole model on one rank and in the reference step, %.3g "
                   "elements x 28 bytes, and the reference's scratch for its largest tensor), more "
                   "than this machine's %.3g GiB of memory",
-                  rank, shard_bytes / kGiBd, elems, check_bytes / kGiBd, all, have_bytes / kGiBd);
+                  rank, shard_bytes / kGiB, elems, check_bytes / kGiB, all, have_bytes / kGiB);
     throw InputError({}, "--check-reference", buf);
   }
   std::snprintf(buf, sizeof buf,
                 "rank %d's shards need %.3g GiB (%.3g elements x 16 bytes), more than this "
                 "machine's %.3g GiB of memory",
-                rank, shard_bytes / kGiBd, elems, have_bytes / kGiBd);
+                rank, shard_bytes / kGiB, elems, have_bytes / kGiB);
   throw InputError({}, "--plan", buf);
 }
 

@@ -5,7 +5,6 @@
 // tests/unit/caching_allocator_test.cc checks it on hand-worked sequences.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -86,9 +85,6 @@ class CachingAllocator {
       if (size != o.size) return size < o.size;
       if (ptr != o.ptr) return ptr < o.ptr;
       return id < o.id;
-    }
-    bool operator==(const FreeKey& o) const {
-      return stream == o.stream && small == o.small && size == o.size && ptr == o.ptr && id == o.id;
     }
   };
   FreeKey key(int id) const;
