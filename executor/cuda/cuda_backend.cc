@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "cublas_loader.h"
 #include "cuda_check.h"
 #include "cuda_kernels.h"
 
@@ -34,7 +35,7 @@ constexpr size_t kAllocAlign = 256;
 
 void check_blas(cublasStatus_t st, const char* what) {
   if (st != CUBLAS_STATUS_SUCCESS) {
-    throw std::runtime_error(std::string(what) + ": " + cublasGetStatusString(st));
+    throw std::runtime_error(std::string(what) + ": " + cuda::cublas().status_string(st));
   }
 }
 
@@ -97,17 +98,17 @@ class CudaBackendImpl final : public CudaBackend, private Kernels {
         check(cudaEventCreateWithFlags(&events_[k], cudaEventDisableTiming), "cudaEventCreate");
         check(cudaEventCreateWithFlags(&join_events_[k], cudaEventDisableTiming),
               "cudaEventCreate");
-        check_blas(cublasCreate(&blas_[k]), "cublasCreate");
-        check_blas(cublasSetStream(blas_[k], streams_[k]), "cublasSetStream");
+        check_blas(cuda::cublas().create(&blas_[k]), "cublasCreate");
+        check_blas(cuda::cublas().set_stream(blas_[k], streams_[k]), "cublasSetStream");
         // One rounding per output: no split-K partial sums rounded to bf16.
-        check_blas(cublasSetMathMode(
+        check_blas(cuda::cublas().set_math_mode(
                        blas_[k],
                        static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
                                                  CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
                    "cublasSetMathMode");
         // A workspace per handle: cuBLAS results are reproducible only with one per stream.
         check(cudaMalloc(&blas_workspace_[k], kBlasWorkspaceBytes), "cudaMalloc");
-        check_blas(cublasSetWorkspace(blas_[k], blas_workspace_[k], kBlasWorkspaceBytes),
+        check_blas(cuda::cublas().set_workspace(blas_[k], blas_workspace_[k], kBlasWorkspaceBytes),
                    "cublasSetWorkspace");
       }
     } catch (...) {
@@ -270,7 +271,7 @@ class CudaBackendImpl final : public CudaBackend, private Kernels {
     }
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: a row-major matrix is
     // its transpose in column-major with the same ld, so B goes first and no data moves.
-    check_blas(cublasGemmStridedBatchedEx(
+    check_blas(cuda::cublas().gemm_strided_batched_ex(
                    blas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
                    as_int(n, call), as_int(m, call), as_int(k, call), &alpha, b.ptr, CUDA_R_16BF,
                    as_int(b.ld, call), b.stride, a.ptr, CUDA_R_16BF, as_int(a.ld, call), a.stride,
@@ -362,7 +363,7 @@ class CudaBackendImpl final : public CudaBackend, private Kernels {
     pinned_.clear();
     for (int k = 0; k < kMaxLanes; ++k) {
       if (streams_[k]) cudaStreamSynchronize(streams_[k]);
-      if (blas_[k]) cublasDestroy(blas_[k]);
+      if (blas_[k]) cuda::cublas().destroy(blas_[k]);
       if (blas_workspace_[k]) cudaFree(blas_workspace_[k]);
       if (events_[k]) cudaEventDestroy(events_[k]);
       if (join_events_[k]) cudaEventDestroy(join_events_[k]);
@@ -434,11 +435,11 @@ void CudaBackendImpl::run_syrk_bf16(int64_t batch, int64_t n, int64_t k, float a
       // Block (I, J) = alpha A_I A_J^T + beta C_IJ, row-major; column-major as in gemm_bf16:
       // A_J first (transposed), then A_I.
       check_blas(
-          cublasGemmBatchedEx(blas(), CUBLAS_OP_T, CUBLAS_OP_N, as_int(g.cols, call),
-                              as_int(g.rows, call), as_int(k, call), &alpha, cols_ptrs, CUDA_R_16BF,
-                              as_int(a.ld, call), rows_ptrs, CUDA_R_16BF, as_int(a.ld, call), &beta,
-                              c_ptrs, CUDA_R_16BF, as_int(c.ld, call), as_int(count, call),
-                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+          cuda::cublas().gemm_batched_ex(
+              blas(), CUBLAS_OP_T, CUBLAS_OP_N, as_int(g.cols, call), as_int(g.rows, call),
+              as_int(k, call), &alpha, cols_ptrs, CUDA_R_16BF, as_int(a.ld, call), rows_ptrs,
+              CUDA_R_16BF, as_int(a.ld, call), &beta, c_ptrs, CUDA_R_16BF, as_int(c.ld, call),
+              as_int(count, call), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
           "cublasGemmBatchedEx");
       at += count;
     }
