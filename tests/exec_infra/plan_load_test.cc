@@ -5,9 +5,9 @@
 #include <fstream>
 
 #include "muonplan/base/error.h"
-#include "muonplan/model_io.h"
-#include "muonplan/owners.h"
-#include "muonplan/plan.h"
+#include "muonplan/planner/model_io.h"
+#include "muonplan/planner/owners.h"
+#include "muonplan/planner/plan.h"
 #include "test_plans.h"
 
 using namespace muonplan;

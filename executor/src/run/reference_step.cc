@@ -9,7 +9,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "muonplan/decay_factor.h"
+#include "muonplan/planfile/decay_factor.h"
 #include "muonplan/exec/init.h"
 #include "muonplan/exec/optimizer_formulas.h"
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "muonplan/model_spec.h"
+#include "muonplan/planner/model_spec.h"
 #include "muonplan/base/units.h"
 
 namespace muonplan::detail {

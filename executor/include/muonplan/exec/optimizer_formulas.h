@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "muonplan/decay_factor.h"
+#include "muonplan/planfile/decay_factor.h"
 #include "muonplan/exec/bf16.h"
 
 namespace muonplan::exec::formula {
