@@ -21,8 +21,8 @@
 #include "muonplan/exec/cpu_threads.h"
 #include "muonplan/exec/execute.h"
 #include "muonplan/planfile/metric_keys.h"
-#include "muonplan/planner/plan.h"
 #include "muonplan/planfile/plan_checks.h"
+#include "muonplan/planner/plan.h"
 #include "paths.h"
 
 namespace muonplan::cli {

@@ -16,20 +16,20 @@
 
 #include "keywords.h"
 #include "muonplan/base/error.h"
-#include "muonplan/planner/data_dir.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"
 #include "muonplan/exec/checkpoint_entries.h"
 #include "muonplan/exec/plan_shards.h"
+#include "muonplan/planner/data_dir.h"
 #include "muonplan/planner/json_forms.h"
 #include "muonplan/planner/model_io.h"
 #include "muonplan/planner/model_resolve.h"
 #include "muonplan/planner/plan.h"
 #include "muonplan/planner/plan_inputs.h"
 #include "muonplan/planner/plan_request.h"
+#include "muonplan/planner/trainer_config_in.h"
 #include "muonplan/tools/report_data.h"
 #include "muonplan/tools/trainer_answer.h"
-#include "muonplan/planner/trainer_config_in.h"
 
 namespace py = pybind11;
 using nlohmann::json;

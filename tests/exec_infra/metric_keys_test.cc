@@ -7,8 +7,8 @@
 
 #include "muonplan/exec/metrics.h"
 #include "muonplan/planfile/metric_keys.h"
-#include "muonplan/planner/plan.h"
 #include "muonplan/planfile/plan_checks.h"
+#include "muonplan/planner/plan.h"
 #include "test_plans.h"
 
 using namespace muonplan;

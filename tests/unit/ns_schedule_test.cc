@@ -1,5 +1,5 @@
-// Newton-Schulz schedules (muonplan/planfile/ns_schedule.h): at most 64 steps, from a flag, a name or a
-// plan file.
+// Newton-Schulz schedules (muonplan/planfile/ns_schedule.h): at most 64 steps, from a flag, a name
+// or a plan file.
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
-// Flags to a PlanRequest (muonplan/planner/plan_request.h): a value given is checked as given, never
-// replaced by the default that "not given" stands for.
+// Flags to a PlanRequest (muonplan/planner/plan_request.h): a value given is checked as given,
+// never replaced by the default that "not given" stands for.
 #include <algorithm>
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,6 @@
-// The YAML reader every YAML format goes through (muonplan/planner/yaml_reader.h): a key given twice is
-// refused naming both lines (yaml-cpp looks up the first silently), and aliases are walked once.
+// The YAML reader every YAML format goes through (muonplan/planner/yaml_reader.h): a key given
+// twice is refused naming both lines (yaml-cpp looks up the first silently), and aliases are walked
+// once.
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <iterator>

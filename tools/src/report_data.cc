@@ -13,9 +13,9 @@
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
 #include "muonplan/base/parse_int.h"
-#include "muonplan/tools/child_process.h"
 #include "muonplan/planfile/plan_checks.h"
 #include "muonplan/planfile/trace.h"
+#include "muonplan/tools/child_process.h"
 
 namespace muonplan {
 namespace {

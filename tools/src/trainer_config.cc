@@ -4,8 +4,8 @@
 
 #include <sstream>
 
-#include "muonplan/tools/prime_rl_emit_check.h"
 #include "muonplan/planner/trainer_keys.h"
+#include "muonplan/tools/prime_rl_emit_check.h"
 
 namespace muonplan {
 namespace {

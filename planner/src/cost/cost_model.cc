@@ -13,12 +13,12 @@
 #include "cost/step_traffic.h"
 #include "cost/workload_cost.h"
 #include "muonplan/base/units.h"
-#include "muonplan/planner/layout.h"
-#include "muonplan/planner/ns_model.h"
 #include "muonplan/planfile/ns_workspace.h"
 #include "muonplan/planfile/offload_policy.h"
-#include "muonplan/planner/owners.h"
 #include "muonplan/planfile/stage_names.h"
+#include "muonplan/planner/layout.h"
+#include "muonplan/planner/ns_model.h"
+#include "muonplan/planner/owners.h"
 
 namespace muonplan {
 

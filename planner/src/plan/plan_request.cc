@@ -16,9 +16,9 @@
 #include "muonplan/base/parse_int.h"
 #include "muonplan/base/units.h"
 #include "muonplan/planfile/chunk_plan.h"
+#include "muonplan/planfile/plan_checks.h"
 #include "muonplan/planner/layout.h"
 #include "muonplan/planner/lora.h"
-#include "muonplan/planfile/plan_checks.h"
 #include "muonplan/planner/plan_flag_table.h"
 #include "muonplan/planner/workload.h"
 

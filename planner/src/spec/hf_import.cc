@@ -10,8 +10,8 @@
 
 #include "muonplan/base/io.h"
 #include "muonplan/base/json_bounds.h"
-#include "muonplan/planner/model_io.h"
 #include "muonplan/planfile/plan_checks.h"
+#include "muonplan/planner/model_io.h"
 #include "muonplan/planner/yaml_reader.h"
 #include "spec/model_limits.h"
 

@@ -8,9 +8,9 @@
 
 #include "muonplan/base/io.h"
 #include "muonplan/base/suggest.h"
+#include "muonplan/planfile/plan_checks.h"
 #include "muonplan/planner/data_dir.h"
 #include "muonplan/planner/model_io.h"
-#include "muonplan/planfile/plan_checks.h"
 
 namespace muonplan {
 namespace fs = std::filesystem;

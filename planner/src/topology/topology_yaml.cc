@@ -6,8 +6,8 @@
 
 #include "muonplan/base/io.h"
 #include "muonplan/base/units.h"
-#include "muonplan/planner/data_dir.h"
 #include "muonplan/planfile/plan_checks.h"
+#include "muonplan/planner/data_dir.h"
 #include "muonplan/planner/topology.h"
 #include "muonplan/planner/yaml_reader.h"
 

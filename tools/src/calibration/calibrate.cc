@@ -11,11 +11,11 @@
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
 #include "muonplan/base/units.h"
+#include "muonplan/planfile/plan_checks.h"
+#include "muonplan/planfile/stage_names.h"
 #include "muonplan/planner/cost_model.h"
 #include "muonplan/planner/model_spec.h"
 #include "muonplan/planner/owners.h"
-#include "muonplan/planfile/plan_checks.h"
-#include "muonplan/planfile/stage_names.h"
 
 namespace muonplan {
 namespace {

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "muonplan/planner/chunks.h"
-#include "muonplan/planner/inventory.h"
 #include "muonplan/planfile/plan_options.h"
 #include "muonplan/planfile/prediction.h"
+#include "muonplan/planner/chunks.h"
+#include "muonplan/planner/inventory.h"
 #include "muonplan/planner/topology.h"
 
 namespace muonplan {

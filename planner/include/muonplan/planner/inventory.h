@@ -2,8 +2,8 @@
 // section 1), matrix partitions and stack dimension (the types: param_inventory.h).
 #pragma once
 
-#include "muonplan/planner/model_spec.h"
 #include "muonplan/planfile/param_inventory.h"
+#include "muonplan/planner/model_spec.h"
 
 namespace muonplan {
 

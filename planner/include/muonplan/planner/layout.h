@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "muonplan/planner/inventory.h"
 #include "muonplan/planfile/shards.h"
+#include "muonplan/planner/inventory.h"
 
 namespace muonplan {
 

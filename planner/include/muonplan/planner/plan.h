@@ -5,10 +5,10 @@
 #include <functional>
 #include <vector>
 
+#include "muonplan/planfile/plan_file.h"
 #include "muonplan/planner/chunks.h"
 #include "muonplan/planner/cost_model.h"
 #include "muonplan/planner/model_spec.h"
-#include "muonplan/planfile/plan_file.h"
 #include "muonplan/planner/topology.h"
 
 namespace muonplan {
