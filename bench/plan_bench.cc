@@ -15,8 +15,8 @@
 #include <cstdlib>
 #include <vector>
 
-#include "muonplan/model_io.h"
-#include "muonplan/plan.h"
+#include "muonplan/planner/model_io.h"
+#include "muonplan/planner/plan.h"
 
 using namespace muonplan;
 

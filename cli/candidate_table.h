@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "muonplan/plan.h"
+#include "muonplan/planner/plan.h"
 
 namespace muonplan::cli {
 

@@ -9,8 +9,8 @@
 #include "commands.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
-#include "muonplan/calibrate.h"
-#include "muonplan/training_run.h"
+#include "muonplan/tools/calibrate.h"
+#include "muonplan/tools/training_run.h"
 #include "paths.h"
 
 namespace muonplan::cli {

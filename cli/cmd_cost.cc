@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "muonplan/json_forms.h"
-#include "muonplan/ns_model.h"
+#include "muonplan/planner/json_forms.h"
+#include "muonplan/planner/ns_model.h"
 
 namespace muonplan::cli {
 namespace {

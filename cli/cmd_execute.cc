@@ -20,9 +20,9 @@
 #include "muonplan/exec/communicator.h"
 #include "muonplan/exec/cpu_threads.h"
 #include "muonplan/exec/execute.h"
-#include "muonplan/metric_keys.h"
-#include "muonplan/plan.h"
-#include "muonplan/plan_checks.h"
+#include "muonplan/planfile/metric_keys.h"
+#include "muonplan/planfile/plan_checks.h"
+#include "muonplan/planner/plan.h"
 #include "paths.h"
 
 namespace muonplan::cli {

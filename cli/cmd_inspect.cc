@@ -5,10 +5,10 @@
 
 #include "commands.h"
 #include "muonplan/base/error.h"
-#include "muonplan/inventory.h"
-#include "muonplan/json_forms.h"
-#include "muonplan/model_io.h"
-#include "muonplan/model_resolve.h"
+#include "muonplan/planner/inventory.h"
+#include "muonplan/planner/json_forms.h"
+#include "muonplan/planner/model_io.h"
+#include "muonplan/planner/model_resolve.h"
 
 namespace muonplan::cli {
 namespace {

@@ -5,11 +5,11 @@
 
 #include "commands.h"
 #include "muonplan/base/io.h"
-#include "muonplan/data_dir.h"
-#include "muonplan/model_io.h"
-#include "muonplan/model_resolve.h"
-#include "muonplan/report_data.h"
-#include "muonplan/trace.h"
+#include "muonplan/planfile/trace.h"
+#include "muonplan/planner/data_dir.h"
+#include "muonplan/planner/model_io.h"
+#include "muonplan/planner/model_resolve.h"
+#include "muonplan/tools/report_data.h"
 #include "paths.h"
 
 namespace muonplan::cli {

@@ -10,8 +10,8 @@
 
 #include "commands.h"
 #include "muonplan/base/error.h"
-#include "muonplan/topology.h"
-#include "muonplan/topology_nodes.h"
+#include "muonplan/planner/topology.h"
+#include "muonplan/planner/topology_nodes.h"
 
 namespace muonplan::cli {
 namespace {

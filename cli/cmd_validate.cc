@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "muonplan/data_dir.h"
-#include "muonplan/validation.h"
+#include "muonplan/planner/data_dir.h"
+#include "muonplan/tools/validation.h"
 
 namespace muonplan::cli {
 namespace {

@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-#include "muonplan/plan_request.h"
+#include "muonplan/planner/plan_request.h"
 
 namespace muonplan::cli {
 

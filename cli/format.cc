@@ -1,7 +1,7 @@
 #include <string>
 
 #include "commands.h"
-#include "muonplan/data_dir.h"
+#include "muonplan/planner/data_dir.h"
 
 namespace muonplan::cli {
 

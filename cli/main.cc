@@ -11,7 +11,7 @@
 #include "commands.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/suggest.h"
-#include "muonplan/child_process.h"
+#include "muonplan/tools/child_process.h"
 
 // " while reading --model m.yaml, --plan p.json" for the input files given to the command that
 // ran out of memory (std::bad_alloc carries no file), or "".

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "muonplan/model_resolve.h"
-#include "muonplan/plan_request.h"
+#include "muonplan/planner/model_resolve.h"
+#include "muonplan/planner/plan_request.h"
 
 namespace muonplan::cli {
 

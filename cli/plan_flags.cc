@@ -2,7 +2,7 @@
 // table the Python bindings' keywords come from too (plan_flag_table.h). Every value goes
 // through set_plan_flag, so a malformed number gets the same message from both front ends.
 #include "commands.h"
-#include "muonplan/plan_flag_table.h"
+#include "muonplan/planner/plan_flag_table.h"
 #include "paths.h"
 
 namespace muonplan::cli {

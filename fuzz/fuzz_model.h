@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "muonplan/inventory.h"
-#include "muonplan/model_spec.h"
+#include "muonplan/planner/inventory.h"
+#include "muonplan/planner/model_spec.h"
 
 namespace muonplan::fuzz {
 

@@ -6,7 +6,7 @@
 
 #include "fuzz_model.h"
 #include "muonplan/base/error.h"
-#include "muonplan/model_io.h"
+#include "muonplan/planner/model_io.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

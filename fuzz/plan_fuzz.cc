@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "muonplan/base/error.h"
-#include "muonplan/plan.h"
+#include "muonplan/planner/plan.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const nlohmann::json j = nlohmann::json::parse(data, data + size, nullptr, false);

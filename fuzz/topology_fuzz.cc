@@ -7,7 +7,7 @@
 #include <string>
 
 #include "muonplan/base/error.h"
-#include "muonplan/topology.h"
+#include "muonplan/planner/topology.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -10,8 +10,8 @@
 #include <regex>
 #include <set>
 
-#include "muonplan/plan_flag_table.h"
-#include "muonplan/plan_request.h"
+#include "muonplan/planner/plan_flag_table.h"
+#include "muonplan/planner/plan_request.h"
 
 namespace py = pybind11;
 

@@ -30,8 +30,8 @@
 #include "muonplan/exec/newton_schulz.h"
 #include "muonplan/exec/openblas_core.h"
 #include "muonplan/exec/sgemm_rate.h"
-#include "muonplan/ns_model.h"
-#include "muonplan/report_dir.h"
+#include "muonplan/planner/ns_model.h"
+#include "muonplan/tools/report_dir.h"
 #include "paths.h"
 
 namespace muonplan::cli {

@@ -16,9 +16,9 @@
 
 #include "commands.h"
 #include "muonplan/base/error.h"
+#include "muonplan/base/units.h"
 #include "muonplan/exec/cpu_threads.h"
 #include "muonplan/exec/host_kernels.h"
-#include "muonplan/base/units.h"
 
 namespace muonplan::cli {
 namespace {

@@ -1,4 +1,4 @@
-#include "muonplan/chunk_plan.h"
+#include "muonplan/planfile/chunk_plan.h"
 
 #include <algorithm>
 #include <numeric>

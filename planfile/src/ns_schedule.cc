@@ -1,11 +1,11 @@
-#include "muonplan/ns_schedule.h"
+#include "muonplan/planfile/ns_schedule.h"
 
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 
 #include "muonplan/base/error.h"
-#include "muonplan/plan_checks.h"
+#include "muonplan/planfile/plan_checks.h"
 
 namespace muonplan {
 namespace {

@@ -1,4 +1,4 @@
-#include "muonplan/ns_workspace.h"
+#include "muonplan/planfile/ns_workspace.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "muonplan/offload_policy.h"
+#include "muonplan/planfile/offload_policy.h"
 
 #include "muonplan/base/error.h"
 

@@ -1,4 +1,4 @@
-#include "muonplan/plan_file.h"
+#include "muonplan/planfile/plan_file.h"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "muonplan/param_inventory.h"
+#include "muonplan/planfile/param_inventory.h"
 
 #include <map>
 #include <utility>

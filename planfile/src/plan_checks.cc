@@ -1,7 +1,7 @@
-#include "muonplan/plan_checks.h"
+#include "muonplan/planfile/plan_checks.h"
 
 #include "muonplan/base/io.h"
-#include "muonplan/decay_factor.h"
+#include "muonplan/planfile/decay_factor.h"
 
 #include <cmath>
 #include <cstdio>

@@ -1,10 +1,10 @@
 // The Plan as JSON (docs/cli-contract.md). Bytes are reported in GiB (2^30) or GB (kGB) as the key
 // says; every figure under predicted.breakdown is a named term with its formula.
 #include "muonplan/base/units.h"
-#include "muonplan/fit_scope.h"
-#include "muonplan/plan_checks.h"
-#include "muonplan/plan_file.h"
-#include "muonplan/prediction_terms.h"
+#include "muonplan/planfile/fit_scope.h"
+#include "muonplan/planfile/plan_checks.h"
+#include "muonplan/planfile/plan_file.h"
+#include "muonplan/planfile/prediction_terms.h"
 
 namespace muonplan {
 namespace {

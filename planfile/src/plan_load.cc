@@ -5,7 +5,7 @@
 #include <string>
 
 #include "muonplan/base/units.h"
-#include "muonplan/plan_checks.h"
+#include "muonplan/planfile/plan_checks.h"
 #include "plan_load_node.h"
 
 namespace muonplan {

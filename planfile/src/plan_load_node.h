@@ -15,8 +15,8 @@
 #include "muonplan/base/enum_names.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
-#include "muonplan/plan_checks.h"
-#include "muonplan/plan_file.h"
+#include "muonplan/planfile/plan_checks.h"
+#include "muonplan/planfile/plan_file.h"
 
 namespace muonplan::plan_load {
 

@@ -1,4 +1,4 @@
-#include "muonplan/plan_options.h"
+#include "muonplan/planfile/plan_options.h"
 
 #include "muonplan/base/error.h"
 

@@ -1,11 +1,11 @@
-#include "muonplan/prediction.h"
+#include "muonplan/planfile/prediction.h"
 
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 
 #include "muonplan/base/units.h"
-#include "muonplan/prediction_terms.h"
+#include "muonplan/planfile/prediction_terms.h"
 
 namespace muonplan {
 

@@ -1,6 +1,6 @@
-#include "muonplan/shards.h"
+#include "muonplan/planfile/shards.h"
 
-#include "muonplan/param_inventory.h"
+#include "muonplan/planfile/param_inventory.h"
 
 #include <algorithm>
 

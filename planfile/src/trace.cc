@@ -1,10 +1,10 @@
 // Chrome trace-event JSON (trace.h). Timestamps are microseconds, as the format specifies.
-#include "muonplan/trace.h"
+#include "muonplan/planfile/trace.h"
 
 #include <algorithm>
 
 #include "muonplan/base/error.h"
-#include "muonplan/plan_file.h"
+#include "muonplan/planfile/plan_file.h"
 
 namespace muonplan {
 namespace {

@@ -11,8 +11,8 @@
 #include "muonplan/base/error.h"
 #include "muonplan/exec/bf16.h"
 #include "muonplan/exec/checkpoint.h"
-#include "muonplan/model_io.h"
-#include "muonplan/plan.h"
+#include "muonplan/planner/model_io.h"
+#include "muonplan/planner/plan.h"
 #include "test_plans.h"
 
 using namespace muonplan;

@@ -6,9 +6,9 @@
 #include <string>
 
 #include "muonplan/exec/metrics.h"
-#include "muonplan/metric_keys.h"
-#include "muonplan/plan.h"
-#include "muonplan/plan_checks.h"
+#include "muonplan/planfile/metric_keys.h"
+#include "muonplan/planfile/plan_checks.h"
+#include "muonplan/planner/plan.h"
 #include "test_plans.h"
 
 using namespace muonplan;

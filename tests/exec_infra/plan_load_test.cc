@@ -5,9 +5,9 @@
 #include <fstream>
 
 #include "muonplan/base/error.h"
-#include "muonplan/model_io.h"
-#include "muonplan/owners.h"
-#include "muonplan/plan.h"
+#include "muonplan/planner/model_io.h"
+#include "muonplan/planner/owners.h"
+#include "muonplan/planner/plan.h"
 #include "test_plans.h"
 
 using namespace muonplan;
@@ -116,10 +116,10 @@ TEST_CASE("the loaded plan carries the options the executor runs", "[plan_load]"
   // unless pinned; RankState allocates it so.
   CHECK_FALSE(q.options.pinned_host_state);
   r.options.pinned_host_state = true;
-  const Plan pinned = plan_from_json(
-      plan_to_json(make_plan(load_model(repo_path("models/tiny-moe.yaml")),
-                             load_topology(repo_path("topologies/cpu-ci.yaml")), r)),
-      "plan.json");
+  const Plan pinned =
+      plan_from_json(plan_to_json(make_plan(load_model(repo_path("models/tiny-moe.yaml")),
+                                            load_topology(repo_path("topologies/cpu-ci.yaml")), r)),
+                     "plan.json");
   CHECK(pinned.options.pinned_host_state);
 }
 

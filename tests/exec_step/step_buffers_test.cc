@@ -10,7 +10,7 @@
 #include "muonplan/exec/communicator.h"
 #include "muonplan/exec/rank_state.h"
 #include "muonplan/exec/step.h"
-#include "muonplan/step_buffers.h"
+#include "muonplan/planfile/step_buffers.h"
 #include "test_plans.h"
 
 using namespace muonplan;

@@ -9,7 +9,7 @@
 #include "muonplan/exec/newton_schulz.h"
 #include "muonplan/exec/rank_state.h"
 #include "muonplan/exec/step.h"
-#include "muonplan/model_io.h"
+#include "muonplan/planner/model_io.h"
 #include "test_plans.h"
 
 using namespace muonplan;

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "muonplan/base/units.h"
-#include "muonplan/plan.h"
+#include "muonplan/planner/plan.h"
 #include "test_plans.h"
 
 using namespace muonplan;

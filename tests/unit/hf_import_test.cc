@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include "muonplan/base/error.h"
-#include "muonplan/inventory.h"
-#include "muonplan/model_io.h"
+#include "muonplan/planner/inventory.h"
+#include "muonplan/planner/model_io.h"
 #include "test_paths.h"
 
 using namespace muonplan;

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "muonplan/base/error.h"
-#include "muonplan/lora.h"
+#include "muonplan/planner/lora.h"
 #include "test_plans.h"
 
 using namespace muonplan;

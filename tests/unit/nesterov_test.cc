@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "muonplan/plan.h"
-#include "muonplan/report_data.h"
+#include "muonplan/planner/plan.h"
+#include "muonplan/tools/report_data.h"
 #include "test_plans.h"
 
 using namespace muonplan;

@@ -1,7 +1,7 @@
 // The Newton-Schulz cost model: FLOPs per iteration and the time of a schedule.
 #include <catch2/catch.hpp>
 
-#include "muonplan/ns_model.h"
+#include "muonplan/planner/ns_model.h"
 #include "test_plans.h"
 
 using namespace muonplan;

@@ -1,11 +1,11 @@
-// Newton-Schulz schedules (muonplan/ns_schedule.h): at most 64 steps, from a flag, a name or a
-// plan file.
+// Newton-Schulz schedules (muonplan/planfile/ns_schedule.h): at most 64 steps, from a flag, a name
+// or a plan file.
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
 #include "muonplan/base/error.h"
-#include "muonplan/ns_schedule.h"
+#include "muonplan/planfile/ns_schedule.h"
 #include "test_plans.h"
 
 using namespace muonplan;

@@ -3,8 +3,8 @@
 // mode stages nothing.
 #include <catch2/catch.hpp>
 
-#include "muonplan/offload_policy.h"
-#include "muonplan/plan.h"
+#include "muonplan/planfile/offload_policy.h"
+#include "muonplan/planner/plan.h"
 #include "test_plans.h"
 
 using namespace muonplan;

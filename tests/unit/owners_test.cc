@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "muonplan/chunks.h"
-#include "muonplan/model_io.h"
+#include "muonplan/planner/chunks.h"
+#include "muonplan/planner/model_io.h"
 #include "test_paths.h"
 
 using namespace muonplan;

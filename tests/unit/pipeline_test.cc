@@ -1,7 +1,7 @@
 // The pipeline simulation of the optimizer step's chunks: stages on shared resources overlap.
 #include <catch2/catch.hpp>
 
-#include "muonplan/plan.h"
+#include "muonplan/planner/plan.h"
 
 using namespace muonplan;
 

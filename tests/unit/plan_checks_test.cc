@@ -1,6 +1,6 @@
-// The checks every front end and loader shares (muonplan/plan_checks.h), from a hostile-input
-// review (docs/reliability.md): hyperparameters the executor refuses are refused by the
-// planner, alike from flags and from a plan file; duplicate keys in our JSON formats, names
+// The checks every front end and loader shares (muonplan/planfile/plan_checks.h), from a
+// hostile-input review (docs/reliability.md): hyperparameters the executor refuses are refused by
+// the planner, alike from flags and from a plan file; duplicate keys in our JSON formats, names
 // that are not UTF-8 and metrics with absurd numbers are InputErrors with one line. Each of
 // these inputs was accepted (or crashed) before.
 #include <catch2/catch.hpp>
@@ -10,11 +10,11 @@
 
 #include "muonplan/base/error.h"
 #include "muonplan/base/json_bounds.h"
-#include "muonplan/model_io.h"
-#include "muonplan/plan.h"
-#include "muonplan/plan_checks.h"
-#include "muonplan/plan_request.h"
-#include "muonplan/report_data.h"
+#include "muonplan/planfile/plan_checks.h"
+#include "muonplan/planner/model_io.h"
+#include "muonplan/planner/plan.h"
+#include "muonplan/planner/plan_request.h"
+#include "muonplan/tools/report_data.h"
 #include "test_plans.h"
 
 using namespace muonplan;

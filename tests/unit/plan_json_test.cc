@@ -5,7 +5,7 @@
 #include <string>
 
 #include "muonplan/base/units.h"
-#include "muonplan/plan.h"
+#include "muonplan/planner/plan.h"
 #include "test_plans.h"
 
 using namespace muonplan;

@@ -1,11 +1,11 @@
-// Flags to a PlanRequest (muonplan/plan_request.h): a value given is checked as given, never
-// replaced by the default that "not given" stands for.
+// Flags to a PlanRequest (muonplan/planner/plan_request.h): a value given is checked as given,
+// never replaced by the default that "not given" stands for.
 #include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "muonplan/base/error.h"
-#include "muonplan/plan_flag_table.h"
-#include "muonplan/plan_request.h"
+#include "muonplan/planner/plan_flag_table.h"
+#include "muonplan/planner/plan_request.h"
 #include "test_plans.h"
 
 using namespace muonplan;

@@ -6,13 +6,13 @@
 #include <vector>
 
 #include "muonplan/base/error.h"
-#include "muonplan/model_io.h"
-#include "muonplan/ns_model.h"
-#include "muonplan/plan.h"
-#include "muonplan/plan_request.h"
-#include "muonplan/prime_rl_runs.h"
-#include "muonplan/report_data.h"
-#include "muonplan/trainer_config.h"
+#include "muonplan/planner/model_io.h"
+#include "muonplan/planner/ns_model.h"
+#include "muonplan/planner/plan.h"
+#include "muonplan/planner/plan_request.h"
+#include "muonplan/planner/prime_rl_runs.h"
+#include "muonplan/tools/report_data.h"
+#include "muonplan/tools/trainer_config.h"
 #include "test_paths.h"
 
 using namespace muonplan;

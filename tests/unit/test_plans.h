@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "muonplan/base/error.h"
-#include "muonplan/model_io.h"
-#include "muonplan/plan.h"
-#include "muonplan/plan_request.h"
+#include "muonplan/planner/model_io.h"
+#include "muonplan/planner/plan.h"
+#include "muonplan/planner/plan_request.h"
 #include "test_paths.h"
 
 namespace muonplan::test {

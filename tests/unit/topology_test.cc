@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "muonplan/base/error.h"
-#include "muonplan/topology.h"
+#include "muonplan/planner/topology.h"
 #include "test_plans.h"
 
 using namespace muonplan;

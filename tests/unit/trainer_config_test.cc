@@ -6,13 +6,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "muonplan/alternatives.h"
 #include "muonplan/base/error.h"
-#include "muonplan/model_io.h"
-#include "muonplan/plan_inputs.h"
-#include "muonplan/trainer_config.h"
-#include "muonplan/trainer_config_in.h"
-#include "muonplan/trainer_keys.h"
+#include "muonplan/planner/alternatives.h"
+#include "muonplan/planner/model_io.h"
+#include "muonplan/planner/plan_inputs.h"
+#include "muonplan/planner/trainer_config_in.h"
+#include "muonplan/planner/trainer_keys.h"
+#include "muonplan/tools/trainer_config.h"
 #include "test_paths.h"
 
 using namespace muonplan;

@@ -7,8 +7,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "muonplan/topology.h"
-#include "muonplan/training_run.h"
+#include "muonplan/planner/topology.h"
+#include "muonplan/tools/training_run.h"
 #include "test_paths.h"
 
 using namespace muonplan;

@@ -2,7 +2,7 @@
 // every figure it predicts lies within the tolerance the file gives.
 #include <catch2/catch.hpp>
 
-#include "muonplan/validation.h"
+#include "muonplan/tools/validation.h"
 #include "test_plans.h"
 
 using namespace muonplan;

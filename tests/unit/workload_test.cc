@@ -5,9 +5,9 @@
 
 #include "cost/roofline.h"
 #include "muonplan/base/error.h"
-#include "muonplan/model_io.h"
-#include "muonplan/plan.h"
-#include "muonplan/workload.h"
+#include "muonplan/planner/model_io.h"
+#include "muonplan/planner/plan.h"
+#include "muonplan/planner/workload.h"
 #include "test_plans.h"
 
 using namespace muonplan;

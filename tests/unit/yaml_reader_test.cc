@@ -1,14 +1,15 @@
-// The YAML reader every YAML format goes through (muonplan/yaml_reader.h): a key given twice is
-// refused naming both lines (yaml-cpp looks up the first silently), and aliases are walked once.
+// The YAML reader every YAML format goes through (muonplan/planner/yaml_reader.h): a key given
+// twice is refused naming both lines (yaml-cpp looks up the first silently), and aliases are walked
+// once.
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <iterator>
 #include <string>
 
 #include "muonplan/base/error.h"
-#include "muonplan/model_io.h"
-#include "muonplan/plan.h"
-#include "muonplan/workload.h"
+#include "muonplan/planner/model_io.h"
+#include "muonplan/planner/plan.h"
+#include "muonplan/planner/workload.h"
 #include "test_paths.h"
 
 using namespace muonplan;

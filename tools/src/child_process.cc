@@ -1,4 +1,4 @@
-#include "muonplan/child_process.h"
+#include "muonplan/tools/child_process.h"
 
 #include <fcntl.h>
 #include <spawn.h>

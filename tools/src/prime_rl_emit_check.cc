@@ -1,12 +1,12 @@
 // The emit's check (prime_rl_emit_check.h), on the rule the trainer answer uses (prime_rl_runs.h).
-#include "muonplan/prime_rl_emit_check.h"
+#include "muonplan/tools/prime_rl_emit_check.h"
 
 #include <stdexcept>
 
 #include "muonplan/base/enum_names.h"
 #include "muonplan/base/error.h"
-#include "muonplan/prime_rl_runs.h"
-#include "muonplan/trainer_keys.h"
+#include "muonplan/planner/prime_rl_runs.h"
+#include "muonplan/planner/trainer_keys.h"
 
 namespace muonplan {
 

@@ -1,21 +1,21 @@
 // The capacity report's data: a sweep of fixed-node, fixed-offload plans, the searched plan,
 // and the per-rank loads of each owner strategy on it. Plots come from reports/report.py.
-#include "muonplan/report_data.h"
-#include "muonplan/report_dir.h"
+#include "muonplan/tools/report_data.h"
+#include "muonplan/tools/report_dir.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
-#include "muonplan/trace.h"
+#include "muonplan/planfile/trace.h"
 
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
 #include "muonplan/base/parse_int.h"
-#include "muonplan/child_process.h"
-#include "muonplan/plan_checks.h"
-#include "muonplan/trace.h"
+#include "muonplan/planfile/plan_checks.h"
+#include "muonplan/planfile/trace.h"
+#include "muonplan/tools/child_process.h"
 
 namespace muonplan {
 namespace {

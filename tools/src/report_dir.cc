@@ -1,5 +1,5 @@
 // The report's directory (report_dir.h).
-#include "muonplan/report_dir.h"
+#include "muonplan/tools/report_dir.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "muonplan/trainer_answer.h"
+#include "muonplan/tools/trainer_answer.h"
 
 #include <cstdio>
 #include <optional>

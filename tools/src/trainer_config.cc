@@ -1,11 +1,11 @@
 // Plan JSON to a prime-rl config. JSON numbers, booleans and strings print as valid TOML values
 // (nlohmann writes 0.0, 1e-08, "text"), so values are copied, not retyped.
-#include "muonplan/trainer_config.h"
+#include "muonplan/tools/trainer_config.h"
 
 #include <sstream>
 
-#include "muonplan/prime_rl_emit_check.h"
-#include "muonplan/trainer_keys.h"
+#include "muonplan/planner/trainer_keys.h"
+#include "muonplan/tools/prime_rl_emit_check.h"
 
 namespace muonplan {
 namespace {

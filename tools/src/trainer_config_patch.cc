@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "muonplan/base/error.h"
-#include "muonplan/toml_tree.h"
-#include "muonplan/trainer_config.h"
+#include "muonplan/planner/toml_tree.h"
+#include "muonplan/tools/trainer_config.h"
 
 namespace muonplan {
 namespace {

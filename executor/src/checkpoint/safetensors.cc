@@ -9,7 +9,7 @@
 
 #include "muonplan/base/error.h"
 #include "muonplan/base/json_bounds.h"
-#include "muonplan/plan_checks.h"
+#include "muonplan/planfile/plan_checks.h"
 
 namespace muonplan::exec::safetensors {
 namespace {

@@ -24,7 +24,7 @@
 #include "muonplan/exec/reference_check.h"
 #include "muonplan/exec/step.h"
 #include "muonplan/exec/trace_gather.h"
-#include "muonplan/plan_checks.h"
+#include "muonplan/planfile/plan_checks.h"
 #include "run/execute_checkpoint.h"
 
 namespace muonplan::exec {

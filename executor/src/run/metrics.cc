@@ -1,8 +1,8 @@
 #include "muonplan/exec/metrics.h"
 
 #include "muonplan/base/units.h"
-#include "muonplan/metric_keys.h"
-#include "muonplan/prediction.h"
+#include "muonplan/planfile/metric_keys.h"
+#include "muonplan/planfile/prediction.h"
 
 namespace muonplan::exec {
 

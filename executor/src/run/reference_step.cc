@@ -9,9 +9,9 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "muonplan/decay_factor.h"
 #include "muonplan/exec/init.h"
 #include "muonplan/exec/optimizer_formulas.h"
+#include "muonplan/planfile/decay_factor.h"
 
 namespace muonplan::exec {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "muonplan/exec/host_kernels.h"
-#include "muonplan/stage_names.h"
+#include "muonplan/planfile/stage_names.h"
 #include "step/step_parts.h"
 
 namespace muonplan::exec {

@@ -8,7 +8,7 @@
 #include "muonplan/exec/host_kernels.h"
 #include "muonplan/exec/init.h"
 #include "muonplan/exec/plan_shards.h"
-#include "muonplan/step_buffers.h"
+#include "muonplan/planfile/step_buffers.h"
 
 namespace muonplan::exec {
 

@@ -7,9 +7,9 @@
 #include <optional>
 #include <stdexcept>
 
-#include "muonplan/decay_factor.h"
-#include "muonplan/stage_names.h"
-#include "muonplan/step_buffers.h"
+#include "muonplan/planfile/decay_factor.h"
+#include "muonplan/planfile/stage_names.h"
+#include "muonplan/planfile/step_buffers.h"
 #include "step/host_pipeline.h"
 #include "step/step_parts.h"
 

@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "muonplan/exec/step.h"
-#include "muonplan/stage_names.h"
-#include "muonplan/step_buffers.h"
+#include "muonplan/planfile/stage_names.h"
+#include "muonplan/planfile/step_buffers.h"
 #include "step/step_parts.h"
 
 namespace muonplan::exec {

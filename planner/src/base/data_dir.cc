@@ -1,4 +1,4 @@
-#include "muonplan/data_dir.h"
+#include "muonplan/planner/data_dir.h"
 
 #include <dlfcn.h>
 

@@ -1,4 +1,4 @@
-#include "muonplan/json_forms.h"
+#include "muonplan/planner/json_forms.h"
 
 #include <string>
 #include <utility>

@@ -1,6 +1,6 @@
 #include <yaml-cpp/depthguard.h>
 
-#include "muonplan/yaml_reader.h"
+#include "muonplan/planner/yaml_reader.h"
 
 #include <cerrno>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "muonplan/base/parse_int.h"
-#include "muonplan/plan_checks.h"
+#include "muonplan/planfile/plan_checks.h"
 
 namespace muonplan::detail {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "muonplan/model_spec.h"
+#include "muonplan/planner/model_spec.h"
 
 namespace muonplan {
 

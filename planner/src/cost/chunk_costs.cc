@@ -3,11 +3,11 @@
 #include <algorithm>
 
 #include "cost/step_figures.h"
-#include "muonplan/layout.h"
-#include "muonplan/ns_model.h"
-#include "muonplan/ns_workspace.h"
-#include "muonplan/stage_names.h"
-#include "muonplan/step_buffers.h"
+#include "muonplan/planfile/ns_workspace.h"
+#include "muonplan/planfile/stage_names.h"
+#include "muonplan/planfile/step_buffers.h"
+#include "muonplan/planner/layout.h"
+#include "muonplan/planner/ns_model.h"
 
 namespace muonplan::step_cost {
 namespace {

@@ -1,5 +1,5 @@
 // Memory, host RAM, traffic and optimizer-step time of one candidate (docs/planner.md).
-#include "muonplan/cost_model.h"
+#include "muonplan/planner/cost_model.h"
 
 #include <algorithm>
 #include <atomic>
@@ -13,12 +13,12 @@
 #include "cost/step_traffic.h"
 #include "cost/workload_cost.h"
 #include "muonplan/base/units.h"
-#include "muonplan/layout.h"
-#include "muonplan/ns_model.h"
-#include "muonplan/ns_workspace.h"
-#include "muonplan/offload_policy.h"
-#include "muonplan/owners.h"
-#include "muonplan/stage_names.h"
+#include "muonplan/planfile/ns_workspace.h"
+#include "muonplan/planfile/offload_policy.h"
+#include "muonplan/planfile/stage_names.h"
+#include "muonplan/planner/layout.h"
+#include "muonplan/planner/ns_model.h"
+#include "muonplan/planner/owners.h"
 
 namespace muonplan {
 

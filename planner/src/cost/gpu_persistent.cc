@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "muonplan/step_buffers.h"
+#include "muonplan/planfile/step_buffers.h"
 
 namespace muonplan {
 

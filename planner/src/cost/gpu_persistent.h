@@ -4,9 +4,9 @@
 
 #include <vector>
 
-#include "muonplan/offload_policy.h"
-#include "muonplan/plan_options.h"
-#include "muonplan/prediction.h"
+#include "muonplan/planfile/offload_policy.h"
+#include "muonplan/planfile/plan_options.h"
+#include "muonplan/planfile/prediction.h"
 
 namespace muonplan {
 

@@ -1,4 +1,4 @@
-#include "muonplan/ns_model.h"
+#include "muonplan/planner/ns_model.h"
 #include "muonplan/base/units.h"
 
 #include <algorithm>

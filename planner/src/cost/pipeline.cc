@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "muonplan/cost_model.h"
+#include "muonplan/planner/cost_model.h"
 
 namespace muonplan {
 

@@ -12,7 +12,7 @@
 
 #include "muonplan/base/error.h"
 #include "muonplan/base/units.h"
-#include "muonplan/ns_model.h"
+#include "muonplan/planner/ns_model.h"
 
 namespace muonplan {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "muonplan/cost_model.h"
+#include "muonplan/planner/cost_model.h"
 
 namespace muonplan {
 

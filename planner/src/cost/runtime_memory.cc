@@ -9,7 +9,7 @@
 
 #include "cost/step_timeline.h"
 #include "muonplan/base/units.h"
-#include "muonplan/offload_policy.h"
+#include "muonplan/planfile/offload_policy.h"
 
 namespace muonplan {
 

@@ -11,8 +11,8 @@
 #include "cost/gpu_persistent.h"
 #include "cost/step_traffic.h"
 #include "cost/workload_cost.h"
-#include "muonplan/cost_model.h"
-#include "muonplan/offload_policy.h"
+#include "muonplan/planfile/offload_policy.h"
+#include "muonplan/planner/cost_model.h"
 
 namespace muonplan::step_cost {
 

@@ -10,7 +10,7 @@
 #include "cost/gpu_persistent.h"
 #include "cost/step_timeline_record.h"
 
-#include "muonplan/workload.h"
+#include "muonplan/planner/workload.h"
 
 namespace muonplan {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cost/caching_allocator.h"
-#include "muonplan/cost_model.h"
+#include "muonplan/planner/cost_model.h"
 
 namespace muonplan {
 

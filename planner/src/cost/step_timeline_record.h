@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cost/step_timeline.h"
-#include "muonplan/offload_policy.h"
+#include "muonplan/planfile/offload_policy.h"
 
 namespace muonplan::timeline {
 

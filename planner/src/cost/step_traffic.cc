@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "muonplan/base/units.h"
-#include "muonplan/offload_policy.h"
-#include "muonplan/owners.h"
+#include "muonplan/planfile/offload_policy.h"
+#include "muonplan/planner/owners.h"
 
 namespace muonplan::step_cost {
 Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node) {

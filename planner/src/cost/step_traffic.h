@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "muonplan/cost_model.h"
+#include "muonplan/planner/cost_model.h"
 
 namespace muonplan::step_cost {
 
@@ -27,7 +27,7 @@ struct SliceGroup {
 };
 
 // Per group position: elements of the batch it holds, and the seconds of each exchange; and
-// what its buffers are sized by (muonplan/step_buffers.h's batch_buffers): `buffer_elems`
+// what its buffers are sized by (muonplan/planfile/step_buffers.h's batch_buffers): `buffer_elems`
 // of its slices (padding matrices' zero slices too: they travel), whether it owns a matrix (a
 // gathered copy and an NS workspace; padding owners too), and its largest slice of a real
 // matrix (a `chunked` staging piece).

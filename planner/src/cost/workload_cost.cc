@@ -15,8 +15,8 @@
 #include "muonplan/base/checked_int.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/units.h"
-#include "muonplan/offload_policy.h"
-#include "muonplan/workload.h"
+#include "muonplan/planfile/offload_policy.h"
+#include "muonplan/planner/workload.h"
 
 namespace muonplan {
 namespace {

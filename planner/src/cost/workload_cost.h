@@ -1,7 +1,7 @@
 // Forward/backward terms of a training workload (internal to the cost model).
 #pragma once
 
-#include "muonplan/cost_model.h"
+#include "muonplan/planner/cost_model.h"
 
 namespace muonplan {
 

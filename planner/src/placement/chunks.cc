@@ -1,4 +1,4 @@
-#include "muonplan/chunks.h"
+#include "muonplan/planner/chunks.h"
 
 #include <algorithm>
 #include <map>
@@ -7,8 +7,8 @@
 #include <tuple>
 
 #include "muonplan/base/error.h"
-#include "muonplan/ns_model.h"
-#include "muonplan/owners.h"
+#include "muonplan/planner/ns_model.h"
+#include "muonplan/planner/owners.h"
 
 namespace muonplan {
 

@@ -1,4 +1,4 @@
-#include "muonplan/layout.h"
+#include "muonplan/planner/layout.h"
 
 #include <limits>
 #include <sstream>

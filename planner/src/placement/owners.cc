@@ -8,8 +8,8 @@
 #include <map>
 #include <numeric>
 
-#include "muonplan/ns_model.h"
-#include "muonplan/owners.h"
+#include "muonplan/planner/ns_model.h"
+#include "muonplan/planner/owners.h"
 #include "placement/top_n.h"
 
 namespace muonplan {

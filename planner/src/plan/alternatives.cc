@@ -1,14 +1,14 @@
 // Alternatives by objective: make_plan at each node count (every layout and offload mode
 // there), the candidates prime-rl can run, and the best of them by nodes, GPU-seconds, step.
-#include "muonplan/alternatives.h"
+#include "muonplan/planner/alternatives.h"
 
 #include <algorithm>
 #include <functional>
 #include <set>
 
-#include "muonplan/layout.h"
-#include "muonplan/prime_rl_runs.h"
-#include "muonplan/trainer_keys.h"
+#include "muonplan/planner/layout.h"
+#include "muonplan/planner/prime_rl_runs.h"
+#include "muonplan/planner/trainer_keys.h"
 
 namespace muonplan {
 namespace {

@@ -1,4 +1,4 @@
-#include "muonplan/plan_inputs.h"
+#include "muonplan/planner/plan_inputs.h"
 
 namespace muonplan {
 

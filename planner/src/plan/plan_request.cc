@@ -1,6 +1,6 @@
 // Plan flags to a PlanRequest: the one place the options of `muonplan plan` (and of the Python
 // bindings) are checked.
-#include "muonplan/plan_request.h"
+#include "muonplan/planner/plan_request.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -15,12 +15,12 @@
 #include "muonplan/base/error.h"
 #include "muonplan/base/parse_int.h"
 #include "muonplan/base/units.h"
-#include "muonplan/chunk_plan.h"
-#include "muonplan/layout.h"
-#include "muonplan/lora.h"
-#include "muonplan/plan_checks.h"
-#include "muonplan/plan_flag_table.h"
-#include "muonplan/workload.h"
+#include "muonplan/planfile/chunk_plan.h"
+#include "muonplan/planfile/plan_checks.h"
+#include "muonplan/planner/layout.h"
+#include "muonplan/planner/lora.h"
+#include "muonplan/planner/plan_flag_table.h"
+#include "muonplan/planner/workload.h"
 
 namespace muonplan {
 

@@ -2,7 +2,7 @@
 // --lora-* flags (lora.h). Kept apart from the other tables' readers (prime_rl_in.cc).
 #include <cstdio>
 
-#include "muonplan/lora.h"
+#include "muonplan/planner/lora.h"
 #include "trainer_file.h"
 
 namespace muonplan::detail {

@@ -1,5 +1,5 @@
 // The combinations prime-rl main refuses (prime_rl_runs.h).
-#include "muonplan/prime_rl_runs.h"
+#include "muonplan/planner/prime_rl_runs.h"
 
 namespace muonplan {
 

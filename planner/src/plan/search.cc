@@ -8,12 +8,12 @@
 #include "cost/workload_cost.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/units.h"
-#include "muonplan/fit_scope.h"
-#include "muonplan/lora.h"
-#include "muonplan/ns_model.h"
-#include "muonplan/plan.h"
-#include "muonplan/topology_nodes.h"
-#include "muonplan/workload.h"
+#include "muonplan/planfile/fit_scope.h"
+#include "muonplan/planner/lora.h"
+#include "muonplan/planner/ns_model.h"
+#include "muonplan/planner/plan.h"
+#include "muonplan/planner/topology_nodes.h"
+#include "muonplan/planner/workload.h"
 #include "plan/search_floor.h"
 
 namespace muonplan {

@@ -6,8 +6,8 @@
 
 #include "cost/gpu_persistent.h"
 #include "muonplan/base/units.h"
-#include "muonplan/ns_workspace.h"
-#include "muonplan/offload_policy.h"
+#include "muonplan/planfile/ns_workspace.h"
+#include "muonplan/planfile/offload_policy.h"
 
 namespace muonplan {
 namespace {

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "muonplan/param_inventory.h"
-#include "muonplan/plan_options.h"
-#include "muonplan/topology.h"
+#include "muonplan/planfile/param_inventory.h"
+#include "muonplan/planfile/plan_options.h"
+#include "muonplan/planner/topology.h"
 
 namespace muonplan {
 

@@ -1,6 +1,6 @@
 // toml++ into TomlNode. toml++ keeps a table's keys sorted; the tree keeps them in the order
 // they are written, so warnings come out in the file's order.
-#include "muonplan/toml_tree.h"
+#include "muonplan/planner/toml_tree.h"
 
 #include <toml++/toml.h>
 #include <algorithm>
@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "muonplan/base/error.h"
-#include "muonplan/plan_checks.h"
+#include "muonplan/planfile/plan_checks.h"
 
 namespace muonplan {
 namespace {

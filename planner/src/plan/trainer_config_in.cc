@@ -1,6 +1,6 @@
 // `--trainer-config FILE`: toml++'s tree (toml_tree.h) checked against the key table
 // (trainer_keys.h), then read table by table (prime_rl_in.cc) and applied to the plan flags.
-#include "muonplan/trainer_config_in.h"
+#include "muonplan/planner/trainer_config_in.h"
 
 #include <algorithm>
 #include <climits>
@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "muonplan/base/io.h"
-#include "muonplan/plan_checks.h"
+#include "muonplan/planfile/plan_checks.h"
 #include "trainer_file.h"
 
 namespace muonplan {

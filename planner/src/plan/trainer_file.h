@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "muonplan/toml_tree.h"
-#include "muonplan/trainer_config_in.h"
-#include "muonplan/trainer_keys.h"
+#include "muonplan/planner/toml_tree.h"
+#include "muonplan/planner/trainer_config_in.h"
+#include "muonplan/planner/trainer_keys.h"
 
 namespace muonplan::detail {
 

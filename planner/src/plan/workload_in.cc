@@ -1,8 +1,8 @@
 // The workload file (docs/planner.md, "Workload"): YAML with the fields of Workload by name.
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
-#include "muonplan/workload.h"
-#include "muonplan/yaml_reader.h"
+#include "muonplan/planner/workload.h"
+#include "muonplan/planner/yaml_reader.h"
 
 namespace muonplan {
 

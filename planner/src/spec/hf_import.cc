@@ -10,9 +10,9 @@
 
 #include "muonplan/base/io.h"
 #include "muonplan/base/json_bounds.h"
-#include "muonplan/model_io.h"
-#include "muonplan/plan_checks.h"
-#include "muonplan/yaml_reader.h"
+#include "muonplan/planfile/plan_checks.h"
+#include "muonplan/planner/model_io.h"
+#include "muonplan/planner/yaml_reader.h"
 #include "spec/model_limits.h"
 
 namespace muonplan {

@@ -1,4 +1,4 @@
-#include "muonplan/inventory.h"
+#include "muonplan/planner/inventory.h"
 
 #include <algorithm>
 #include <map>

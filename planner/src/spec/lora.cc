@@ -1,5 +1,5 @@
 // The LoRA inventory (lora.h): prime-rl's target matching and the adapters' shapes.
-#include "muonplan/lora.h"
+#include "muonplan/planner/lora.h"
 
 #include <algorithm>
 #include <sstream>

@@ -3,7 +3,7 @@
 #include "muonplan/base/units.h"
 
 #include "muonplan/base/error.h"
-#include "muonplan/inventory.h"
+#include "muonplan/planner/inventory.h"
 
 namespace muonplan::detail {
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "muonplan/model_spec.h"
 #include "muonplan/base/units.h"
+#include "muonplan/planner/model_spec.h"
 
 namespace muonplan::detail {
 

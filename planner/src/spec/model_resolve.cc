@@ -1,6 +1,6 @@
 // Model names to files, in the order docs/trainer-config.md gives: a path, a directory holding
 // config.json, a bundled short name, the local Hugging Face cache, a bundled spec's hf_id.
-#include "muonplan/model_resolve.h"
+#include "muonplan/planner/model_resolve.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -8,9 +8,9 @@
 
 #include "muonplan/base/io.h"
 #include "muonplan/base/suggest.h"
-#include "muonplan/data_dir.h"
-#include "muonplan/model_io.h"
-#include "muonplan/plan_checks.h"
+#include "muonplan/planfile/plan_checks.h"
+#include "muonplan/planner/data_dir.h"
+#include "muonplan/planner/model_io.h"
 
 namespace muonplan {
 namespace fs = std::filesystem;

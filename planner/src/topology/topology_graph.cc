@@ -7,8 +7,8 @@
 #include <unordered_map>
 
 #include "muonplan/base/error.h"
-#include "muonplan/topology.h"
-#include "muonplan/topology_nodes.h"
+#include "muonplan/planner/topology.h"
+#include "muonplan/planner/topology_nodes.h"
 
 namespace muonplan {
 

@@ -6,10 +6,10 @@
 
 #include "muonplan/base/io.h"
 #include "muonplan/base/units.h"
-#include "muonplan/data_dir.h"
-#include "muonplan/plan_checks.h"
-#include "muonplan/topology.h"
-#include "muonplan/yaml_reader.h"
+#include "muonplan/planfile/plan_checks.h"
+#include "muonplan/planner/data_dir.h"
+#include "muonplan/planner/topology.h"
+#include "muonplan/planner/yaml_reader.h"
 
 namespace muonplan {
 

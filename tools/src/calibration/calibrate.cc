@@ -1,4 +1,4 @@
-#include "muonplan/calibrate.h"
+#include "muonplan/tools/calibrate.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,11 +11,11 @@
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
 #include "muonplan/base/units.h"
-#include "muonplan/cost_model.h"
-#include "muonplan/model_spec.h"
-#include "muonplan/owners.h"
-#include "muonplan/plan_checks.h"
-#include "muonplan/stage_names.h"
+#include "muonplan/planfile/plan_checks.h"
+#include "muonplan/planfile/stage_names.h"
+#include "muonplan/planner/cost_model.h"
+#include "muonplan/planner/model_spec.h"
+#include "muonplan/planner/owners.h"
 
 namespace muonplan {
 namespace {

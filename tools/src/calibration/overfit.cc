@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "muonplan/base/units.h"
-#include "muonplan/calibrate.h"
+#include "muonplan/tools/calibrate.h"
 
 namespace muonplan {
 namespace {

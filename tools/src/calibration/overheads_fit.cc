@@ -5,7 +5,7 @@
 #include <string>
 
 #include "muonplan/base/units.h"
-#include "muonplan/calibrate.h"
+#include "muonplan/tools/calibrate.h"
 
 namespace muonplan {
 void fit_overheads(const Overheads& before, const std::vector<CalibrationRun>& runs,

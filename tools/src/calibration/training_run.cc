@@ -2,9 +2,9 @@
 // at most one constant, the one it is most sensitive to; the fit is a bounded least squares on
 // log errors, by cyclic golden-section search (the figures are smooth and nearly separable in
 // these constants).
-#include "muonplan/training_run.h"
+#include "muonplan/tools/training_run.h"
 
-#include "muonplan/plan_inputs.h"
+#include "muonplan/planner/plan_inputs.h"
 
 #include <cmath>
 #include <cstdio>
@@ -16,11 +16,11 @@
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
 #include "muonplan/base/units.h"
-#include "muonplan/cost_model.h"
-#include "muonplan/data_dir.h"
-#include "muonplan/model_io.h"
-#include "muonplan/plan_request.h"
-#include "muonplan/yaml_reader.h"
+#include "muonplan/planner/cost_model.h"
+#include "muonplan/planner/data_dir.h"
+#include "muonplan/planner/model_io.h"
+#include "muonplan/planner/plan_request.h"
+#include "muonplan/planner/yaml_reader.h"
 
 namespace muonplan {
 namespace {

@@ -1,4 +1,4 @@
-#include "muonplan/validation.h"
+#include "muonplan/tools/validation.h"
 
 #include <algorithm>
 #include <cctype>
@@ -6,10 +6,10 @@
 
 #include "muonplan/base/io.h"
 #include "muonplan/base/units.h"
-#include "muonplan/model_io.h"
-#include "muonplan/ns_model.h"
-#include "muonplan/plan.h"
-#include "muonplan/yaml_reader.h"
+#include "muonplan/planner/model_io.h"
+#include "muonplan/planner/ns_model.h"
+#include "muonplan/planner/plan.h"
+#include "muonplan/planner/yaml_reader.h"
 
 namespace muonplan {
 namespace {

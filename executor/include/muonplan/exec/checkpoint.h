@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "muonplan/exec/communicator.h"
-#include "muonplan/plan_file.h"
+#include "muonplan/planfile/plan_file.h"
 
 namespace muonplan::exec {
 

@@ -12,7 +12,7 @@
 #include "muonplan/exec/backend.h"
 #include "muonplan/exec/communicator.h"
 #include "muonplan/exec/plan_shards.h"  // plan_fingerprint
-#include "muonplan/plan_file.h"
+#include "muonplan/planfile/plan_file.h"
 
 namespace muonplan::exec {
 

@@ -17,15 +17,15 @@
 #include <cstdint>
 
 #include "muonplan/exec/backend.h"
-#include "muonplan/ns_schedule.h"
-#include "muonplan/ns_workspace.h"
+#include "muonplan/planfile/ns_schedule.h"
+#include "muonplan/planfile/ns_workspace.h"
 
 namespace muonplan::exec {
 
 inline constexpr double kNsEps = 1e-8;  // added to norm_scale * ||U||_F
 
 // Backend memory NS needs for `batch` matrices [rows, cols]: ns_workspace_layout's total
-// (muonplan/ns_workspace.h), which the cost model counts too.
+// (muonplan/planfile/ns_workspace.h), which the cost model counts too.
 size_t ns_workspace_bytes(int64_t batch, int64_t rows, int64_t cols);
 
 // Backend memory for newton_schulz(), allocated once and reused by every call that fits.

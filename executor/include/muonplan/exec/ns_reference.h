@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "muonplan/ns_schedule.h"
+#include "muonplan/planfile/ns_schedule.h"
 
 namespace muonplan::exec {
 

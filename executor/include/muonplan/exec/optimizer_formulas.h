@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "muonplan/decay_factor.h"
 #include "muonplan/exec/bf16.h"
+#include "muonplan/planfile/decay_factor.h"
 
 namespace muonplan::exec::formula {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "muonplan/plan_file.h"
+#include "muonplan/planfile/plan_file.h"
 
 namespace muonplan::exec {
 

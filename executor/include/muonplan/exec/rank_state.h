@@ -13,8 +13,8 @@
 
 #include "muonplan/exec/backend.h"
 #include "muonplan/exec/field.h"  // Field: the arrays of a LocalParam
-#include "muonplan/offload_policy.h"
-#include "muonplan/plan_file.h"
+#include "muonplan/planfile/offload_policy.h"
+#include "muonplan/planfile/plan_file.h"
 
 namespace muonplan::exec {
 

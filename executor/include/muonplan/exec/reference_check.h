@@ -14,7 +14,7 @@
 #include "muonplan/exec/metrics.h"
 #include "muonplan/exec/rank_state.h"
 #include "muonplan/exec/reference_step.h"
-#include "muonplan/plan_file.h"
+#include "muonplan/planfile/plan_file.h"
 
 namespace muonplan::exec {
 

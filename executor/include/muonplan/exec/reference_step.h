@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "muonplan/exec/bf16.h"
-#include "muonplan/plan_file.h"
+#include "muonplan/planfile/plan_file.h"
 
 namespace muonplan::exec {
 

@@ -29,8 +29,8 @@
 #include "muonplan/exec/rank_state.h"
 #include "muonplan/exec/step_trace.h"
 #include "muonplan/exec/timed_backend.h"
-#include "muonplan/stage_names.h"
-#include "muonplan/trace.h"
+#include "muonplan/planfile/stage_names.h"
+#include "muonplan/planfile/trace.h"
 
 namespace muonplan::exec {
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "muonplan/exec/backend.h"
-#include "muonplan/plan_file.h"
-#include "muonplan/trace.h"
+#include "muonplan/planfile/plan_file.h"
+#include "muonplan/planfile/trace.h"
 
 namespace muonplan::exec {
 

@@ -6,7 +6,7 @@
 
 #include "muonplan/exec/backend.h"
 #include "muonplan/exec/communicator.h"
-#include "muonplan/trace.h"
+#include "muonplan/planfile/trace.h"
 
 namespace muonplan::exec {
 

@@ -1,0 +1,51 @@
+// Planning: what to search, and the search that chooses a Plan (plan_file.h: the Plan and its
+// file, the interface between planner and executor).
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "muonplan/planfile/plan_file.h"
+#include "muonplan/planner/chunks.h"
+#include "muonplan/planner/cost_model.h"
+#include "muonplan/planner/model_spec.h"
+#include "muonplan/planner/topology.h"
+
+namespace muonplan {
+
+// What to search: fixed or automatic node count and offload mode.
+struct PlanRequest {
+  PlanOptions options;  // options.nodes / options.offload are used when not automatic
+  bool auto_nodes = false;
+  bool auto_offload = false;
+  int max_nodes = 0;  // 0: the topology's max_nodes
+  // auto_nodes searches these (ascending, each at most max_nodes) when not empty, else
+  // 1..max_nodes: a report's sweep chooses among its own node counts.
+  std::vector<int> node_counts;
+  // Layout search: enumerate ep (divisors of the expert count that divide the world) and, with
+  // a workload, cp (1, 2, 4, 8 dividing the sequence); a dimension the layout names is fixed.
+  bool search_ep = false, search_cp = false;
+  // --nodes auto predicts at most about this many candidates (0: kDefaultMaxPredictions): the
+  // node counts left once it is spent are listed as not evaluated, and the decision says that
+  // one of them may fit. A limit within a few MiB of the GPU peak at every large world leaves
+  // thousands of counts the lower bound cannot rule out (docs/planner.md section 9).
+  int max_predictions = 0;
+  // Called before each candidate is predicted; it may throw to end the search. The Python
+  // bindings check for Ctrl-C there (a search of thousands of candidates otherwise ran on
+  // past KeyboardInterrupt).
+  std::function<void()> between_candidates;
+};
+
+// Candidates --nodes auto predicts at most, unless asked otherwise: a bundled model's search
+// predicts under 100; 1000 kimi-k2 candidates at 100k ranks take about 20 s.
+inline constexpr int kDefaultMaxPredictions = 1000;
+
+// The one message for a node count that is not one (the flag's text or a request's number):
+// "expected a positive integer or auto, got 'GOT'", said of --nodes.
+std::string bad_nodes_message(const std::string& got);
+
+// Evaluates the candidates and returns the chosen plan. InputError for impossible requests
+// (a layout no candidate world can take, zero nodes); "fits nowhere" is a plan with fits false.
+Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& request);
+
+}  // namespace muonplan

@@ -1,0 +1,61 @@
+// Plan options as a user states them (command-line flags, Python keyword arguments), and their
+// one translation into a PlanRequest, so every front end validates them alike and fails with
+// the same one-line messages (InputError naming the flag, e.g. "--nodes: ...").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "muonplan/planner/plan.h"
+
+namespace muonplan {
+
+// Field by field the `muonplan plan` flags (docs/cli-contract.md); defaults are the CLI's.
+struct PlanFlags {
+  std::string nodes = "auto", layout, optimizer = "muon", offload = "auto";
+  std::string staging = "whole", schedule = "quintic", owners = "balanced";
+  std::string workload, ac = "full", cp_style = "ulysses";
+  std::string attention;  // fa2 | fa3 | sdpa | auto; empty: the workload file's, else auto
+  // prime-rl's optimization_dtype and reduce_dtype (Workload::master_bytes, reduce_bytes).
+  std::string optimization_dtype = "float32", reduce_dtype = "float32";
+  // A prime-rl trainer config; apply_trainer_config (trainer_config_in.h) turns it into the
+  // flags below before to_plan_request, which refuses one not applied.
+  std::string trainer_config;
+  std::string prime_rl_version;  // the trainer config's prime-rl date (YYYY-MM-DD); empty: newest
+  int64_t lm_head_chunk = 0;
+  int64_t ac_max_inflight = 5;  // no flag: a trainer config's ac_offloading sets it
+  int gpus_per_node = 0, max_nodes = 0, max_predictions = 0;
+  int64_t tokens_per_step = 0, seq_len = 0, micro_batch_seqs = 1;
+  bool ac_offload = false, bf16_momentum = false, nesterov = false, pinned_state = false;
+  bool include_mtp = false;
+  // LoRA (lora.h): rank 0 is none; alpha 0 and empty targets are prime-rl's defaults;
+  // adapters: the slots kept resident (prime-rl's max_concurrent_runs).
+  int lora_rank = 0, lora_adapters = 1;
+  double lora_alpha = 0;
+  std::string lora_targets;
+  double gpu_memory_gib = 0, host_ram_gib = 0;
+  std::string runtime;  // muonplan | pytorch; empty: pytorch with a workload, else muonplan
+  double gpu_headroom = -1, host_headroom = -1;  // fractions kept free; negative: the runtime's
+  OptimizerHyper hyper;
+};
+
+// Validates the flags and builds the request. InputError names the offending flag. A
+// trainer_config file is applied first (apply_trainer_config, trainer_config_in.h).
+PlanRequest to_plan_request(const PlanFlags& flags);
+
+// Sets one flag from text. `name` is the flag without its dashes ("bf16-momentum"; "_" may
+// stand for "-"); booleans take true/false/1/0. InputError "--NAME: ..." for an unknown name
+// or a value of the wrong type. Model, topology and output flags are not plan flags.
+void set_plan_flag(PlanFlags& flags, const std::string& name, const std::string& value);
+PlanFlags plan_flags_from_map(const std::map<std::string, std::string>& options);
+
+// A flag's current value as text set_plan_flag takes back; equal values give equal text
+// (numbers at full precision, layouts normalized), so it compares flag values.
+std::string plan_flag_value(const PlanFlags& flags, const std::string& name);
+
+// The names set_plan_flag accepts, with dashes, in the CLI's order.
+std::vector<std::string> plan_flag_names();
+
+}  // namespace muonplan
