@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
+#include <optional>
 #include <set>
 
 #include "muonplan/planner/layout.h"
@@ -29,8 +31,10 @@ std::vector<int> sweep_counts(int written, int max_nodes) {
   return {n.begin(), n.end()};
 }
 
-bool prime_rl_runs(const Candidate& c, OptimizerKind optimizer) {
-  if (!c.evaluated || !c.fits) return false;
+// Whether prime-rl takes candidate `c`'s layout and offload mode with `optimizer` (its fit is
+// decided apart, fit_of below).
+bool prime_rl_takes(const Candidate& c, OptimizerKind optimizer) {
+  if (!c.evaluated) return false;
   return prime_rl_cannot_run(c.offload, optimizer, parse_layout(c.layout)).empty();
 }
 
@@ -130,37 +134,68 @@ TrainerAnswer trainer_answer(const ModelSpec& spec, const Topology& topo, const 
     for (int g = written.gpus_per_node + 1; g <= tc.node_gpus - tc.infer_gpus; ++g)
       worlds.push_back({1, g});
   }
-  std::vector<std::pair<Candidate, int>> runs;
+  // The sweep predicts every candidate without the allocator replay (its times, traffic and
+  // host figures are exact that way; cost_model.h), and a candidate's fit is decided only when
+  // an objective reaches it in its order (fit_of): each objective's best is the first in its
+  // order that fits, as a full sweep would choose it, at a few dozen replays instead of one per
+  // candidate (~530 for examples/prime-rl/qwen3-30b-a3b-rl.toml).
+  struct Run {
+    Candidate lazy;  // GPU figures and `fits` not read
+    int gpus_per_node = 0;
+    std::optional<Candidate> full;  // the candidate predicted whole, once its fit is asked
+  };
+  std::vector<Run> runs;
   for (auto [n, gpn] : worlds) {
     PlanRequest r = in.request;
     r.auto_nodes = r.auto_offload = r.search_ep = r.search_cp = true;
     r.node_counts = {n};
     r.options.layout = Layout{};
     r.options.gpus_per_node = gpn;
+    r.parts = PredictParts::without_allocator_replay;
     try {
       for (const Candidate& c : make_plan(spec, topo, r).candidates) {
-        if (prime_rl_runs(c, written.options.optimizer)) runs.push_back({c, gpn});
+        if (prime_rl_takes(c, written.options.optimizer)) runs.push_back({c, gpn, {}});
       }
     } catch (const InputError&) {
       continue;  // no layout takes this world (the workload's rows do not divide)
     }
   }
-  if (runs.empty()) return a;
+  // The one candidate planned whole: its world, layout and mode fixed.
+  auto fit_of = [&](Run& run) -> const Candidate& {
+    if (!run.full) {
+      PlanRequest r = in.request;
+      r.auto_nodes = true;
+      r.auto_offload = r.search_ep = r.search_cp = false;
+      r.node_counts = {run.lazy.nodes};
+      r.options.layout = parse_layout(run.lazy.layout);
+      r.options.offload = run.lazy.offload;
+      r.options.gpus_per_node = run.gpus_per_node;
+      const Plan one = make_plan(spec, topo, r);
+      run.full = one.candidates.at(0);
+    }
+    return *run.full;
+  };
   using Key = std::pair<double, double>;
-  using Run = std::pair<Candidate, int>;
   const std::pair<const char*, std::function<Key(const Candidate&)>> objectives[] = {
       {"fewest nodes that fit", [](const Candidate& c) { return Key(c.nodes, c.gpu_seconds); }},
       {"fewest GPU-seconds per step",
        [](const Candidate& c) { return Key(c.gpu_seconds, c.nodes); }},
       {"shortest step", [](const Candidate& c) { return Key(c.step_s, c.nodes); }}};
+  std::vector<size_t> order(runs.size());
   for (const auto& objective : objectives) {
     // Not a structured binding: clang before 16 cannot capture one in a lambda (the fuzz build).
     const auto& key = objective.second;
-    const Run& best = *std::min_element(runs.begin(), runs.end(), [&](const Run& x, const Run& y) {
-      return key(x.first) < key(y.first);
-    });
-    a.alternatives.push_back({objective.first, best.first, best.second,
-                              keys_to_change(tc, spec, written, best.first, best.second)});
+    std::iota(order.begin(), order.end(), size_t{0});
+    // Stable: among equal keys the sweep's order, as min_element over the fits chose.
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t x, size_t y) { return key(runs[x].lazy) < key(runs[y].lazy); });
+    for (size_t i : order) {  // none, when no candidate fits
+      const Candidate& c = fit_of(runs[i]);
+      if (!c.fits) continue;
+      a.alternatives.push_back({objective.first, c, runs[i].gpus_per_node,
+                                keys_to_change(tc, spec, written, c, runs[i].gpus_per_node)});
+      break;
+    }
   }
   return a;
 }

@@ -218,7 +218,7 @@ struct Search {
           continue;
         }
         if (req.between_candidates) req.between_candidates();
-        Prediction p = predict(spec, inv, topo, o, chunks);
+        Prediction p = predict(spec, inv, topo, o, chunks, req.parts);
         ++predictions;
         const Candidate c{nodes,
                           m,

@@ -34,6 +34,10 @@ struct PlanRequest {
   // bindings check for Ctrl-C there (a search of thousands of candidates otherwise ran on
   // past KeyboardInterrupt).
   std::function<void()> between_candidates;
+  // What each candidate's prediction computes. `without_allocator_replay` (cost_model.h) leaves
+  // every candidate's GPU figures and fit verdict unread: trainer_answer sweeps that way and
+  // replays only the candidates it ranks (alternatives.cc).
+  PredictParts parts = PredictParts::all;
 };
 
 // Candidates --nodes auto predicts at most, unless asked otherwise: a bundled model's search
