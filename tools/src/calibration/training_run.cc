@@ -223,7 +223,8 @@ std::string resolve_model_name(const std::string& name, const std::string& besid
 
 void read_measured(const YamlMap& m, TrainingRun& r) {
   m.check_known({"training_step_s", "gpu_peak_gib", "gpu_peak_kind", "host_ram_per_node_gib",
-                 "post_backward_optimizer_s"});
+                 "post_backward_optimizer_s", "oom"});
+  r.oom = m.get_bool("oom", false);
   auto get = [&](const char* key) -> std::optional<double> {
     if (!m.has(key)) return std::nullopt;
     const double v = m.get_double(key);
@@ -244,7 +245,7 @@ void read_measured(const YamlMap& m, TrainingRun& r) {
     m.fail("gpu_peak_kind",
            "expected allocated, max_memory_reserved or reserved, got '" + kind + "'");
   r.gpu_peak_kind = k->second;
-  if (!r.training_step_s && !r.gpu_peak_gib && !r.host_ram_per_node_gib &&
+  if (!r.oom && !r.training_step_s && !r.gpu_peak_gib && !r.host_ram_per_node_gib &&
       !r.post_backward_optimizer_s)
     m.fail("training_step_s", "measured: gives no figure");
 }
@@ -308,9 +309,10 @@ void read_benchmark(const YamlMap& root, PlanFlags& f) {
 
 TrainingRun load_training_run(const std::string& path, const Topology& topo) {
   const YamlMap root(detail::parse_yaml_text(read_input_file(path), path), path, "");
-  root.check_known({"model", "topology", "trainer_config", "nodes", "gpus_per_node", "layout",
-                    "offload", "optimizer", "runtime", "workload", "measured", "gpus", "type",
-                    "lora_rank", "lora_adapters", "seq_len", "ac", "attention", "micro_batches"});
+  root.check_known({"model",    "topology", "trainer_config", "nodes",         "gpus_per_node",
+                    "layout",   "offload",  "optimizer",      "runtime",       "workload",
+                    "measured", "gpus",     "type",           "lora_rank",     "lora_adapters",
+                    "seq_len",  "ac",       "attention",      "micro_batches", "date"});
   TrainingRun r;
   r.name = path;
   read_measured(root.get_map("measured"), r);
@@ -343,6 +345,8 @@ TrainingRun load_training_run(const std::string& path, const Topology& topo) {
     f.attention = w->get_string("attention", "");
   }
   if (root.has("micro_batches")) read_benchmark(root, f);
+  // date: the prime-rl the run ran (its era: what the trainer did then), as --prime-rl-version.
+  if (root.has("date")) f.prime_rl_version = root.get_string("date");
   if (f.trainer_config.empty() && (f.nodes == "auto" || f.offload == "auto"))
     root.fail("nodes", "a training run needs nodes: and offload: (or trainer_config:)");
   const PlanInputs in = prepare_plan(model, f);
@@ -351,6 +355,33 @@ TrainingRun load_training_run(const std::string& path, const Topology& topo) {
   r.trainer_config_path = f.trainer_config;
   r.plan = make_plan(r.spec, topo, in.request);
   return r;
+}
+
+std::string training_run_topology(const std::string& path) {
+  const YamlMap root(detail::parse_yaml_text(read_input_file(path), path), path, "");
+  if (!root.has("topology")) return "";
+  const std::string t = root.get_string("topology");
+  const fs::path here = fs::path(path).parent_path() / t;
+  return fs::exists(here) ? here.string() : t;
+}
+
+TrainingRunCheck check_training_run(const TrainingRun& r, const Topology& topo) {
+  TrainingRunCheck c;
+  c.run = r.name;
+  c.topology = topo.name;
+  c.oom = r.oom;
+  const Prediction p = prediction(topo, r);
+  c.measured_step_s = r.training_step_s;
+  c.predicted_step_s = figure(p, r, step);
+  c.measured_gpu_gib = r.gpu_peak_gib;
+  c.predicted_gpu_gib = figure(p, r, gpu_peak);
+  c.gpu_peak_gib = p.gpu_peak_bytes() / kGiB;
+  c.gpu_limit_gib = p.gpu_limit_bytes / kGiB;
+  c.fits_card = p.gpu_peak_bytes() <= p.gpu_limit_bytes;
+  c.fits_headroom = p.fits();
+  c.setting = r.spec.name + ", " + std::to_string(r.plan.world) + " GPU(s), " +
+              to_string(r.plan.options.layout);
+  return c;
 }
 
 std::vector<FitConstant> fit_constants() {

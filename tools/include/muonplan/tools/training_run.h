@@ -28,7 +28,29 @@ struct TrainingRun {
   enum class PeakKind { reserved, max_memory_reserved, allocated };
   PeakKind gpu_peak_kind = PeakKind::reserved;
   std::string skipped;  // why it cannot be planned here (another topology); "": planned
+  // measured.oom: the run died with torch.OutOfMemoryError, so the plan must not fit.
+  bool oom = false;
 };
+
+// The topology a run file names (`topology:`, a bundled name or a path beside the file), or ""
+// when it names none.
+std::string training_run_topology(const std::string& path);
+
+// One run planned on its own topology, beside what was measured (`muonplan validate
+// --training-run`): no constant is fitted. Tolerances are relative (0.15: 15%).
+struct TrainingRunCheck {
+  std::string run, topology, setting;
+  std::optional<double> measured_step_s, predicted_step_s;
+  std::optional<double> measured_gpu_gib, predicted_gpu_gib;  // of the run's gpu_peak_kind
+  bool oom = false;                                           // measured
+  bool fits_card = false;      // predicted: the GPU peak fits the card (no headroom)
+  bool fits_headroom = false;  // predicted: fits with the plan's headroom (Prediction::fits)
+  double gpu_peak_gib = 0, gpu_limit_gib = 0;
+  // The verdict is right: an OOM run does not fit the card; a run that ran fits it.
+  bool verdict_right() const { return oom ? !fits_card : fits_card; }
+  const char* verdict() const { return fits_headroom ? "fits" : fits_card ? "tight" : "no fit"; }
+};
+TrainingRunCheck check_training_run(const TrainingRun& r, const Topology& topo);
 
 // Reads FILE: `model:` (a name in models/ or a path beside FILE), then either `trainer_config:`
 // (a TOML, read by today's trainer-config reader) or `nodes:`, `layout:`, `offload:`,
