@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <optional>
@@ -114,10 +115,26 @@ void print_plan(const Plan& plan, bool explain, bool quiet, const char* rank) {
 }
 
 struct PlanCommand {
-  std::string model, topology = default_topology_path(), out, emit, trace;
+  std::string model, topology = default_topology_path(), out, emit, trace, emit_out;
   PlanFlags flags;
   bool json = false, explain = false, quiet = false;
 };
+
+bool same_path(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return !a.empty() && !b.empty() && std::filesystem::equivalent(a, b, ec) && !ec;
+}
+
+// --emit-out: FILE's previous contents to FILE.bak, then the new ones to FILE, each by an atomic
+// rename, so a failure leaves the old file or the new one, never a part, and the old one is
+// kept. Returns whether there was a file to keep.
+bool write_with_backup(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  const bool had = std::filesystem::exists(path, ec);
+  if (had) write_file_atomic(path + ".bak", read_input_file(path));
+  write_file_atomic(path, text);
+  return had;
+}
 
 // --emit prime-rl writes the SFT form when the input was SFT; --emit toml is the old name.
 EmitInput emit_input(const PlanCommand& f, const PlanInputs& in) {
@@ -178,13 +195,43 @@ Runner add_plan(CLI::App& app) {
                 "prime-rl | prime-rl-diff | prime-rl-sft: print the plan as a prime-rl config "
                 "(over --trainer-config: that file with the changed keys; -diff: only those; "
                 "toml: prime-rl)");
+  c->add_option("--emit-out", f->emit_out,
+                "Write the --emit config to this file instead of standard output: atomically, "
+                "an existing file kept as FILE.bak; it may be the --trainer-config itself "
+                "(--emit defaults to prime-rl)")
+      ->check(non_empty_path());
   c->add_option("--out", f->out, "Write the plan JSON to this file")->check(non_empty_path());
   c->add_option("--trace", f->trace,
                 "Write the predicted step as Chrome trace-event JSON (Perfetto, chrome://tracing)")
       ->check(non_empty_path());
   return [f]() {
+    // --emit-out may replace the trainer config it reads (that is its purpose); every other
+    // input, output and standard output is checked against it.
+    auto outputs = [&] {
+      std::vector<PathArg> o = {{"--out", f->out}, {"--trace", f->trace}};
+      if (!f->emit_out.empty()) {
+        o.push_back({"--emit-out", f->emit_out});
+        o.push_back({"--emit-out", f->emit_out + ".bak", false, "'s backup"});
+      }
+      return o;
+    };
+    auto without_config = [&](std::vector<PathArg> in) {
+      if (f->emit_out.empty()) return in;
+      for (PathArg& a : in) {
+        if (a.flag == "--trainer-config" && a.what.empty()) a.path.clear();
+      }
+      return in;
+    };
     refuse_overlaps(plan_inputs(f->model, f->topology, f->flags),
                     {{"--out", f->out}, {"--trace", f->trace}});
+    refuse_overlaps(without_config(plan_inputs(f->model, f->topology, f->flags)), outputs());
+    if (!f->emit_out.empty() && f->emit.empty()) f->emit = "prime-rl";
+    if (!f->emit_out.empty() && same_path(f->emit_out, f->flags.trainer_config) &&
+        f->emit == "prime-rl-diff") {
+      throw InputError({}, "--emit-out",
+                       "prime-rl-diff writes only the changed keys: written over its "
+                       "--trainer-config, the rest of the config would be lost; give another file");
+    }
     if (f->emit == "toml") f->emit = "prime-rl";
     if (!f->emit.empty() && f->emit != "prime-rl" && f->emit != "prime-rl-sft" &&
         f->emit != "prime-rl-diff") {
@@ -199,7 +246,7 @@ Runner add_plan(CLI::App& app) {
     // Again with the file the model name resolved to: `--model DIR --out DIR/config.json`.
     std::vector<PathArg> inputs = plan_inputs(f->model, f->topology, f->flags);
     inputs.push_back(resolved_model_input(f->model, in.model));
-    refuse_overlaps(inputs, {{"--out", f->out}, {"--trace", f->trace}});
+    refuse_overlaps(without_config(inputs), outputs());
     if (in.trainer) {
       for (const std::string& w : in.trainer->warnings) std::cerr << "warning: " << w << "\n";
     }
@@ -224,7 +271,11 @@ Runner add_plan(CLI::App& app) {
     const std::string emitted = f->emit.empty() ? "" : emit_text(*f, in, topo, j);
     if (!f->out.empty()) write_file_atomic(f->out, j.dump(1) + "\n");
     if (!f->trace.empty()) write_file_atomic(f->trace, predicted_trace(plan).dump(1) + "\n");
-    if (!emitted.empty()) {
+    if (!f->emit_out.empty()) {
+      const bool backed_up = write_with_backup(f->emit_out, emitted);
+      std::cerr << "wrote " << f->emit_out
+                << (backed_up ? " (the file it replaced: " + f->emit_out + ".bak)" : "") << "\n";
+    } else if (!emitted.empty()) {
       std::cout << emitted;
     } else if (f->json) {
       if (answer) j["trainer_config"] = trainer_answer_json(in, *answer, plan);

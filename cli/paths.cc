@@ -1,6 +1,9 @@
 // Path rules of the command line (paths.h).
 #include "paths.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "muonplan/base/error.h"
@@ -81,6 +84,33 @@ void check_writable_file(const PathArg& out) {
   }
 }
 
+// Standard output redirected onto an input (`plan --trainer-config my.toml --emit prime-rl >
+// my.toml`): the shell has emptied the file before muonplan starts, so what muonplan would read
+// is no longer the user's file. Compared by device and inode, as the outputs are; an output
+// file that is also standard output would get both the command's write and the printed text.
+void check_stdout(const std::vector<PathArg>& inputs, const std::vector<PathArg>& outputs) {
+  struct stat so {};
+  if (fstat(STDOUT_FILENO, &so) != 0 || !S_ISREG(so.st_mode)) return;
+  auto is_stdout = [&](const PathArg& a) {
+    struct stat st {};
+    return !a.path.empty() && !a.dir && stat(a.path.c_str(), &st) == 0 && st.st_dev == so.st_dev &&
+           st.st_ino == so.st_ino;
+  };
+  for (const PathArg& in : inputs) {
+    if (!is_stdout(in)) continue;
+    throw InputError({}, in.flag,
+                     "standard output is the same file as " + named(in) +
+                         ", an input: the shell emptied it before muonplan started (restore it "
+                         "from a backup or version control). Redirect the output elsewhere; to "
+                         "write an emitted config over its input, use plan --emit-out FILE "
+                         "(atomic, keeps FILE.bak)");
+  }
+  for (const PathArg& out : outputs) {
+    if (is_stdout(out))
+      refuse(out, "is also standard output, where the command prints; redirect one elsewhere");
+  }
+}
+
 }  // namespace
 
 CLI::Validator non_empty_path() {
@@ -141,6 +171,7 @@ void refuse_overlaps(const std::vector<PathArg>& inputs, const std::vector<PathA
                       "), which holds only the checkpoint's files; write it elsewhere");
     }
   }
+  check_stdout(inputs, outputs);
   // After every overlap, whose messages say more (a file inside a checkpoint to be made).
   for (const PathArg& out : outputs) {
     if (!out.path.empty() && !out.dir) check_writable_file(out);

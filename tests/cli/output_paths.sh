@@ -191,4 +191,59 @@ expect "--checkpoint beside a checkpoint, as its DIR.old" 2 "--checkpoint: $work
 [ ! -e "$work/keep" ] && [ ! -e "$work/good.tmp" ] && [ ! -e "$work/good.old" ] && [ -f "$work/keep.old/manifest.json" ] \
   && ok || bad "a refused checkpoint beside a checkpoint: something was written or removed"
 rm -rf "$work/keep.old"
+
+# --- round 5, item 1: standard output onto an input, and --emit-out ----------------------------
+# `plan --trainer-config my.toml --emit prime-rl > my.toml`: the shell empties my.toml first.
+# muonplan refuses at once (stdout is the input, by device and inode), and an empty trainer
+# config is refused whatever the cause; --emit-out writes over the input atomically, keeping
+# FILE.bak.
+cp tests/data/prime-rl/sft.toml "$work/my.toml"
+sh -c '"$1" plan --trainer-config "$2" --emit prime-rl >"$2" 2>"$3"' _ "$bin" "$work/my.toml" "$work/err5"
+rc=$?
+[ "$rc" = 2 ] && grep -q "^--trainer-config: standard output is the same file as --trainer-config ($work/my.toml), an input: the shell emptied it" "$work/err5" &&
+  ok || bad "stdout onto the trainer config: exit $rc, $(head -c 400 "$work/err5")"
+[ ! -s "$work/my.toml" ] && ok || bad "the shell's redirection should have emptied my.toml"
+# Appending (>>) is refused the same way, and the file is left as it was.
+cp tests/data/prime-rl/sft.toml "$work/my.toml"
+sh -c '"$1" plan --trainer-config "$2" --emit prime-rl >>"$2" 2>/dev/null' _ "$bin" "$work/my.toml"
+rc=$?
+[ "$rc" = 2 ] && cmp -s "$work/my.toml" tests/data/prime-rl/sft.toml && ok ||
+  bad "stdout appended onto the trainer config: exit $rc, or the file changed"
+# Through a hard link, and onto the model file or the topology: the same.
+ln "$work/my.toml" "$work/hard.toml"
+sh -c '"$1" plan --trainer-config "$2" --emit prime-rl >>"$3" 2>/dev/null' _ "$bin" "$work/my.toml" "$work/hard.toml"
+[ $? = 2 ] && ok || bad "stdout onto a hard link of the trainer config was not refused"
+cp topologies/cpu-ci.yaml "$work/topo.yaml"
+sh -c '"$1" plan --model tiny-dense --topology "$2" --nodes 1 >>"$2" 2>"$3"' _ "$bin" "$work/topo.yaml" "$work/err5"
+[ $? = 2 ] && grep -q "^--topology: standard output is the same file as --topology" "$work/err5" && ok ||
+  bad "stdout onto the topology: $(head -c 300 "$work/err5")"
+# --out that is also standard output.
+sh -c '"$1" plan --model tiny-dense --topology topologies/cpu-ci.yaml --nodes 1 --out "$2" >"$2" 2>"$3"' _ "$bin" "$work/both.json" "$work/err5"
+[ $? = 2 ] && grep -q "^--out: $work/both.json is also standard output" "$work/err5" && ok ||
+  bad "--out onto stdout: $(head -c 300 "$work/err5")"
+# An empty trainer config (or one of comments only) is refused, not planned as the defaults.
+: >"$work/empty.toml"
+expect "plan --trainer-config <empty>" 2 "$work/empty.toml: --trainer-config: the file holds no keys (0 bytes): a trainer config names at least its model; an empty one is not planned as prime-rl's defaults" \
+  "$bin" plan --trainer-config "$work/empty.toml"
+printf '# a comment\n\n' >"$work/comments.toml"
+EXPECT_MATCH=suffix expect "plan --trainer-config <comments only>" 2 "an empty one is not planned as prime-rl's defaults" \
+  "$bin" plan --trainer-config "$work/comments.toml"
+# --emit-out FILE over its own input: the new config in FILE, the old one in FILE.bak.
+cp tests/data/prime-rl/sft.toml "$work/my.toml"
+"$bin" plan --trainer-config "$work/my.toml" --emit prime-rl >"$work/want.toml" 2>/dev/null
+"$bin" plan --trainer-config "$work/my.toml" --emit-out "$work/my.toml" >"$work/out5" 2>"$work/err5"
+rc=$?
+[ "$rc" = 0 ] && cmp -s "$work/my.toml" "$work/want.toml" && cmp -s "$work/my.toml.bak" tests/data/prime-rl/sft.toml &&
+  [ ! -s "$work/out5" ] && grep -q "^wrote $work/my.toml (the file it replaced: $work/my.toml.bak)$" "$work/err5" &&
+  ok || bad "--emit-out over the input: exit $rc, $(head -c 300 "$work/err5")"
+# The emitted file plans as the plan did (the round trip).
+"$bin" plan --trainer-config "$work/my.toml" --quiet >/dev/null 2>&1 && ok || bad "the --emit-out file does not plan"
+# -diff over its own input would drop every unchanged key: refused, the file untouched.
+cp tests/data/prime-rl/sft.toml "$work/my.toml"
+expect "--emit prime-rl-diff --emit-out <input>" 2 "--emit-out: prime-rl-diff writes only the changed keys: written over its --trainer-config, the rest of the config would be lost; give another file" \
+  "$bin" plan --trainer-config "$work/my.toml" --emit prime-rl-diff --emit-out "$work/my.toml"
+cmp -s "$work/my.toml" tests/data/prime-rl/sft.toml && ok || bad "-diff --emit-out changed the input"
+# --emit-out onto another input (the topology) is refused as --out is.
+expect "--emit-out onto --topology" 2 "--emit-out: $work/topo.yaml is the same file as --topology ($work/topo.yaml), $same" \
+  "$bin" plan --trainer-config "$work/my.toml" --topology "$work/topo.yaml" --emit-out "$work/topo.yaml"
 finish

@@ -290,6 +290,14 @@ void note_version(const TrainerFile& f, TrainerConfig& tc, bool given) {
 TrainerConfig read_trainer_config(const std::string& path, const std::string& version) {
   const std::string text = read_input_file(path);
   const TomlNode root = parse_toml(text, path);
+  // An empty file is far likelier a config the shell emptied (`--emit prime-rl > FILE` onto its
+  // own input) than a request for prime-rl's defaults: planning it would answer for Qwen3-0.6B.
+  if (root.members.empty()) {
+    throw InputError({path, 0, 0}, "--trainer-config",
+                     "the file holds no keys (" + std::to_string(text.size()) +
+                         " bytes): a trainer config names at least its model; an empty one is "
+                         "not planned as prime-rl's defaults");
+  }
   const TomlNode comments = muonplan_comments(text, path);
   TrainerConfig tc;
   tc.path = path;
