@@ -252,6 +252,18 @@ Runner add_plan(CLI::App& app) {
     }
     for (const std::string& o : in.overrides) std::cerr << "note: " << o << "\n";
     const Topology topo = load_topology(f->topology);
+    // A limit above the card plans for memory the device does not have (the topology's
+    // memory_gib is what the device reports): said, not refused, since a user may model a
+    // larger card on purpose.
+    if (in.request.options.gpu_memory_gib > topo.node.gpu.memory_gib) {
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "warning: --gpu-memory-gib %g is above the %s's %g GiB (topology %s): plans "
+                    "may fit this limit and not the card\n",
+                    in.request.options.gpu_memory_gib, topo.node.gpu.name.c_str(),
+                    topo.node.gpu.memory_gib, topo.name.c_str());
+      std::cerr << line;
+    }
     Plan plan;
     try {
       plan = make_plan(in.model.spec, topo, in.request);

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/suggest.h"
+#include "muonplan/planfile/plan_checks.h"
 #include "muonplan/tools/child_process.h"
 
 // " while reading --model m.yaml, --plan p.json" for the input files given to the command that
@@ -47,6 +48,23 @@ std::string flag_suggestion(CLI::App& app, const CLI::ParseError& e) {
     if (!meant.empty()) return " (did you mean " + meant + "?)";
   }
   return "";
+}
+
+// ": 'plna' is not a command (did you mean plan?)" when the first argument is a word that names
+// no command: CLI11 says only "A subcommand is required". The word is cut and escaped by the
+// names rule (printable), as every quoted name is.
+std::string command_suggestion(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-' || argv[1][0] == '\0') return "";
+  const std::string word = argv[1];
+  std::vector<std::string> names;
+  for (CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_name() == word) return "";
+    names.push_back(sub->get_name());
+  }
+  const std::string shown = word.size() > 60 ? word.substr(0, 60) + "..." : word;
+  const std::string meant = muonplan::closest_name(word.substr(0, 64), names);
+  return ": '" + muonplan::printable(shown) + "' is not a command" +
+         (meant.empty() ? "" : " (did you mean " + meant + "?)");
 }
 
 int main(int argc, char** argv) {
@@ -90,7 +108,7 @@ int main(int argc, char** argv) {
     // names it.
     const std::string what = e.what();
     std::cerr << "muonplan: " << (what.rfind(": ", 0) == 0 ? what.substr(2) : what)
-              << flag_suggestion(app, e) << "\n";
+              << command_suggestion(app, argc, argv) << flag_suggestion(app, e) << "\n";
     return 2;
   } catch (const muonplan::InputError& e) {  // a flag checked while parsing (plan_flags.cc)
     std::cerr << e.what() << "\n";

@@ -52,4 +52,18 @@ if [ "$caught" = 1 ] && [ "$rc" = 1 ] &&
 else
   bad "sigterm without mpirun: handler seen $caught, exit $rc, stderr: $(head -c 300 "$work/term.err")"
 fi
+# A command name mistyped is named, with the closest command (issue 50 item 7: `muonplan plna`
+# said only "A subcommand is required"); a word close to none gets no guess; control
+# characters are escaped.
+expect "muonplan plna" 2 "muonplan: A subcommand is required: 'plna' is not a command (did you mean plan?)" "$bin" plna
+expect "muonplan reprot" 2 "muonplan: A subcommand is required: 'reprot' is not a command (did you mean report?)" "$bin" reprot
+expect "muonplan xyzzy" 2 "muonplan: A subcommand is required: 'xyzzy' is not a command" "$bin" xyzzy
+expect "muonplan <ESC>" 2 "muonplan: A subcommand is required: 'a\\x1Bb' is not a command" "$bin" "$(printf 'a\033b')"
+# --max-nodes above the topology's max_nodes is refused as --nodes is (issue 50 item 6: 100 on
+# a 64-node h200-ib chose 83 nodes); --gpu-memory-gib above the card warns, naming both.
+expect "--max-nodes 100 on h200-ib" 2 "--max-nodes: must be between 1 and max_nodes (64) of topology h200-ib, got 100" \
+  "$bin" plan --model tiny-dense --max-nodes 100
+expect "--gpu-memory-gib 80000 on h200-ib" 0 "warning: --gpu-memory-gib 80000 is above the H200's 140.4 GiB (topology h200-ib): plans may fit this limit and not the card" \
+  "$bin" plan --model tiny-dense --nodes 1 --gpu-memory-gib 80000 --quiet
+expect "--gpu-memory-gib 100 on h200-ib" 0 "" "$bin" plan --model tiny-dense --nodes 1 --gpu-memory-gib 100 --quiet
 finish

@@ -49,7 +49,8 @@ CHILD = r"""
 import muonplan, sys
 print("calling", flush=True)
 try:
-    muonplan.plan(model="deepseek-v3", nodes="auto", max_nodes=4096, max_predictions=100000,
+    muonplan.plan(model="deepseek-v3", topology=sys.argv[1], nodes="auto", max_nodes=4096,
+                  max_predictions=100000,
                   tokens_per_step=2**26, seq_len=2**20, layout="auto", gpu_memory_gib=40)
     print("returned", flush=True)
 except KeyboardInterrupt:
@@ -70,8 +71,16 @@ class CtrlC(unittest.TestCase):
         # SIGINT once the child has spent 0.5 CPU seconds past "calling" (inside the search, not
         # before it). Without the check between candidates the search ran on to its end first:
         # the child's CPU time at exit says which, not a clock.
-        child = subprocess.Popen([sys.executable, "-c", CHILD], env=ENV, stdout=subprocess.PIPE,
-                                 text=True)
+        # h200-ib with room for 4096 nodes: --max-nodes above the topology's is refused.
+        topo = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+        with open(path("topologies/h200-ib.yaml")) as f:
+            text = f.read()
+        assert "\nmax_nodes: 64\n" in text
+        topo.write(text.replace("\nmax_nodes: 64\n", "\nmax_nodes: 4096\n"))
+        topo.close()
+        self.addCleanup(os.unlink, topo.name)
+        child = subprocess.Popen([sys.executable, "-c", CHILD, topo.name], env=ENV,
+                                 stdout=subprocess.PIPE, text=True)
         try:
             self.assertEqual(child.stdout.readline(), "calling\n")
             start = cpu_s(child.pid)

@@ -107,6 +107,9 @@ void check_request(const Topology& topo, const PlanRequest& req, int gpn) {
                          fmt("%g GiB", node_overhead) + "): nothing can fit");
   }
   if (req.max_nodes < 0) throw InputError({}, "--max-nodes", "must be positive");
+  // Above the topology's max_nodes a search would plan clusters the topology says do not exist
+  // (--max-nodes 100 once chose 83 nodes of a 64-node h200-ib): refused as --nodes is.
+  if (req.max_nodes > 0) check_node_count(req.max_nodes, topo, "--max-nodes");
   // Per-rank tables grow with the world: bound it before anything is allocated.
   if (gpn > kMaxGpusPerNode) {
     throw InputError({}, "--gpus-per-node",
