@@ -30,7 +30,7 @@ m="$(run $W "$work/p.json" --steps 2 --skip-nonfinite --inject-nonfinite model.n
 
 # A plan for 3 ranks run on 2.
 if run 2 "$work/p.json" >/dev/null; then bad "world mismatch accepted"; else
-  n="$(grep -c "plan world_size 3 differs from the 2 ranks running it" "$work/err")"
+  n="$(grep -c "plan world_size 3 differs from the 2 ranks running it: launch it as mpirun -np 3 muonplan execute ...$" "$work/err")"
   [ "$n" = 2 ] && ok || bad "world mismatch message on $n of 2 ranks: $(cat "$work/err")"
 fi
 # Another schema version.

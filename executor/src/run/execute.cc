@@ -263,7 +263,9 @@ void check_runnable(const Plan& plan, const ExecuteOptions& opt, Communicator& c
   if (plan.world != comm.size()) {
     throw InputError({}, "--plan",
                      "plan world_size " + std::to_string(plan.world) + " differs from the " +
-                         std::to_string(comm.size()) + " ranks running it");
+                         std::to_string(comm.size()) +
+                         " ranks running it: launch it as mpirun -np " +
+                         std::to_string(plan.world) + " muonplan execute ...");
   }
   if (plan.options.optimizer == OptimizerKind::signsgd) {
     throw InputError({}, "--plan", "the executor runs muon and adamw plans, not signsgd");
