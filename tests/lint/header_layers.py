@@ -51,7 +51,7 @@ HOMES = {
 # sits under (src/backends/cpu/ is part of src/backends/).
 FOLDERS = {
     "planner": ("src/base", "src/spec", "src/topology", "src/ns", "src/placement", "src/cost",
-                "src/plan"),
+                "src/plan", "src/prime_rl"),
     "executor": ("openblas_core", "src/backends", "src/comm", "src/checkpoint", "src/step", "src/run",
                  "bench_support", "cuda"),
     "tools": ("src/calibration", "src"),
@@ -69,6 +69,7 @@ HEADER_HOMES = {
         "workload.h": "src/cost",
         "plan.h": "src/plan",
         "plan_flag_table.h": "src/plan",
+        "prime_rl.h": "src/prime_rl",  # the prime-rl importer's front door
     },
     "executor": {
         "bf16.h": "src/backends",
