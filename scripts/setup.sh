@@ -6,7 +6,7 @@ pkgs=(cmake g++ make libopenmpi-dev openmpi-bin libboost-graph-dev libyaml-cpp-d
       python3-dev catch2 python3-matplotlib python3-numpy libcli11-dev nlohmann-json3-dev
       libopenblas-dev libdnnl-dev  # the CPU backend's GEMMs: oracle (OpenBLAS) and bf16 (oneDNN)
       clang libclang-rt-14-dev  # clang + its runtimes: libFuzzer, ASan (scripts/fuzz.sh)
-      libtomlplusplus-dev  # toml++: prime-rl trainer configs (planner/src/plan/toml_tree.cc)
+      libtomlplusplus-dev  # toml++: prime-rl trainer configs (planner/src/prime_rl/toml_tree.cc)
       patchelf xz-utils)  # bench/gpu_bundle.sh (and its test, gpu_bundle): ELF paths, oneDNN packed
 missing=()
 for p in "${pkgs[@]}"; do

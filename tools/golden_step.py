@@ -3,7 +3,7 @@
 
 An independent implementation of the optimizer step in numpy, as llm.c keeps a reference
 (issue 37 item 6): the executor's deterministic initial parameters and gradients
-(executor/src/run/init.cc: fnv1a-64 of the name, splitmix64 streams), Muon (momentum,
+(executor/src/step/init.cc: fnv1a-64 of the name, splitmix64 streams), Muon (momentum,
 Nesterov, bf16 momentum, Newton-Schulz in bf16 with the plan's coefficients, the update scaled
 by lr * update_rms * sqrt(max(rows, cols)), decoupled weight decay) and AdamW with bias
 correction, from docs/muon-step.md. It shares no code with the executor: not

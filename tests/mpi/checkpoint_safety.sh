@@ -4,7 +4,8 @@
 # plan itself, a symbolic link, a checkpoint with a stranger's file in it) is refused before the
 # first step with exit 2, naming the path, and left exactly as it was. Two runs writing one
 # checkpoint: the second is refused at start naming the first's PID (flock on DIR.lock), and
-# racing pairs never leave the checkpoint unloadable.
+# a second run started while the first is stopped at a named point of its save leaves the
+# checkpoint loadable.
 source "$(dirname "$0")/lib.sh"
 W=1
 "$bin" plan --model tests/data/micro-dense.yaml --topology topologies/cpu-ci.yaml --nodes 1 \
@@ -105,22 +106,33 @@ ex --steps 1 --checkpoint "$work/held" >/dev/null; rc=$?
   bad "held lock, odd tmp: exit $rc: $(cat "$work/err")"
 kill $holder; wait $holder 2>/dev/null; rm -rf "$work/held.tmp"
 
-# Racing pairs as the review ran them: whatever wins, a loadable checkpoint remains and no run
-# fails for any reason but the lock.
-n=$([ "$quick" = 1 ] && echo 3 || echo 8)
-for i in $(seq "$n"); do
-  "$bin" execute --plan "$work/p.json" --steps 2 --checkpoint "$work/r$i" --json >/dev/null \
-    2>"$work/ea" & a=$!
-  sleep 0.15
-  "$bin" execute --plan "$work/p.json" --steps 1 --checkpoint "$work/r$i" --json >/dev/null \
-    2>"$work/eb"; rb=$?
-  wait $a; ra=$?
-  # Whichever took the lock first ran; the other ran after it or was refused by the lock.
-  for r in "a:$ra" "b:$rb"; do
-    [ "${r#*:}" = 0 ] || { [ "${r#*:}" = 2 ] && grep -q "another run" "$work/e${r%%:*}"; } ||
-      bad "pair $i: run ${r%%:*} exit ${r#*:}: $(cat "$work/e${r%%:*}")"
-  done
-  [ "$ra" = 0 ] || [ "$rb" = 0 ] || bad "pair $i: both runs refused"
-  ex --steps 1 --resume "$work/r$i" >/dev/null && ok || bad "pair $i: unloadable: $(cat "$work/err")"
+# Racing pairs as the review ran them, without the race: the first run stops itself at a named
+# point of its save (MUONPLAN_TEST_STOP_SAVE_AT, the save points checkpoint_kill.sh kills at),
+# the second starts while it is stopped and is refused by the lock, naming it; the first then
+# goes on, and its checkpoint loads. The points: the save's start, its first write, the
+# manifest's rename, the checkpoint's rename into place, and the last point.
+MUONPLAN_TEST_KILL_SAVE_AT=list ex --steps 2 --checkpoint "$work/rl" >/dev/null ||
+  bad "listing save points: $(cat "$work/err")"
+grep "rank 0: save point" "$work/err" > "$work/points"
+point() { grep -F "$1" "$work/points" | head -n 1 | sed 's/.*save point \([0-9]*\):.*/\1/'; }
+named="$(point ": mkdir $work/rl.tmp") $(point ": header and step")
+  $(point ": rename $work/rl.tmp/manifest.json.part -> ") $(point ": rename $work/rl.tmp -> $work/rl")
+  $(wc -l < "$work/points")"
+# shellcheck disable=SC2086
+[ "$(echo $named | wc -w)" = 5 ] && ok || bad "save points not found: $named"
+for n in $named; do
+  MUONPLAN_TEST_STOP_SAVE_AT=$n "$bin" execute --plan "$work/p.json" --steps 2 \
+    --checkpoint "$work/r$n" --json >/dev/null 2>"$work/ea" & a=$!
+  # Hang guard only (60 s): the line comes once the save reaches point n.
+  for _ in $(seq 1200); do grep -q "save point $n: .*(test hook: SIGSTOP)" "$work/ea" && break; sleep 0.05; done
+  grep -q "save point $n: .*(test hook: SIGSTOP)" "$work/ea" && ok ||
+    bad "point $n: the first run did not stop there: $(cat "$work/ea")"
+  ex --steps 1 --checkpoint "$work/r$n" >/dev/null; rb=$?
+  [ "$rb" = 2 ] && grep -q "another run (pid $a) is writing this checkpoint" "$work/err" && ok ||
+    bad "point $n: second run: exit $rb: $(cat "$work/err")"
+  kill -CONT $a
+  wait $a && ok || bad "point $n: first run: $(cat "$work/ea")"
+  m="$(ex --steps 1 --resume "$work/r$n")" && [ "$(field "$m" first_step)" = 3 ] && ok ||
+    bad "point $n: unloadable: $(cat "$work/err")"
 done
 finish

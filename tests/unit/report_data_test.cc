@@ -10,7 +10,7 @@
 #include "muonplan/planner/ns_model.h"
 #include "muonplan/planner/plan.h"
 #include "muonplan/planner/plan_request.h"
-#include "muonplan/planner/prime_rl_runs.h"
+#include "muonplan/planner/prime_rl.h"
 #include "muonplan/tools/report_data.h"
 #include "muonplan/tools/trainer_config.h"
 #include "test_paths.h"

@@ -7,9 +7,9 @@
 #include <fstream>
 
 #include "muonplan/base/error.h"
-#include "muonplan/planner/alternatives.h"
 #include "muonplan/planner/model_io.h"
 #include "muonplan/planner/plan_inputs.h"
+#include "muonplan/planner/prime_rl.h"
 #include "muonplan/planner/trainer_config_in.h"
 #include "muonplan/planner/trainer_keys.h"
 #include "muonplan/tools/trainer_config.h"

@@ -1,11 +1,11 @@
-// The emit's check (prime_rl_emit_check.h), on the rule the trainer answer uses (prime_rl_runs.h).
+// The emit's check (prime_rl_emit_check.h), on the rule the trainer answer uses (prime_rl.h).
 #include "muonplan/tools/prime_rl_emit_check.h"
 
 #include <stdexcept>
 
 #include "muonplan/base/enum_names.h"
 #include "muonplan/base/error.h"
-#include "muonplan/planner/prime_rl_runs.h"
+#include "muonplan/planner/prime_rl.h"
 #include "muonplan/planner/trainer_keys.h"
 
 namespace muonplan {

@@ -80,41 +80,49 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace ckpt;
 
-// The test hook of tests/mpi/checkpoint_kill.sh: every file-system operation of a save is a
-// numbered save point (each write, fsync, close, mkdir, rename, remove, in order), and
-// MUONPLAN_TEST_KILL_SAVE_AT=N raises SIGKILL just before rank 0's N-th ("R:N": rank R's;
-// "list" prints every point instead), so the test can crash a save anywhere.
+// The test hooks of tests/mpi/checkpoint_kill.sh and checkpoint_safety.sh: every file-system
+// operation of a save is a numbered save point (each write, fsync, close, mkdir, rename,
+// remove, in order). MUONPLAN_TEST_KILL_SAVE_AT=N raises SIGKILL just before rank 0's N-th
+// ("R:N": rank R's; "list" prints every point instead), so a test can crash a save anywhere;
+// MUONPLAN_TEST_STOP_SAVE_AT=N (or R:N) raises SIGSTOP there instead, so a test can start a
+// second run while the first is stopped at a point it names, then send SIGCONT.
 class SavePoints {
  public:
   explicit SavePoints(int rank) : rank_(rank) {
-    const char* env = std::getenv("MUONPLAN_TEST_KILL_SAVE_AT");
-    if (!env || !*env) return;
-    if (std::strcmp(env, "list") == 0) {
-      list_ = true;
-      return;
-    }
-    int r = 0;
-    long n = 0;
-    if (std::sscanf(env, "%d:%ld", &r, &n) == 2) {
-      if (r == rank) kill_at_ = n;
-    } else if (rank == 0) {
-      kill_at_ = std::atol(env);
-    }
+    kill_at_ = point_of("MUONPLAN_TEST_KILL_SAVE_AT", &list_);
+    stop_at_ = point_of("MUONPLAN_TEST_STOP_SAVE_AT", nullptr);
   }
   void at(const std::string& what) {
     ++count_;
-    if (!list_ && count_ != kill_at_) return;
+    const bool kill = count_ == kill_at_, stop = count_ == stop_at_;
+    if (!list_ && !kill && !stop) return;
     const std::string line = "muonplan: rank " + std::to_string(rank_) + ": save point " +
                              std::to_string(count_) + ": " + what +
-                             (list_ ? "\n" : " (test hook: SIGKILL)\n");
+                             (kill   ? " (test hook: SIGKILL)\n"
+                              : stop ? " (test hook: SIGSTOP)\n"
+                                     : "\n");
     ssize_t ignored = ::write(2, line.data(), line.size());
     (void)ignored;
-    if (!list_) std::raise(SIGKILL);
+    if (kill || stop) std::raise(kill ? SIGKILL : SIGSTOP);
   }
 
  private:
+  // This rank's point of the hook `name` (N: rank 0's, R:N: rank R's), or -1; `list` sets *list.
+  long point_of(const char* name, bool* list) const {
+    const char* env = std::getenv(name);
+    if (!env || !*env) return -1;
+    if (list != nullptr && std::strcmp(env, "list") == 0) {
+      *list = true;
+      return -1;
+    }
+    int r = 0;
+    long n = 0;
+    if (std::sscanf(env, "%d:%ld", &r, &n) == 2) return r == rank_ ? n : -1;
+    return rank_ == 0 ? std::atol(env) : -1;
+  }
+
   int rank_;
-  long count_ = 0, kill_at_ = -1;
+  long count_ = 0, kill_at_ = -1, stop_at_ = -1;
   bool list_ = false;
 };
 

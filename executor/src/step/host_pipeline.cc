@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "backends/cpu/cpu_kernels.h"
 #include "muonplan/exec/host_kernels.h"
 #include "muonplan/planfile/stage_names.h"
 #include "step/step_parts.h"
@@ -94,7 +93,7 @@ double HostPipeline::adamw(LocalParam& p, float lr, float b1, float b2, float ep
   double sum = 0;
   {
     Timed t(counters_.check_s);
-    sum = cpu::sum_squares(p.w, p.elems());
+    sum = host::sum_squares_f32(p.elems(), p.w);
   }
   weights_to_device(p);
   return sum;
@@ -190,7 +189,7 @@ void HostPipeline::grads_to_host() {
     backend_.synchronize_lane();
     {
       Timed t(counters_.host_s);
-      cpu::bf16_to_f32(r.buf[k % 2], x.p->g + x.off, x.len);
+      host::widen_bf16(x.len, r.buf[k % 2], x.p->g + x.off);
     }
     if (k + 2 < pieces.size()) issue(k + 2);
   }

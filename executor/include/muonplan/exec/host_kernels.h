@@ -56,6 +56,14 @@ void set_active_isa(Isa isa);
 
 MUONPLAN_HOST_KERNELS
 
+// Two loops of the step's host passes beside the kernels: the CPU backend's own (cpu_kernels.cc,
+// one thread, an order fixed by n alone), reached here so that the step includes no header
+// private to a backend (docs/architecture.md, "Folders inside a library").
+// y[i] = float(x[i]): full offload's gradients widened into their fp32 accumulator.
+void widen_bf16(int64_t n, const bf16* x, float* y);
+// Sum of x[i]^2 in double, in index order: the non-finite check of host AdamW's weights.
+double sum_squares_f32(int64_t n, const float* x);
+
 // Plain scalar loops of the same kernels (single thread, not vectorized): the bit-for-bit
 // reference of the tests and the baseline of the benchmark.
 namespace scalar {

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/host_kernels_isa.h"
 #include "muonplan/exec/host_kernels.h"
 
@@ -117,6 +118,14 @@ void cast_to_bf16(int64_t n, const float* x, bf16* y) {
 void triad(int64_t n, float q, const float* b, const float* c, float* a) {
   if (active_isa() == Isa::avx2) return avx2::triad(n, q, b, c, a);
   avx512::triad(n, q, b, c, a);
+}
+
+void widen_bf16(int64_t n, const bf16* x, float* y) {
+  cpu::bf16_to_f32(x, y, n);
+}
+
+double sum_squares_f32(int64_t n, const float* x) {
+  return cpu::sum_squares(x, n);
 }
 
 }  // namespace muonplan::exec::host

@@ -154,8 +154,10 @@ struct PlanOptions {
   OwnerStrategy owners = OwnerStrategy::balanced;
   std::optional<Workload> workload;
   LoraConfig lora;
-  double gpu_memory_gib = 0;  // limit per GPU; 0: the topology's memory less fixed overheads
-  double host_ram_gib = 0;    // limit per node; 0: the topology's
+  // Limit per GPU; 0: the topology's whole memory (gpu.memory_gib). Not net of anything: the
+  // fixed overheads (CUDA context, workspaces, NCCL buffers) are terms of the predicted peak.
+  double gpu_memory_gib = 0;
+  double host_ram_gib = 0;  // limit per node; 0: the topology's
   bool include_mtp = false;
   RuntimeKind runtime = RuntimeKind::muonplan;
   // Fractions of the GPU and host limits kept free by the fit decision; negative: the runtime's

@@ -35,7 +35,7 @@ struct PlanRequest {
   // past KeyboardInterrupt).
   std::function<void()> between_candidates;
   // What each candidate's prediction computes. `without_allocator_replay` (cost_model.h) leaves
-  // every candidate's GPU figures and fit verdict unread: trainer_answer sweeps that way and
+  // every candidate's GPU figures and fit verdict unread: best_alternatives sweeps that way and
   // replays only the candidates it ranks (alternatives.cc).
   PredictParts parts = PredictParts::all;
 };

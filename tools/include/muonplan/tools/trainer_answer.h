@@ -1,11 +1,11 @@
-// The trainer-config answer (alternatives.h) as text for `muonplan plan` and as the
+// The trainer-config answer (prime_rl.h) as text for `muonplan plan` and as the
 // "trainer_config" object of its --json (docs/cli-contract.md).
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "muonplan/planner/alternatives.h"
+#include "muonplan/planner/prime_rl.h"
 
 namespace muonplan {
 

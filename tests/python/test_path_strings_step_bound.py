@@ -1,5 +1,5 @@
-"""Hostile inputs to the bindings, third round (docs/reliability.md): path strings holding a
-NUL or a lone surrogate are InputErrors naming the argument; write_checkpoint bounds the step,
+"""Path strings and the checkpoint step bound in the bindings (docs/reliability.md; the third
+round of hostile inputs found them): path strings holding a NUL or a lone surrogate are InputErrors naming the argument; write_checkpoint bounds the step,
 and a resume whose steps would pass that bound is refused. ctest sets PYTHONPATH and what
 testenv.py reads (tests/CMakeLists.txt)."""
 import os

@@ -1,5 +1,5 @@
-// The combinations prime-rl main refuses (prime_rl_runs.h).
-#include "muonplan/planner/prime_rl_runs.h"
+// The combinations prime-rl main refuses (prime_rl.h): the rule, and the search's view of it.
+#include "muonplan/planner/prime_rl.h"
 
 namespace muonplan {
 
@@ -19,6 +19,23 @@ std::string prime_rl_cannot_run(OffloadMode offload, OptimizerKind optimizer,
            "into ep); plan with --layout giving ep a multiple of cp, or ep=1";
   }
   return "";
+}
+
+namespace {
+
+class PrimeRlRules final : public RuntimeRules {
+ public:
+  std::string cannot_run(OffloadMode offload, OptimizerKind optimizer,
+                         const Layout& layout) const override {
+    return prime_rl_cannot_run(offload, optimizer, layout);
+  }
+};
+
+}  // namespace
+
+const RuntimeRules& prime_rl_rules() {
+  static const PrimeRlRules rules;
+  return rules;
 }
 
 }  // namespace muonplan

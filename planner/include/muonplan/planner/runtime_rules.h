@@ -1,0 +1,30 @@
+// What a target runtime can run (docs/trainer-config.md, "The answer"): the rules a trainer
+// applies to a candidate before it would start, asked by the alternatives' sweep
+// (alternatives.h) so that it ranks only what the runtime takes. The planner knows no runtime:
+// each one's importer implements this (prime-rl's: prime_rl.h, prime_rl_rules).
+#pragma once
+
+#include <string>
+
+#include "muonplan/planfile/plan_options.h"
+#include "muonplan/planfile/shards.h"
+#include "muonplan/planner/plan.h"
+
+namespace muonplan {
+
+class RuntimeRules {
+ public:
+  virtual ~RuntimeRules() = default;
+  // Why the runtime cannot run this offload mode with this optimizer on this layout, what would
+  // let it and the flags that plan what it can run; "" when it can.
+  virtual std::string cannot_run(OffloadMode offload, OptimizerKind optimizer,
+                                 const Layout& layout) const = 0;
+  // Whether the runtime takes candidate `c` (evaluated, its layout and offload mode) with
+  // `optimizer`; its fit is decided apart.
+  bool takes(const Candidate& c, OptimizerKind optimizer) const;
+};
+
+// The rules of a runtime that runs every candidate (our executor's).
+const RuntimeRules& any_runtime();
+
+}  // namespace muonplan

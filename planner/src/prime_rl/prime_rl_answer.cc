@@ -1,0 +1,100 @@
+// The answer to a prime-rl config (prime_rl.h): the alternatives' sweep under prime-rl's rules,
+// and the keys of the config that turn it into each alternative.
+#include "muonplan/planner/layout.h"
+#include "muonplan/planner/prime_rl.h"
+#include "muonplan/planner/trainer_keys.h"
+
+namespace muonplan {
+namespace {
+
+std::string line(const std::string& table, bool sft, const std::string& key,
+                 const std::string& value) {
+  trainer_key(table, key);  // a key of the table every reader and writer shares
+  return "[" + prime_rl_table(table, sft) + "] " + key + " = " + value;
+}
+
+// Where the candidate's world differs from the file's: a one-node file's GPUs in that node, a
+// multi-node file's nodes (one node is num_train_nodes = 1 there: an RL single node shares its
+// GPUs with inference), or a trainer file's torchrun flags.
+void world_keys(const TrainerConfig& tc, const Plan& written, const Candidate& c, int gpn,
+                std::vector<std::string>& out) {
+  const bool sft = tc.top_level();
+  if (c.nodes == written.options.nodes && gpn == written.gpus_per_node) return;
+  if (tc.standalone) {
+    out.push_back("torchrun --nnodes " + std::to_string(c.nodes) + " --nproc-per-node " +
+                  std::to_string(gpn) + " (the world is not in a trainer file)");
+    return;
+  }
+  if (tc.single_node && c.nodes == 1) {
+    out.push_back(line("deployment", sft, "num_train_gpus", std::to_string(gpn)));
+    return;
+  }
+  if (tc.world_table != "deployment") {  // a launcher-era file: its own keys, no [deployment]
+    const std::string at = tc.world_table.empty() ? "(top level) " : "[slurm] ";
+    trainer_key(tc.world_table, "num_train_nodes");
+    out.push_back(at + "num_train_nodes = " + std::to_string(c.nodes));
+    return;
+  }
+  if (tc.single_node) out.push_back(line("deployment", sft, "type", "\"multi_node\""));
+  out.push_back(line("deployment", sft, "num_train_nodes", std::to_string(c.nodes)));
+  if (tc.single_node) out.push_back(line("deployment", sft, "gpus_per_node", std::to_string(gpn)));
+}
+
+}  // namespace
+
+std::vector<std::string> keys_to_change(const TrainerConfig& tc, const ModelSpec& spec,
+                                        const Plan& written, const Candidate& c,
+                                        int gpus_per_node) {
+  std::vector<std::string> out;
+  const bool sft = tc.top_level();
+  const int gpn = gpus_per_node > 0 ? gpus_per_node : written.gpus_per_node;
+  const int world = c.nodes * gpn;
+  world_keys(tc, written, c, gpn, out);
+  const Layout l = parse_layout(c.layout);
+  const int dpr = world / l.fsdp;
+  if (dpr != written.world / written.options.layout.fsdp) {
+    if (tc.fsdp_group_key) {
+      out.push_back(line("deployment", sft, "nodes_per_fsdp_group", std::to_string(c.nodes / dpr)));
+    } else {
+      out.push_back(line("model", sft, "dp_replicate", std::to_string(dpr)));
+    }
+  } else if (tc.fsdp_group_key && c.nodes != written.options.nodes) {
+    out.push_back(line("deployment", sft, "nodes_per_fsdp_group", std::to_string(c.nodes / dpr)));
+  }
+  if (l.cp != written.options.layout.cp)
+    out.push_back(line("model", sft, "cp", std::to_string(l.cp)));
+  const int ep_now = tc.ep > 0 ? tc.ep : tc.resolved_ep(spec, world);
+  if (l.ep != ep_now) out.push_back(line("model", sft, "ep", std::to_string(l.ep)));
+  if (c.offload != written.options.offload) {
+    // The two keys' values under each mode (optim_cpu_offload defaults to true, so it is
+    // written whenever it must be false); only those that change are listed.
+    auto optim = [](OffloadMode m) { return m == OffloadMode::optimizer; };
+    auto full = [](OffloadMode m) { return m == OffloadMode::full; };
+    const FileValue* written_by = tc.value("offload");
+    const bool by_fsdp =
+        written_by && written_by->shown.find("fsdp_cpu_offload") != std::string::npos;
+    if (optim(c.offload) != optim(written.options.offload))
+      out.push_back(line("model", sft, "optim_cpu_offload", optim(c.offload) ? "true" : "false"));
+    if (by_fsdp) {
+      out.push_back(line("model", sft, "fsdp_cpu_offload", "false"));
+      if (full(c.offload)) out.push_back(line("model", sft, "full_offload", "true"));
+    } else if (full(c.offload) != full(written.options.offload)) {
+      out.push_back(line("model", sft, "full_offload", full(c.offload) ? "true" : "false"));
+    }
+  }
+  return out;
+}
+
+TrainerAnswer trainer_answer(const ModelSpec& spec, const Topology& topo, const PlanInputs& in,
+                             const Plan& written) {
+  const TrainerConfig& tc = *in.trainer;
+  // A one-node file with GPUs to spare tries more of them in that node first.
+  const int one_node_gpus = tc.single_node ? tc.node_gpus - tc.infer_gpus : 0;
+  TrainerAnswer a =
+      best_alternatives(spec, topo, in.request, written, prime_rl_rules(), one_node_gpus);
+  for (Alternative& alt : a.alternatives)
+    alt.keys = keys_to_change(tc, spec, written, alt.candidate, alt.gpus_per_node);
+  return a;
+}
+
+}  // namespace muonplan
