@@ -245,6 +245,16 @@ json plan_to_json(const Plan& plan) {
   j["limits"] = {{"gpu_memory_gib", p.gpu_limit_bytes / kGiB},
                  {"host_ram_per_node_gib", p.host_limit_bytes / kGiB}};
   j["predicted"] = predicted_json(plan);
+  // What execute reads back, checked here by its rule (read_plan_predicted): a topology figure
+  // out of any hardware's range (hbm_gbps 1e-300) made figures past 1e18 that plan wrote and
+  // execute refused.
+  try {
+    read_plan_predicted(j, "");
+  } catch (const InputError& e) {
+    throw InputError({}, "--topology",
+                     "the plan's " + e.field() + " " + e.message() +
+                         ": a figure of the topology is out of any hardware's range");
+  }
   j["terms"] = terms_table_json();
   json chunks = json::array();
   for (const Chunk& c : plan.chunks.chunks) chunks.push_back(chunk_json(plan, c));
