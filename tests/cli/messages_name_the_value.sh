@@ -52,4 +52,10 @@ if [ "$caught" = 1 ] && [ "$rc" = 1 ] &&
 else
   bad "sigterm without mpirun: handler seen $caught, exit $rc, stderr: $(head -c 300 "$work/term.err")"
 fi
+
+# An override note prints the value as typed (issue 46 item 21), not 0.00029999999999999997.
+"$bin" plan --trainer-config "$sft" --lr 3e-4 --momentum 0.9 --json >/dev/null 2>"$work/notes.err"
+grep -qxF "note: --lr 3e-4 overrides $sft:$lr_line (optim.lr = 0.01)" "$work/notes.err" &&
+  grep -qF "note: --momentum 0.9 overrides" "$work/notes.err" && ! grep -q "0000000" "$work/notes.err" &&
+  ok || bad "override notes as typed: $(cat "$work/notes.err")"
 finish
