@@ -79,9 +79,9 @@ EXPECT_MATCH=suffix expect execute-adapts-nothing 2 "$work/empty.json: tensors: 
   "$bin" execute --plan "$work/empty.json" --steps 2 --checkpoint "$work/ck"
 [ ! -e "$work/ck" ] && ok || bad "execute-adapts-nothing saved a checkpoint"
 # A control character in a target passed plan and failed execute's reader (issue 46 item 15).
-expect target-control 2 "--lora-targets: must be printable text, got the control character U+001B" \
+expect target-control 2 "--lora-targets: must be printable text, got the control character U+0007" \
   "$bin" plan --model tiny-dense --topology topologies/cpu-ci.yaml --nodes 1 --optimizer adamw \
-  --lora-rank 4 --lora-targets $'q_proj\x1b[2J'
+  --lora-rank 4 --lora-targets $'q_proj\x07'
 
 # Adapter slots are bounded (issue 46 item 17): 1000 took 42 s and 2.7 GB, 2^31-1 ran out of
 # memory blaming --model. The key that set it is named, at its line; a plan file's too.
