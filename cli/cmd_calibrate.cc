@@ -98,12 +98,15 @@ int calibrate_training(const std::string& topology, const std::vector<std::strin
 
 // The fit as JSON: each constant before and after, each run's error before and after.
 nlohmann::json calibration_json(const std::string& topology, const CalibrationResult& r) {
-  nlohmann::json j = {{"topology", topology},
-                      {"max_fit_error", r.max_fit_error()},
-                      {"max_held_out_error", r.max_held_out_error()},
-                      {"max_held_out_error_before", r.max_held_out_error_before()},
-                      {"determining_figures", r.determining_figures},
-                      {"warnings", overfit_warnings(r)}};
+  nlohmann::json j = {
+      {"topology", topology},
+      {"max_fit_error", r.max_fit_error()},
+      {"max_held_out_error", r.max_held_out_error()},
+      {"max_held_out_error_before", r.max_held_out_error_before()},
+      {"determining_figures", r.determining_figures},
+      {"fit_work",
+       {{"evaluations", r.fit_evaluations}, {"evaluation_bound", r.fit_evaluation_bound}}},
+      {"warnings", overfit_warnings(r)}};
   for (const FittedConstant& k : r.constants) {
     j["constants"][k.name] = {
         {"before", k.before}, {"after", k.after}, {"fitted", k.fitted}, {"note", k.note}};
@@ -184,6 +187,7 @@ int run_calibrate(const CalibrateFlags* f) {
   for (const std::string& m : f->training_runs) in.push_back({"--training-run", m});
   for (const std::string& m : f->held_out) in.push_back({"--check", m});
   refuse_overlaps(in, {{"--out", f->out}});
+  refuse_repeated_runs({in.begin() + 1, in.end()});
   if (!f->training_runs.empty()) {
     if (!f->metrics.empty())
       throw InputError({}, "--training-run", "fits training runs or metrics, not both");
@@ -195,7 +199,10 @@ int run_calibrate(const CalibrateFlags* f) {
   for (const std::string& m : f->metrics) fit.push_back(load_calibration_run(m));
   for (const std::string& m : f->held_out) held_out.push_back(load_calibration_run(m));
   refuse_onto_plans(f->out, fit, held_out);
-  const CalibrationResult r = calibrate(topo, fit, held_out);
+  // A fit past a few seconds says how far it is (its work is bounded: fit_evaluation_bound).
+  const CalibrationResult r = calibrate(topo, fit, held_out, [](const std::string& line) {
+    std::cerr << "calibrate: fitting: " << line << "\n";
+  });
   for (const std::string& w : overfit_warnings(r)) std::cerr << "warning: " << w << "\n";
   refuse_worse_held_out(r, *f);
   if (!f->out.empty()) {

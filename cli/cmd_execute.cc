@@ -184,8 +184,9 @@ int run(const ExecuteFlags& f) {
         throw InputError({}, "--inject-nonfinite", "expected NAME:STEP");
       opt.inject_nonfinite_tensor = f.inject.substr(0, colon);
       if (!parse_int_in(f.inject.substr(colon + 1), 1, INT64_MAX, opt.inject_nonfinite_step)) {
-        throw InputError({}, "--inject-nonfinite",
-                         "expected NAME:STEP with STEP a positive integer, got '" + f.inject + "'");
+        throw InputError(
+            {}, "--inject-nonfinite",
+            "expected NAME:STEP with STEP a positive integer, got '" + brief(f.inject) + "'");
       }
     }
     const nlohmann::json plan_json = read_json_file(f.plan);
@@ -267,9 +268,9 @@ void add_run_flags(CLI::App* c, const std::shared_ptr<ExecuteFlags>& f) {
        "--steps",
        [f](const std::string& v) {
          if (!parse_int_in(v, 1, kMaxSteps, f->options.steps)) {
-           throw InputError(
-               {}, "--steps",
-               "expected an integer in [1, " + std::to_string(kMaxSteps) + "], got '" + v + "'");
+           throw InputError({}, "--steps",
+                            "expected an integer in [1, " + std::to_string(kMaxSteps) + "], got '" +
+                                brief(v) + "'");
          }
        },
        "Optimizer steps to run (default: 1)")
@@ -337,7 +338,8 @@ Runner add_execute(CLI::App& app) {
          char* end = nullptr;
          const double s = std::strtod(v.c_str(), &end);
          if (v.empty() || *end != '\0' || !(s >= kMinCommTimeoutS && s <= kMaxCommTimeoutS)) {
-           throw InputError({}, "--comm-timeout", "expected seconds in [1, 1e6], got '" + v + "'");
+           throw InputError({}, "--comm-timeout",
+                            "expected seconds in [1, 1e6], got '" + brief(v) + "'");
          }
          f->comm_timeout_s = s;
        },

@@ -235,8 +235,9 @@ Runner add_plan(CLI::App& app) {
     if (f->emit == "toml") f->emit = "prime-rl";
     if (!f->emit.empty() && f->emit != "prime-rl" && f->emit != "prime-rl-sft" &&
         f->emit != "prime-rl-diff") {
-      throw InputError({}, "--emit",
-                       "expected prime-rl, prime-rl-diff or prime-rl-sft, got '" + f->emit + "'");
+      throw InputError(
+          {}, "--emit",
+          "expected prime-rl, prime-rl-diff or prime-rl-sft, got '" + brief(f->emit) + "'");
     }
     if (f->quiet && f->explain) throw InputError({}, "--quiet", "not with --explain");
     if (!f->emit.empty() && f->json) {

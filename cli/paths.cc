@@ -178,6 +178,20 @@ void refuse_overlaps(const std::vector<PathArg>& inputs, const std::vector<PathA
   }
 }
 
+void refuse_repeated_runs(const std::vector<PathArg>& runs) {
+  for (size_t i = 0; i < runs.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (!same_file(runs[i].path, runs[j].path)) continue;
+      const bool both = runs[i].flag != runs[j].flag;
+      throw InputError({}, runs[i].flag,
+                       runs[i].path + " is the same file as " + runs[j].flag + " " + runs[j].path +
+                           (both ? ": a run is fitted or held out, not both (the check would "
+                                   "repeat the fit)"
+                                 : ": a run given twice counts twice in the fit; give it once"));
+    }
+  }
+}
+
 std::vector<PathArg> plan_inputs(const std::string& model, const std::string& topology,
                                  const PlanFlags& flags) {
   return {{"--model", model},

@@ -41,6 +41,11 @@ void refuse_checkpoint_sibling(const std::string& flag, const std::string& dir);
 // input one: `--resume ck --checkpoint ck` continues a run in place.
 void refuse_overlaps(const std::vector<PathArg>& inputs, const std::vector<PathArg>& outputs);
 
+// InputError when two of a fit's runs (--metrics, --training-run, --holdout) are the same file
+// (device and inode, else the normalized path): a held-out run that is also fitted checks
+// nothing, and a run given twice weighs double.
+void refuse_repeated_runs(const std::vector<PathArg>& runs);
+
 // The input files of a planning command: --model, --topology and the plan flags' --workload and
 // --trainer-config.
 std::vector<PathArg> plan_inputs(const std::string& model, const std::string& topology,

@@ -133,9 +133,17 @@ Topology topology_from(py::handle topology) {
 // A keyword's value as the flag's text: True/False as true/false, a path as its string, a
 // list or tuple as "a,b" (a list of lists as "a,b,c;d,e,f", as --ns-schedule takes it), a dict
 // as "k=v,k=v" (--layout), anything else as str() gives it.
+// bytes and None have no flag text: str() made b"q_proj" the module name "b'q_proj'" and None
+// in a list "None", targets that matched nothing; an empty list read as the default.
 std::string option_text(py::handle v, const std::string& arg) {
   if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "true" : "false";
+  if (py::isinstance<py::bytes>(v) || py::isinstance<py::bytearray>(v))
+    throw InputError({}, arg, "expected str, got bytes (decode it first)");
+  if (v.is_none())
+    throw InputError({}, arg, "None inside a list (None means not given only as the whole value)");
   if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+    if (py::len(v) == 0)
+      throw InputError({}, arg, "an empty list; leave the keyword out (or None) for the default");
     std::string text;
     bool nested = false;
     for (py::handle e : v) {

@@ -28,11 +28,12 @@ NsSchedule parse_list(const std::string& text) {
         !(item >> std::ws).eof()) {
       throw InputError({}, "--ns-schedule",
                        "expected a preset (" + std::string("quintic, polar-express, jordan, ") +
-                           "deepseek-v4) or 'a,b,c;a,b,c;...', got '" + text + "'");
+                           "deepseek-v4) or 'a,b,c;a,b,c;...', got '" + brief(text) + "'");
     }
     for (double v : {c.a, c.b, c.c}) {
       if (!std::isfinite(v)) {
-        throw InputError({}, "--ns-schedule", "coefficients must be finite, got '" + step + "'");
+        throw InputError({}, "--ns-schedule",
+                         "coefficients must be finite, got '" + brief(step) + "'");
       }
     }
     s.steps.push_back(c);

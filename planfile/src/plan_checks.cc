@@ -78,6 +78,13 @@ void check_positive_finite(double value, const std::string& field, const SourceL
   }
 }
 
+std::string memory_gib_problem(double gib) {
+  const double max_gib = std::floor(kMaxMetric / (1024.0 * 1024.0 * 1024.0));
+  if (gib <= max_gib) return "";
+  return "must be at most " + num(max_gib) + " GiB (" + num(kMaxMetric) +
+         " bytes, the bound on every figure a plan and its metrics hold), got " + num(gib);
+}
+
 std::string ns_steps_message(size_t steps) {
   return "expected 1 to " + std::to_string(kMaxNsSteps) + " (a, b, c) steps, got " +
          std::to_string(steps);

@@ -1,5 +1,8 @@
 // The Plan as JSON (docs/cli-contract.md). Bytes are reported in GiB (2^30) or GB (kGB) as the key
 // says; every figure under predicted.breakdown is a named term with its formula.
+#include <cmath>
+
+#include "muonplan/base/io.h"
 #include "muonplan/base/units.h"
 #include "muonplan/planfile/fit_scope.h"
 #include "muonplan/planfile/plan_checks.h"
@@ -245,6 +248,17 @@ json plan_to_json(const Plan& plan) {
   j["limits"] = {{"gpu_memory_gib", p.gpu_limit_bytes / kGiB},
                  {"host_ram_per_node_gib", p.host_limit_bytes / kGiB}};
   j["predicted"] = predicted_json(plan);
+  // Every figure within kMaxMetric, the bound execute reads them by (read_plan_predicted): a
+  // topology figure out of any hardware's range (hbm_gbps 1e-300) made figures past 1e18 (or
+  // non-finite, written as null) that plan wrote and execute refused. (A negative fit margin
+  // is a plan that does not fit, which plan writes and execute refuses as such.)
+  for (const auto& [k, v] : j["predicted"].items()) {
+    if (v.is_number() && !(std::abs(v.get<double>()) <= kMaxMetric)) {
+      throw InputError({}, "--topology",
+                       "the plan's predicted." + k + " would be " + json_brief(v) +
+                           ", past 1e18: a figure of the topology is out of any hardware's range");
+    }
+  }
   j["terms"] = terms_table_json();
   json chunks = json::array();
   for (const Chunk& c : plan.chunks.chunks) chunks.push_back(chunk_json(plan, c));

@@ -92,7 +92,7 @@ void read_options(const Node& root, Plan& plan) {
     if (!targets.raw().is_array()) targets.fail("expected a list of module names");
     for (size_t i = 0; i < targets.size(); ++i)
       o.lora.target_modules.push_back(targets[i].string());
-    o.lora.adapters = l["adapters"].integer(1);
+    o.lora.adapters = l["adapters"].integer(1, kMaxLoraAdapters);
     if (o.optimizer == OptimizerKind::muon)
       root["optimizer"].fail("muon with LoRA: the planner plans LoRA with adamw only");
   }

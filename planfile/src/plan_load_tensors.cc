@@ -111,6 +111,12 @@ void read_inventory(const Node& root, Plan& plan) {
     plan.shards.push_back(read_shard(n["shard"], t, plan));
     plan.inventory.tensors.push_back(std::move(t));
   }
+  // A plan that trains nothing (LoRA targets that matched no module) ran and saved an empty
+  // checkpoint; the planner refuses to make one (lora.cc), and execute to run one.
+  if (plan.inventory.tensors.empty())
+    tensors.fail(root.has("lora") ? "empty: the plan's LoRA adapts nothing (no module matches "
+                                    "lora.target_modules); plan it again with targets that match"
+                                  : "empty: the plan trains nothing");
   check_optimizer_has_muon_tensor(root, plan);
 }
 

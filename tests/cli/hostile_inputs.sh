@@ -192,4 +192,21 @@ n="$(grep -n '"gpu_peak_gib": 1,' "$work/mdup.json" | cut -d: -f1)"
 expect "metrics duplicate key" 2 "$work/mdup.json:$((n + 1)):3: measured.gpu_peak_gib: given twice, at lines $n and $((n + 1))" \
   "$bin" calibrate --metrics "$work/mdup.json" $T
 
+
+# What plan writes execute reads (issue 46 item 15): memory_gib 1e300 was written as null and a
+# bandwidth of 1e-300 made figures past 1e18, both refused by execute after plan exit 0. One
+# rule, the plan's figures within [0, 1e18] (kMaxMetric), for the topology, the flags and the
+# plan written.
+sed 's/memory_gib: .*/memory_gib: 1e300/' topologies/cpu-ci.yaml >"$work/mem.yaml"
+line="$(grep -n 'memory_gib' "$work/mem.yaml" | cut -d: -f1)"
+big="must be at most 931322574 GiB (1e+18 bytes, the bound on every figure a plan and its metrics hold), got 1e+300"
+expect "memory_gib 1e300" 2 "$work/mem.yaml:$line:17: node.gpu.memory_gib: $big" \
+  "$bin" plan --model tiny-dense --topology "$work/mem.yaml" --nodes 1 --out "$work/mem.json"
+expect "--gpu-memory-gib 1e300" 2 "--gpu-memory-gib: $big" \
+  "$bin" plan --model tiny-dense --topology topologies/cpu-ci.yaml --nodes 1 --gpu-memory-gib 1e300
+expect "--host-ram-gib 1e300" 2 "--host-ram-gib: $big" \
+  "$bin" plan --model tiny-dense --topology topologies/cpu-ci.yaml --nodes 1 --host-ram-gib 1e300
+sed 's/hbm_gbps: .*/hbm_gbps: 1e-300/' topologies/cpu-ci.yaml >"$work/slow.yaml"
+expect "hbm_gbps 1e-300" 2 "--topology: the plan's predicted.gpu_seconds_per_step would be 3.0813333333333338e+299, past 1e18: a figure of the topology is out of any hardware's range" \
+  "$bin" plan --model tiny-dense --topology "$work/slow.yaml" --nodes 1 --gpus-per-node 1 --out "$work/slow.json"
 finish

@@ -39,7 +39,7 @@ assert len(d["tensors"]) == 28 * 2 * 2
 expect plain 0 "" "$bin" plan --model $M --nodes 1 --out "$work/plain.json"
 json_check plain "$work/plain.json" 'assert "lora" not in d'
 edit_json "$work/lora.json" "$work/bad.json" 'p["lora"]["adapters"] = 0'
-EXPECT_MATCH=suffix expect bad-adapters 2 "$work/bad.json: lora.adapters: expected an integer >= 1, got 0" \
+EXPECT_MATCH=suffix expect bad-adapters 2 "$work/bad.json: lora.adapters: expected an integer in [1, 64], got 0" \
   "$bin" execute --plan "$work/bad.json"
 edit_json "$work/lora.json" "$work/muon.json" 'p["optimizer"] = "muon"'
 EXPECT_MATCH=suffix expect bad-muon 2 "$work/muon.json: optimizer: muon with LoRA: the planner plans LoRA with adamw only" \
@@ -62,4 +62,41 @@ EXPECT_MATCH=suffix expect file-muon 2 "trainer.optim.type: Muon on LoRA adapter
 grep -v optim_cpu_offload $ex >"$work/offload.toml"
 EXPECT_MATCH=suffix expect file-offload 2 "trainer.max_concurrent_runs: prime-rl refuses optim_cpu_offload with max_concurrent_runs > 1 (optim_cpu_offload defaults to true: write optim_cpu_offload = false)" \
   "$bin" plan --trainer-config "$work/offload.toml" --json
+
+# Targets that match no module adapt nothing (issue 46 item 12): 0 tensors planned "fits" and
+# execute ran it, saving an empty checkpoint. Refused by plan (flag, TOML) and by execute.
+nothing="'Q_PROJ' adapts nothing: no linear module of the model has a name component equal to one of them (names match exactly, case included); its modules: qkv_proj, q_proj, k_proj, v_proj, o_proj, gate_up_proj, gate_proj, up_proj, down_proj, lm_head"
+expect adapts-nothing 2 "--lora-targets: $nothing" "$bin" plan --model tiny-dense \
+  --topology topologies/cpu-ci.yaml --nodes 1 --gpus-per-node 1 --optimizer adamw --lora-rank 4 \
+  --lora-targets Q_PROJ --out "$work/nothing.json"
+[ ! -e "$work/nothing.json" ] && ok || bad "adapts-nothing wrote a plan"
+sed 's/^rank = 16/rank = 16\ntarget_modules = ["Q_PROJ", "fc9"]/' $ex >"$work/targets.toml"
+EXPECT_MATCH=suffix expect file-adapts-nothing 2 "trainer.model.lora.target_modules: 'Q_PROJ,fc9' adapts nothing: no linear module of the model has a name component equal to one of them (names match exactly, case included); its modules: q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj" \
+  "$bin" plan --trainer-config "$work/targets.toml" --json
+plan_tiny "$work/q.json" --optimizer adamw --lora-rank 4 --lora-targets q_proj
+edit_json "$work/q.json" "$work/empty.json" 'p["tensors"] = []; p["chunks"] = []'
+EXPECT_MATCH=suffix expect execute-adapts-nothing 2 "$work/empty.json: tensors: empty: the plan's LoRA adapts nothing (no module matches lora.target_modules); plan it again with targets that match" \
+  "$bin" execute --plan "$work/empty.json" --steps 2 --checkpoint "$work/ck"
+[ ! -e "$work/ck" ] && ok || bad "execute-adapts-nothing saved a checkpoint"
+# A control character in a target passed plan and failed execute's reader (issue 46 item 15).
+expect target-control 2 "--lora-targets: must be printable text, got the control character U+0007" \
+  "$bin" plan --model tiny-dense --topology topologies/cpu-ci.yaml --nodes 1 --optimizer adamw \
+  --lora-rank 4 --lora-targets $'q_proj\x07'
+
+# Adapter slots are bounded (issue 46 item 17): 1000 took 42 s and 2.7 GB, 2^31-1 ran out of
+# memory blaming --model. The key that set it is named, at its line; a plan file's too.
+slots="at most 64 adapter slots are planned (each is a copy of every adapter tensor: planning time grows with them), got"
+expect slots-flag 2 "--lora-adapters: $slots 2147483647" "$bin" plan "${lora[@]}" --offload none \
+  --lora-adapters 2147483647
+sed 's/^max_concurrent_runs = 4/max_concurrent_runs = 1000/' $ex >"$work/runs.toml"
+line="$(grep -n '^max_concurrent_runs' "$work/runs.toml" | cut -d: -f1)"
+expect slots-file 2 "$work/runs.toml:$line:23: trainer.max_concurrent_runs: $slots 1000" \
+  "$bin" plan --trainer-config "$work/runs.toml" --json
+edit_json "$work/q.json" "$work/slots.json" 'p["lora"]["adapters"] = 65'
+EXPECT_MATCH=suffix expect plan-file-slots 2 "lora.adapters: expected an integer in [1, 64], got 65" \
+  "$bin" execute --plan "$work/slots.json" --steps 1
+# The bound itself plans (64 slots of a 4-layer model: about 0.1 s).
+plan_tiny "$work/s64.json" --optimizer adamw --lora-rank 4 --lora-adapters 64 2>"$work/err" &&
+  json_check slots-64 "$work/s64.json" 'assert d["lora"]["adapters"] == 64 and len(d["tensors"]) % 64 == 0' ||
+  bad "64 slots: $(cat "$work/err")"
 finish

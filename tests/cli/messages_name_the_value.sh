@@ -66,4 +66,10 @@ expect "--max-nodes 100 on h200-ib" 2 "--max-nodes: must be between 1 and max_no
 expect "--gpu-memory-gib 80000 on h200-ib" 0 "warning: --gpu-memory-gib 80000 is above the H200's 140.4 GiB (topology h200-ib): plans may fit this limit and not the card" \
   "$bin" plan --model tiny-dense --nodes 1 --gpu-memory-gib 80000 --quiet
 expect "--gpu-memory-gib 100 on h200-ib" 0 "" "$bin" plan --model tiny-dense --nodes 1 --gpu-memory-gib 100 --quiet
+
+# An override note prints the value as typed (issue 46 item 21), not 0.00029999999999999997.
+"$bin" plan --trainer-config "$sft" --lr 3e-4 --momentum 0.9 --json >/dev/null 2>"$work/notes.err"
+grep -qxF "note: --lr 3e-4 overrides $sft:$lr_line (optim.lr = 0.01)" "$work/notes.err" &&
+  grep -qF "note: --momentum 0.9 overrides" "$work/notes.err" && ! grep -q "0000000" "$work/notes.err" &&
+  ok || bad "override notes as typed: $(cat "$work/notes.err")"
 finish

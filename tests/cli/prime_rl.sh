@@ -254,7 +254,7 @@ assert any("--prime-rl-version 2026-06-01" in n for n in d["trainer_config"]["no
 '
 plan_json v-mid $d/rl-defaults.toml --prime-rl-version 2026-07-01
 json_check version-head-1024 "$work/v-mid.json" 'assert (d["offload"], d["workload"]["lm_head_chunk"]) == ("optimizer", 1024)'
-expect bad-version 2 "--prime-rl-version: expected a date YYYY-MM-DD, got 'main'" \
+expect bad-version 2 "--prime-rl-version: expected a date YYYY-MM-DD of the calendar, got 'main'" \
   "$bin" plan --trainer-config $d/rl-defaults.toml --prime-rl-version main
 
 # Errors: one line at the file's line and column, exit 2.
@@ -299,4 +299,38 @@ printf '[model]\nname = "Qwen/Qwen3-8B"\n[data]\nbatch_size = 8\nsubsets = ["a",
 expect data-subsets 0 "" "$bin" plan --trainer-config "$work/subsets.toml" --json
 err syntax "2:6: toml: Error while parsing value: could not determine value type" \
   '[trainer.model]\ncp = = 2\n'
+
+# Planning tables of another kind were passed over and planned as prime-rl's defaults (issue
+# 46 item 14): refused with the key and the kind expected.
+err model-string '1:9: model: expected a table ([model]), got "Qwen/Qwen3-8B"' \
+  'model = "Qwen/Qwen3-8B"\nseq_len = 4096\n[deployment]\ntype = "multi_node"\nnum_train_nodes = 1\n'
+err deployment-array '4:1: deployment: expected a table ([deployment]), got an array of tables ([[deployment]])' \
+  'seq_len = 4096\n[model]\nname = "Qwen/Qwen3-8B"\n[[deployment]]\ntype = "multi_node"\nnum_train_nodes = 4\n'
+err deployment-int '2:14: deployment: expected a table ([deployment]), got 1' \
+  'seq_len = 4096\ndeployment = 1\n[model]\nname = "Qwen/Qwen3-8B"\n'
+err orchestrator-bool '2:16: orchestrator: expected a table ([orchestrator]), got true' \
+  'seq_len = 4096\norchestrator = true\n[model]\nname = "Qwen/Qwen3-8B"\n'
+err trainer-model-string '5:9: trainer.model: expected a table ([trainer.model]), got "x"' \
+  'seq_len = 4096\n[model]\nname = "Qwen/Qwen3-8B"\n[trainer]\nmodel = "x"\n'
+err sft-optim-string '1:9: optim: expected a table ([optim]), got "adamw"' \
+  'optim = "adamw"\n[model]\nname = "Qwen/Qwen3-8B"\n[data]\nbatch_size = 8\n'
+
+# --lr and --weight-decay over a trainer config move the optimizer the config runs (issue 46
+# item 11): an AdamW file reads optim.lr as the AdamW lr (adamw.lr, what its step uses), Muon's
+# AdamW group takes optim.weight_decay too; --adamw-lr keeps its meaning. Each with a note.
+sed 's/^type = "muon"/type = "adamw"/' examples/prime-rl/qwen3-8b-sft.toml >"$work/adamw.toml"
+"$bin" plan --trainer-config "$work/adamw.toml" --lr 3e-4 --weight-decay 0.02 --json \
+  >"$work/lr.json" 2>"$work/lr.err" || bad "adamw --lr: $(cat "$work/lr.err")"
+json_check adamw-lr "$work/lr.json" '
+a = d["optimizer_config"]["adamw"]
+assert d["optimizer"] == "adamw" and (a["lr"], a["weight_decay"]) == (3e-4, 0.02), a'
+grep -qxF "note: --lr 3e-4 overrides $work/adamw.toml:20 (optim.lr = 0.01), which the file's optimizer reads as --adamw-lr" "$work/lr.err" &&
+  grep -qxF "note: --weight-decay 0.02 overrides $work/adamw.toml:21 (optim.weight_decay = 0.01), which the file's optimizer reads as --adamw-weight-decay" "$work/lr.err" &&
+  ok || bad "adamw --lr notes: $(cat "$work/lr.err")"
+"$bin" plan --trainer-config "$work/adamw.toml" --lr 3e-4 --adamw-lr 5e-5 --json >"$work/alr.json" 2>/dev/null
+json_check adamw-lr-kept "$work/alr.json" 'assert d["optimizer_config"]["adamw"]["lr"] == 5e-5, d["optimizer_config"]'
+"$bin" plan --trainer-config examples/prime-rl/qwen3-8b-sft.toml --weight-decay 0.02 --json >"$work/mwd.json" 2>/dev/null
+json_check muon-adamw-decay "$work/mwd.json" '
+c = d["optimizer_config"]
+assert d["optimizer"] == "muon" and c["weight_decay"] == 0.02 and c["adamw"]["weight_decay"] == 0.02, c'
 finish

@@ -84,4 +84,13 @@ json_check sft-2026-08-gpus "$work/sft-2026-08.b.json" 'assert d["gpus_per_node"
 rc=$?
 [ "$rc" = 2 ] && grep -qx -- '--emit: prime-rl of 2026-01-20 has no key optim_cpu_offload (docs/trainer-config.md, "Key eras"), so it would not run this plan'"'"'s offload optimizer; no config written: re-plan with --offload none or a later --prime-rl-version' \
   "$work/emit-before.err" && [ ! -s "$work/emit-before.toml" ] && ok || bad "offload-emit-before: exit $rc $(cat "$work/emit-before.err")"
+
+# --prime-rl-version is a date of the calendar (issue 46 item 19): 2026-02-30 and 0000-01-01
+# were taken; on the flag path it is checked too, and a note says it changes no figure there.
+for d in 2026-02-30 0000-01-01 2025-13-01 2026-04-31 2025-02-29; do
+  expect "version $d" 2 "--prime-rl-version: expected a date YYYY-MM-DD of the calendar, got '$d'" \
+    "$bin" plan --model tiny-dense --topology topologies/cpu-ci.yaml --nodes 1 --prime-rl-version $d
+done
+expect "version on the flag path" 0 "note: --prime-rl-version 2024-02-29: changes no figure without --trainer-config (its defaults apply where a trainer config is silent); kept in the plan request" \
+  "$bin" plan --model tiny-dense --topology topologies/cpu-ci.yaml --nodes 1 --prime-rl-version 2024-02-29 --json
 finish

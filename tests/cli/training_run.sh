@@ -16,8 +16,9 @@ sed -e 's/^  backward_temporaries_fraction: .*/  backward_temporaries_fraction: 
     -e 's/^  training_gemm_efficiency: .*/  training_gemm_efficiency: 0.75/' \
     -e 's/^  activation_pass_ns: .*/  activation_pass_ns: 0/' \
     topologies/h200-ib.yaml >"$work/start.yaml"
+# (It held the same run out too, which only repeated the fit: refused since issue 46 item 20.)
 expect calibrate 0 "" "$bin" calibrate --topology "$work/start.yaml" --training-run "$run" \
-  --check "$run" --out "$work/cal.yaml" --json
+  --out "$work/cal.yaml" --json
 cp "$work/out" "$work/fit.json"
 json_check "residuals and constants" "$work/fit.json" '
 fit = [r for r in d["residuals"] if not r["held_out"]]

@@ -43,4 +43,26 @@ EXPECT_TIMEOUT=10 expect "1e9 micro steps, searched" 2 \
 # 65536 micro steps (4 ranks), the bound itself, are planned.
 "$bin" plan --model tiny-moe --topology topologies/cpu-ci.yaml --nodes 1 --tokens-per-step 262144 \
   --seq-len 1 --offload none >"$work/out" 2>"$work/err" && ok || bad "65536 micro steps: $(head -c 300 "$work/err")"
+
+# One batch rule (issue 46 item 13): whole rows of seq_len, dealt out whole to every data-
+# parallel rank, at least one each, else refused naming the nearest figures that are. 1000
+# tokens of 4096-token rows on 8 ranks planned 0 rows, "fits", the activations missing.
+q=(--model qwen3-8b --nodes 1 --offload none --seq-len 4096)
+expect "part of a row" 2 "--tokens-per-step: 1000 is not a whole number of rows of --seq-len 4096 tokens; the nearest: 4096" \
+  "$bin" plan "${q[@]}" --tokens-per-step 1000 --layout fsdp=8 --json
+expect "a row and a bit" 2 "--tokens-per-step: 5000 is not a whole number of rows of --seq-len 4096 tokens; the nearest: 4096 or 8192" \
+  "$bin" plan "${q[@]}" --tokens-per-step 5000 --layout fsdp=8 --json
+expect "fewer rows than ranks" 2 "--tokens-per-step: 1 sequences per step do not split over 8 data-parallel groups (world 8 / cp 1) x 1 sequences per micro step; the nearest that do: 32768 tokens" \
+  "$bin" plan "${q[@]}" --tokens-per-step 4096 --layout fsdp=8 --json
+expect "rows not whole per rank" 2 "--tokens-per-step: 12 sequences per step do not split over 8 data-parallel groups (world 8 / cp 1) x 1 sequences per micro step; the nearest that do: 32768 or 65536 tokens" \
+  "$bin" plan "${q[@]}" --tokens-per-step $((12 * 4096)) --layout fsdp=8 --json
+# A trainer config's batch is planned as prime-rl deals it out (rounded up to whole rows for
+# the world), with a note naming both figures: the standalone trainer's [data.fake] too.
+printf '[model]\nname = "Qwen/Qwen3-0.6B"\nseq_len = 4096\n[data.fake]\nbatch_size = 2\n' >"$work/fake.toml"
+"$bin" plan --trainer-config "$work/fake.toml" --json >"$work/fake.json" 2>"$work/fake.err" &&
+  json_check fake-rows "$work/fake.json" '
+assert d["workload"]["tokens_per_step"] == 32768, d["workload"]
+n = "8192 tokens planned as 32768: whole rows of 4096 for 8 workers (world / cp)"
+assert n in d["trainer_config"]["notes"], d["trainer_config"]["notes"]' ||
+  bad "fake batch note: $(cat "$work/fake.err")"
 finish

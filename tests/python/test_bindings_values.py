@@ -2,7 +2,8 @@
 plan, topology or model dict is an InputError naming its key (JSON has neither; the reader used
 to fail with its parser's text as a RuntimeError); 2**62 tokens per step is refused at once,
 naming the micro-step count; and Ctrl-C ends a long search with KeyboardInterrupt instead of
-running on to the end (the search checks for signals between candidates). ctest sets
+running on to the end (the search checks for signals between candidates); LoRA targets given
+as bytes, None or [] are refused, and targets that match nothing adapt nothing (issue 46). ctest sets
 PYTHONPATH and what testenv.py reads (tests/CMakeLists.txt)."""
 import os
 import signal
@@ -102,6 +103,41 @@ class CtrlC(unittest.TestCase):
         self.assertEqual(child.stdout.read(), "interrupted\n")
         self.assertEqual(child.returncode, 0)
         self.assertLess(last - signalled, 1.0, "the search ran on after SIGINT")
+
+
+class LoraTargets(unittest.TestCase):
+    """Targets that match no module adapt nothing (issue 46 item 12): str() made b"q_proj" the
+    module "b'q_proj'" and [None] the module "None", a plan of 0 tensors that "fits"."""
+    ARGS = dict(model="tiny-dense", topology=TOPO, nodes=1, gpus_per_node=1, optimizer="adamw",
+                lora_rank=4)
+
+    def refused(self, targets):
+        with self.assertRaises(muonplan.InputError) as e:
+            muonplan.plan(lora_targets=targets, **self.ARGS)
+        return str(e.exception)
+
+    def test_none_in_list(self):
+        self.assertEqual(self.refused([None]), "lora_targets: None inside a list (None means "
+                         "not given only as the whole value)")
+
+    def test_bytes(self):
+        self.assertEqual(self.refused(b"q_proj"), "lora_targets: expected str, got bytes "
+                         "(decode it first)")
+        self.assertEqual(self.refused(["q_proj", b"v_proj"]), "lora_targets: expected str, got "
+                         "bytes (decode it first)")
+
+    def test_empty_list(self):
+        self.assertEqual(self.refused([]), "lora_targets: an empty list; leave the keyword out "
+                         "(or None) for the default")
+
+    def test_adapts_nothing(self):
+        self.assertTrue(self.refused(["Q_PROJ"]).startswith(
+            "lora_targets: 'Q_PROJ' adapts nothing: no linear module of the model"))
+
+    def test_matching_targets_plan(self):
+        p = muonplan.plan(lora_targets=["q_proj", "v_proj"], **self.ARGS)
+        self.assertEqual(p["lora"]["target_modules"], ["q_proj", "v_proj"])
+        self.assertGreater(len(p["tensors"]), 0)
 
 
 if __name__ == "__main__":

@@ -55,8 +55,16 @@ TEST_CASE("micro steps: sequences over data-parallel groups (world / cp)", "[wor
   w.micro_batch_seqs = 3;
   CHECK_THROWS_WITH(micro_steps(w, 8, Layout{8, 2, 1}),
                     "--tokens-per-step: 16 sequences per step do not split over 4 data-parallel "
-                    "groups (world 8 / cp 2) x 3 sequences per micro step");
+                    "groups (world 8 / cp 2) x 3 sequences per micro step; the nearest that do: "
+                    "49152 or 98304 tokens");
+  // Fewer rows than ranks: 0 micro steps planned no activations (issue 46 item 13).
   w.micro_batch_seqs = 1;
+  w.tokens_per_step = 2 * 4096;
+  CHECK_THROWS_WITH(micro_steps(w, 8, Layout{8, 1, 1}),
+                    "--tokens-per-step: 2 sequences per step do not split over 8 data-parallel "
+                    "groups (world 8 / cp 1) x 1 sequences per micro step; the nearest that do: "
+                    "32768 tokens");
+  w.tokens_per_step = 16 * 4096;
   w.seq_len = 4095;
   w.tokens_per_step = 16 * 4095;
   CHECK_THROWS_WITH(micro_steps(w, 8, Layout{8, 2, 1}),

@@ -3,7 +3,22 @@
 #include <sstream>
 
 namespace muonplan {
+
+std::string brief(std::string_view text) {
+  if (text.size() <= kQuotedChars) return std::string(text);
+  size_t cut = kQuotedChars - 3;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(text.substr(0, cut)) + "...";
+}
+
 namespace {
+
+std::string bounded(const std::string& message) {
+  if (message.size() <= kMaxMessageBytes) return message;
+  const size_t keep = kMaxMessageBytes / 2;
+  return message.substr(0, keep) + " ... (" + std::to_string(message.size() - 2 * keep) +
+         " bytes cut) ... " + message.substr(message.size() - keep);
+}
 
 std::string format(const SourceLoc& loc, const std::string& field, const std::string& message) {
   std::ostringstream out;
@@ -20,9 +35,9 @@ std::string format(const SourceLoc& loc, const std::string& field, const std::st
 }  // namespace
 
 InputError::InputError(const SourceLoc& loc, const std::string& field, const std::string& message)
-    : std::runtime_error(format(loc, field, message)),
+    : std::runtime_error(format(loc, bounded(field), bounded(message))),
       loc_(loc),
-      field_(field),
-      message_(message) {}
+      field_(bounded(field)),
+      message_(bounded(message)) {}
 
 }  // namespace muonplan

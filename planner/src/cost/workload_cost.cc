@@ -74,12 +74,20 @@ int64_t micro_steps(const Workload& w, int world, const Layout& l) {
   const int64_t seqs = w.tokens_per_step / w.seq_len;
   const int64_t per_micro = checked_mul(dp, w.micro_batch_seqs, "--micro-batch-seqs",
                                         "data-parallel groups x sequences per micro step");
-  if (seqs % per_micro != 0) {
-    throw InputError({}, "--tokens-per-step",
-                     std::to_string(seqs) + " sequences per step do not split over " +
-                         std::to_string(dp) + " data-parallel groups (world " +
-                         std::to_string(world) + " / cp " + std::to_string(l.cp) + ") x " +
-                         std::to_string(w.micro_batch_seqs) + " sequences per micro step");
+  // The batch rule (docs/trainer-config.md, "Tokens per step"): whole rows (to_plan_request
+  // checks it), dealt out whole to every data-parallel rank, at least one each.
+  if (seqs % per_micro != 0 || seqs == 0) {
+    const int64_t below = seqs / per_micro * per_micro;
+    const int64_t above = checked_add(below, per_micro, "--tokens-per-step", "rows");
+    const std::string up =
+        std::to_string(checked_mul(above, w.seq_len, "--tokens-per-step", "rows x seq_len"));
+    throw InputError(
+        {}, "--tokens-per-step",
+        std::to_string(seqs) + " sequences per step do not split over " + std::to_string(dp) +
+            " data-parallel groups (world " + std::to_string(world) + " / cp " +
+            std::to_string(l.cp) + ") x " + std::to_string(w.micro_batch_seqs) +
+            " sequences per micro step; the nearest that do: " +
+            (below > 0 ? std::to_string(below * w.seq_len) + " or " : "") + up + " tokens");
   }
   const int64_t n = seqs / per_micro;
   if (n > kMaxMicroSteps) {

@@ -22,11 +22,11 @@ Layout parse_layout(const std::string& text) {
   while (std::getline(in, item, ',')) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos)
-      bad("expected key=value items like fsdp=8,ep=8, got '" + item + "'");
+      bad("expected key=value items like fsdp=8,ep=8, got '" + brief(item) + "'");
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
     const std::optional<int64_t> parsed =
         parse_int(value, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
-    if (!parsed) bad(key + " must be an integer, got '" + value + "'");
+    if (!parsed) bad(key + " must be an integer, got '" + brief(value) + "'");
     const int v = static_cast<int>(*parsed);
     if (v <= 0) bad(key + " must be positive, got " + value);
     if (key == "fsdp") {

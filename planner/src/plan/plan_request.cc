@@ -11,6 +11,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "muonplan/base/checked_int.h"
 #include "muonplan/base/enum_names.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/parse_int.h"
@@ -20,12 +21,13 @@
 #include "muonplan/planner/layout.h"
 #include "muonplan/planner/lora.h"
 #include "muonplan/planner/plan_flag_table.h"
+#include "muonplan/planner/trainer_config_in.h"
 #include "muonplan/planner/workload.h"
 
 namespace muonplan {
 
 std::string bad_nodes_message(const std::string& got) {
-  return "expected a positive integer or auto, got '" + got + "'";
+  return "expected a positive integer or auto, got '" + brief(got) + "'";
 }
 
 namespace {
@@ -62,7 +64,8 @@ T parse_number(const std::string& text, const std::string& flag, const char* wha
   }
   if (text.empty() || used != text.size()) {
     const char* range = out_of_range ? " within double's range (|x| below 1.8e308)" : "";
-    throw InputError({}, flag, std::string("expected ") + what + range + ", got '" + text + "'");
+    throw InputError({}, flag,
+                     std::string("expected ") + what + range + ", got '" + brief(text) + "'");
   }
   return v;
 }
@@ -70,7 +73,7 @@ T parse_number(const std::string& text, const std::string& flag, const char* wha
 bool parse_bool(const std::string& text, const std::string& flag) {
   if (text == "true" || text == "1") return true;
   if (text == "false" || text == "0") return false;
-  throw InputError({}, flag, "expected true or false, got '" + text + "'");
+  throw InputError({}, flag, "expected true or false, got '" + brief(text) + "'");
 }
 
 using Setter = std::function<void(PlanFlags&, const std::string& value, const std::string& flag)>;
@@ -174,7 +177,7 @@ Access adamw_betas() {
   return {[](PlanFlags& f, const std::string& v, const std::string& flag) {
             const size_t comma = v.find(',');
             if (comma == std::string::npos)
-              throw InputError({}, flag, "expected b1,b2, got '" + v + "'");
+              throw InputError({}, flag, "expected b1,b2, got '" + brief(v) + "'");
             f.hyper.adamw_beta1 = parse_number<double>(v.substr(0, comma), flag, "a number");
             f.hyper.adamw_beta2 = parse_number<double>(v.substr(comma + 1), flag, "a number");
           },
@@ -189,7 +192,8 @@ Access headroom(double PlanFlags::*field) {
   Access a = number(field, "a number");
   a.set = [field](PlanFlags& f, const std::string& v, const std::string& flag) {
     const double x = parse_number<double>(v, flag, "a number");
-    if (!(x >= 0 && x < 1)) throw InputError({}, flag, "a fraction in [0, 1), got '" + v + "'");
+    if (!(x >= 0 && x < 1))
+      throw InputError({}, flag, "a fraction in [0, 1), got '" + brief(v) + "'");
     f.*field = x;
   };
   return a;
@@ -312,6 +316,14 @@ void set_plan_flag(PlanFlags& flags, const std::string& name, const std::string&
   std::string dashed = name;
   std::replace(dashed.begin(), dashed.end(), '_', '-');
   access(name).set(flags, value, "--" + dashed);
+  flags.typed[dashed] = value;
+}
+
+std::string plan_flag_typed(const PlanFlags& flags, const std::string& name) {
+  std::string dashed = name;
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  const auto t = flags.typed.find(dashed);
+  return t != flags.typed.end() ? t->second : plan_flag_value(flags, dashed);
 }
 
 std::string plan_flag_value(const PlanFlags& flags, const std::string& name) {
@@ -356,6 +368,8 @@ LoraConfig lora_options(const PlanFlags& f) {
   if (f.lora_rank < 0) throw InputError({}, "--lora-rank", positive_integer_message(f.lora_rank));
   if (f.lora_alpha < 0) throw InputError({}, "--lora-alpha", "must be positive");
   if (f.lora_adapters < 1) throw InputError({}, "--lora-adapters", "must be at least 1");
+  if (f.lora_adapters > kMaxLoraAdapters)
+    throw InputError({}, "--lora-adapters", lora_adapters_message(f.lora_adapters));
   if (f.lora_rank == 0) {
     const char* given = f.lora_alpha != 0         ? "--lora-alpha"
                         : !f.lora_targets.empty() ? "--lora-targets"
@@ -395,6 +409,8 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
   for (auto [name, v] :
        {std::pair{"--gpu-memory-gib", f.gpu_memory_gib}, {"--host-ram-gib", f.host_ram_gib}}) {
     if (v != 0) check_positive_finite(v, name);
+    if (const std::string why = memory_gib_problem(v); !why.empty())
+      throw InputError({}, name, why);
   }
   r.max_nodes = f.max_nodes;
   r.max_predictions = f.max_predictions;
@@ -432,9 +448,20 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
                        "a workload needs both --tokens-per-step and --seq-len");
     }
     if (f.ac != "full" && f.ac != "none") {
-      throw InputError({}, "--ac", "expected full or none, got '" + f.ac + "'");
+      throw InputError({}, "--ac", "expected full or none, got '" + brief(f.ac) + "'");
     }
     if (f.micro_batch_seqs <= 0) throw InputError({}, "--micro-batch-seqs", "must be positive");
+    // Whole rows: 1000 tokens of 4096-token rows planned 0 rows, the activations missing.
+    if (f.tokens_per_step % f.seq_len != 0) {
+      const int64_t rows = f.tokens_per_step / f.seq_len;
+      const std::string below = rows > 0 ? std::to_string(rows * f.seq_len) + " or " : "";
+      throw InputError({}, "--tokens-per-step",
+                       std::to_string(f.tokens_per_step) + " is not a whole number of rows of " +
+                           "--seq-len " + std::to_string(f.seq_len) +
+                           " tokens; the nearest: " + below +
+                           std::to_string(checked_add(rows * f.seq_len, f.seq_len,
+                                                      "--tokens-per-step", "a row more")));
+    }
     if (f.lm_head_chunk < 0)
       throw InputError({}, "--lm-head-chunk", "must not be negative (0: unfused)");
     o.workload =
@@ -461,6 +488,10 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
                                 : parse_runtime(f.runtime);
   o.gpu_headroom = f.gpu_headroom;
   o.host_headroom = f.host_headroom;
+  if (!f.prime_rl_version.empty()) {
+    check_prime_rl_version(f.prime_rl_version);
+    r.prime_rl_version = f.prime_rl_version;
+  }
   return r;
 }
 

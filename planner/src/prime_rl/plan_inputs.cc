@@ -26,6 +26,11 @@ PlanInputs prepare_plan(const std::string& model, PlanFlags flags) {
   }
   if (in.trainer) apply_trainer_config(*in.trainer, in.model.spec, flags, in.overrides);
   in.flags = flags;
+  if (!in.trainer && !flags.prime_rl_version.empty()) {
+    in.overrides.push_back("--prime-rl-version " + flags.prime_rl_version +
+                           ": changes no figure without --trainer-config (its defaults apply "
+                           "where a trainer config is silent); kept in the plan request");
+  }
   try {
     in.request = to_plan_request(flags);
   } catch (const InputError& e) {

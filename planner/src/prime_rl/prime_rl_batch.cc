@@ -147,9 +147,13 @@ void read_trainer_batch(const TrainerFile& f, TrainerConfig& tc, int64_t seq_len
            "not a multiple of fake.micro_batch_size = " + std::to_string(micro));
   tc.rl_tokens = checked_mul(rows, seq_len, "data.fake.batch_size", "batch_size x seq_len");
   const int64_t workers = int64_t(tc.nodes) * tc.gpus_per_node / tc.cp;
-  tc.values.push_back(f.value("tokens-per-step",
-                              std::to_string(whole_rows(tc.rl_tokens, seq_len, workers)), "data",
-                              "fake.batch_size"));
+  const int64_t planned = whole_rows(tc.rl_tokens, seq_len, workers);
+  if (planned != tc.rl_tokens)  // as read_rl_batch says it: both figures
+    tc.notes.push_back(std::to_string(tc.rl_tokens) + " tokens planned as " +
+                       std::to_string(planned) + ": whole rows of " + std::to_string(seq_len) +
+                       " for " + std::to_string(workers) + " workers (world / cp)");
+  tc.values.push_back(
+      f.value("tokens-per-step", std::to_string(planned), "data", "fake.batch_size"));
   tc.values.push_back(
       f.value("micro-batch-seqs", std::to_string(micro), "data", "fake.micro_batch_size"));
 }

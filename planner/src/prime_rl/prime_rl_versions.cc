@@ -20,8 +20,13 @@ bool is_date(const std::string& d) {
   for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9}) {
     if (!std::isdigit(static_cast<unsigned char>(d[i]))) return false;
   }
-  return d.substr(5, 2) >= "01" && d.substr(5, 2) <= "12" && d.substr(8, 2) >= "01" &&
-         d.substr(8, 2) <= "31";
+  // A day of the Gregorian calendar: 2026-02-30 and year 0000 are no date (they were taken).
+  const int year = std::stoi(d.substr(0, 4)), month = std::stoi(d.substr(5, 2)),
+            day = std::stoi(d.substr(8, 2));
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return year >= 1 && month >= 1 && month <= 12 && day >= 1 &&
+         day <= kDays[month - 1] + (month == 2 && leap);
 }
 
 // The eras of the keys whose presence changed (docs/trainer-config.md, "Key eras"): a key is
@@ -109,7 +114,8 @@ std::string key_era_problem(const std::string& table, const std::string& key, bo
 PrimeRlDefaults prime_rl_defaults(const std::string& version) {
   const std::string date = version.empty() ? kNewest : version;
   if (!is_date(date))
-    throw InputError({}, "--prime-rl-version", "expected a date YYYY-MM-DD, got '" + date + "'");
+    throw InputError({}, "--prime-rl-version",
+                     "expected a date YYYY-MM-DD of the calendar, got '" + brief(date) + "'");
   PrimeRlDefaults d;
   d.date = date;
   d.dated = !version.empty();
@@ -119,6 +125,16 @@ PrimeRlDefaults prime_rl_defaults(const std::string& version) {
   d.lm_head_chunk = date >= kHead8192 ? 8192 : date >= kHead1024 ? 1024 : 0;
   return d;
 }
+
+}  // namespace muonplan::detail
+
+namespace muonplan {
+void check_prime_rl_version(const std::string& version) {
+  detail::prime_rl_defaults(version);
+}
+}  // namespace muonplan
+
+namespace muonplan::detail {
 
 std::vector<std::string> default_differences(const PrimeRlDefaults& now,
                                              const PrimeRlDefaults& then) {

@@ -103,11 +103,14 @@ void collect(TrainerFile& f, TrainerConfig& tc, const std::string& table, const 
     const std::string key = prefix + k;
     const TrainerKey* known = find_trainer_key(table, key);
     if (!known) {
-      if (is_planning_table(table) || table == "muonplan") {
+      // The first kMaxListedUnknownKeys each get a line; the rest a count (60,000 unknown
+      // keys were 60,000 lines).
+      if ((is_planning_table(table) || table == "muonplan") &&
+          ++tc.unknown_keys <= kMaxListedUnknownKeys) {
         tc.warnings.push_back(tc.path + ":" + std::to_string(v.key_line) + ":" +
-                              std::to_string(v.key_col) + ": " + printable(f.field(table, key)) +
-                              ": unknown key in [" + prime_rl_table(table, tc.top_level()) +
-                              "]; not planned");
+                              std::to_string(v.key_col) + ": " +
+                              printable(brief(f.field(table, key))) + ": unknown key in [" +
+                              prime_rl_table(table, tc.top_level()) + "]; not planned");
       }
       continue;
     }
@@ -137,6 +140,17 @@ void collect_tables(TrainerFile& f, TrainerConfig& tc, const TomlNode& root) {
                {"orchestrator", root.get("orchestrator")},
                {"trainer", trainer},  // its own keys: max_concurrent_runs (LoRA slots)
                {"slurm", root.get("slurm")}};
+  }
+  // A planning table of another kind (`model = "Qwen/Qwen3-8B"`, [[deployment]], `orchestrator
+  // = true`) would be passed over and planned as prime-rl's defaults: prime-rl refuses it.
+  for (const auto& [t, node] : planned) {
+    if (!node || node->kind == TomlNode::Kind::table) continue;
+    const std::string name = t == "shared" ? "model" : prime_rl_table(t, tc.top_level());
+    const std::string got = node->kind == TomlNode::Kind::array && !node->items.empty() &&
+                                    node->items.front().kind == TomlNode::Kind::table
+                                ? "an array of tables ([[" + name + "]])"
+                                : node->shown();
+    throw InputError(f.at(*node), name, "expected a table ([" + name + "]), got " + got);
   }
   for (const auto& [k, v] : root.members) {
     if (v.kind != TomlNode::Kind::table) {  // top-level keys: seq_len, older num_nodes, ...
@@ -312,6 +326,10 @@ TrainerConfig read_trainer_config(const std::string& path, const std::string& ve
   detail::read_lora(f, tc);
   detail::read_batch(f, tc);
   detail::warn_unmodelled(f, tc);
+  if (tc.unknown_keys > kMaxListedUnknownKeys)
+    tc.warnings.push_back(path + ": " + std::to_string(tc.unknown_keys - kMaxListedUnknownKeys) +
+                          " more unknown keys in planning tables, not listed (the first " +
+                          std::to_string(kMaxListedUnknownKeys) + " are); not planned");
   note_version(f, tc, !version.empty());
   return tc;
 }
@@ -335,8 +353,30 @@ void apply_value(const FileValue& v, PlanFlags& flags, std::vector<std::string>&
   if (given == plan_flag_value(PlanFlags{}, v.flag)) {
     set_plan_flag(flags, v.flag, v.text);
   } else if (plan_flag_value(probe, v.flag) != given) {
-    overrides.push_back("--" + v.flag + " " + given + " overrides " + where(v));
+    overrides.push_back("--" + v.flag + " " + printable(brief(plan_flag_typed(flags, v.flag))) +
+                        " overrides " + where(v));
   }
+}
+
+// --lr and --weight-decay name the file's optim.lr and optim.weight_decay, whichever optimizer
+// reads them: an AdamW file reads optim.lr as --adamw-lr (what its step uses), and Muon's
+// AdamW group takes optim.weight_decay as --adamw-weight-decay too. A flag given moves every
+// value the file read from its key; --adamw-lr and --adamw-weight-decay keep their meaning.
+bool lr_or_decay_given(const TrainerConfig& tc, const FileValue& v,
+                       const std::map<std::string, std::string>& given, PlanFlags& flags,
+                       std::vector<std::string>& overrides) {
+  const char* sibling = v.flag == "adamw-lr"             ? "lr"
+                        : v.flag == "adamw-weight-decay" ? "weight-decay"
+                                                         : nullptr;
+  if (!sibling || given.count(v.flag) || !given.count(sibling)) return false;
+  const FileValue* own = tc.value(sibling);
+  if (own && own->shown != v.shown) return false;  // read from another key
+  const std::string typed = given.at(sibling);
+  set_plan_flag(flags, v.flag, typed);
+  flags.typed.erase(v.flag);
+  overrides.push_back("--" + std::string(sibling) + " " + printable(brief(typed)) + " overrides " +
+                      where(v) + ", which the file's optimizer reads as --" + v.flag);
+  return true;
 }
 
 }  // namespace
@@ -344,8 +384,10 @@ void apply_value(const FileValue& v, PlanFlags& flags, std::vector<std::string>&
 void apply_trainer_config(const TrainerConfig& tc, const ModelSpec& spec, PlanFlags& flags,
                           std::vector<std::string>& overrides) {
   const bool workload_flag = !flags.workload.empty();
+  const std::map<std::string, std::string> given = flags.typed;  // before the file's values
   for (const FileValue& v : tc.values) {
     if (v.flag == "ac-max-inflight") continue;  // no flag: set below
+    if (lr_or_decay_given(tc, v, given, flags, overrides)) continue;
     const bool workload_key = v.flag == "tokens-per-step" || v.flag == "seq-len" ||
                               v.flag == "micro-batch-seqs" || v.flag == "ac" ||
                               v.flag == "ac-offload" || v.flag == "lm-head-chunk" ||

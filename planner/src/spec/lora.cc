@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "muonplan/base/error.h"
+#include "muonplan/planfile/plan_checks.h"
 
 namespace muonplan {
 
@@ -31,10 +32,12 @@ std::vector<std::string> parse_lora_targets(const std::string& text, const std::
   std::stringstream in(text);
   std::string name;
   while (std::getline(in, name, ',')) {
-    if (name.empty()) throw InputError({}, field, "empty module name in '" + text + "'");
+    if (name.empty()) throw InputError({}, field, "empty module name in '" + brief(text) + "'");
+    // As the plan loader reads target_modules back (execute refused what plan wrote).
+    if (const std::string why = text_problem(name); !why.empty()) throw InputError({}, field, why);
     if (name.find_first_of(".*+?^$[]{}|()\\") != std::string::npos) {
       throw InputError({}, field,
-                       "'" + name +
+                       "'" + brief(name) +
                            "' is a regex pattern; muonplan matches plain module names "
                            "(q_proj, experts, ...) only");
     }
@@ -52,6 +55,15 @@ void check_lora(const LoraConfig& lora, OptimizerKind optimizer, const std::stri
                      "adapters with AdamW); plan LoRA with --optimizer adamw");
   }
   if (lora.adapters < 1) throw InputError({}, "--lora-adapters", "must be at least 1");
+  if (lora.adapters > kMaxLoraAdapters)
+    throw InputError({}, "--lora-adapters", lora_adapters_message(lora.adapters));
+}
+
+std::string lora_adapters_message(int64_t adapters) {
+  return "at most " + std::to_string(kMaxLoraAdapters) +
+         " adapter slots are planned (each is a copy of every adapter tensor: planning time "
+         "grows with them), got " +
+         std::to_string(adapters);
 }
 
 bool lora_offload_refused(const LoraConfig& lora, OffloadMode mode) {
@@ -98,6 +110,30 @@ void add_pair(ParamInventory& inv, const ParamTensor& base, const std::string& m
   inv.tensors.push_back(std::move(b));
 }
 
+// Targets that match no linear module give a plan that trains nothing (0 tensors, "fits"):
+// refused, naming what the model's modules are called.
+[[noreturn]] void refuse_adapting_nothing(const ParamInventory& inv,
+                                          const std::vector<std::string>& targets) {
+  std::vector<std::string> names;
+  auto add = [&](const std::string& n) {
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  };
+  for (const ParamTensor& t : inv.frozen) {
+    const std::string module = module_of(t.name);
+    if (t.shape.size() < 2 || module == "model.embed_tokens") continue;
+    add(module.substr(module.rfind('.') + 1));
+    for (const Partition& p : t.partitions) add(p.name + "_proj");
+  }
+  std::string asked, known;
+  for (const std::string& n : targets) asked += (asked.empty() ? "" : ",") + n;
+  for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+  throw InputError({}, "--lora-targets",
+                   "'" + printable(brief(asked)) +
+                       "' adapts nothing: no linear module of the model has a name component "
+                       "equal to one of them (names match exactly, case included); its modules: " +
+                       known);
+}
+
 }  // namespace
 
 void apply_lora(ParamInventory& inv, const LoraConfig& lora) {
@@ -123,6 +159,7 @@ void apply_lora(ParamInventory& inv, const LoraConfig& lora) {
       }
     }
   }
+  if (inv.tensors.empty()) refuse_adapting_nothing(inv, targets);
 }
 
 }  // namespace muonplan

@@ -43,7 +43,7 @@ std::string read_revision(const fs::path& ref) {
   if (text.empty()) why = "is empty; expected the snapshot's name (a commit hash)";
   if (why.empty() && (text.find_first_of("/\\ ") != std::string::npos ||
                       text.find("..") != std::string::npos || text == ".")) {
-    why = "'" + text + "' is not a revision name (no separators, spaces or '..')";
+    why = "'" + brief(text) + "' is not a revision name (no separators, spaces or '..')";
   }
   if (!why.empty()) throw InputError({ref.string(), 0, 0}, "revision", why);
   return text;
@@ -117,7 +117,7 @@ ResolvedModel resolve_model(const std::string& name, const SourceLoc& at,
              name.find(".json") != std::string::npos) {
     return {load_model(name), name, "path"};  // a file, or one meant as one: its own error
   } else {
-    looked.push_back(name + " (no such file or directory)");
+    looked.push_back(brief(name) + " (no such file or directory)");
   }
   const std::vector<BundledModel> bundled = bundled_models();
   for (const BundledModel& b : bundled) {
@@ -141,7 +141,7 @@ ResolvedModel resolve_model(const std::string& name, const SourceLoc& at,
   std::string list;
   for (const std::string& l : looked) list += (list.empty() ? "" : "; ") + l;
   throw InputError(at, field,
-                   "'" + name + "' not found" +
+                   "'" + brief(name) + "' not found" +
                        (meant.empty() ? "" : " (did you mean " + meant + "?)") +
                        "; looked in: " + list + " (nothing is downloaded)");
 }

@@ -77,6 +77,8 @@ void read_gpu(const YamlMap& m, GpuSpec& g) {
   g.name = m.get_string("name");
   if (const std::string why = name_problem(g.name); !why.empty()) m.fail("name", why);
   g.memory_gib = positive(m, "memory_gib");
+  if (const std::string why = memory_gib_problem(g.memory_gib); !why.empty())
+    m.fail("memory_gib", why);
   g.bf16_tflops = positive(m, "bf16_tflops");
   g.hbm_gbps = positive(m, "hbm_gbps");
   g.sm_count = count(m, "sm_count", kMaxSmCount);
@@ -141,6 +143,8 @@ void read_node(const YamlMap& m, NodeSpec& n) {
   const YamlMap host = m.get_map("host");
   host.check_known({"ram_gib", "mem_gbps", "cpu_cores", "sockets"});
   n.host_ram_gib = positive(host, "ram_gib");
+  if (const std::string why = memory_gib_problem(n.host_ram_gib); !why.empty())
+    host.fail("ram_gib", why);
   n.host_mem_gbps = positive(host, "mem_gbps");
   n.cpu_cores = count(host, "cpu_cores", kMaxCpuCores);
   n.cpu_sockets = count(host, "sockets", 8, n.cpu_sockets);

@@ -1,6 +1,7 @@
 #include "muonplan/tools/calibrate.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -123,7 +124,20 @@ double objective(const Topology& topo, const std::vector<CalibrationRun>& runs) 
   return f;
 }
 
-// Nelder-Mead on an unconstrained vector; returns the best point found.
+// The fit's work, by its inputs (fit_evaluation_bound): the tiles tried, Nelder-Mead restarts
+// from the best point (they escape a simplex that collapsed early), and evaluations per restart
+// per simplex vertex. A restart that finds nothing better ends the tile's fit.
+// 200 a vertex: the committed CPU fits converge within about 450 a restart (8 constants: 1800
+// allowed); 400 let a fit that does not converge run 2x longer for nothing.
+constexpr int kTiles = 6, kRestarts = 3, kEvalsPerVertex = 200;
+// A simplex this small in z (log or logit of each constant) has converged: the constants are
+// written to 6 significant figures, and z moves a constant by about dz relative. Without it a
+// fit whose objective never evens out within 1e-12 (plateaus of the GEMM tile waves, measured
+// noise) ran to the evaluation cap: 3-5 s for one step's metrics, past 90 s for another's.
+constexpr double kSimplexZ = 1e-7;
+
+// Nelder-Mead on an unconstrained vector; returns the best point found. At most max_evals + n
+// + 1 evaluations (a shrink's n after the last check).
 std::vector<double> nelder_mead(const std::function<double(const std::vector<double>&)>& f,
                                 std::vector<double> x0, double step, int max_evals) {
   const size_t n = x0.size();
@@ -138,6 +152,11 @@ std::vector<double> nelder_mead(const std::function<double(const std::vector<dou
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return fs[a] < fs[b]; });
     const size_t best = order.front(), worst = order.back(), second = order[n - 1];
     if (std::abs(fs[worst] - fs[best]) < 1e-12 * (1 + std::abs(fs[best]))) break;
+    double size = 0;
+    for (size_t i = 0; i <= n; ++i) {
+      for (size_t d = 0; d < n; ++d) size = std::max(size, std::abs(s[i][d] - s[best][d]));
+    }
+    if (size < kSimplexZ) break;
     std::vector<double> c(n, 0.0);
     for (size_t i = 0; i <= n; ++i) {
       if (i == worst) continue;
@@ -186,6 +205,12 @@ std::string fmt(double v) {
 }
 
 }  // namespace
+
+int64_t fit_evaluation_bound(int constants) {
+  // Nelder-Mead's cap, a shrink past it, and the restart's result evaluated once more.
+  const int64_t per_restart = int64_t(kEvalsPerVertex) * (constants + 1) + constants + 2;
+  return int64_t(kTiles) * kRestarts * per_restart;
+}
 
 double predict_step_s(const Topology& topo, const CalibrationRun& run) {
   return predict_run(topo, run).step_s;
@@ -263,7 +288,8 @@ double CalibrationResult::max_held_out_error_before() const {
 }
 
 CalibrationResult calibrate(const Topology& topo, const std::vector<CalibrationRun>& fit,
-                            const std::vector<CalibrationRun>& held_out) {
+                            const std::vector<CalibrationRun>& held_out,
+                            const std::function<void(const std::string&)>& progress) {
   if (fit.empty()) throw InputError({}, "--metrics", "no runs to fit");
   std::vector<Knob> active;
   CalibrationResult result;
@@ -280,11 +306,17 @@ CalibrationResult calibrate(const Topology& topo, const std::vector<CalibrationR
     result.constants.push_back(c);
   }
   // The GEMM tile is discrete: try the common ones, fit the continuous constants for each.
-  const std::pair<int, int> tiles[] = {{16, 16},   {32, 32},   {64, 64},
-                                       {128, 128}, {128, 256}, {256, 128}};
+  const std::pair<int, int> tiles[kTiles] = {{16, 16},   {32, 32},   {64, 64},
+                                             {128, 128}, {128, 256}, {256, 128}};
   double best_f = std::numeric_limits<double>::infinity();
   Topology best = topo;
+  result.fit_evaluation_bound = fit_evaluation_bound(int(active.size()));
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  Clock::time_point said = start;
+  int tile = 0;
   for (const auto& [tm, tn] : tiles) {
+    ++tile;
     Topology t = topo;
     t.calibration.gemm_tile_m = tm;
     t.calibration.gemm_tile_n = tn;
@@ -296,13 +328,28 @@ CalibrationResult calibrate(const Topology& topo, const std::vector<CalibrationR
     auto f = [&](const std::vector<double>& z) {
       Topology trial = t;
       apply(z, trial);
+      ++result.fit_evaluations;
+      const Clock::time_point now = Clock::now();
+      if (progress && now - said >= std::chrono::duration<double>(kFitProgressS)) {
+        said = now;
+        progress("tile " + std::to_string(tile) + " of " + std::to_string(kTiles) + ", " +
+                 std::to_string(result.fit_evaluations) + " of at most " +
+                 std::to_string(result.fit_evaluation_bound) + " evaluations x " +
+                 std::to_string(fit.size()) + " run(s), " +
+                 std::to_string(int(std::chrono::duration<double>(now - start).count())) + " s");
+      }
       return objective(trial, fit);
     };
     std::vector<double> z;
     for (const Knob& k : active) z.push_back(to_z(k, topo.calibration.*k.field));
-    // Restarts from the best point escape the simplex collapsing early.
-    for (int round = 0; round < 3; ++round) z = nelder_mead(f, z, 1.0, 400 * (int(z.size()) + 1));
-    const double fz = f(z);
+    const int per_restart = kEvalsPerVertex * (int(z.size()) + 1);
+    double fz = std::numeric_limits<double>::infinity();
+    for (int round = 0; round < kRestarts; ++round) {
+      const std::vector<double> next = nelder_mead(f, z, 1.0, per_restart);
+      const double f_next = f(next);
+      if (round > 0 && !(f_next < fz)) break;  // the restart found nothing better
+      z = next, fz = f_next;
+    }
     if (fz < best_f) {
       best_f = fz;
       best = t;

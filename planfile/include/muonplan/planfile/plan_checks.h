@@ -38,6 +38,11 @@ std::string decay_bound_on_lr(double lr, double weight_decay);
 // "FIELD: must be a finite number > 0, got X" at `loc` (none for a flag).
 void check_positive_finite(double value, const std::string& field, const SourceLoc& loc = {});
 
+// A memory size in GiB (a topology's memory_gib and ram_gib, --gpu-memory-gib, --host-ram-gib)
+// whose bytes the plan's figures hold: "" when at most kMaxMetric bytes, else why not (1e300 GiB
+// was written as null, which execute then refused). Declared below with kMaxMetric.
+std::string memory_gib_problem(double gib);
+
 // hyper with update_rms and adamw_lr 0 ("the default") replaced by what runs.
 OptimizerHyper resolved_hyper(const OptimizerHyper& hyper, const NsSchedule& schedule);
 

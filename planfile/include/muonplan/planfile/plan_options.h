@@ -89,6 +89,11 @@ const char* dtype_name(int64_t bytes);  // "float32" or "bfloat16"
 // gradient or optimizer state); each target module gets adapters A [rank, in] and B [out, rank]
 // with fp32 master, gradient and AdamW state, `adapters` times (prime-rl's max_concurrent_runs
 // slots kept resident). rank 0: no LoRA.
+// The most adapter slots a plan holds (--lora-adapters, max_concurrent_runs, a plan's
+// lora.adapters): each slot is its own copy of every adapter tensor in the plan and the step,
+// so planning time grows linearly in slots (docs/planner.md, "LoRA"); 1000 took 42 s and
+// 2.7 GB, 2^31-1 ran out of memory. prime-rl's multi-run CI runs 2; 64 is far above use.
+inline constexpr int64_t kMaxLoraAdapters = 64;
 struct LoraConfig {
   int64_t rank = 0;
   double alpha = 0;                         // 0: prime-rl's default

@@ -28,6 +28,8 @@ std::vector<std::string> parse_lora_targets(const std::string& text, const std::
 // InputError naming `field` when LoRA is asked with an optimizer it is not run with: prime-rl's
 // LoRA runs use AdamW (Muon on the adapters is not planned), or with a bad rank or slot count.
 void check_lora(const LoraConfig& lora, OptimizerKind optimizer, const std::string& field);
+// "at most kMaxLoraAdapters adapter slots are planned (...), got N" (plan_options.h).
+std::string lora_adapters_message(int64_t adapters);
 
 // prime-rl refuses optimizer-state offload with more than one adapter slot (its
 // validate_optim_cpu_offload_single_run): the search lists such a candidate with this note, and

@@ -38,6 +38,9 @@ struct PlanRequest {
   // every candidate's GPU figures and fit verdict unread: best_alternatives sweeps that way and
   // replays only the candidates it ranks (alternatives.cc).
   PredictParts parts = PredictParts::all;
+  // --prime-rl-version, checked (a calendar date YYYY-MM-DD); empty: the newest known. Kept for
+  // the step-time model's eras (issue 49); no predicted figure reads it yet.
+  std::string prime_rl_version;
 };
 
 // Candidates --nodes auto predicts at most, unless asked otherwise: a bundled model's search

@@ -39,6 +39,9 @@ struct PlanFlags {
   std::string runtime;  // muonplan | pytorch; empty: pytorch with a workload, else muonplan
   double gpu_headroom = -1, host_headroom = -1;  // fractions kept free; negative: the runtime's
   OptimizerHyper hyper;
+  // Each flag's text as given to set_plan_flag (dashed name -> text): messages quote a value
+  // as typed ("--lr 0.0003"), not as a double prints (0.00029999999999999997).
+  std::map<std::string, std::string> typed;
 };
 
 // Validates the flags and builds the request. InputError names the offending flag. A
@@ -54,6 +57,8 @@ PlanFlags plan_flags_from_map(const std::map<std::string, std::string>& options)
 // A flag's current value as text set_plan_flag takes back; equal values give equal text
 // (numbers at full precision, layouts normalized), so it compares flag values.
 std::string plan_flag_value(const PlanFlags& flags, const std::string& name);
+// The flag's value as last given to set_plan_flag (as typed), else plan_flag_value.
+std::string plan_flag_typed(const PlanFlags& flags, const std::string& name);
 
 // The names set_plan_flag accepts, with dashes, in the CLI's order.
 std::vector<std::string> plan_flag_names();

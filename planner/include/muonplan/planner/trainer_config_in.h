@@ -20,6 +20,9 @@ struct FileValue {
   std::string shown;  // "table.key = value" as read, or "(default)" for prime-rl's default
 };
 
+// Unknown keys of planning tables listed one warning each; the rest are summed in one line.
+constexpr int64_t kMaxListedUnknownKeys = 20;
+
 struct TrainerConfig {
   std::string path;
   // The schema (trainer_config_in.cc, schema_of): an RL file (rl launcher), an SFT file, or a
@@ -42,6 +45,7 @@ struct TrainerConfig {
   int64_t rl_tokens = 0, seq_len = 0;
   std::vector<std::string> ignored;   // tables that do not change the plan
   std::vector<std::string> warnings;  // "FILE:LINE:COL: key: ..." (unknown keys, approximations)
+  int64_t unknown_keys = 0;           // in planning tables; past kMaxListedUnknownKeys, counted
   std::vector<std::string> notes;     // defaults applied, derived values, upper bounds
 
   // "rl", "sft" or "trainer"; [model] and [optim] sit at the top of SFT and trainer files.
@@ -56,6 +60,10 @@ struct TrainerConfig {
 // `version`: --prime-rl-version, a date YYYY-MM-DD whose prime-rl defaults apply where the
 // file is silent; empty: the newest the table knows (prime_rl_versions.cc).
 TrainerConfig read_trainer_config(const std::string& path, const std::string& version = "");
+
+// InputError "--prime-rl-version: ..." unless `version` is a date of the calendar YYYY-MM-DD
+// (2026-02-30 and 0000-01-01 are not); the flag path checks it as the file path does.
+void check_prime_rl_version(const std::string& version);
 
 // Sets `flags` from the file. A flag already given (not at PlanFlags{}'s value) wins; each
 // such override is appended to `overrides` as a line to print. Clears flags.trainer_config.

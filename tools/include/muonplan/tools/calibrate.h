@@ -11,6 +11,8 @@
 // value and is reported as not fitted.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -74,6 +76,9 @@ struct CalibrationResult {
   // The measured figures that determined the fit: each fitted run's step time, its component
   // times over the noise floor, and its gpu_runtime figures.
   int determining_figures = 0;
+  // The fit's work: objective evaluations (each predicts every fitted run) and the bound its
+  // inputs set on them (calibrate.cc, fit_evaluation_bound).
+  int64_t fit_evaluations = 0, fit_evaluation_bound = 0;
   double max_fit_error() const;              // max |rel_error_after| over fitted runs
   double max_held_out_error() const;         // the same over held-out runs (0 when none)
   double max_held_out_error_before() const;  // max |rel_error_before| over held-out runs
@@ -86,8 +91,17 @@ std::vector<std::string> overfit_warnings(const CalibrationResult& result);
 
 // Fits topo.calibration to `fit`, then checks `held_out` with the result. InputError when `fit`
 // is empty.
+// `progress`, when given, is called about every kFitProgressS seconds of the fit with a line to
+// show ("tile 3 of 6, 4200 of at most 21600 evaluations, 6 s").
+constexpr double kFitProgressS = 3;
 CalibrationResult calibrate(const Topology& topo, const std::vector<CalibrationRun>& fit,
-                            const std::vector<CalibrationRun>& held_out);
+                            const std::vector<CalibrationRun>& held_out,
+                            const std::function<void(const std::string&)>& progress = {});
+
+// The most objective evaluations a fit of `constants` continuous constants makes: the GEMM
+// tiles tried x restarts x Nelder-Mead's evaluations per restart, each (constants + 1) x a
+// fixed factor. What a fit costs is this x the fitted runs x one prediction.
+int64_t fit_evaluation_bound(int constants);
 
 // The topology's fixed GPU costs from the runs that report gpu_runtime (CUDA runs), as the
 // muonplan runtime profile uses them (docs/planner.md, "Calibration"): the allocator slack is

@@ -57,8 +57,9 @@ template <class E, size_t N>
 E parse_enum(const EnumName<E> (&table)[N], const std::string& name, const char* flag,
              std::initializer_list<const char*> extra = {}) {
   if (const std::optional<E> v = enum_from_name(table, name)) return *v;
-  throw InputError({}, flag,
-                   "expected " + choices_text(enum_names(table, extra)) + ", got '" + name + "'");
+  throw InputError(
+      {}, flag,
+      "expected " + choices_text(enum_names(table, extra)) + ", got '" + brief(name) + "'");
 }
 
 }  // namespace muonplan
