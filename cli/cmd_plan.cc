@@ -174,6 +174,112 @@ std::string emit_text(const PlanCommand& f, const PlanInputs& in, const Topology
          patched_file(read_input_file(in.trainer->path), in.trainer->path, chosen, written);
 }
 
+// --emit-out may replace the trainer config it reads (that is its purpose); every other input,
+// output and standard output is checked against it.
+std::vector<PathArg> plan_outputs(const PlanCommand& f) {
+  std::vector<PathArg> o = {{"--out", f.out}, {"--trace", f.trace}};
+  if (!f.emit_out.empty()) {
+    o.push_back({"--emit-out", f.emit_out});
+    o.push_back({"--emit-out", f.emit_out + ".bak", false, "'s backup"});
+  }
+  return o;
+}
+
+std::vector<PathArg> without_config(const PlanCommand& f, std::vector<PathArg> in) {
+  if (f.emit_out.empty()) return in;
+  for (PathArg& a : in) {
+    if (a.flag == "--trainer-config" && a.what.empty()) a.path.clear();
+  }
+  return in;
+}
+
+// The command's own flags and paths, before anything is read.
+void check_plan_command(PlanCommand& f) {
+  refuse_overlaps(plan_inputs(f.model, f.topology, f.flags),
+                  {{"--out", f.out}, {"--trace", f.trace}});
+  refuse_overlaps(without_config(f, plan_inputs(f.model, f.topology, f.flags)), plan_outputs(f));
+  if (!f.emit_out.empty() && f.emit.empty()) f.emit = "prime-rl";
+  if (!f.emit_out.empty() && same_path(f.emit_out, f.flags.trainer_config) &&
+      f.emit == "prime-rl-diff") {
+    throw InputError({}, "--emit-out",
+                     "prime-rl-diff writes only the changed keys: written over its "
+                     "--trainer-config, the rest of the config would be lost; give another file");
+  }
+  if (f.emit == "toml") f.emit = "prime-rl";
+  if (!f.emit.empty() && f.emit != "prime-rl" && f.emit != "prime-rl-sft" &&
+      f.emit != "prime-rl-diff") {
+    throw InputError(
+        {}, "--emit",
+        "expected prime-rl, prime-rl-diff or prime-rl-sft, got '" + brief(f.emit) + "'");
+  }
+  if (f.quiet && f.explain) throw InputError({}, "--quiet", "not with --explain");
+  if (!f.emit.empty() && f.json) {
+    throw InputError({}, "--emit", "prints instead of --json; give one of them");
+  }
+}
+
+// A limit above the card plans for memory the device does not have (the topology's memory_gib
+// is what the device reports): said, not refused, since a user may model a larger card on
+// purpose.
+void warn_gpu_limit(const PlanInputs& in, const Topology& topo) {
+  if (in.request.options.gpu_memory_gib <= topo.node.gpu.memory_gib) return;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "warning: --gpu-memory-gib %g is above the %s's %g GiB (topology %s): plans may "
+                "fit this limit and not the card\n",
+                in.request.options.gpu_memory_gib, topo.node.gpu.name.c_str(),
+                topo.node.gpu.memory_gib, topo.name.c_str());
+  std::cerr << line;
+}
+
+int run_plan(PlanCommand& f) {
+  check_plan_command(f);
+  const PlanInputs in = prepare_plan(f.model, f.flags);
+  // Again with the file the model name resolved to: `--model DIR --out DIR/config.json`.
+  std::vector<PathArg> inputs = plan_inputs(f.model, f.topology, f.flags);
+  inputs.push_back(resolved_model_input(f.model, in.model));
+  refuse_overlaps(without_config(f, inputs), plan_outputs(f));
+  if (in.trainer) {
+    for (const std::string& w : in.trainer->warnings) std::cerr << "warning: " << w << "\n";
+  }
+  for (const std::string& o : in.overrides) std::cerr << "note: " << o << "\n";
+  const Topology topo = load_topology(f.topology);
+  warn_gpu_limit(in, topo);
+  Plan plan;
+  try {
+    plan = make_plan(in.model.spec, topo, in.request);
+  } catch (const InputError& e) {
+    if (in.trainer) rethrow_at_file(*in.trainer, e, in.overrides);
+    throw;
+  }
+  if (std::getenv("MUONPLAN_WORK_STATS")) {
+    const CostWork w = cost_work();
+    std::cerr << "work: " << w.predictions << " candidates predicted, " << w.rank_window_steps
+              << " rank-window steps\n";
+  }
+  nlohmann::json j = plan_to_json(plan);
+  std::optional<TrainerAnswer> answer;
+  if (in.trainer) answer = trainer_answer(in.model.spec, topo, in, plan);
+  // Everything that can fail comes before --out is written: a failed plan leaves it as it was.
+  const std::string emitted = f.emit.empty() ? "" : emit_text(f, in, topo, j);
+  if (!f.out.empty()) write_file_atomic(f.out, j.dump(1) + "\n");
+  if (!f.trace.empty()) write_file_atomic(f.trace, predicted_trace(plan).dump(1) + "\n");
+  if (!f.emit_out.empty()) {
+    const bool backed_up = write_with_backup(f.emit_out, emitted);
+    std::cerr << "wrote " << f.emit_out
+              << (backed_up ? " (the file it replaced: " + f.emit_out + ".bak)" : "") << "\n";
+  } else if (!emitted.empty()) {
+    std::cout << emitted;
+  } else if (f.json) {
+    if (answer) j["trainer_config"] = trainer_answer_json(in, *answer, plan);
+    std::cout << j.dump(2) << "\n";
+  } else {
+    print_plan(plan, f.explain, f.quiet, topo.node.cpu_ranks ? "rank" : "GPU");
+    if (answer) std::cout << trainer_answer_text(in, *answer, plan, f.explain);
+  }
+  return 0;
+}
+
 }  // namespace
 
 Runner add_plan(CLI::App& app) {
@@ -204,101 +310,7 @@ Runner add_plan(CLI::App& app) {
   c->add_option("--trace", f->trace,
                 "Write the predicted step as Chrome trace-event JSON (Perfetto, chrome://tracing)")
       ->check(non_empty_path());
-  return [f]() {
-    // --emit-out may replace the trainer config it reads (that is its purpose); every other
-    // input, output and standard output is checked against it.
-    auto outputs = [&] {
-      std::vector<PathArg> o = {{"--out", f->out}, {"--trace", f->trace}};
-      if (!f->emit_out.empty()) {
-        o.push_back({"--emit-out", f->emit_out});
-        o.push_back({"--emit-out", f->emit_out + ".bak", false, "'s backup"});
-      }
-      return o;
-    };
-    auto without_config = [&](std::vector<PathArg> in) {
-      if (f->emit_out.empty()) return in;
-      for (PathArg& a : in) {
-        if (a.flag == "--trainer-config" && a.what.empty()) a.path.clear();
-      }
-      return in;
-    };
-    refuse_overlaps(plan_inputs(f->model, f->topology, f->flags),
-                    {{"--out", f->out}, {"--trace", f->trace}});
-    refuse_overlaps(without_config(plan_inputs(f->model, f->topology, f->flags)), outputs());
-    if (!f->emit_out.empty() && f->emit.empty()) f->emit = "prime-rl";
-    if (!f->emit_out.empty() && same_path(f->emit_out, f->flags.trainer_config) &&
-        f->emit == "prime-rl-diff") {
-      throw InputError({}, "--emit-out",
-                       "prime-rl-diff writes only the changed keys: written over its "
-                       "--trainer-config, the rest of the config would be lost; give another file");
-    }
-    if (f->emit == "toml") f->emit = "prime-rl";
-    if (!f->emit.empty() && f->emit != "prime-rl" && f->emit != "prime-rl-sft" &&
-        f->emit != "prime-rl-diff") {
-      throw InputError(
-          {}, "--emit",
-          "expected prime-rl, prime-rl-diff or prime-rl-sft, got '" + brief(f->emit) + "'");
-    }
-    if (f->quiet && f->explain) throw InputError({}, "--quiet", "not with --explain");
-    if (!f->emit.empty() && f->json) {
-      throw InputError({}, "--emit", "prints instead of --json; give one of them");
-    }
-    const PlanInputs in = prepare_plan(f->model, f->flags);
-    // Again with the file the model name resolved to: `--model DIR --out DIR/config.json`.
-    std::vector<PathArg> inputs = plan_inputs(f->model, f->topology, f->flags);
-    inputs.push_back(resolved_model_input(f->model, in.model));
-    refuse_overlaps(without_config(inputs), outputs());
-    if (in.trainer) {
-      for (const std::string& w : in.trainer->warnings) std::cerr << "warning: " << w << "\n";
-    }
-    for (const std::string& o : in.overrides) std::cerr << "note: " << o << "\n";
-    const Topology topo = load_topology(f->topology);
-    // A limit above the card plans for memory the device does not have (the topology's
-    // memory_gib is what the device reports): said, not refused, since a user may model a
-    // larger card on purpose.
-    if (in.request.options.gpu_memory_gib > topo.node.gpu.memory_gib) {
-      char line[256];
-      std::snprintf(line, sizeof line,
-                    "warning: --gpu-memory-gib %g is above the %s's %g GiB (topology %s): plans "
-                    "may fit this limit and not the card\n",
-                    in.request.options.gpu_memory_gib, topo.node.gpu.name.c_str(),
-                    topo.node.gpu.memory_gib, topo.name.c_str());
-      std::cerr << line;
-    }
-    Plan plan;
-    try {
-      plan = make_plan(in.model.spec, topo, in.request);
-    } catch (const InputError& e) {
-      if (in.trainer) rethrow_at_file(*in.trainer, e, in.overrides);
-      throw;
-    }
-    if (std::getenv("MUONPLAN_WORK_STATS")) {
-      const CostWork w = cost_work();
-      std::cerr << "work: " << w.predictions << " candidates predicted, " << w.rank_window_steps
-                << " rank-window steps\n";
-    }
-    nlohmann::json j = plan_to_json(plan);
-    std::optional<TrainerAnswer> answer;
-    if (in.trainer) answer = trainer_answer(in.model.spec, topo, in, plan);
-    // Everything that can fail comes before --out is written: a failed plan leaves it as it was.
-    const std::string emitted = f->emit.empty() ? "" : emit_text(*f, in, topo, j);
-    if (!f->out.empty()) write_file_atomic(f->out, j.dump(1) + "\n");
-    if (!f->trace.empty()) write_file_atomic(f->trace, predicted_trace(plan).dump(1) + "\n");
-    if (!f->emit_out.empty()) {
-      const bool backed_up = write_with_backup(f->emit_out, emitted);
-      std::cerr << "wrote " << f->emit_out
-                << (backed_up ? " (the file it replaced: " + f->emit_out + ".bak)" : "") << "\n";
-    } else if (!emitted.empty()) {
-      std::cout << emitted;
-    } else if (f->json) {
-      if (answer) j["trainer_config"] = trainer_answer_json(in, *answer, plan);
-      std::cout << j.dump(2) << "\n";
-    } else {
-      print_plan(plan, f->explain, f->quiet, topo.node.cpu_ranks ? "rank" : "GPU");
-      if (answer) std::cout << trainer_answer_text(in, *answer, plan, f->explain);
-    }
-    return 0;
-  };
+  return [f]() { return run_plan(*f); };
 }
 
 }  // namespace muonplan::cli
