@@ -367,8 +367,8 @@ tensors it stands for (autograd's intermediates of the attention and MLP backwar
 
 Runs outside 10% (GPU reserved), and the mechanism believed missing:
 
-- `qwen3-0.6b-a6000-1gpu-rl-full-64k-recompute-fa2-2026-06-24` (+60%) and
-  `qwen3-0.6b-a6000-4gpu-rl-full-64k-recompute-fa2-2026-06-24` (+84%): the two June 2026 runs
+- `qwen3-0.6b-a6000-1gpu-rl-full-64k-recompute-fa2-2026-06-24` (+62%) and
+  `qwen3-0.6b-a6000-4gpu-rl-full-64k-recompute-fa2-2026-06-24` (+88%): the two June 2026 runs
   (prime-rl c88d08fdf). On one GPU the fp32 masters, gradients and AdamW moments of Qwen3-0.6B
   are 8.9 GiB and the 28 checkpointed 64K-token layer inputs 3.5 GiB, more than the 11.7 GiB
   measured: that era's trainer holds less persistent state or fewer checkpoints than the
