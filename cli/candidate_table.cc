@@ -8,6 +8,8 @@
 #include <map>
 #include <vector>
 
+#include "muonplan/base/units.h"
+
 namespace muonplan::cli {
 namespace {
 
@@ -129,6 +131,24 @@ std::vector<std::vector<const Candidate*>> tied_rows(const Plan& plan, double sc
 std::string margin_text(bool fits, double margin) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%s by %.0f%%", fits ? "fits" : "misses", 100 * std::abs(margin));
+  return buf;
+}
+
+std::string verdict_text(const Prediction& p) {
+  if (p.fit_verdict() != Prediction::Verdict::tight) return margin_text(p.fits(), p.fit_margin());
+  char buf[160];
+  if (p.gpu_headroom_used_bytes() <= 0) {
+    std::snprintf(buf, sizeof buf,
+                  "tight: within the limits, but host RAM is %.0f GiB into its %.0f%% headroom",
+                  (p.host_bytes() - p.host_limit_bytes * (1 - p.host_headroom)) / kGiB,
+                  100 * p.host_headroom);
+    return buf;
+  }
+  std::snprintf(buf, sizeof buf,
+                "tight: within the limits, but %.2f GiB into the %.0f%% GPU headroom (%.2f GiB "
+                "of the GPU left)",
+                p.gpu_headroom_used_bytes() / kGiB, 100 * p.gpu_headroom,
+                (p.gpu_limit_bytes - p.gpu_peak_bytes()) / kGiB);
   return buf;
 }
 

@@ -10,6 +10,9 @@ namespace muonplan::cli {
 
 // "fits by 12%" / "misses by 5%": the margin the fit decision left (Prediction::fit_margin).
 std::string margin_text(bool fits, double margin);
+// The chosen plan's fit verdict (Prediction::fit_verdict): margin_text for fits and misses;
+// for a tight plan, how far into the headroom it is.
+std::string verdict_text(const Prediction& p);
 
 // Candidates of the same node count and offload mode whose every printed figure is equal (on a
 // step without a workload `ep` changes nothing) print as one row naming the range of the layout

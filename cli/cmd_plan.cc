@@ -85,8 +85,7 @@ void print_plan(const Plan& plan, bool explain, bool quiet, const char* rank) {
   std::printf("  %s peak %s (step transient %s), host RAM %s per node: %s\n", rank,
               memory_text(p.gpu_peak_bytes(), 2).c_str(),
               memory_text(p.gpu_transient_bytes_total(), 2).c_str(),
-              memory_text(p.host_bytes(), 1).c_str(),
-              margin_text(p.fits(), p.fit_margin()).c_str());
+              memory_text(p.host_bytes(), 1).c_str(), verdict_text(p).c_str());
   std::printf("  %s allocated %s, reserved %s, outside the allocator %s\n", rank,
               memory_text(p.gpu_allocated_bytes(), 2).c_str(),
               memory_text(p.gpu_reserved_bytes(), 2).c_str(),

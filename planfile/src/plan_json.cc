@@ -244,6 +244,9 @@ json plan_to_json(const Plan& plan) {
                   {"gpu_headroom", p.gpu_headroom},
                   {"host_headroom", p.host_headroom}};
   j["fits"] = plan.fits;
+  // fits (within the headroom), tight (within the limits, not the headroom) or does_not_fit.
+  j["fit_verdict"] = {{"verdict", to_string(p.fit_verdict())},
+                      {"gpu_headroom_used_gib", p.gpu_headroom_used_bytes() / kGiB}};
   j["fit_covers"] = fit_covers(o.workload.has_value());
   j["limits"] = {{"gpu_memory_gib", p.gpu_limit_bytes / kGiB},
                  {"host_ram_per_node_gib", p.host_limit_bytes / kGiB}};

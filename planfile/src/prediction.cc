@@ -33,6 +33,29 @@ bool Prediction::fits() const {
          host_bytes() <= host_limit_bytes * (1 - host_headroom);
 }
 
+Prediction::Verdict Prediction::fit_verdict() const {
+  if (fits()) return Verdict::fits;
+  if (gpu_peak_bytes() <= gpu_limit_bytes && host_bytes() <= host_limit_bytes)
+    return Verdict::tight;
+  return Verdict::does_not_fit;
+}
+
+double Prediction::gpu_headroom_used_bytes() const {
+  return std::max(0.0, gpu_peak_bytes() - gpu_limit_bytes * (1 - gpu_headroom));
+}
+
+const char* to_string(Prediction::Verdict v) {
+  switch (v) {
+    case Prediction::Verdict::fits:
+      return "fits";
+    case Prediction::Verdict::tight:
+      return "tight";
+    case Prediction::Verdict::does_not_fit:
+      return "does_not_fit";
+  }
+  return "?";
+}
+
 double Prediction::fit_margin() const {
   auto margin = [](double used, double limit) {
     return limit > 0 ? 1 - used / limit : (used > 0 ? -1.0 : 0.0);

@@ -163,3 +163,78 @@ TEST_CASE("caching allocator: past the capacity it frees unused segments and ret
   CHECK(a.out_of_memory());
   CHECK(a.reserved() == 36 * MiB);
 }
+
+TEST_CASE("caching allocator: expandable segments split any tail of at least 512 B",
+          "[allocator]") {
+  AllocatorConfig c;
+  c.expandable_segments = true;
+  CachingAllocator a(c);
+  // 19.5 MiB maps one 20 MiB page; 0.5 MiB remains. Without expandable segments a large-pool
+  // tail of at most 1 MiB stays with the block (20 MiB allocated); with them should_split
+  // takes any remainder of at least 512 B.
+  a.malloc(19 * MiB + 512 * KiB, 0);
+  CHECK(a.allocated() == 19 * MiB + 512 * KiB);
+  CHECK(a.reserved() == 20 * MiB);
+}
+
+TEST_CASE("caching allocator: expandable, past the capacity free pages are unmapped",
+          "[allocator]") {
+  AllocatorConfig c;
+  c.expandable_segments = true;
+  c.capacity = 60 * MiB;
+  CachingAllocator a(c);
+  // Stream 0: 40 MiB maps two pages, then is freed: 40 MiB cached, one free block.
+  a.free(a.malloc(40 * MiB, 0));
+  CHECK(a.reserved() == 40 * MiB);
+  // Stream 1: 30 MiB needs a segment of its own, two pages: 80 > 60. release_cached_blocks
+  // unmaps stream 0's two free pages (reserved 0), and the retry maps stream 1's: 40 MiB.
+  // Before pages were unmapped (or with the default allocator, whose 40 MiB segment is one
+  // block and goes back whole) the answer differs: this is the expandable path.
+  a.malloc(30 * MiB, 1);
+  CHECK(a.reserved() == 40 * MiB);
+  CHECK(a.peak_reserved() == 40 * MiB);  // the failed 80 MiB was never reserved
+  CHECK(a.reserved_on(0) == 0);
+  CHECK_FALSE(a.out_of_memory());
+}
+
+TEST_CASE("caching allocator: expandable, only whole free pages are unmapped", "[allocator]") {
+  AllocatorConfig c;
+  c.expandable_segments = true;
+  c.capacity = 50 * MiB;
+  CachingAllocator a(c);
+  // a [0, 10) maps page [0, 20); the free tail [10, 20) is too small for 25 MiB, so the
+  // retry maps one more page after it: [10, 40) free, b takes [10, 35), [35, 40) stays free.
+  const int x = a.malloc(10 * MiB, 0);
+  a.malloc(25 * MiB, 0);
+  CHECK(a.reserved() == 40 * MiB);
+  a.free(x);  // [0, 10) free; b is its neighbour, no merge
+  // Stream 1, 15 MiB: one page, 60 > 50. The free blocks [0, 10) and [35, 40) hold no whole
+  // 20 MiB page, so nothing is unmapped: out of memory, reserved 60.
+  a.malloc(15 * MiB, 1);
+  CHECK(a.out_of_memory());
+  CHECK(a.reserved() == 60 * MiB);
+}
+
+TEST_CASE("caching allocator: expandable, an unmapped hole is mapped again first",
+          "[allocator]") {
+  AllocatorConfig c;
+  c.expandable_segments = true;
+  c.capacity = 80 * MiB;
+  CachingAllocator a(c);
+  // Stream 0: x [0, 40), y [40, 60): three pages, 60 MiB.
+  const int x = a.malloc(40 * MiB, 0);
+  a.malloc(20 * MiB, 0);
+  a.free(x);
+  // Stream 1, 30 MiB: two pages, 100 > 80: x's two pages are unmapped (20 MiB left), then
+  // stream 1 maps two: 60 MiB.
+  a.malloc(30 * MiB, 1);
+  CHECK(a.reserved() == 60 * MiB);
+  // Stream 0, 20 MiB: no free mapped block; the lowest unmapped range [0, 40) holds it, so one
+  // page is mapped there (80 MiB, within the capacity), not past y at 60 MiB.
+  const int z = a.malloc(20 * MiB, 0);
+  CHECK(a.block_address(z) == 0);
+  CHECK(a.reserved() == 80 * MiB);
+  CHECK(a.reserved_on(0) == 40 * MiB);
+  CHECK(a.segments() == 2);
+  CHECK_FALSE(a.out_of_memory());
+}

@@ -3,6 +3,8 @@
 // the peaks' location on a hand-worked sequence.
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include "cost/activation_sizes.h"
 #include "cost/step_timeline.h"
 #include "test_plans.h"
@@ -212,4 +214,87 @@ TEST_CASE("timeline: Ulysses CP and EP all-to-all buffers, worked by hand", "[ti
                                 {"ep_combine_recv", 128.0 * MiB}});
   CHECK(bytes(true, 1, 1).empty());   // no exchange without CP or EP
   CHECK(bytes(false, 4, 1).empty());  // ring CP passes k/v blocks, not these
+}
+
+TEST_CASE("timeline: LoRA moments and the optimizer step for the active runs only",
+          "[timeline][lora]") {
+  auto count = [](int active) {
+    PlanOptions o = tiny_workload();
+    o.lora.rank = 16;
+    o.lora.adapters = 4;
+    o.lora.active_runs = active;
+    const Plan plan = plan_fixed("qwen3-0.6b", 1, OffloadMode::none, o);
+    const StepTimeline tl = build_step_timeline(model("qwen3-0.6b"), plan.inventory, plan.options,
+                                                plan.chunks, TimelineInputs{}, 2);
+    struct Counts {
+      int moments = 0, temporaries = 0, step_phases = 0, grads_alloc = 0, grads_free = 0;
+      double moment_term = 0;
+      size_t adapters = 0;
+    } c;
+    for (const TimelineTensor& t : tl.tensors) {
+      c.moments += t.kind == "adamw_moments";
+      c.temporaries += t.kind == "adamw_foreach_temporaries";
+    }
+    for (const std::string& p : tl.phases) c.step_phases += p.find("optimizer step") != p.npos;
+    for (const TimelineEvent& e : tl.events) {
+      if (tl.tensors[size_t(e.tensor)].kind != "grads_fp32") continue;
+      (e.alloc ? c.grads_alloc : c.grads_free) += 1;
+    }
+    c.moment_term = term(plan.predicted.gpu_persistent_bytes, "adamw_moments").value;
+    c.adapters = plan.inventory.tensors.size();  // A and B of every target, 4 slots
+    return c;
+  };
+  const auto all = count(-1), one = count(1), none = count(0);
+  // Every slot: two moments per adapter tensor (made at the first step), and one foreach
+  // temporary per adapter tensor and step (two steps recorded).
+  CHECK(all.moments == 2 * int(all.adapters));
+  CHECK(all.temporaries == 2 * int(all.adapters));
+  // One active run of four: a quarter of them, and a quarter of the moments' bytes.
+  CHECK(one.moments == all.moments / 4);
+  CHECK(one.temporaries == all.temporaries / 4);
+  CHECK(one.moment_term == Approx(all.moment_term / 4));
+  CHECK(one.step_phases == 2);  // both recorded steps run it
+  // None: no optimizer step at all (no phase, so no peak can fall in one), no state, and the
+  // first step's gradients are never freed (zero_grad runs for ready runs only). Two steps of
+  // two micro steps each: with every slot, 4 gradient shards per parameter made (micro step 1
+  // keeps its shard to zero_grad, micro step 2 accumulates and frees its own), all freed;
+  // with none, the second step's first micro step accumulates too: 3 of the 4 freed.
+  CHECK(none.moments == 0);
+  CHECK(none.temporaries == 0);
+  CHECK(none.step_phases == 0);
+  CHECK(none.moment_term == 0);
+  CHECK(all.grads_free == all.grads_alloc);
+  CHECK(none.grads_alloc == all.grads_alloc);
+  CHECK(4 * none.grads_free == 3 * none.grads_alloc);
+}
+
+TEST_CASE("timeline: the MoE block's hidden-width tensors, saved and temporary", "[timeline]") {
+  // Qwen3-30B-A3B: hidden 2048, 128 experts, top-8, expert width 768; 4096 tokens.
+  const ModelSpec s = model("qwen3-30b-a3b");
+  const double t = 4096, tkh = t * 8 * 2048;
+  std::map<std::string, ActivationTensor> row;
+  for (const ActivationTensor& a : layer_activation_tensors(s, 0, t, 1)) row[a.name] = a;
+  // Saved: the permuted copy, padded by 128 experts x 8 rows (2 B x (32768 + 1024) x 2048),
+  // and routed_output.to(float32) (4 B x 32768 x 2048 = 256 MiB).
+  CHECK(row.at("routed_tokens").bytes == 2.0 * (t * 8 + 128 * 8) * 2048);
+  CHECK(row.at("routed_tokens").saved());
+  CHECK(row.at("routed_output_fp32").bytes == 4 * tkh);
+  CHECK(row.at("routed_output_fp32").saved());
+  // Temporaries: the gather (held to the end of _run_routed_experts), the vstack copy, the
+  // grouped GEMMs' padded output, the un-permute buffer, the fp32 product and its bf16 cast.
+  CHECK(row.at("routed_input").bytes == 2 * tkh);
+  CHECK(std::string(row.at("routed_input").freed_after) == "routed_output_bf16");
+  CHECK(std::string(row.at("expert_out").freed_after) == "unpermute_buffer");
+  CHECK(std::string(row.at("unpermute_buffer").freed_after) == "routed_output_fp32");
+  CHECK(row.at("routed_scaled_fp32").bytes == 4 * tkh);
+  CHECK_FALSE(row.at("routed_output_bf16").saved());
+  // layer_activation_bytes counts the saved rows only; the temporaries are the six above.
+  double saved = 0, all = 0;
+  for (const auto& [name, a] : row) {
+    saved += a.saved() ? a.bytes : 0;
+    all += a.bytes;
+  }
+  CHECK(layer_activation_bytes(s, 0, t, 1) == saved);
+  CHECK(all - saved == 2 * tkh + 2 * (tkh + 2048) + 2.0 * (t * 8 + 1024) * 2048 + 2 * (tkh + 2048) +
+                           4 * tkh + 2 * tkh);
 }

@@ -161,3 +161,36 @@ TEST_CASE("prime_rl_key_on: a key's name on a date", "[trainer_config]") {
   CHECK(prime_rl_key_on("deployment", "num_train_gpus", false, "2026-08-16") == "num_train_gpus");
   CHECK(prime_rl_key_on("model", "ep", false, "2025-01-01") == "ep");  // no era: always
 }
+
+TEST_CASE("trainer config: expandable segments as prime-rl's launcher sets them, or env_vars",
+          "[trainer_config]") {
+  // Silent: prime-rl's launcher's PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.
+  const PlanInputs dflt = inputs("rl-defaults.toml", "models/qwen3-30b-a3b.yaml");
+  REQUIRE(dflt.request.options.expandable_segments.has_value());
+  CHECK(*dflt.request.options.expandable_segments);
+  // The file's env tables are merged over the launcher's: [trainer.env_vars] last, and
+  // PYTORCH_ALLOC_CONF read before the CUDA name.
+  const std::string off = write_temp("env-off.toml", R"([model]
+name = "Qwen/Qwen3-0.6B"
+[env_vars]
+PYTORCH_CUDA_ALLOC_CONF = "expandable_segments:True"
+[trainer.env_vars]
+PYTORCH_CUDA_ALLOC_CONF = "max_split_size_mb:512"
+)");
+  const TrainerConfig tc = read_trainer_config(off);
+  REQUIRE(tc.value("allocator"));
+  CHECK(tc.value("allocator")->text == "default");
+  CHECK(tc.value("allocator")->at.line == 6);
+  const std::string on = write_temp("env-on.toml", R"([model]
+name = "Qwen/Qwen3-0.6B"
+[env_vars]
+PYTORCH_CUDA_ALLOC_CONF = "expandable_segments:False"
+PYTORCH_ALLOC_CONF = "expandable_segments:True"
+)");
+  CHECK(read_trainer_config(on).value("allocator")->text == "expandable");
+  // --allocator on the command line wins.
+  PlanFlags f;
+  f.trainer_config = off;
+  f.allocator = "expandable";
+  CHECK(*prepare_plan(repo_path("models/qwen3-0.6b.yaml"), f).request.options.expandable_segments);
+}

@@ -18,8 +18,9 @@ namespace {
 // Each bundled run on the topology it was measured on (its `topology:`; the GLM run: h200-ib).
 std::vector<std::pair<TrainingRun, Topology>> bundled_runs() {
   std::vector<std::string> files;
+  // The run files beside each other; matrix/ (prime-rl's benchmark matrix) is validation's.
   for (const auto& e : std::filesystem::directory_iterator(repo_path("tests/data/training-runs")))
-    files.push_back(e.path().string());
+    if (e.is_regular_file()) files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
   std::vector<std::pair<TrainingRun, Topology>> runs;
   for (const std::string& f : files) {

@@ -20,8 +20,8 @@ double top_k(const ModelSpec& s) {
   return double(std::max<int64_t>(1, s.moe.experts_per_token));
 }
 
-std::vector<ActivationTensor> layer_activation_tensors(const ModelSpec& s, int64_t layer,
-                                                       double t) {
+std::vector<ActivationTensor> layer_activation_tensors(const ModelSpec& s, int64_t layer, double t,
+                                                       int ep) {
   const double h = double(s.hidden_size);
   const Heads a = heads_of(s);
   // Two norm inputs; q, k, v and the attention output (bf16); fp32 softmax statistics.
@@ -31,16 +31,52 @@ std::vector<ActivationTensor> layer_activation_tensors(const ModelSpec& s, int64
       {"attn_out", 2 * t * a.q * a.v, false}, {"softmax_lse", 4 * t * a.q, false},
       {"mlp_norm_input", 2 * t * h, true}};
   if (s.is_moe_layer(layer)) {
-    // Per routed copy (top-k): its hidden state and three ffn-wide tensors (SwiGLU); the shared
-    // experts' three; the router probabilities (fp32); the MLP input.
-    const double k = top_k(s);
+    // prime-rl's MoE (trainer/models/layers/moe.py, torchtitan's; the rows' source lines): the
+    // router input and its fp32 probabilities; the routed path at hidden width, per routed
+    // copy (t x top-k rows); the experts' SwiGLU tensors; the shared experts'.
+    const double k = top_k(s), tk = t * k;
     const double f = double(s.moe.intermediate_size), fs = double(s.moe.shared_intermediate_size);
-    v.insert(v.end(), {{"moe_input", 2 * t * h, true},
-                       {"router_probs", 4 * t * s.moe.num_experts, true},
-                       {"routed_tokens", 2 * t * k * h, true},
-                       {"expert_gate", 2 * t * k * f, true},
-                       {"expert_up", 2 * t * k * f, true},
-                       {"expert_act", 2 * t * k * f, true}});
+    // torchtitan's expert_parallel wrapper permutes even at ep 1: generate_permute_indices pads
+    // every local expert's rows to a multiple of TOKEN_GROUP_ALIGN_SIZE_M, x.shape[0] +
+    // experts x that many rows in all.
+    const double padded = tk + double(s.moe.num_experts) * kMoeAlignRows;
+    if (ep > 1) {
+      // Expert parallelism: the dispatch's received tokens, the experts' output and the
+      // combine's received tokens are the all-to-all buffers; the saved copy the grouped GEMMs
+      // read is one more (as before this table listed the routed path). Not added here: the
+      // ep-1 wrapper's copies, and the fp32 routed output, which on the measured
+      // GLM-4.5-Air run (ep 8, cp 4) would put the peak 15% over (docs/validation.md).
+      v.insert(v.end(), {{"moe_input", 2 * t * h, true},
+                         {"router_probs", 4 * t * s.moe.num_experts, true},
+                         {"routed_tokens", 2 * tk * h, true},
+                         {"expert_gate", 2 * tk * f, true},
+                         {"expert_up", 2 * tk * f, true},
+                         {"expert_act", 2 * tk * f, true}});
+    } else {
+      v.insert(v.end(),
+               {{"moe_input", 2 * t * h, true},
+                {"router_probs", 4 * t * s.moe.num_experts, true},
+                // _run_routed_experts: routed_input = torch.gather(x, 0, routed_indices); the
+                // local name holds it until the function returns.
+                {"routed_input", 2 * tk * h, true, "routed_output_bf16"},
+                // expert_parallel: x = torch.vstack((x, x.new_zeros(...))), one zero row more.
+                {"permute_vstack", 2 * (tk + 1) * h, true, "routed_tokens"},
+                // expert_parallel: x = x[permuted_indices, :], saved by the grouped GEMMs.
+                {"routed_tokens", 2 * padded * h, true},
+                {"expert_gate", 2 * tk * f, true},
+                {"expert_up", 2 * tk * f, true},
+                {"expert_act", 2 * tk * f, true},
+                // _run_experts_grouped_mm: out = torch._grouped_mm(h, w2, ...), padded rows.
+                {"expert_out", 2 * padded * h, true, "unpermute_buffer"},
+                // expert_parallel: out_unpermuted = out.new_empty(input_shape), filled by index.
+                {"unpermute_buffer", 2 * (tk + 1) * h, true, "routed_output_fp32"},
+                // score_before_experts false (Qwen3-MoE, GLM-4-MoE): routed_output.to(float32),
+                // saved by the multiply for the scores' gradient, ...
+                {"routed_output_fp32", 4 * tk * h, true},
+                // ... times top_scores (fp32), then .to(x.dtype) for scatter_add.
+                {"routed_scaled_fp32", 4 * tk * h, true, "routed_output_bf16"},
+                {"routed_output_bf16", 2 * tk * h, true, "moe_block_output"}});
+    }
     if (fs > 0) {
       v.insert(v.end(), {{"shared_gate", 2 * t * fs, true},
                          {"shared_up", 2 * t * fs, true},
@@ -56,9 +92,10 @@ std::vector<ActivationTensor> layer_activation_tensors(const ModelSpec& s, int64
   return v;
 }
 
-double layer_activation_bytes(const ModelSpec& s, int64_t layer, double t) {
+double layer_activation_bytes(const ModelSpec& s, int64_t layer, double t, int ep) {
   double bytes = 0;
-  for (const ActivationTensor& a : layer_activation_tensors(s, layer, t)) bytes += a.bytes;
+  for (const ActivationTensor& a : layer_activation_tensors(s, layer, t, ep))
+    bytes += a.saved() ? a.bytes : 0;
   return bytes;
 }
 

@@ -16,20 +16,32 @@ struct Heads {
 };
 Heads heads_of(const ModelSpec& s);
 
+// torchtitan's TOKEN_GROUP_ALIGN_SIZE_M for bf16 (16 in older torchtitan): generate_permute_
+// indices pads each expert's rows to a multiple of it.
+constexpr double kMoeAlignRows = 8;
+
 // Experts each token is routed to (1 for a dense model).
 double top_k(const ModelSpec& s);
 
-// One tensor a layer's forward saves for its backward, t tokens.
+// One tensor a layer's forward makes, t tokens: saved for its backward, or (freed_after set)
+// a temporary of the forward that goes once the tensor named there is made (a name not in the
+// list: at the end of the layer's forward). Backward makes each one's gradient in turn.
 struct ActivationTensor {
   const char* name;
   double bytes = 0;
   bool mlp = false;  // in the MLP / MoE block (backward reaches it first), else attention
+  const char* freed_after = nullptr;
+  bool saved() const { return freed_after == nullptr; }
 };
 
-// The tensors of layer `layer`, in the order the forward makes them.
-std::vector<ActivationTensor> layer_activation_tensors(const ModelSpec& s, int64_t layer, double t);
-// Their sum: the layer's activation bytes without recomputation.
-double layer_activation_bytes(const ModelSpec& s, int64_t layer, double t);
+// The tensors of layer `layer`, in the order the forward makes them, at expert parallelism
+// `ep`: the MoE block's hidden-width rows of torchtitan's ep-1 path (the expert_parallel
+// wrapper's copies, the fp32 routed output) are ep 1's; at ep > 1 the routed tokens' copies
+// are the all-to-all buffers (layer_a2a_buffers).
+std::vector<ActivationTensor> layer_activation_tensors(const ModelSpec& s, int64_t layer, double t,
+                                                       int ep);
+// The saved ones' sum: the layer's activation bytes without recomputation.
+double layer_activation_bytes(const ModelSpec& s, int64_t layer, double t, int ep);
 
 // The all-to-all buffers of one layer's pass (forward, recompute, or its gradients' in
 // backward), t tokens per rank: the exchanges' outputs, each a new tensor beside its input (a

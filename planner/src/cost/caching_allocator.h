@@ -29,9 +29,12 @@ struct AllocatorConfig {
   int64_t max_split_size = std::numeric_limits<int64_t>::max();  // max_split_size_mb: unlimited
   int64_t max_non_split_rounding = 20 << 20;                     // max_non_split_rounding_mb
   // Bytes the allocator may reserve (the device's free memory); 0: unlimited. When a new
-  // segment would pass it, the model does what the source does before raising OOM: it frees
-  // every cached segment with no live block and retries; if that is not enough the segment is
-  // reserved anyway and out_of_memory() says so.
+  // segment (or, expandable, a page) would pass it, the model does what the source's malloc
+  // does before raising OOM (release_cached_blocks, then alloc_block again): it frees every
+  // cached segment with no live block, unmaps every free whole page of an expandable segment,
+  // and retries; if that is not enough the memory is reserved anyway and out_of_memory() says
+  // so. (release_available_cached_blocks, the step before, frees oversize blocks only: a no-op
+  // at the default unlimited max_split_size, and not modelled.)
   int64_t capacity = 0;
 };
 
@@ -49,10 +52,13 @@ class CachingAllocator {
   // A block for `bytes` on `stream` (each stream its own pools); returns its handle.
   int malloc(int64_t bytes, int stream);
   void free(int handle);
-  // Frees every segment with no live block (torch.cuda.empty_cache()); returns the bytes freed.
+  // release_cached_blocks (torch.cuda.empty_cache()): frees every segment with no live block
+  // and unmaps the free whole pages of expandable segments; returns the bytes given back.
   int64_t empty_cache();
 
   int64_t block_bytes(int handle) const { return blocks_[size_t(handle)].size; }
+  // The block's address in the model's address space (the first segment starts at 0).
+  int64_t block_address(int handle) const { return blocks_[size_t(handle)].ptr; }
   int64_t allocated() const { return allocated_; }
   int64_t reserved() const { return reserved_; }
   int64_t peak_allocated() const { return peak_allocated_; }
@@ -67,12 +73,12 @@ class CachingAllocator {
     int stream = 0, segment = -1;
     int prev = -1, next = -1;  // neighbours within the segment
     bool small = false, allocated = false;
+    bool mapped = true;  // false: address space of an expandable segment with no pages behind it
   };
   struct Segment {
     int stream = 0;
     bool small = false, live = true, expandable = false;
     int64_t size = 0;  // bytes mapped
-    int last = -1;     // the block at its end (expandable segments grow there)
   };
   // Free blocks: best fit is the first at or after (stream, pool, size); ties by address.
   struct FreeKey {
@@ -88,10 +94,17 @@ class CachingAllocator {
     }
   };
   FreeKey key(int id) const;
+  FreeKey unmapped_key(int id) const;  // unmapped blocks: by stream, pool and address
+  bool is_free(int id) const;          // a neighbour that merges: free and mapped
+  int64_t expandable_size(int id) const;
   int find_free(int64_t size, int stream, bool small) const;
-  int new_segment(int64_t size, int stream, bool small);
-  int grow_expandable(int64_t size, int stream, bool small);
-  bool reserve(int64_t bytes);
+  bool fits(int64_t bytes) const;
+  int new_segment(int64_t size, int stream, bool small, bool force);
+  int find_expandable(int64_t size, int stream, bool small);
+  int map_block(int id, int64_t size, bool force);
+  int alloc_expandable(int64_t size, int stream, bool small, bool force);
+  void unmap_block(int id);
+  void take(int64_t bytes);
   void split(int id, int64_t size);
   void merge_into(int id, int other);
   void count_alloc(int64_t bytes);
@@ -105,6 +118,7 @@ class CachingAllocator {
   // AddressSanitizer. Declared before the set, so it outlives it.
   std::pmr::unsynchronized_pool_resource free_nodes_;
   std::pmr::set<FreeKey> free_{&free_nodes_};
+  std::set<FreeKey> unmapped_;  // the source's BlockPool::unmapped
   int64_t next_ptr_ = 0;
   int64_t allocated_ = 0, reserved_ = 0, peak_allocated_ = 0, peak_reserved_ = 0;
   bool oom_ = false;

@@ -56,8 +56,14 @@ std::vector<Term> gpu_persistent_terms(const PlanOptions& o, const OffloadPolicy
       t.push_back({"adamw_moments", n_aw * adamw_state_bytes(o),
                    std::to_string(int(adamw_state_bytes(o))) + " B x local AdamW params"});
   } else if (o.optimizer == OptimizerKind::adamw && pol.adamw_moments == Residence::gpu) {
-    t.push_back({"adamw_moments", state_bytes(o, n_mu, n_aw),
-                 std::to_string(int(adamw_state_bytes(o))) + " B x local params"});
+    // LoRA: only the active runs' slots have an AdamW (--lora-active-runs); slots are equal.
+    const bool lora = o.lora.rank > 0 && o.lora.active_runs_or() < o.lora.adapters;
+    const double active = lora ? double(o.lora.active_runs_or()) / double(o.lora.adapters) : 1;
+    t.push_back({"adamw_moments", state_bytes(o, n_mu, n_aw) * active,
+                 std::to_string(int(adamw_state_bytes(o))) + " B x local params" +
+                     (lora ? " of the " + std::to_string(o.lora.active_runs_or()) + " active of " +
+                                 std::to_string(o.lora.adapters) + " LoRA slots"
+                           : "")});
   }
   return t;
 }

@@ -175,7 +175,7 @@ void add_simulated_terms(const ModelSpec& spec, const ParamInventory& inv, const
   in.backward_temporaries_fraction = rt.backward_temporaries_fraction;
   in.peak_rank = peak_rank;
   AllocatorConfig cfg;
-  cfg.expandable_segments = rt.expandable_segments;
+  cfg.expandable_segments = o.expandable_segments.value_or(rt.expandable_segments);
   cfg.round_bytes = int64_t(rt.allocator_round_bytes);
   // The allocator may reserve what the device has beside the memory outside it; past that it
   // frees its unused cached segments and retries, as the source does before raising OOM.
@@ -196,7 +196,8 @@ void add_simulated_terms(const ModelSpec& spec, const ParamInventory& inv, const
   }
   p.gpu_reserve_bytes.push_back(
       {"allocator_simulated_reserve", reserved - allocated,
-       "simulated max_memory_reserved " + gib(reserved) + " (reached at " + r.reserved.where +
+       std::string(cfg.expandable_segments ? "expandable segments; " : "") +
+           "simulated max_memory_reserved " + gib(reserved) + " (reached at " + r.reserved.where +
            "; segments by stream: " + pools + ") less max_memory_allocated" +
            (r.out_of_memory ? "; the allocator ran out of memory" : "")});
   p.gpu_allocated_peak_at = r.allocated.where;

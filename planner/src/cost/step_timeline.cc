@@ -207,7 +207,9 @@ StepTimeline build_step_timeline(const ModelSpec& spec, const ParamInventory& in
     }
     for (int64_t m = 0; o.workload && m < std::min<int64_t>(micro, 2); ++m) {
       tl.prefix = "step " + std::to_string(s + 1) + ", micro step " + std::to_string(m + 1) + ": ";
-      record_micro_step(r, m == 0);
+      // With no optimizer step (LoRA, no active run) the first step's gradients stay: later
+      // steps accumulate into them.
+      record_micro_step(r, m == 0 && (s == 0 || timeline::runs_optimizer_step(o)));
     }
     tl.prefix = "step " + std::to_string(s + 1) + ": ";
     record_optimizer_step(r);

@@ -8,6 +8,8 @@
 // sharded gradient) is allocated in the reduce-scatter stream.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
 
 #include "cost/activation_sizes.h"
 #include "cost/gpu_persistent.h"
@@ -36,13 +38,27 @@ const char* act_kind(const Recorder& r) {
   return r.o.workload->ac_full ? "recomputed_layer_activations" : "activations";
 }
 
-// The layer's saved tensors after its input (the first, the attention norm's input, is the
-// layer input itself, already counted).
+// The layer's tensors after its input (the first, the attention norm's input, is the layer
+// input itself, already counted): the saved ones stay (their ids), a forward temporary goes
+// once the tensor its freed_after names is made, or at the end (its id -1).
 std::vector<int> alloc_activations(Recorder& r, int64_t layer) {
   std::vector<int> ids;
-  const auto acts = layer_activation_tensors(r.spec, layer, r.t);
-  for (size_t k = 1; k < acts.size(); ++k)
+  const auto acts = layer_activation_tensors(r.spec, layer, r.t, r.o.layout.ep);
+  for (size_t k = 1; k < acts.size(); ++k) {
     ids.push_back(r.tl.alloc(layer_part(layer, acts[k].name), act_kind(r), acts[k].bytes));
+    for (size_t j = 1; j < k; ++j) {
+      if (acts[j].freed_after && std::string_view(acts[j].freed_after) == acts[k].name) {
+        r.tl.free(ids[j - 1]);
+        ids[j - 1] = -1;
+      }
+    }
+  }
+  for (size_t j = 1; j < acts.size(); ++j) {
+    if (!acts[j].saved() && ids[j - 1] >= 0) {
+      r.tl.free(ids[j - 1]);
+      ids[j - 1] = -1;
+    }
+  }
   return ids;
 }
 
@@ -229,7 +245,7 @@ void alloc_wgrads(Recorder& r, const FsdpUnit& u, bool mlp, std::vector<int>& ou
 void backward_layer(Recorder& r, MicroState& m, size_t k, std::vector<int>& acts,
                     std::vector<int>& wgrads) {
   const FsdpUnit& u = r.units.at(m.layers[k]);
-  const auto info = layer_activation_tensors(r.spec, u.layer, r.t);
+  const auto info = layer_activation_tensors(r.spec, u.layer, r.t, r.o.layout.ep);
   bool mlp_done = false, attn_done = false;
   // The gradients' exchanges: the MLP's (EP) while backward is in it, then attention's (CP).
   std::vector<int> a2a;
@@ -283,9 +299,9 @@ void record_backward(Recorder& r, MicroState& m, bool first_micro) {
     free_all(r, a2a);
     const int temps =
         r.in.backward_temporaries_fraction > 0
-            ? r.tl.alloc(
-                  layer_part(u.layer, "backward_temporaries"), "backward_temporaries",
-                  r.in.backward_temporaries_fraction * layer_activation_bytes(r.spec, u.layer, r.t))
+            ? r.tl.alloc(layer_part(u.layer, "backward_temporaries"), "backward_temporaries",
+                         r.in.backward_temporaries_fraction *
+                             layer_activation_bytes(r.spec, u.layer, r.t, r.o.layout.ep))
             : -1;
     std::vector<int> wgrads;
     backward_layer(r, m, k, acts, wgrads);
@@ -316,16 +332,34 @@ void record_micro_step(Recorder& r, bool first_micro) {
   record_backward(r, m, first_micro);
 }
 
+bool has_optimizer(const PlanOptions& o, const FsdpParam& p) {
+  if (o.lora.rank <= 0 || o.lora.active_runs_or() >= o.lora.adapters) return true;
+  // Adapter names end in .lora_A.<slot> or .lora_B.<slot> (lora.cc, apply_lora).
+  for (const char* tag : {".lora_A.", ".lora_B."}) {
+    const size_t at = p.name.rfind(tag);
+    if (at != std::string::npos)
+      return std::atoll(p.name.c_str() + at + 8) < o.lora.active_runs_or();
+  }
+  return true;
+}
+
+bool runs_optimizer_step(const PlanOptions& o) {
+  return o.lora.rank <= 0 || o.lora.active_runs_or() > 0;
+}
+
 // The optimizer step: its state appears at the first step (torch optimizers create it
 // lazily), its buffers (the cost model's step transient terms) live for the step, and
-// zero_grad(set_to_none) frees the gradients after it.
+// zero_grad(set_to_none) frees the gradients after it. Under LoRA only the active runs' slots
+// have an AdamW (prime-rl's MultiLoRAOptimizer steps and zeroes ready runs only): with none,
+// nothing runs and the gradients stay, accumulated into by the next step.
 void record_optimizer_step(Recorder& r) {
-  r.tl.phase("optimizer step");
   const PlanOptions& o = r.o;
+  if (!runs_optimizer_step(o)) return;
+  r.tl.phase("optimizer step");
   if (r.state.empty() && o.optimizer != OptimizerKind::signsgd) {
     for (const auto& [layer, u] : r.units) {
       for (const FsdpParam& p : u.params) {
-        if (!p.trains) continue;
+        if (!p.trains || !has_optimizer(o, p)) continue;
         if (o.optimizer == OptimizerKind::muon && p.muon) {
           if (r.pol.muon_momentum == Residence::gpu)
             r.state.push_back(r.tl.alloc(param_name(p, ".momentum"), "muon_momentum",
@@ -345,7 +379,7 @@ void record_optimizer_step(Recorder& r) {
   if (o.optimizer == OptimizerKind::adamw && r.pol.adamw_moments == Residence::gpu) {
     for (const auto& [layer, u] : r.units) {
       for (const FsdpParam& p : u.params) {
-        if (p.trains)
+        if (p.trains && has_optimizer(o, p))
           buffers.push_back(r.tl.alloc(param_name(p, ".exp_avg_sq_sqrt"),
                                        "adamw_foreach_temporaries", 4 * p.shard));
       }

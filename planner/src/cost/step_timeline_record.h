@@ -51,6 +51,11 @@ struct Recorder {
   int held_logits = -1;  // the unfused head's fp32 logits the SFT loop's `out` still holds
 };
 
+// LoRA: whether `p` has an optimizer (an adapter of an active run's slot, --lora-active-runs;
+// every parameter without LoRA), and whether the step runs any optimizer at all.
+bool has_optimizer(const PlanOptions& o, const FsdpParam& p);
+bool runs_optimizer_step(const PlanOptions& o);
+
 // Bytes per element of a parameter's sharded copy and of its gradient shard.
 double param_bytes(const PlanOptions& o, const OffloadPolicy& pol, bool trains);
 int gather_flat(Recorder& r, const FsdpUnit& u);           // all-gather output, all-gather stream

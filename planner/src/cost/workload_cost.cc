@@ -184,7 +184,8 @@ void add_workload_memory(Prediction& p, const ModelSpec& s, const PlanOptions& o
   const double t = sh.t, h = sh.h, max_layer = sh.max_layer, stored_inputs = sh.stored_inputs;
   const int64_t layers = sh.layers;
   double act_max = 0;
-  for (int64_t i = 0; i < layers; ++i) act_max = std::max(act_max, layer_activation_bytes(s, i, t));
+  for (int64_t i = 0; i < layers; ++i)
+    act_max = std::max(act_max, layer_activation_bytes(s, i, t, o.layout.ep));
   if (w.ac_full) {
     p.gpu_workload_bytes.push_back(
         {"checkpointed_layer_inputs", w.ac_offload ? 2 * 2 * t * h : stored_inputs,
@@ -194,7 +195,7 @@ void add_workload_memory(Prediction& p, const ModelSpec& s, const PlanOptions& o
         {"recomputed_layer_activations", 2 * act_max, "one layer recomputed, and its gradients"});
   } else {
     double all = 0;
-    for (int64_t i = 0; i < layers; ++i) all += layer_activation_bytes(s, i, t);
+    for (int64_t i = 0; i < layers; ++i) all += layer_activation_bytes(s, i, t, o.layout.ep);
     p.gpu_workload_bytes.push_back({"activations", all, "every layer's activations (no AC)"});
   }
   const double vocab = double(s.vocab_size);

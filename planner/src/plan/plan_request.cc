@@ -199,6 +199,17 @@ Access headroom(double PlanFlags::*field) {
   return a;
 }
 
+// --lora-active-runs: 0 is a value (no run has its optimizer yet); -1 is "not given".
+Access active_runs() {
+  Access a = number(&PlanFlags::lora_active_runs, "an integer");
+  a.set = [](PlanFlags& f, const std::string& v, const std::string& flag) {
+    const int x = parse_number<int>(v, flag, "an integer");
+    if (x < 0) throw InputError({}, flag, "expected 0 or a positive integer, got '" + v + "'");
+    f.lora_active_runs = x;
+  };
+  return a;
+}
+
 // One row per plan option, in the order `muonplan plan --help` lists them: its name, how it is
 // parsed and read back, and what --help and Python's help() say of it (plan_flag_table.h).
 struct Entry {
@@ -283,6 +294,13 @@ const std::vector<Entry>& setters() {
        "up_proj,down_proj,experts)"},
       {"lora-adapters", positive_int(&PlanFlags::lora_adapters), false,
        "LoRA adapter slots kept resident (prime-rl's max_concurrent_runs; default 1)"},
+      {"lora-active-runs", active_runs(), false,
+       "LoRA: runs whose optimizer exists, 0..--lora-adapters; only they hold AdamW moments and "
+       "run an optimizer step (default: every slot; prime-rl's benchmark runs none)"},
+      {"allocator", text(&PlanFlags::allocator), false,
+       "PyTorch allocator: default | expandable (expandable_segments:True); overrides the "
+       "topology's pytorch: block (default: the topology's; expandable with --trainer-config, "
+       "as prime-rl's launcher sets it)"},
       {"runtime", text(&PlanFlags::runtime), false,
        "Memory of: muonplan (our executor, exact) | pytorch (FSDP2 + NCCL; the default with a "
        "workload)"},
@@ -374,6 +392,7 @@ LoraConfig lora_options(const PlanFlags& f) {
     const char* given = f.lora_alpha != 0         ? "--lora-alpha"
                         : !f.lora_targets.empty() ? "--lora-targets"
                         : f.lora_adapters != 1    ? "--lora-adapters"
+                        : f.lora_active_runs >= 0 ? "--lora-active-runs"
                                                   : nullptr;
     if (given) throw InputError({}, given, "needs --lora-rank (LoRA is off without it)");
     return l;
@@ -381,6 +400,11 @@ LoraConfig lora_options(const PlanFlags& f) {
   l.rank = f.lora_rank;
   l.alpha = f.lora_alpha;
   l.adapters = f.lora_adapters;
+  if (f.lora_active_runs > f.lora_adapters)
+    throw InputError({}, "--lora-active-runs",
+                     "at most --lora-adapters (" + std::to_string(f.lora_adapters) + "), got " +
+                         std::to_string(f.lora_active_runs));
+  l.active_runs = f.lora_active_runs;
   if (!f.lora_targets.empty())
     l.target_modules = parse_lora_targets(f.lora_targets, "--lora-targets");
   return l;
@@ -491,6 +515,12 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
   if (!f.prime_rl_version.empty()) {
     check_prime_rl_version(f.prime_rl_version);
     r.prime_rl_version = f.prime_rl_version;
+  }
+  if (f.allocator == "expandable" || f.allocator == "default") {
+    o.expandable_segments = f.allocator == "expandable";
+  } else if (!f.allocator.empty()) {
+    throw InputError({}, "--allocator",
+                     "expected default or expandable, got '" + brief(f.allocator) + "'");
   }
   return r;
 }

@@ -278,11 +278,18 @@ std::string explain(const Plan& best, const PlanRequest& req, const std::vector<
            " GiB, host RAM " + fmt("%.0f", chosen->host_ram_per_node_gib) + " GiB per node)";
   }
   if (!best.fits) {
+    // Tight: the closest fits the GPU and host RAM, not their headroom (Prediction::Verdict).
+    const Prediction& bp = best.predicted;
+    const std::string tight =
+        bp.fit_verdict() == Prediction::Verdict::tight
+            ? "; tight: it fits the limits, " + fmt("%.1f", bp.gpu_headroom_used_bytes() / kGiB) +
+                  " GiB into the " + fmt("%.0f", 100 * bp.gpu_headroom) + "% GPU headroom"
+            : "";
     return "does not fit on any candidate up to " + std::to_string(counts.back()) + " node(s)" +
            floor_why + skip_why + "; closest: " + std::to_string(chosen->nodes) +
            " node(s), offload " + to_string(chosen->offload) + " (GPU peak " +
            fmt("%.1f", chosen->gpu_peak_gib) + " GiB, host RAM " +
-           fmt("%.0f", chosen->host_ram_per_node_gib) + " GiB per node)";
+           fmt("%.0f", chosen->host_ram_per_node_gib) + " GiB per node)" + tight;
   }
   // Without a workload "fits" is the optimizer step's alone: the decision says so first.
   const std::string scope =

@@ -3,6 +3,7 @@
 #include "muonplan/planner/trainer_config_in.h"
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
@@ -161,7 +162,7 @@ void collect_tables(TrainerFile& f, TrainerConfig& tc, const TomlNode& root) {
                           ? (k == "model" || k == "optim" || k == "data" || k == "deployment")
                           : (k == "model" || k == "deployment" || k == "orchestrator" ||
                              k == "trainer" || k == "slurm");
-    if (!read) tc.ignored.push_back("[" + k + "]");
+    if (!read && k != "env_vars") tc.ignored.push_back("[" + k + "]");  // env: read_allocator
     if (k == "workload" || k == "muonplan") {  // what --emit toml wrote before --emit prime-rl
       tc.warnings.push_back(tc.path + ":" + std::to_string(v.key_line) + ":" +
                             std::to_string(v.key_col) + ": " + k +
@@ -170,7 +171,8 @@ void collect_tables(TrainerFile& f, TrainerConfig& tc, const TomlNode& root) {
     }
     if (!tc.top_level() && (k == "trainer" || k == "orchestrator")) {
       for (const auto& [sub, sv] : v.members) {
-        const bool planned_sub = k == "trainer" && (sub == "model" || sub == "optim");
+        const bool planned_sub =
+            k == "trainer" && (sub == "model" || sub == "optim" || sub == "env_vars");
         if (sv.kind == TomlNode::Kind::table && !planned_sub)
           tc.ignored.push_back("[" + k + "." + sub + "]");
       }
@@ -299,6 +301,37 @@ void note_version(const TrainerFile& f, TrainerConfig& tc, bool given) {
                      "; give --prime-rl-version DATE for the version run");
 }
 
+// The trainer's allocator: prime-rl's launcher starts every trainer with
+// PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (utils/process.py DEFAULT_TRAINER_ENV_VARS;
+// rl.py before it), then merges the config's env_vars and trainer.env_vars over it, so a file
+// that sets the variable decides. PyTorch reads PYTORCH_ALLOC_CONF before the CUDA name.
+void read_allocator(const TomlNode& root, TrainerConfig& tc) {
+  const TomlNode* conf = nullptr;
+  const char* conf_name = nullptr;
+  const TomlNode* trainer = root.get("trainer");
+  for (const TomlNode* env : {root.get("env_vars"), trainer ? trainer->get("env_vars") : nullptr}) {
+    if (!env || env->kind != TomlNode::Kind::table) continue;
+    for (const char* name : {"PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"}) {
+      const TomlNode* c = env->get(name);
+      if (c && c->kind == TomlNode::Kind::string) conf = c, conf_name = name;
+    }
+  }
+  if (!conf) {
+    tc.values.push_back(
+        {"allocator", "expandable", SourceLoc{tc.path, 0, 0},
+         "prime-rl's launcher sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"});
+    return;
+  }
+  std::string c = conf->str;
+  c.erase(std::remove(c.begin(), c.end(), ' '), c.end());
+  std::transform(c.begin(), c.end(), c.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  const bool on = c.find("expandable_segments:true") != std::string::npos ||
+                  c.find("expandable_segments:1") != std::string::npos;
+  tc.values.push_back({"allocator", on ? "expandable" : "default",
+                       SourceLoc{tc.path, conf->line, conf->col},
+                       std::string(conf_name) + " = " + conf->shown()});
+}
+
 }  // namespace
 
 TrainerConfig read_trainer_config(const std::string& path, const std::string& version) {
@@ -325,6 +358,7 @@ TrainerConfig read_trainer_config(const std::string& path, const std::string& ve
   detail::read_offload_and_optimizer(f, tc);
   detail::read_lora(f, tc);
   detail::read_batch(f, tc);
+  read_allocator(root, tc);
   detail::warn_unmodelled(f, tc);
   if (tc.unknown_keys > kMaxListedUnknownKeys)
     tc.warnings.push_back(path + ": " + std::to_string(tc.unknown_keys - kMaxListedUnknownKeys) +

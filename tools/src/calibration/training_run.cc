@@ -268,6 +268,10 @@ void read_benchmark_lora(const YamlMap& root, PlanFlags& f) {
   if (rank == 0) return;
   f.lora_rank = int(rank);
   f.lora_adapters = int(root.get_int("lora_adapters", 4));
+  // MultiLoRAOptimizer makes a run's AdamW when the run's directory appears; the benchmark
+  // (--max-concurrent-runs 4, fake data, no orchestrator) creates no run directory, so no
+  // slot holds moments and no optimizer step runs (trainer/runs.py, optim.py).
+  f.lora_active_runs = int(root.get_int("lora_active_runs", 0));
 }
 
 // The trainer-benchmark form (docs/planner.md, "From a measured training step"): one node of
@@ -302,6 +306,9 @@ void read_benchmark(const YamlMap& root, PlanFlags& f) {
   const auto k = kKernels.find(attn);
   if (k == kKernels.end()) root.fail("attention", "unknown kernel '" + attn + "'");
   f.attention = k->second;
+  // The benchmark workflow (and prime-rl's launcher) sets
+  // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (.github/workflows/benchmarks.yaml).
+  f.allocator = root.get_string("allocator", "expandable");
   read_benchmark_lora(root, f);
 }
 
@@ -309,10 +316,28 @@ void read_benchmark(const YamlMap& root, PlanFlags& f) {
 
 TrainingRun load_training_run(const std::string& path, const Topology& topo) {
   const YamlMap root(detail::parse_yaml_text(read_input_file(path), path), path, "");
-  root.check_known({"model",    "topology", "trainer_config", "nodes",         "gpus_per_node",
-                    "layout",   "offload",  "optimizer",      "runtime",       "workload",
-                    "measured", "gpus",     "type",           "lora_rank",     "lora_adapters",
-                    "seq_len",  "ac",       "attention",      "micro_batches", "date"});
+  root.check_known({"model",
+                    "topology",
+                    "trainer_config",
+                    "nodes",
+                    "gpus_per_node",
+                    "layout",
+                    "offload",
+                    "optimizer",
+                    "runtime",
+                    "workload",
+                    "measured",
+                    "gpus",
+                    "type",
+                    "lora_rank",
+                    "lora_adapters",
+                    "lora_active_runs",
+                    "allocator",
+                    "seq_len",
+                    "ac",
+                    "attention",
+                    "micro_batches",
+                    "date"});
   TrainingRun r;
   r.name = path;
   read_measured(root.get_map("measured"), r);
@@ -344,6 +369,7 @@ TrainingRun load_training_run(const std::string& path, const Topology& topo) {
     f.cp_style = w->get_string("cp_style", "ulysses");
     f.attention = w->get_string("attention", "");
   }
+  if (root.has("allocator")) f.allocator = root.get_string("allocator");
   if (root.has("micro_batches")) read_benchmark(root, f);
   // date: the prime-rl the run ran (its era: what the trainer did then), as --prime-rl-version.
   if (root.has("date")) f.prime_rl_version = root.get_string("date");
@@ -377,8 +403,9 @@ TrainingRunCheck check_training_run(const TrainingRun& r, const Topology& topo) 
   c.predicted_gpu_gib = figure(p, r, gpu_peak);
   c.gpu_peak_gib = p.gpu_peak_bytes() / kGiB;
   c.gpu_limit_gib = p.gpu_limit_bytes / kGiB;
-  c.fits_card = p.gpu_peak_bytes() <= p.gpu_limit_bytes;
-  c.fits_headroom = p.fits();
+  // The plan's verdict (Prediction::fit_verdict): fits, tight (the card, not the headroom).
+  c.fits_card = p.fit_verdict() != Prediction::Verdict::does_not_fit;
+  c.fits_headroom = p.fit_verdict() == Prediction::Verdict::fits;
   c.setting = r.spec.name + ", " + std::to_string(r.plan.world) + " GPU(s), " +
               to_string(r.plan.options.layout);
   return c;

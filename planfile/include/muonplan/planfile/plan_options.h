@@ -99,6 +99,11 @@ struct LoraConfig {
   double alpha = 0;                         // 0: prime-rl's default
   std::vector<std::string> target_modules;  // empty: prime-rl's default targets
   int64_t adapters = 1;
+  // Runs whose AdamW exists (prime-rl's MultiLoRAOptimizer creates one per run, when the run's
+  // directory appears): only their slots hold moments and run an optimizer step. -1: every
+  // slot; 0: none, and no optimizer step.
+  int64_t active_runs = -1;
+  int64_t active_runs_or() const { return active_runs < 0 ? adapters : active_runs; }
 };
 
 // Step hyperparameters: not needed to plan, carried in the Plan for the executor.
@@ -165,6 +170,9 @@ struct PlanOptions {
   double host_ram_gib = 0;  // limit per node; 0: the topology's
   bool include_mtp = false;
   RuntimeKind runtime = RuntimeKind::muonplan;
+  // The PyTorch allocator's expandable segments (--allocator; prime-rl's launcher sets them);
+  // nullopt: the topology's pytorch.expandable_segments.
+  std::optional<bool> expandable_segments;
   // Fractions of the GPU and host limits kept free by the fit decision; negative: the runtime's
   // default (gpu_headroom_or, host_headroom_or).
   double gpu_headroom = -1;

@@ -89,10 +89,17 @@ struct Prediction {
   double host_bytes() const { return sum(host_bytes_per_node); }
   // Peak and host RAM against the limits less their headroom.
   bool fits() const;
+  // fits: within the headroom; tight: within the limits, not the headroom (a run measured at
+  // 95-97% of the card runs); does_not_fit: past a limit.
+  enum class Verdict { fits, tight, does_not_fit };
+  Verdict fit_verdict() const;
+  // Bytes of the GPU's headroom the peak uses (0 when it fits within the headroom).
+  double gpu_headroom_used_bytes() const;
   // How far the tighter of the two is from its usable limit: 1 - used / (limit x (1 -
   // headroom)). Positive: fits by that fraction; negative: misses by it.
   double fit_margin() const;
   double step_s() const { return training_step_s.value_or(optimizer_step_s); }
 };
+const char* to_string(Prediction::Verdict v);  // "fits", "tight", "does_not_fit"
 
 }  // namespace muonplan

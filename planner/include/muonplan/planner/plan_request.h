@@ -33,10 +33,12 @@ struct PlanFlags {
   // LoRA (lora.h): rank 0 is none; alpha 0 and empty targets are prime-rl's defaults;
   // adapters: the slots kept resident (prime-rl's max_concurrent_runs).
   int lora_rank = 0, lora_adapters = 1;
+  int lora_active_runs = -1;  // runs with an AdamW (0..adapters); -1: every slot
   double lora_alpha = 0;
   std::string lora_targets;
   double gpu_memory_gib = 0, host_ram_gib = 0;
-  std::string runtime;  // muonplan | pytorch; empty: pytorch with a workload, else muonplan
+  std::string runtime;    // muonplan | pytorch; empty: pytorch with a workload, else muonplan
+  std::string allocator;  // default | expandable; empty: the topology's pytorch: block
   double gpu_headroom = -1, host_headroom = -1;  // fractions kept free; negative: the runtime's
   OptimizerHyper hyper;
   // Each flag's text as given to set_plan_flag (dashed name -> text): messages quote a value
