@@ -90,6 +90,11 @@ json workload_to_json(const std::optional<Workload>& workload) {
             {"reduce_dtype", dtype_name(w.reduce_bytes)}};
   // Written only when chosen, so a plan of the default kernel reads as before.
   if (w.attention != AttentionKernel::auto_kernel) j["attention"] = to_string(w.attention);
+  if (!w.trainer.empty()) {
+    j["trainer"] = w.trainer;
+    j["prime_rl_date"] = w.prime_rl_date;
+  }
+  if (!w.expert_load.empty()) j["expert_load"] = w.expert_load;
   return j;
 }
 

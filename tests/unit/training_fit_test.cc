@@ -19,7 +19,7 @@ namespace {
 std::vector<std::pair<TrainingRun, Topology>> bundled_runs() {
   std::vector<std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(repo_path("tests/data/training-runs")))
-    files.push_back(e.path().string());
+    if (e.is_regular_file()) files.push_back(e.path().string());  // matrix/ is checked apart
   std::sort(files.begin(), files.end());
   std::vector<std::pair<TrainingRun, Topology>> runs;
   for (const std::string& f : files) {
@@ -41,7 +41,7 @@ TEST_CASE("each fitted constant moves only the figures the fit searches it on", 
   const auto runs = bundled_runs();
   REQUIRE(runs.size() == 7);
   const std::vector<FitConstant> constants = fit_constants();
-  REQUIRE(constants.size() == 7);
+  REQUIRE(constants.size() == 9);  // the step's 4 (GEMM, 3 attention kernels), 2, 2, 1
   int moved = 0;
   for (const auto& [r, topo] : runs) {
     const auto base = predicted_figures(topo, r);
