@@ -240,6 +240,10 @@ json plan_to_json(const Plan& plan) {
   }
   // What forward/backward the plan covers; null: the optimizer step alone.
   j["workload"] = workload_to_json(o.workload);
+  // The step's fitted constants' runs, or that this GPU kind has none (issue 49).
+  if (o.workload)
+    j["step_time_calibration"] =
+        p.step_time_calibration.empty() ? "uncalibrated" : p.step_time_calibration;
   j["optimizer_config"] = optimizer_config_json(plan);
   // Whose memory the figures are, and the headroom the fit decision kept free.
   j["runtime"] = {{"name", to_string(o.runtime)},

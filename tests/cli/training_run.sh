@@ -185,6 +185,18 @@ for t in h100-ib b200-ib a100-ib rtx-a6000 h200-ib; do
   json_check "by-name-$t" "$work/out" "assert d['topology'] == '$t', d['topology']
 assert d['predicted']['training_step_s'] > 0"
 done
+# A GPU kind without a measured run says its step time is uncalibrated, in the JSON and the
+# text; a calibrated one names the runs its constants came from.
+expect a100-json 0 "" "$bin" plan "${q[@]}" --topology a100-ib --json
+json_check "a100-ib uncalibrated" "$work/out" 'assert d["step_time_calibration"] == "uncalibrated", d["step_time_calibration"]'
+expect a100-text 0 "" "$bin" plan "${q[@]}" --topology a100-ib
+grep -qF "(uncalibrated: no measured run on this GPU kind fits its constants)" "$work/out" && ok \
+  || bad "a100-ib text: no uncalibrated note"
+expect h100-json 0 "" "$bin" plan "${q[@]}" --topology h100-ib --json
+json_check "h100-ib calibrated" "$work/out" '
+assert d["step_time_calibration"] == "20 H100 runs of prime-rl\u0027s benchmark matrix (docs/validation.md)", d["step_time_calibration"]'
+expect h100-text 0 "" "$bin" plan "${q[@]}" --topology h100-ib
+grep -q "uncalibrated" "$work/out" && bad "h100-ib text says uncalibrated" || ok
 expect attention-fa2 0 "" "$bin" plan "${q[@]}" --topology h100-ib --attention fa2 --json
 json_check "attention-fa2" "$work/out" '
 assert d["workload"]["attention"] == "fa2", d["workload"]'

@@ -422,6 +422,7 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Top
     add_offloaded_backward(p, o, sh, c, opt);
   }
   p.training_step_s = sum(p.training_terms_s);
+  p.step_time_calibration = topo.calibration.step_time_calibrated_on;
 }
 
 }  // namespace muonplan

@@ -178,7 +178,8 @@ void read_calibration(const YamlMap& m, Calibration& c) {
                  "python_iteration_ns",
                  "layer_overhead_us",
                  "ep_comm_overlap",
-                 "cp_comm_overlap"});
+                 "cp_comm_overlap",
+                 "step_time_calibrated_on"});
   c.gemm_efficiency_max = efficiency(m, "gemm_efficiency_max", c.gemm_efficiency_max);
   c.gemm_k_overhead = non_negative(m, "gemm_k_overhead", c.gemm_k_overhead);
   c.gemm_tile_m = count(m, "gemm_tile_m", kMaxGemmTile, c.gemm_tile_m);
@@ -199,6 +200,7 @@ void read_calibration(const YamlMap& m, Calibration& c) {
   c.eager_op_us = non_negative(m, "eager_op_us", c.eager_op_us);
   c.python_iteration_ns = non_negative(m, "python_iteration_ns", c.python_iteration_ns);
   c.layer_overhead_us = non_negative(m, "layer_overhead_us", c.layer_overhead_us);
+  c.step_time_calibrated_on = m.get_string("step_time_calibrated_on", "");
   for (auto [key, field] : {std::pair{"ep_comm_overlap", &c.ep_comm_overlap},
                             std::pair{"cp_comm_overlap", &c.cp_comm_overlap}}) {
     *field = non_negative(m, key, *field);

@@ -369,6 +369,13 @@ std::string with_calibration(const std::string& text, const Calibration& c,
         << "  layer_overhead_us: " << fmt(c.layer_overhead_us) << "\n"
         << "  ep_comm_overlap: " << fmt(c.ep_comm_overlap) << "\n"
         << "  cp_comm_overlap: " << fmt(c.cp_comm_overlap) << "\n";
+  // Which runs the step's constants came from stays with them (no quote in it to escape:
+  // the bundled notes have none; one with a quote is written without it).
+  if (!c.step_time_calibrated_on.empty()) {
+    std::string note = c.step_time_calibrated_on;
+    note.erase(std::remove(note.begin(), note.end(), '"'), note.end());
+    block << "  step_time_calibrated_on: \"" << note << "\"\n";
+  }
   std::istringstream in(text);
   std::ostringstream out;
   std::string line;

@@ -81,6 +81,9 @@ struct Calibration {
   // A fixed cost per decoder layer per pass beyond the modelled launches and collective
   // latencies (us; not fitted: the runs show no per-layer constant, docs/validation.md).
   double layer_overhead_us = 0;
+  // The measured runs the step's fitted constants come from (the topology says which); "": none
+  // on this GPU kind, so plans say their step time is uncalibrated.
+  std::string step_time_calibrated_on;
   // Fractions of the expert-parallel dispatch/combine and of the Ulysses context-parallel
   // all-to-alls that run under compute (0: the trainer waits for each, as synchronous
   // all-to-alls do; ring attention hides its hops behind attention compute by design).
