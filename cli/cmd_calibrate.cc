@@ -25,7 +25,8 @@ struct CalibrateFlags {
 
 // --training-run: the constants each measured figure determines, fitted over every run.
 int calibrate_training(const std::string& topology, const std::vector<std::string>& runs,
-                       const std::vector<std::string>& checks, const std::string& out, bool json) {
+                       const std::vector<std::string>& checks, const std::string& out, bool json,
+                       bool force) {
   const Topology topo = load_topology(topology);
   std::vector<TrainingRun> fit, held_out;
   // A run this topology cannot plan (measured on another, or with LoRA) is named and left out.
@@ -53,7 +54,7 @@ int calibrate_training(const std::string& topology, const std::vector<std::strin
     in.push_back({"--check", r.trainer_config_path, false, " " + r.name + "'s trainer_config"});
   }
   refuse_overlaps(in, {{"--out", out}});
-  const TrainingFit tf = fit_training_runs(topo, fit, held_out);
+  const TrainingFit tf = fit_training_runs(topo, fit, held_out, force);
   if (!out.empty()) {
     const std::string comment =
         "fitted by muonplan calibrate --training-run (" + std::to_string(fit.size()) + " run(s))";
@@ -191,7 +192,8 @@ int run_calibrate(const CalibrateFlags* f) {
   if (!f->training_runs.empty()) {
     if (!f->metrics.empty())
       throw InputError({}, "--training-run", "fits training runs or metrics, not both");
-    return calibrate_training(f->topology, f->training_runs, f->held_out, f->out, f->json);
+    return calibrate_training(f->topology, f->training_runs, f->held_out, f->out, f->json,
+                              f->force);
   }
   if (f->metrics.empty()) throw InputError({}, "--metrics", "give --metrics or --training-run");
   const Topology topo = load_topology(f->topology);
@@ -241,7 +243,9 @@ Runner add_calibrate(CLI::App& app) {
                 "Files held out of the fit, only checked: their error before and after "
                 "(metrics, or training runs with --training-run)")
       ->check(non_empty_path());
-  c->add_flag("--force", f->force, "Write --out even when the held-out error got worse");
+  c->add_flag("--force", f->force,
+              "Write --out even when the held-out error got worse; with --training-run, fit a "
+              "constant that one run alone determines");
   c->add_option("--topology", f->topology, "Topology to start from (YAML)")
       ->capture_default_str()
       ->check(non_empty_path());

@@ -94,7 +94,11 @@ void print_plan(const Plan& plan, bool explain, bool quiet, const char* rank) {
               p.alltoall_bytes_per_rank_max / kGB, p.h2d_bytes_per_gpu / kGB,
               p.d2h_bytes_per_gpu / kGB, rank);
   std::printf("  optimizer step %.3f s", p.optimizer_step_s);
-  if (p.training_step_s) std::printf(", training step %.3f s", *p.training_step_s);
+  if (p.training_step_s) {
+    std::printf(", training step %.3f s", *p.training_step_s);
+    if (p.step_time_calibration.empty())
+      std::printf(" (uncalibrated: no measured run on this GPU kind fits its constants)");
+  }
   std::printf("\n");
   if (quiet) return;
   if (!explain) {

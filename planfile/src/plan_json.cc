@@ -93,6 +93,11 @@ json workload_to_json(const std::optional<Workload>& workload) {
             {"reduce_dtype", dtype_name(w.reduce_bytes)}};
   // Written only when chosen, so a plan of the default kernel reads as before.
   if (w.attention != AttentionKernel::auto_kernel) j["attention"] = to_string(w.attention);
+  if (!w.trainer.empty()) {
+    j["trainer"] = w.trainer;
+    j["prime_rl_date"] = w.prime_rl_date;
+  }
+  if (!w.expert_load.empty()) j["expert_load"] = w.expert_load;
   return j;
 }
 
@@ -238,6 +243,10 @@ json plan_to_json(const Plan& plan) {
   }
   // What forward/backward the plan covers; null: the optimizer step alone.
   j["workload"] = workload_to_json(o.workload);
+  // The step's fitted constants' runs, or that this GPU kind has none (issue 49).
+  if (o.workload)
+    j["step_time_calibration"] =
+        p.step_time_calibration.empty() ? "uncalibrated" : p.step_time_calibration;
   j["optimizer_config"] = optimizer_config_json(plan);
   // Whose memory the figures are, and the headroom the fit decision kept free.
   j["runtime"] = {{"name", to_string(o.runtime)},

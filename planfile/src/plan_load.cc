@@ -196,15 +196,35 @@ Plan plan_from_json(const json& j, const std::string& path) {
     throw InputError({path, 0, 0}, "schema",
                      std::string("expected ") + kPlanSchema + ", got '" + got + "'" + older);
   }
-  root.only(
-      {"schema",           "model",   "topology",   "nodes",     "gpus_per_node", "world_size",
-       "layout",           "offload", "optimizer",  "owners",    "include_mtp",   "workload",
-       "optimizer_config", "fits",    "limits",     "predicted", "chunks",        "tensors",
-       "decision",         "runtime", "fit_covers", "lora",      "terms",         "fit_verdict"});
+  root.only({"schema",
+             "model",
+             "topology",
+             "nodes",
+             "gpus_per_node",
+             "world_size",
+             "layout",
+             "offload",
+             "optimizer",
+             "owners",
+             "include_mtp",
+             "workload",
+             "optimizer_config",
+             "fits",
+             "limits",
+             "predicted",
+             "chunks",
+             "tensors",
+             "decision",
+             "runtime",
+             "fit_covers",
+             "lora",
+             "terms",
+             "fit_verdict",
+             "step_time_calibration"});
   if (root.has("workload") && !root["workload"].raw().is_null()) {
     root["workload"].only({"tokens_per_step", "seq_len", "micro_batch_seqs", "ac", "ac_offload",
                            "lm_head_chunk", "cp_style", "attention", "optimization_dtype",
-                           "reduce_dtype"});
+                           "reduce_dtype", "trainer", "prime_rl_date", "expert_load"});
   }
   read_plan_predicted(j, path);  // execute reads it again for the metrics
   Plan plan;

@@ -14,11 +14,18 @@ sed -e 's/^  backward_temporaries_fraction: .*/  backward_temporaries_fraction: 
     -e 's/^  host_per_rank_gib: .*/  host_per_rank_gib: 2.0/' \
     -e 's/^  host_pass_efficiency: .*/  host_pass_efficiency: 0.8/' \
     -e 's/^  training_gemm_efficiency: .*/  training_gemm_efficiency: 0.75/' \
-    -e 's/^  activation_pass_ns: .*/  activation_pass_ns: 0/' \
     topologies/h200-ib.yaml >"$work/start.yaml"
 # (It held the same run out too, which only repeated the fit: refused since issue 46 item 20.)
+# One run alone determines no constant unless --force: each stays at its value and says why.
+expect calibrate-one 0 "" "$bin" calibrate --topology "$work/start.yaml" --training-run "$run" --json
+json_check "one run: nothing fitted" "$work/out" '
+c = d["constants"]
+assert not any(v["fitted"] for v in c.values()), [k for k, v in c.items() if v["fitted"]]
+for k in ["calibration.training_gemm_efficiency", "pytorch.backward_temporaries_fraction",
+          "pytorch.host_pass_efficiency", "pytorch.host_per_rank_gib"]:
+    assert c[k]["after"] == c[k]["before"] and "one run alone determines it (--force fits it)" in c[k]["note"], (k, c[k])'
 expect calibrate 0 "" "$bin" calibrate --topology "$work/start.yaml" --training-run "$run" \
-  --out "$work/cal.yaml" --json
+  --out "$work/cal.yaml" --json --force
 cp "$work/out" "$work/fit.json"
 json_check "residuals and constants" "$work/fit.json" '
 fit = [r for r in d["residuals"] if not r["held_out"]]
@@ -32,7 +39,7 @@ fitted = sorted(k for k, v in c.items() if v["fitted"])
 # temporaries, which the simulated allocator places.
 assert fitted == ["calibration.training_gemm_efficiency", "pytorch.backward_temporaries_fraction",
     "pytorch.host_pass_efficiency", "pytorch.host_per_rank_gib"], fitted
-for k in ["calibration.activation_pass_ns", "pytorch.cuda_context_gib"]:
+for k in ["calibration.attention_fa3_efficiency", "pytorch.cuda_context_gib"]:
     assert not c[k]["fitted"] and c[k]["after"] == c[k]["before"] and "default" in c[k]["note"]
 assert "calibration.ep_comm_overlap" not in c and "calibration.model_flops_utilization" not in c
 assert 0.3 <= c["calibration.training_gemm_efficiency"]["after"] <= 0.9'
@@ -88,7 +95,6 @@ expect bad-headroom 2 "--gpu-headroom: a fraction in [0, 1), got '1.5'" \
 tr=tests/data/training-runs
 # The shipped h100-ib with its step constants back at their defaults (the name stays h100-ib).
 sed -e 's/^  training_gemm_efficiency: .*/  training_gemm_efficiency: 0.75/' \
-    -e 's/^  activation_pass_ns: .*/  activation_pass_ns: 0/' \
   topologies/h100-ib.yaml >"$work/h100.yaml"
 expect bench-h100 0 "skipped $tr/bench-qwen3-0.6b-a6000-sft.yaml: measured on rtx-a6000, not h100-ib
 skipped $tr/bench-qwen3-4b-h200-rl-lora.yaml: measured on h200-ib, not h100-ib" \
@@ -100,10 +106,10 @@ cp "$work/out" "$work/bench-h100.json"
 json_check "bench h100" "$work/out" '
 step = [r for r in d["residuals"] if r["figure"] == "training_step_s"]
 assert len(step) == 1 and step[0]["run"].endswith("bench-qwen3-0.6b-h100-rl.yaml"), step
-# One figure fits one constant: the GEMM efficiency (docs/validation.md).
-assert abs(step[0]["rel_error_after"]) < abs(step[0]["rel_error_before"]), step
+# One run alone determines no constant: the GEMM efficiency stays, and says why.
+assert step[0]["rel_error_after"] == step[0]["rel_error_before"], step
 c = d["constants"]["calibration.training_gemm_efficiency"]
-assert c["fitted"] and 0.3 <= c["after"] <= 0.9, c'
+assert not c["fitted"] and c["after"] == 0.75 and "--force" in c["note"], c'
 # The GPU peak (reserved) of every trainer-benchmark run: torch's max_memory_reserved against
 # the simulated allocator's segments. pytorch.backward_temporaries_fraction is the least-squares
 # fit over the three H200 runs (the shipped value comes back); each run's error is checked at
@@ -133,37 +139,39 @@ for t in b200-ib:bench-intellect-3-b200-rl-lora.yaml:0.08 rtx-a6000:bench-qwen3-
     --training-run "$tr/$bench"
   peak_check "peak-$topo" "$work/out" "$bench" "$tol"
 done
-# h200-ib's step constants refitted from their defaults on its four runs, two of them LoRA, come
-# back to the shipped values, both inside their bounds (docs/validation.md); each run's step
-# error after the fit at what the model reaches (GLM-4.5-Air +0.2%, Qwen3-30B-A3B -5.8%,
-# INTELLECT-3 offload -2.8%, Qwen3-4B LoRA +9.2%); layer_overhead_us is no longer fitted.
+# h200-ib's step constants refitted from their defaults on its 14 runs of prime-rl's benchmark
+# matrix (tests/data/training-runs/matrix/; their GPU peaks left out, which fit other constants)
+# come back to the shipped values: the GEMM efficiency inside its bound, FA3's and FA2's at
+# their bound of 1, each from the runs on its kernel (docs/validation.md); one fit over all the
+# runs given, the other GPUs' runs named and skipped.
 sed -e 's/^  training_gemm_efficiency: .*/  training_gemm_efficiency: 0.75/' \
-    -e 's/^  activation_pass_ns: .*/  activation_pass_ns: 0/' \
-  topologies/h200-ib.yaml >"$work/h200-defaults.yaml"
-EXPECT_TIMEOUT=$([ "$asan" = 1 ] && echo 900 || echo 180) expect step-refit-h200 0 "" \
-  "$bin" calibrate --topology "$work/h200-defaults.yaml" --json \
-  --training-run "$run" --training-run "$tr/bench-qwen3-30b-a3b-h200-sft.yaml" \
-  --training-run "$tr/bench-intellect-3-h200-rl-lora-offload.yaml" \
-  --training-run "$tr/bench-qwen3-4b-h200-rl-lora.yaml"
+    -e '/^  attention_fa[23]_efficiency: /d' topologies/h200-ib.yaml >"$work/h200-defaults.yaml"
+mkdir -p "$work/matrix"
+for f in tests/data/training-runs/matrix/*-h200-*.yaml tests/data/training-runs/matrix/*-h100-1gpu-rl-full-16k-*.yaml; do
+  grep -v gpu_peak "$f" >"$work/matrix/$(basename "$f")"
+done
+margs=(); for f in "$work"/matrix/*.yaml; do margs+=(--training-run "$f"); done
+EXPECT_TIMEOUT=$([ "$asan" = 1 ] && echo 900 || echo 180) expect step-refit-h200 0 \
+  "skipped $work/matrix/qwen3-0.6b-h100-1gpu-rl-full-16k-recompute-fa3-2026-01-15.yaml: measured on h100-ib, not h200-ib" \
+  "$bin" calibrate --topology "$work/h200-defaults.yaml" --json "${margs[@]}"
 json_check "step refit h200" "$work/out" '
 step = [r for r in d["residuals"] if r["figure"] == "training_step_s"]
-assert len(step) == 4, step
-tol = {"glm-4.5-air-1n-full-muon": 0.01, "bench-qwen3-30b-a3b-h200-sft": 0.07,
-       "bench-intellect-3-h200-rl-lora-offload": 0.04, "bench-qwen3-4b-h200-rl-lora": 0.10}
-for r in step:
-    name = r["run"].split("/")[-1][:-5]
-    assert abs(r["rel_error_after"]) < tol[name], (name, r)
-assert all(r["rel_error_before"] < -0.3 for r in step if "bench" in r["run"]), step
+assert len(step) == 14, len(step)
+within = sum(abs(r["rel_error_after"]) <= 0.15 for r in step)
+assert within == 11, [(r["run"], r["rel_error_after"]) for r in step]
 c = d["constants"]
-assert abs(c["calibration.training_gemm_efficiency"]["after"] - 0.5667) < 0.002, c
-assert abs(c["calibration.activation_pass_ns"]["after"] - 0.2289) < 0.002, c
-assert "at its bound" not in c["calibration.activation_pass_ns"]["note"], c
+g = c["calibration.training_gemm_efficiency"]
+assert g["fitted"] and abs(g["after"] - 0.4175) < 0.002 and "at its bound" not in g["note"], g
+for k, n in [("calibration.attention_fa3_efficiency", 12), ("calibration.attention_fa2_efficiency", 2)]:
+    assert c[k]["fitted"] and c[k]["after"] > 0.99 and "at its bound" in c[k]["note"], c[k]
+    assert c[k]["note"].count(".yaml)") == n, (k, c[k]["note"])
+assert not c["calibration.attention_sdpa_efficiency"]["fitted"]
 assert "calibration.layer_overhead_us" not in c, c  # not fitted'
-# Held out: the B200 LoRA run (prime-rl's per-expert loop off SM90, expert_loop) and the H100
-# run on the constants h200-ib carries to them (B200 -10.5%, H100 -1.0%), and the A6000 run on
-# its own GEMM efficiency with activation_pass_ns carried (0.0% after its one-constant fit).
-for held in "b200-ib bench-intellect-3-b200-rl-lora 0.12" "h100-ib bench-qwen3-0.6b-h100-rl 0.03" \
-  "rtx-a6000 bench-qwen3-0.6b-a6000-sft 0.005"; do
+# Held out: the B200 LoRA run (prime-rl's per-expert loop off SM90, expert_loop) on the GEMM
+# efficiency h200-ib carries to it (-13.8%), and the H100 and A6000 runs on their topologies'
+# matrix fits (-3.1%, +0.2%); each checked at what the model reaches (docs/validation.md).
+for held in "b200-ib bench-intellect-3-b200-rl-lora 0.15" "h100-ib bench-qwen3-0.6b-h100-rl 0.04" \
+  "rtx-a6000 bench-qwen3-0.6b-a6000-sft 0.01"; do
   set -- $held
   EXPECT_TIMEOUT=180 expect "held-out-$1" 0 "" "$bin" calibrate --topology "$1" --json --training-run "$tr/$2.yaml"
   json_check "held-out $1" "$work/out" "
@@ -179,6 +187,18 @@ for t in h100-ib b200-ib a100-ib rtx-a6000 h200-ib; do
   json_check "by-name-$t" "$work/out" "assert d['topology'] == '$t', d['topology']
 assert d['predicted']['training_step_s'] > 0"
 done
+# A GPU kind without a measured run says its step time is uncalibrated, in the JSON and the
+# text; a calibrated one names the runs its constants came from.
+expect a100-json 0 "" "$bin" plan "${q[@]}" --topology a100-ib --json
+json_check "a100-ib uncalibrated" "$work/out" 'assert d["step_time_calibration"] == "uncalibrated", d["step_time_calibration"]'
+expect a100-text 0 "" "$bin" plan "${q[@]}" --topology a100-ib
+grep -qF "(uncalibrated: no measured run on this GPU kind fits its constants)" "$work/out" && ok \
+  || bad "a100-ib text: no uncalibrated note"
+expect h100-json 0 "" "$bin" plan "${q[@]}" --topology h100-ib --json
+json_check "h100-ib calibrated" "$work/out" '
+assert d["step_time_calibration"] == "20 H100 runs of prime-rl\u0027s benchmark matrix (docs/validation.md)", d["step_time_calibration"]'
+expect h100-text 0 "" "$bin" plan "${q[@]}" --topology h100-ib
+grep -q "uncalibrated" "$work/out" && bad "h100-ib text says uncalibrated" || ok
 expect attention-fa2 0 "" "$bin" plan "${q[@]}" --topology h100-ib --attention fa2 --json
 json_check "attention-fa2" "$work/out" '
 assert d["workload"]["attention"] == "fa2", d["workload"]'

@@ -142,18 +142,21 @@ Workload qwen_rows(bool ac_full, AttentionKernel k = AttentionKernel::auto_kerne
 }
 
 TEST_CASE("roofline attention: causal FLOPs at the kernel's published rate", "[workload]") {
-  // H200 (SM90): auto is FlashAttention-3, 616 TFLOP/s forward and 561 backward (FA3 paper).
+  // H200 (SM90): auto is FlashAttention-3, 616 TFLOP/s forward and 561 backward (FA3 paper),
+  // each kernel at the topology's fitted fraction of its published rate.
+  const Calibration& cal = h200().calibration;
   const Plan p = plan_with("qwen3-0.6b", 1, OffloadMode::none, Layout{8, 1, 1}, qwen_rows(false));
-  const double fa3 = 28 * (kQwenAttnFwd / 616e12 + 2.5 * kQwenAttnFwd / 561e12);
+  const double e3 = cal.attention_fa3_efficiency, e2 = cal.attention_fa2_efficiency;
+  const double fa3 = 28 * (kQwenAttnFwd / 616e12 + 2.5 * kQwenAttnFwd / 561e12) / e3;
   CHECK(term(p.predicted.training_terms_s, "attention").value == Approx(fa3).epsilon(1e-9));
   const Plan f2 = plan_with("qwen3-0.6b", 1, OffloadMode::none, Layout{8, 1, 1},
                             qwen_rows(false, AttentionKernel::fa2));
-  const double fa2 = 28 * (kQwenAttnFwd / 335e12 + 2.5 * kQwenAttnFwd / 322e12);
+  const double fa2 = 28 * (kQwenAttnFwd / 335e12 + 2.5 * kQwenAttnFwd / 322e12) / e2;
   CHECK(term(f2.predicted.training_terms_s, "attention").value == Approx(fa2).epsilon(1e-9));
   // Full AC runs the forward again inside backward.
   const Plan ac = plan_with("qwen3-0.6b", 1, OffloadMode::none, Layout{8, 1, 1}, qwen_rows(true));
   CHECK(term(ac.predicted.training_terms_s, "attention").value ==
-        Approx(fa3 + 28 * kQwenAttnFwd / 616e12).epsilon(1e-9));
+        Approx(fa3 + 28 * kQwenAttnFwd / 616e12 / e3).epsilon(1e-9));
 }
 
 TEST_CASE("roofline: FA3 only on SM90; auto is FA2 elsewhere", "[workload]") {
@@ -211,35 +214,70 @@ TEST_CASE("roofline GEMMs: a bigger training_gemm_efficiency is faster in propor
         Approx(28 * 2 * 1e-3));
 }
 
-TEST_CASE("roofline activation passes: tokens x hidden x activation_pass_ns per layer and pass",
+TEST_CASE("the RL trainer's per-token host loop: by prime-rl's date, RL only", "[workload]") {
+  PlanRequest r;
+  r.options.nodes = 1;
+  r.options.offload = OffloadMode::none;
+  r.options.layout = Layout{8, 1, 1};
+  r.options.workload = qwen_rows(true);
+  const Topology t = h200();
+  const Calibration& cal = t.calibration;
+  auto loop = [&](const std::string& trainer, const std::string& date) {
+    r.options.workload->trainer = trainer;
+    r.options.workload->prime_rl_date = date;
+    const Plan p = make_plan(model("qwen3-0.6b"), t, r);
+    double v = 0;
+    for (const Term& x : p.predicted.training_terms_s)
+      v += x.name == "host_token_loop" ? x.value : 0;
+    return v;
+  };
+  // January 2026: one micro step of 4096 tokens, each a Python iteration, two eager ops and a
+  // sync: 4096 x (20 ns + 2 x 6.3 us + 6 us) = 76.3 ms at the bundled figures.
+  const double per_token =
+      cal.python_iteration_ns * 1e-9 + 2 * cal.eager_op_us * 1e-6 + cal.host_sync_us * 1e-6;
+  CHECK(loop("rl", "2026-01-15") == Approx(4096 * per_token));
+  CHECK(loop("rl", "2026-01-15") == Approx(0.0763).epsilon(0.01));
+  CHECK(loop("rl", "2026-07-01") == 0);   // after #2723
+  CHECK(loop("sft", "2026-01-15") == 0);  // SFT has no such loop
+  CHECK(loop("", "") == 0);               // no trainer named
+}
+
+TEST_CASE("the LoRA wrapper: syncs, launches and full-width bytes per adapted linear",
           "[workload]") {
   PlanRequest r;
   r.options.nodes = 1;
   r.options.offload = OffloadMode::none;
   r.options.layout = Layout{8, 1, 1};
-  r.options.workload = qwen_rows(false);
-  Topology t = h200();
-  t.calibration.activation_pass_ns = 0;
-  CHECK(term(make_plan(model("qwen3-0.6b"), t, r).predicted.training_terms_s, "activation_pass")
-            .value == 0);
-  t.calibration.activation_pass_ns = 0.25;
-  // Qwen3-0.6B, 4096 tokens per rank, hidden 1024, 28 layers, one micro step: forward, backward
-  // input grads and weight grads: 3 passes x 28 x 4096 x 1024 x 0.25 ns = 88.1 ms.
-  const Plan plain = make_plan(model("qwen3-0.6b"), t, r);
-  CHECK(term(plain.predicted.training_terms_s, "activation_pass").value ==
-        Approx(3 * 28 * 4096 * 1024 * 0.25e-9));
-  CHECK(term(plain.predicted.training_terms_s, "activation_pass").value ==
-        Approx(0.0881).epsilon(1e-3));
-  // Full AC adds the recompute's pass (4); LoRA's frozen base weights have no weight-grad pass
-  // (3 with full AC).
   r.options.workload = qwen_rows(true);
-  const Plan ac = make_plan(model("qwen3-0.6b"), t, r);
-  CHECK(term(ac.predicted.training_terms_s, "activation_pass").value ==
-        Approx(4 * 28 * 4096 * 1024 * 0.25e-9));
-  r.options.lora.rank = 16;
-  const Plan lora = make_plan(model("qwen3-0.6b"), t, r);
-  CHECK(term(lora.predicted.training_terms_s, "activation_pass").value ==
-        Approx(3 * 28 * 4096 * 1024 * 0.25e-9));
+  r.options.optimizer = OptimizerKind::adamw;
+  Topology t = h200();
+  auto wrapper = [&](int rank, int slots) {
+    r.options.lora.rank = rank;
+    r.options.lora.adapters = slots;
+    const Plan p = make_plan(model("qwen3-0.6b"), t, r);
+    return term(p.predicted.training_terms_s, "lora_wrapper").value;
+  };
+  CHECK(wrapper(0, 1) == 0);
+  const double sm90 = wrapper(16, 4);
+  CHECK(sm90 > 0);
+  // Qwen3-0.6B: 7 adapted linears x 28 layers; forward and recompute each 2 syncs, 10
+  // launches; backward 10 launches. The fixed part alone, one micro step:
+  const Calibration& cal = t.calibration;
+  const double fixed = 7 * 28 *
+                       (2 * (2 * (cal.host_sync_us + cal.eager_op_us) + 10 * cal.kernel_launch_us) +
+                        10 * cal.kernel_launch_us) *
+                       1e-6;
+  CHECK(sm90 > fixed);
+  // Off SM90 (an A6000 is 8.6) the slots run in a loop, a sync and 2 launches more per slot
+  // (forward and recompute; 2 launches in backward too).
+  t.node.gpu.compute_capability = 8.6;
+  const double loop = wrapper(16, 4);
+  CHECK(loop - sm90 ==
+        Approx(7 * 28 *
+               (2 * (4 * (cal.host_sync_us + cal.eager_op_us) + 6 * cal.kernel_launch_us) +
+                6 * cal.kernel_launch_us) *
+               1e-6)
+            .epsilon(1e-6));
 }
 
 TEST_CASE("training step is the sum of its terms; hidden work is listed apart", "[workload]") {
@@ -360,7 +398,7 @@ TEST_CASE("full offload: weight upload and backward offload against hand figures
   double fb = 0;  // the whole compute: the roofline's terms
   for (const char* n :
        {"gemm", "expert_gemm", "adapter_gemm", "attention", "elementwise", "moe_routing", "lm_head",
-        "lm_head_loss", "layer_fixed", "activation_pass", "expert_loop"})
+        "lm_head_loss", "layer_fixed", "lora_wrapper", "expert_loop"})
     fb += term(slow.predicted.training_terms_s, n).value;
   const double slow_exposed =
       term(slow.predicted.training_terms_s, "exposed_backward_offload").value;

@@ -13,8 +13,14 @@
 #include "muonplan/base/error.h"
 #include "muonplan/base/units.h"
 #include "muonplan/planner/ns_model.h"
+#include "muonplan/planner/workload.h"
 
 namespace muonplan {
+
+AttentionKernel resolved_attention_kernel(AttentionKernel kernel, double cc) {
+  if (kernel != AttentionKernel::auto_kernel) return kernel;
+  return cc >= 9 && cc < 10 ? AttentionKernel::fa3 : AttentionKernel::fa2;
+}
 
 AttentionRate attention_rate(AttentionKernel kernel, double cc) {
   const bool hopper = cc >= 9 && cc < 10, blackwell = cc >= 10;
@@ -26,28 +32,38 @@ AttentionRate attention_rate(AttentionKernel kernel, double cc) {
                   cc);
     throw InputError({}, "--attention", buf);
   }
-  if (kernel == AttentionKernel::auto_kernel)
-    kernel = hopper ? AttentionKernel::fa3 : AttentionKernel::fa2;
+  kernel = resolved_attention_kernel(kernel, cc);
   if (kernel == AttentionKernel::fa3) {
-    return {"FlashAttention-3", 616 / 989.4, 561 / 989.4,
+    return {"FlashAttention-3", AttentionKernel::fa3, 616 / 989.4, 561 / 989.4,
             "FA3 paper (arXiv 2407.08608) figs. 5-6: H100 SXM5 bf16, head dim 128, causal, 16k: "
             "616 TFLOP/s forward, 561 backward, of 989.4"};
   }
   const char* name =
       kernel == AttentionKernel::sdpa ? "SDPA (FlashAttention-2 backend)" : "FlashAttention-2";
   if (hopper) {
-    return {name, 335 / 989.4, 322 / 989.4,
+    return {name, kernel, 335 / 989.4, 322 / 989.4,
             "FA3 paper figs. 5-6, its FA2 bars: H100 SXM5, head dim 128, causal, 16k: 335 "
             "forward, 322 backward"};
   }
   if (blackwell) {
     // FA2's mma.sync path has no published SM100 figure: Hopper's FA2 rate per SM at the same
     // clock, over B200's 148 SMs and 2250 TFLOP/s dense peak (an estimate, not a measurement).
-    return {name, 335.0 * 148 / 132 / 2250, 322.0 * 148 / 132 / 2250,
+    return {name, kernel, 335.0 * 148 / 132 / 2250, 322.0 * 148 / 132 / 2250,
             "estimate: H100's FA2 rate per SM x 148 SMs, of 2250 (no published SM100 figure)"};
   }
-  return {name, 0.70, 0.55,
+  return {name, kernel, 0.70, 0.55,
           "FA2 paper (arXiv 2307.08691): 50-73% of A100 peak; forward at 0.70, backward 0.55"};
+}
+
+double attention_efficiency(const Calibration& cal, AttentionKernel kernel) {
+  switch (kernel) {
+    case AttentionKernel::fa3:
+      return cal.attention_fa3_efficiency;
+    case AttentionKernel::sdpa:
+      return cal.attention_sdpa_efficiency;
+    default:
+      return cal.attention_fa2_efficiency;
+  }
 }
 
 namespace {
@@ -62,13 +78,13 @@ enum OpClass {
   lm_head,
   lm_head_loss,
   layer_fixed,
-  activation_pass,
+  lora_wrapper,
   expert_loop,
   kClasses
 };
-const char* const kClassNames[] = {"gemm",        "expert_gemm",     "adapter_gemm", "attention",
-                                   "elementwise", "moe_routing",     "lm_head",      "lm_head_loss",
-                                   "layer_fixed", "activation_pass", "expert_loop"};
+const char* const kClassNames[] = {"gemm",        "expert_gemm",  "adapter_gemm", "attention",
+                                   "elementwise", "moe_routing",  "lm_head",      "lm_head_loss",
+                                   "layer_fixed", "lora_wrapper", "expert_loop"};
 const char* const kClassFormulas[] = {
     "dense GEMMs (qkv, o, gate/up, down, router, shared experts): forward [t, in] x [in, out], "
     "backward input and weight grads; max(2 m n k / (peak x training_gemm_efficiency x wave x k "
@@ -77,16 +93,21 @@ const char* const kClassFormulas[] = {
     "LoRA adapters A [r, in], B [out, r] (base weights frozen: no weight-grad GEMMs)",
     "causal attention, S^2 heads (qk + v) per row forward, 2.5x backward",
     "norms, rotary, SwiGLU, residual adds: bf16 bytes / (hbm x hbm_efficiency)",
-    "router softmax/top-k, token permutation and combine: bytes / HBM",
+    "MoE routing as torchtitan's moe.py runs it (ep 1 too): fp32 router scores and top-k, "
+    "histogram and sort of the t x top_k choices, the padded permutation, the fp32 score "
+    "multiply, the scatter-add un-permute: (18 E + 84 top_k + 30 top_k h + 2 h) bytes per token "
+    "forward, twice backward, / HBM",
     "LM head GEMMs per chunk: forward, input grad, weight grad (the fused head computes it even "
     "for a frozen head)",
     "the loss over the logits: fused (RL) head, backward's recompute GEMM and the fp32 passes "
     "(48 B forward, 46 B backward per token and vocab entry); unfused, 22 B per entry",
     "per layer and pass: kernel launches x kernel_launch_us, FSDP collectives x hop latency, "
     "layer_overhead_us",
-    "per layer and pass over its activations (forward, recompute, backward input grads, and "
-    "weight grads unless the layer's weights are frozen): t x hidden x activation_pass_ns "
-    "(fitted; what it stands for is not modelled)",
+    "prime-rl's MultiLoRALinear per adapted linear and forward (and AC recompute): its "
+    "tensor assert and repeat_interleave (2 syncs; off SM90 one more per adapter slot), the "
+    "slots' stack, the scale and full-width add (10 B x t x out forward; backward 4 B x t x out "
+    "and the input grad's add 6 B x t x in): bytes / HBM, syncs x (host_sync_us + eager_op_us), "
+    "10 launches per pass x kernel_launch_us",
     "LoRA experts off SM90: prime-rl's per-expert eager loop, 122 ops per expert with tokens per "
     "micro step x eager_op_us, less the expert GEMMs it hides"};
 constexpr double kBf16 = 2;
@@ -124,6 +145,15 @@ Passes add(Ctx& c, OpClass cls, double f, double b) {
   return {f, b};
 }
 
+// One device sync from the host: the copy and synchronize (host_sync_us), and the eager op the
+// drained stream then waits on (eager_op_us): nothing queued hides either.
+double sync_s(const Ctx& c) {
+  return (c.topo.calibration.host_sync_us + c.topo.calibration.eager_op_us) * 1e-6;
+}
+double launches_s(const Ctx& c, double n) {
+  return n * c.topo.calibration.kernel_launch_us * 1e-6;
+}
+
 // A weight [out, in] over m tokens per copy, `batch` copies (`share` of them on this rank when
 // under one): forward, input grad, and the weight grad unless the weight is frozen.
 Passes weight_gemms(Ctx& c, OpClass cls, double batch, double m, double out, double in, bool frozen,
@@ -157,7 +187,29 @@ struct UnitWork {
   bool moe = false;
   bool expert_adapters = false;  // LoRA on the routed experts
   Passes experts;                // the routed experts' GEMMs, base and adapters
+  double busy_experts = 1;       // on the busiest rank (expert_load)
 };
+
+// torchtitan's MoE forward (prime-rl's moe.py, the expert_parallel wrapper; at ep 1 too), bytes
+// per token, top_k = k: the router's bf16 logits upcast (2 + 4 per expert) and softmax (4 + 4),
+// top-k (reads 4 E, writes k x (4 + 8)); the histogram (8 k) and the sort of the k choices
+// (radix, 4 passes of 16 B: 64 k); the permutation gathers each token k times (2 h read and 2 h
+// written per copy); the routed output times its score in fp32 (score_before_experts false:
+// upcast 2 + 4, multiply 4 + 4, downcast 4 + 2 = 20 B per element of k h); the un-permute
+// scatter-adds the k copies into the output (2 k h read, 4 k h read and written, 2 h zeroed).
+double routing_bytes_per_token(const ModelSpec& s, double k, double h) {
+  const double e = double(std::max<int64_t>(1, s.moe.num_experts));
+  return 18 * e + (12 + 8 + 64) * k + (4 + 20 + 6) * k * h + 2 * h;
+}
+// The permutation pads each expert's rows to the grouped GEMM's alignment (16 rows for bf16 in
+// torchtitan's generate_permute_indices): half an alignment per expert on average, written and
+// read as zeros.
+double padding_rows(const ModelSpec& s) {
+  return double(std::max<int64_t>(1, s.moe.num_experts)) * 16 / 2;
+}
+// Kernels of one MoE forward: router upcast, softmax, top-k, histogram, sort, gather, pad,
+// score upcast, multiply, downcast, zeros, scatter-add.
+constexpr double kRoutingKernels = 12;
 
 // Attention, elementwise and routing passes of one decoder layer, one micro step.
 void layer_passes(Ctx& c, const ModelSpec& s, UnitWork& u) {
@@ -179,10 +231,10 @@ void layer_passes(Ctx& c, const ModelSpec& s, UnitWork& u) {
   u.kernels_fwd += 1 + 6;
   if (u.moe) {
     const double k = double(std::max<int64_t>(1, s.moe.experts_per_token));
-    const double rb = t * (8 * double(s.moe.num_experts) + kBf16 * (2 * h + 2 * k * h));
-    const Passes p = bytes_s(c, moe_routing, rb);
+    const Passes p = bytes_s(
+        c, moe_routing, t * routing_bytes_per_token(s, k, h) + padding_rows(s) * 2 * kBf16 * h);
     u.p.add(p.fwd, p.bwd);
-    u.kernels_fwd += 4;
+    u.kernels_fwd += kRoutingKernels;
   }
 }
 
@@ -210,10 +262,76 @@ void expert_loop_passes(Ctx& c, const ModelSpec& s, const PlanOptions& o, UnitWo
   if (!u.expert_adapters || !lora_expert_loop(s, o, c.topo.node.gpu.compute_capability)) return;
   const double local = double(std::max<int64_t>(1, s.moe.num_experts)) / c.sh.ep;
   const double k = double(std::max<int64_t>(1, s.moe.experts_per_token));
-  const double busy = std::min(local, c.sh.t * k);  // experts with tokens, routing uniform
+  const double busy = std::min({local, c.sh.t * k, u.busy_experts});  // experts with tokens
   const double f = std::max(0.0, busy * kLoopOpsFwd * kEagerOpUs * 1e-6 - u.experts.fwd);
   const double b = std::max(0.0, busy * kLoopOpsBwd * kEagerOpUs * 1e-6 - u.experts.bwd);
   const Passes p = add(c, expert_loop, f, b);
+  u.p.add(p.fwd, p.bwd);
+}
+
+// Busy experts on the busiest rank of the EP group and their tokens each, one micro step: from
+// the routing's distribution (--expert-load FILE: tokens per expert, any scale; the experts
+// split over the EP ranks in order), else balanced (every local expert, t x top_k x ep / E
+// tokens each).
+struct ExpertLoad {
+  double busy = 1, tokens_each = 0;
+};
+ExpertLoad expert_load(const ModelSpec& s, const Workload& w, const RooflineShape& sh) {
+  const double k = double(std::max<int64_t>(1, s.moe.experts_per_token));
+  const int64_t experts = std::max<int64_t>(1, s.moe.num_experts);
+  const double routed = sh.t * k * sh.ep;  // the EP group's token copies, per rank's share
+  if (w.expert_load.empty()) {
+    const double local = double(experts) / sh.ep;
+    return {std::max(1.0, local), routed / double(experts)};
+  }
+  if (int64_t(w.expert_load.size()) != experts)
+    throw InputError({}, "--expert-load",
+                     std::to_string(w.expert_load.size()) + " numbers for a model of " +
+                         std::to_string(experts) + " experts: give tokens per expert, one each");
+  double sum = 0;
+  for (double v : w.expert_load) sum += v;
+  const int64_t per_rank = std::max<int64_t>(1, experts / sh.ep);
+  ExpertLoad worst{1, 0};
+  double worst_tokens = -1;
+  for (int64_t r0 = 0; r0 < experts; r0 += per_rank) {
+    double tokens = 0, busy = 0;
+    for (int64_t e = r0; e < std::min(experts, r0 + per_rank); ++e) {
+      const double te = routed * w.expert_load[size_t(e)] / sum;
+      tokens += te;
+      busy += te >= 0.5 ? 1 : 0;  // an expert with a token at least
+    }
+    if (tokens > worst_tokens)
+      worst_tokens = tokens, worst = {std::max(1.0, busy), tokens / std::max(1.0, busy)};
+  }
+  return worst;
+}
+
+// prime-rl's MultiLoRALinear (trainer/models/layers/lora/multi_linear.py, January 2026) around
+// each adapted linear, per call (forward, and the recompute's forward again under full AC): an
+// assert on a tensor (a sync), torch.stack of the adapter slots' A and of their B, grouped GEMMs
+// on compute capability 9.x with widths a multiple of 8 (elsewhere a loop over the slots that
+// slices by tensor offsets: a sync per slot, two GEMM launches each), repeat_interleave with
+// tensor repeats (a sync: its output's size is on the device), base_out + scaling x lora_out.
+// Called on the linear's A (its `in`: syncs, launches, the input grad's add) and on its B (its
+// `out`: the scale and the full-width add).
+constexpr double kWrapperLaunches = 10;  // per pass: assert 2, stack 2, GEMMs 2, repeat 2, mul, add
+void lora_wrapper_passes(Ctx& c, const PlanOptions& o, const ParamTensor& pt, UnitWork& u) {
+  const double t = c.sh.t, n = double(std::max<int64_t>(1, o.lora.adapters));
+  const double r = double(o.lora.rank), cc = c.topo.node.gpu.compute_capability;
+  double f = 0, b = 0;
+  if (pt.name.find(".lora_B.") != std::string::npos) {
+    const double out = double(pt.rows());
+    f = (n * out * r * 2 * kBf16 + 10 * t * out) / c.hbm;  // the slots' stack; scale and add
+    b = (n * out * r * 2 * kBf16 + 4 * t * out) / c.hbm;   // the stack's grads; scale's grad
+  } else {
+    const double in = double(pt.cols());
+    const bool grouped = cc >= 9 && cc < 10 && o.lora.rank % 8 == 0 && int64_t(in) % 8 == 0;
+    f = n * r * in * 2 * kBf16 / c.hbm + (2 + (grouped ? 0 : n)) * sync_s(c) +
+        launches_s(c, kWrapperLaunches + (grouped ? 0 : 2 * (n - 1)));
+    b = (n * r * in * 2 * kBf16 + 6 * t * in) / c.hbm +
+        launches_s(c, kWrapperLaunches + (grouped ? 0 : 2 * (n - 1)));
+  }
+  const Passes p = add(c, lora_wrapper, f, b);
   u.p.add(p.fwd, p.bwd);
 }
 
@@ -224,6 +342,8 @@ UnitWork decoder_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, con
   UnitWork u;
   const double k = double(std::max<int64_t>(1, s.moe.experts_per_token));
   const double experts = double(std::max<int64_t>(1, s.moe.num_experts));
+  const ExpertLoad load = s.moe.num_experts > 0 ? expert_load(s, *o.workload, sh) : ExpertLoad{};
+  u.busy_experts = load.busy;
   inv.for_each_weight([&](const ParamTensor& pt, bool trained) {
     if (pt.layer != layer || pt.shape.size() < 2 || (pt.mtp && !o.include_mtp)) return;
     const double out = double(pt.rows()), in = double(pt.cols());
@@ -235,9 +355,10 @@ UnitWork decoder_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, con
     if (pt.stack_dim == 0 || pt.routed_expert) {
       u.moe = true;
       const double local = double(pt.stack_count()) / sh.ep;  // this rank's experts of it
-      const double m = sh.t * k * sh.ep / experts;            // tokens per local expert
-      const Passes p = weight_gemms(c, adapter ? adapter_gemm : expert_gemm, std::max(1.0, local),
-                                    m, out, in, frozen, std::min(1.0, local));
+      // The busy ones of them and their tokens each (expert_load; balanced: all, evenly).
+      const double busy = std::min(std::max(1.0, local), load.busy);
+      const Passes p = weight_gemms(c, adapter ? adapter_gemm : expert_gemm, busy, load.tokens_each,
+                                    out, in, frozen, std::min(1.0, local));
       u.p.add(p.fwd, p.bwd);
       u.experts.add(p.fwd, p.bwd);
       u.expert_adapters |= adapter;
@@ -251,6 +372,7 @@ UnitWork decoder_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, con
     const Passes p = weight_gemms(c, adapter ? adapter_gemm : gemm, 1, sh.t, out, in, frozen);
     u.p.add(p.fwd, p.bwd);
     u.kernels_fwd += 1;
+    if (adapter) lora_wrapper_passes(c, o, pt, u);
     if (!adapter && pt.name.find("mlp") != std::string::npos &&
         pt.name.find("down") == std::string::npos && out != experts)
       u.ffn_width += out / 2;  // gate and up (or fused gate_up): half of it is the SwiGLU width
@@ -272,38 +394,78 @@ constexpr double kFusedFwdBytes = 48, kFusedBwdBytes = 46;
 constexpr double kUnfusedBytes = 22;
 constexpr double kVocabTile = 8192;  // the fused head's GEMM over vocab: min(vocab, 8192) wide
 
+// prime-rl's eras (docs/planner.md section 8), ISO dates compared as text. From #1525
+// (2026-01-05) to #1987 (2026-03-09) the RL trainer's fused head chunked the vocabulary
+// (chunk_size rows of the head's weight over all tokens of the micro step, a sync per chunk);
+// from #1987 it chunks the tokens. #2723 rewrote get_response_lengths without its per-token
+// loop: its date is not in the sources read here; between #2599 (2026-05-22) and #2868
+// (2026-06-26) by its number, 2026-06-07 by linear interpolation (an estimate; the matrix's
+// runs are weeks from it either side).
+constexpr const char* kTokenChunkedHeadFrom = "2026-03-09";
+constexpr const char* kHostLoopUntil = "2026-06-07";
+bool vocab_chunked_head(const Workload& w) {
+  return w.lm_head_chunk > 0 && !w.prime_rl_date.empty() && w.prime_rl_date < kTokenChunkedHeadFrom;
+}
+
 // The LM head (the root unit), one micro step: per chunk of tokens its GEMMs (lm_head) and the
 // loss over the logits (lm_head_loss). The fused head's backward computes the weight grad even
 // of a frozen head (its autograd Function does not ask), the unfused one under LoRA does not.
+// A vocabulary-chunked head (vocab_chunked_head) runs lm_head_chunk rows of the weight over all
+// t tokens per chunk, syncs once per chunk and pass, and accumulates the hidden states' fp32
+// gradient over the chunks (read and written per chunk).
 UnitWork head_unit(Ctx& c, const ModelSpec& s, const PlanOptions& o) {
   const double t = c.sh.t, h = double(s.hidden_size), vocab = double(s.vocab_size);
   const Workload& w = *o.workload;
-  const bool fused = w.lm_head_chunk > 0;
-  const double chunk = fused ? std::min(double(w.lm_head_chunk), t) : t;
-  const double chunks = t / chunk;
-  const double vt = fused ? std::min(vocab, kVocabTile) : vocab, tiles = vocab / vt;
+  const bool fused = w.lm_head_chunk > 0, by_vocab = vocab_chunked_head(w);
   UnitWork u;
-  const double f = gemm_s(c, lm_head, tiles, chunk, vt, h) * chunks;
   const bool weight_grad = fused || o.lora.rank == 0;
-  const double b = (gemm_s(c, lm_head, tiles, chunk, h, vt) +
-                    (weight_grad ? gemm_s(c, lm_head, tiles, vt, h, chunk) : 0)) *
-                   chunks;
+  double f = 0, b = 0, recompute = 0, extra_f = 0, extra_b = 0;
+  if (by_vocab) {
+    const double rows = std::min(double(w.lm_head_chunk), vocab), chunks = std::ceil(vocab / rows);
+    f = gemm_s(c, lm_head, vocab / rows, t, rows, h);
+    b = gemm_s(c, lm_head, vocab / rows, t, h, rows) +
+        (weight_grad ? gemm_s(c, lm_head, vocab / rows, rows, h, t) : 0);
+    recompute = gemm_s(c, lm_head_loss, vocab / rows, t, rows, h);
+    extra_f = chunks * sync_s(c);
+    extra_b = chunks * (sync_s(c) + 2 * 4 * t * h / c.hbm);
+    u.kernels_fwd = 3 * chunks;
+  } else {
+    const double chunk = fused ? std::min(double(w.lm_head_chunk), t) : t;
+    const double chunks = t / chunk;
+    const double vt = fused ? std::min(vocab, kVocabTile) : vocab, tiles = vocab / vt;
+    f = gemm_s(c, lm_head, tiles, chunk, vt, h) * chunks;
+    b = (gemm_s(c, lm_head, tiles, chunk, h, vt) +
+         (weight_grad ? gemm_s(c, lm_head, tiles, vt, h, chunk) : 0)) *
+        chunks;
+    recompute = fused ? gemm_s(c, lm_head_loss, tiles, chunk, vt, h) * chunks : 0;
+    u.kernels_fwd = 3 * chunks;
+  }
   add(c, lm_head, f, b);
   const double entries = t * vocab / c.hbm;
-  const double recompute = fused ? gemm_s(c, lm_head_loss, tiles, chunk, vt, h) * chunks : 0;
-  const double lf = (fused ? kFusedFwdBytes : kUnfusedBytes / 2) * entries;
-  const double lb = recompute + (fused ? kFusedBwdBytes : kUnfusedBytes / 2) * entries;
+  const double lf = (fused ? kFusedFwdBytes : kUnfusedBytes / 2) * entries + extra_f;
+  const double lb = recompute + (fused ? kFusedBwdBytes : kUnfusedBytes / 2) * entries + extra_b;
   add(c, lm_head_loss, lf, lb);
   u.p = {f + lf, b + lb};
-  u.kernels_fwd = 3 * chunks;
   return u;
 }
 
-// The fitted time per token and hidden unit of `passes` passes over one decoder layer's
-// activations: a shape the five Hopper runs and the A6000 run share (docs/validation.md), ~0.3 ns
-// on each GPU kind, that no modelled operation has.
-double activation_s(const Ctx& c, double hidden, double passes) {
-  return passes * c.sh.t * hidden * c.topo.calibration.activation_pass_ns * 1e-9;
+// The trainer's host work per step, outside the layers (prime-rl at the workload's date):
+// syncs and small collectives of its loss and logging, per micro step and per step, and the RL
+// trainer's per-token loop before #2723.
+struct HostCounts {
+  double syncs_micro = 0, syncs_step = 0, collectives_step = 0;
+};
+// Counted in rl/train.py and sft/train.py of January 2026 (d8f290ef0's era): RL per micro step
+// 5 host-to-device copies of pageable tensors (6 under LoRA), 3 boolean-mask selections and 3
+// copies to the host for the logged statistics, the loss and 4 loss tensors to the host, the
+// debug message's 3 .item()s, the loss scale's .item(): 20 (21); per step the statistics of 8
+// keys, each all-gathered (2 collectives) with world_size + 6 syncs, and the grad norm's
+// .item(). SFT per micro step 4 copies, the loss mask's selection, isnan, .item(): 7; per step 3
+// copies, 2 all-reduces, 5 .item()s.
+HostCounts host_counts(const Workload& w, const PlanOptions& o, double world) {
+  if (w.trainer == "rl") return {20.0 + (o.lora.rank > 0 ? 1 : 0), 8 * (world + 6) + 1, 8 * 2};
+  if (w.trainer == "sft") return {7, 8, 2};
+  return {};
 }
 
 // Launches, FSDP collectives' latency and the per-layer overhead of one pass.
@@ -319,6 +481,36 @@ double fixed_s(const Ctx& c, double collectives, double kernels) {
          1e-6;
 }
 
+// The trainer's host terms (HostCounts, kHostLoopUntil): nothing is queued on the GPU while
+// the host waits, so each adds to the step whole.
+void host_terms(const Ctx& c, const PlanOptions& o, RooflineStep& r) {
+  const Workload& w = *o.workload;
+  const Calibration& cal = c.topo.calibration;
+  const RooflineShape& sh = c.sh;
+  if (w.trainer == "rl" && w.prime_rl_date < kHostLoopUntil) {
+    // get_response_lengths over the micro step's position_ids (before CP shards them): per
+    // token a Python iteration, the index and the comparison (two eager ops), bool() of a
+    // CUDA tensor (a device sync).
+    const double per_token_s =
+        cal.python_iteration_ns * 1e-9 + 2 * cal.eager_op_us * 1e-6 + cal.host_sync_us * 1e-6;
+    r.terms.push_back({"host_token_loop", sh.n_micro * sh.t * sh.cp * per_token_s,
+                       "prime-rl RL before #2723 (get_response_lengths): tokens x "
+                       "(python_iteration_ns + 2 x eager_op_us + host_sync_us)"});
+  }
+  const HostCounts n = host_counts(w, o, double(sh.fsdp) * sh.cp);
+  if (w.trainer.empty()) return;
+  const bool across = sh.fsdp > sh.gpn;
+  const double hop_us = across ? c.topo.node.nic_latency_us + c.topo.fabric_latency_us
+                               : c.topo.node.nvlink_latency_us;
+  const double coll_s = ((sh.fsdp - 1) * hop_us + cal.collective_us) * 1e-6 + sync_s(c);
+  r.terms.push_back(
+      {"trainer_host",
+       (sh.n_micro * n.syncs_micro + n.syncs_step) * sync_s(c) + n.collectives_step * coll_s,
+       "prime-rl " + w.trainer +
+           " trainer's loss and logging: syncs per micro step and "
+           "per step x (host_sync_us + eager_op_us), small collectives per step"});
+}
+
 }  // namespace
 
 RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv, const Topology& topo,
@@ -326,6 +518,9 @@ RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv, const 
   Ctx c{topo, sh, topo.node.gpu.bf16_tflops * 1e12,
         topo.node.gpu.hbm_gbps * kGB * topo.calibration.hbm_efficiency,
         attention_rate(o.workload->attention, topo.node.gpu.compute_capability)};
+  const double attn_eff = attention_efficiency(topo.calibration, c.attn.resolved);
+  c.attn.forward *= attn_eff;
+  c.attn.backward *= attn_eff;
   RooflineStep r;
   const int64_t layers = s.num_layers + (o.include_mtp ? s.mtp_layers : 0);
   for (int64_t layer = 0; layer < layers; ++layer) {
@@ -336,18 +531,14 @@ RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv, const 
     // recompute (forward again, on backward's gathered weights) inside backward.
     add(c, layer_fixed, fixed_s(c, u.collectives, u.kernels_fwd),
         fixed_s(c, 2 * u.collectives, 2 * u.kernels_fwd));
-    // Backward passes over the activations: input grads, and weight grads of trained weights.
-    const double h = double(s.hidden_size), act_f = activation_s(c, h, 1),
-                 act_b = activation_s(c, h, u.weight_grads ? 2 : 1);
-    add(c, activation_pass, act_f, act_b);
     double rec = 0;
     if (sh.ac_full) {
       for (int k = 0; k < kClasses; ++k) c.rec[k] += c.fwd[k] - before[k];
-      rec = u.p.fwd + fixed_s(c, 0, u.kernels_fwd) + act_f;
+      rec = u.p.fwd + fixed_s(c, 0, u.kernels_fwd);
       c.rec[layer_fixed] += fixed_s(c, 0, u.kernels_fwd);
     }
-    const double f = u.p.fwd + fixed_s(c, u.collectives, u.kernels_fwd) + act_f;
-    const double b = u.p.bwd + fixed_s(c, 2 * u.collectives, 2 * u.kernels_fwd) + act_b + rec;
+    const double f = u.p.fwd + fixed_s(c, u.collectives, u.kernels_fwd);
+    const double b = u.p.bwd + fixed_s(c, 2 * u.collectives, 2 * u.kernels_fwd) + rec;
     r.unit_s[layer] = f + b;
     r.unit_bwd_s[layer] = b;
   }
@@ -358,6 +549,7 @@ RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv, const 
     const double micro = c.fwd[k] + c.bwd[k] + c.rec[k];
     r.terms.push_back({kClassNames[k], micro * sh.n_micro, kClassFormulas[k]});
   }
+  host_terms(c, o, r);
   r.attention_s = (c.fwd[attention] + c.bwd[attention] + c.rec[attention]) * sh.n_micro;
   for (const Term& t : r.terms) r.compute_s += t.value;
   return r;

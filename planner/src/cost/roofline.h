@@ -27,13 +27,17 @@ struct RooflineShape {
 // The attention kernel's throughput, as fractions of the GPU's dense bf16 peak, from the
 // kernel's published benchmarks (docs/planner.md, "Attention kernels").
 struct AttentionRate {
-  const char* kernel = "";  // "FlashAttention-3", ...
+  const char* kernel = "";                          // "FlashAttention-3", ...
+  AttentionKernel resolved = AttentionKernel::fa2;  // fa2, fa3 or sdpa (never auto)
   double forward = 0, backward = 0;
   const char* source = "";
 };
 // `auto` as prime-rl picks: FA3 on SM90, FA2 elsewhere. InputError naming --attention for FA3
 // on a GPU whose compute capability is known and not 9.x (FA3 is Hopper-only).
 AttentionRate attention_rate(AttentionKernel kernel, double compute_capability);
+// The fitted fraction of a kernel's published throughput the trainer reaches on this GPU kind
+// (calibration.attention_{fa2,fa3,sdpa}_efficiency).
+double attention_efficiency(const Calibration& cal, AttentionKernel resolved);
 
 struct RooflineStep {
   std::vector<Term> terms;               // per operation class, the whole step (seconds)

@@ -339,6 +339,14 @@ void add_compute_terms(Prediction& p, const Topology& topo, const StepShape& sh,
     p.training_terms_s.push_back({t.name, t.value, t.formula + micro});
   p.training_terms_s.push_back({"exposed_fsdp_comm", std::max(0.0, fsdp_s - compute_s),
                                 "FSDP traffic not hidden by compute"});
+  // The hidden part is not free: NCCL's collective kernels hold one SM per channel while they
+  // run, so the compute under them runs on the other SMs.
+  const double sms = std::max(1, topo.node.gpu.sm_count);
+  const double nccl_share = std::min(1.0, topo.pytorch.nccl_ring_channels / sms);
+  p.training_terms_s.push_back(
+      {"fsdp_sm_contention", std::min(fsdp_s, compute_s) * nccl_share,
+       "FSDP collectives under compute x nccl_ring_channels / sm_count: the SMs NCCL's kernels "
+       "hold while compute runs beside them"});
   p.training_terms_s.push_back(
       {"exposed_ep_comm", ep_s - ep_hidden, "dispatch/combine not hidden (ep_comm_overlap)"});
   p.training_terms_s.push_back({"exposed_cp_comm", cp_s - cp_hidden,
@@ -423,6 +431,7 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Top
     add_offloaded_backward(p, o, sh, c, opt);
   }
   p.training_step_s = sum(p.training_terms_s);
+  p.step_time_calibration = topo.calibration.step_time_calibrated_on;
 }
 
 }  // namespace muonplan

@@ -23,6 +23,7 @@
 #include "muonplan/planner/plan_flag_table.h"
 #include "muonplan/planner/trainer_config_in.h"
 #include "muonplan/planner/workload.h"
+#include "trainer_flags.h"
 
 namespace muonplan {
 
@@ -273,6 +274,11 @@ const std::vector<Entry>& setters() {
       {"attention", text(&PlanFlags::attention), false,
        "Attention kernel: " + choices_help(enum_names(kAttentionKernelNames)) +
            " (auto: FA3 on SM90, FA2 elsewhere; default: the workload file's, else auto)"},
+      {"trainer", text(&PlanFlags::trainer), false,
+       "The prime-rl trainer running the workload: rl | sft (its host work by --prime-rl-version's "
+       "era; default: none named, no trainer host terms)"},
+      {"expert-load", text(&PlanFlags::expert_load), true,
+       "MoE routing: balanced, or a FILE of tokens per expert (numbers, one per expert)"},
       {"optimization-dtype", text(&PlanFlags::optimization_dtype), true,
        "Training workload: masters, their gradients and optimizer state in float32 | "
        "bfloat16 (prime-rl's optimization_dtype)"},
@@ -491,6 +497,12 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
     o.workload =
         Workload{f.tokens_per_step, f.seq_len,       f.micro_batch_seqs,         f.ac == "full",
                  f.ac_offload,      f.lm_head_chunk, parse_cp_style(f.cp_style), f.ac_max_inflight};
+  }
+  if (!f.trainer.empty() || f.expert_load != "balanced") {
+    if (!o.workload)
+      throw InputError({}, f.trainer.empty() ? "--expert-load" : "--trainer",
+                       "applies to a training workload only");
+    detail::apply_trainer_flags(f, *o.workload);
   }
   if (!f.attention.empty()) {
     const AttentionKernel k = parse_attention_kernel(f.attention);

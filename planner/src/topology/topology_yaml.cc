@@ -163,10 +163,27 @@ void read_overheads(const YamlMap& m, Overheads& o) {
 }
 
 void read_calibration(const YamlMap& m, Calibration& c) {
-  m.check_known({"gemm_efficiency_max", "gemm_k_overhead", "gemm_tile_m", "gemm_tile_n",
-                 "kernel_launch_us", "hbm_efficiency", "link_efficiency", "collective_us",
-                 "pcie_efficiency", "host_kernel_efficiency", "training_gemm_efficiency",
-                 "activation_pass_ns", "layer_overhead_us", "ep_comm_overlap", "cp_comm_overlap"});
+  m.check_known({"gemm_efficiency_max",
+                 "gemm_k_overhead",
+                 "gemm_tile_m",
+                 "gemm_tile_n",
+                 "kernel_launch_us",
+                 "hbm_efficiency",
+                 "link_efficiency",
+                 "collective_us",
+                 "pcie_efficiency",
+                 "host_kernel_efficiency",
+                 "training_gemm_efficiency",
+                 "attention_fa2_efficiency",
+                 "attention_fa3_efficiency",
+                 "attention_sdpa_efficiency",
+                 "host_sync_us",
+                 "eager_op_us",
+                 "python_iteration_ns",
+                 "layer_overhead_us",
+                 "ep_comm_overlap",
+                 "cp_comm_overlap",
+                 "step_time_calibrated_on"});
   c.gemm_efficiency_max = efficiency(m, "gemm_efficiency_max", c.gemm_efficiency_max);
   c.gemm_k_overhead = non_negative(m, "gemm_k_overhead", c.gemm_k_overhead);
   c.gemm_tile_m = count(m, "gemm_tile_m", kMaxGemmTile, c.gemm_tile_m);
@@ -179,8 +196,15 @@ void read_calibration(const YamlMap& m, Calibration& c) {
   c.host_kernel_efficiency = efficiency(m, "host_kernel_efficiency", c.host_kernel_efficiency);
   c.training_gemm_efficiency =
       efficiency(m, "training_gemm_efficiency", c.training_gemm_efficiency);
-  c.activation_pass_ns = non_negative(m, "activation_pass_ns", c.activation_pass_ns);
+  for (auto [key, field] : {std::pair{"attention_fa2_efficiency", &c.attention_fa2_efficiency},
+                            {"attention_fa3_efficiency", &c.attention_fa3_efficiency},
+                            {"attention_sdpa_efficiency", &c.attention_sdpa_efficiency}})
+    *field = efficiency(m, key, *field);
+  c.host_sync_us = non_negative(m, "host_sync_us", c.host_sync_us);
+  c.eager_op_us = non_negative(m, "eager_op_us", c.eager_op_us);
+  c.python_iteration_ns = non_negative(m, "python_iteration_ns", c.python_iteration_ns);
   c.layer_overhead_us = non_negative(m, "layer_overhead_us", c.layer_overhead_us);
+  c.step_time_calibrated_on = m.get_string("step_time_calibrated_on", "");
   for (auto [key, field] : {std::pair{"ep_comm_overlap", &c.ep_comm_overlap},
                             std::pair{"cp_comm_overlap", &c.cp_comm_overlap}}) {
     *field = non_negative(m, key, *field);

@@ -407,10 +407,22 @@ std::string with_calibration(const std::string& text, const Calibration& c,
         << "  pcie_efficiency: " << fmt(c.pcie_efficiency) << "\n"
         << "  host_kernel_efficiency: " << fmt(c.host_kernel_efficiency) << "\n"
         << "  training_gemm_efficiency: " << fmt(c.training_gemm_efficiency) << "\n"
-        << "  activation_pass_ns: " << fmt(c.activation_pass_ns) << "\n"
+        << "  attention_fa2_efficiency: " << fmt(c.attention_fa2_efficiency) << "\n"
+        << "  attention_fa3_efficiency: " << fmt(c.attention_fa3_efficiency) << "\n"
+        << "  attention_sdpa_efficiency: " << fmt(c.attention_sdpa_efficiency) << "\n"
+        << "  host_sync_us: " << fmt(c.host_sync_us) << "\n"
+        << "  eager_op_us: " << fmt(c.eager_op_us) << "\n"
+        << "  python_iteration_ns: " << fmt(c.python_iteration_ns) << "\n"
         << "  layer_overhead_us: " << fmt(c.layer_overhead_us) << "\n"
         << "  ep_comm_overlap: " << fmt(c.ep_comm_overlap) << "\n"
         << "  cp_comm_overlap: " << fmt(c.cp_comm_overlap) << "\n";
+  // Which runs the step's constants came from stays with them (no quote in it to escape:
+  // the bundled notes have none; one with a quote is written without it).
+  if (!c.step_time_calibrated_on.empty()) {
+    std::string note = c.step_time_calibrated_on;
+    note.erase(std::remove(note.begin(), note.end(), '"'), note.end());
+    block << "  step_time_calibrated_on: \"" << note << "\"\n";
+  }
   std::istringstream in(text);
   std::ostringstream out;
   std::string line;

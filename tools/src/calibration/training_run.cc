@@ -20,6 +20,7 @@
 #include "muonplan/planner/data_dir.h"
 #include "muonplan/planner/model_io.h"
 #include "muonplan/planner/plan_request.h"
+#include "muonplan/planner/workload.h"
 #include "muonplan/planner/yaml_reader.h"
 
 namespace muonplan {
@@ -97,22 +98,39 @@ struct Knob {
   int figure = -1;  // whose knobs_for lists it
 };
 
+// Whether run r's attention kernel (auto resolved as the roofline resolves it) is `k`.
+std::function<bool(const TrainingRun&)> uses_kernel(AttentionKernel k) {
+  return [k](const TrainingRun& r) {
+    const auto& w = r.plan.options.workload;
+    return w && resolved_attention_kernel(w->attention, r.compute_capability) == k;
+  };
+}
+
 // Per figure, the constants it determines, most sensitive first. A figure given k times (over
 // the runs) fits the first k that a run exercises.
 std::vector<Knob> knobs_for(int f) {
   switch (f) {
     case step:
-      // The roofline's two fitted constants (docs/planner.md section 8): the GEMMs' sustained
-      // fraction of peak (cuBLAS bf16 on large shapes runs at 0.6-0.85 of the dense peak), and
-      // the time per token and hidden unit of a pass over a layer's activations (0: none; 1 ns:
-      // about three times what the seven bundled runs show, 0.23-0.55 ns).
+      // The roofline's fitted constants (docs/planner.md section 8), per GPU kind: the GEMMs'
+      // sustained fraction of peak (cuBLAS bf16 on large shapes runs at 0.6-0.85 of the dense
+      // peak; what a trainer loses around them lands here), and per attention kernel the
+      // fraction of its published throughput (attention_rate) the trainer reaches, fitted only
+      // on the runs that use that kernel.
       return {{"calibration.training_gemm_efficiency",
                [](Topology& t) -> double& { return t.calibration.training_gemm_efficiency; }, 0.3,
                0.9, "training_step_s: the GEMMs are most of the step"},
-              {"calibration.activation_pass_ns",
-               [](Topology& t) -> double& { return t.calibration.activation_pass_ns; }, 0, 1,
-               "training_step_s of a second run: the time per token and hidden unit of each "
-               "pass over a layer's activations"}};
+              {"calibration.attention_fa3_efficiency",
+               [](Topology& t) -> double& { return t.calibration.attention_fa3_efficiency; }, 0.3,
+               1, "training_step_s of the runs on FlashAttention-3: its share of the step",
+               uses_kernel(AttentionKernel::fa3)},
+              {"calibration.attention_fa2_efficiency",
+               [](Topology& t) -> double& { return t.calibration.attention_fa2_efficiency; }, 0.3,
+               1, "training_step_s of the runs on FlashAttention-2: its share of the step",
+               uses_kernel(AttentionKernel::fa2)},
+              {"calibration.attention_sdpa_efficiency",
+               [](Topology& t) -> double& { return t.calibration.attention_sdpa_efficiency; }, 0.3,
+               1, "training_step_s of the runs on SDPA: its share of the step",
+               uses_kernel(AttentionKernel::sdpa)}};
     case post_backward:
       return {{"pytorch.host_pass_efficiency",
                [](Topology& t) -> double& { return t.pytorch.host_pass_efficiency; }, 0.05, 1,
@@ -197,7 +215,7 @@ std::string fitted_note(const Knob& k, int f, double after, const std::vector<Tr
   std::string note = std::string(k.why) + buf;
   for (const TrainingRun& r : fit) {
     const auto m = measured(r, f);
-    if (!m) continue;
+    if (!m || (k.exercised && !k.exercised(r))) continue;
     std::snprintf(buf, sizeof buf, " %s %g", kFigureNames[f], *m);
     note += buf + std::string(" (") + fs::path(r.name).filename().string() + ")";
   }
@@ -290,7 +308,8 @@ void read_benchmark(const YamlMap& root, PlanFlags& f) {
   f.micro_batch_seqs = 1;
   const std::string type = root.get_string("type");
   if (type != "rl" && type != "sft") root.fail("type", "expected rl or sft, got '" + type + "'");
-  f.lm_head_chunk = type == "rl" ? 2048 : 0;
+  f.lm_head_chunk = type == "rl" ? 2048 : 0;  // vocabulary rows before 2026-03-09 (roofline.cc)
+  f.trainer = type;                           // its host work by the run's era (date:, below)
   const std::string ac = root.get_string("ac", "recompute");
   if (ac != "recompute" && ac != "offload" && ac != "none")
     root.fail("ac", "expected recompute, offload or none, got '" + ac + "'");
@@ -380,6 +399,7 @@ TrainingRun load_training_run(const std::string& path, const Topology& topo) {
   r.model_path = in.model.path;
   r.trainer_config_path = f.trainer_config;
   r.plan = make_plan(r.spec, topo, in.request);
+  r.compute_capability = topo.node.gpu.compute_capability;
   return r;
 }
 
@@ -436,23 +456,33 @@ std::map<std::string, double> predicted_figures(const Topology& topo, const Trai
 }
 
 TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRun>& fit,
-                              const std::vector<TrainingRun>& check) {
+                              const std::vector<TrainingRun>& check, bool force) {
   if (fit.empty()) throw InputError({}, "--training-run", "no runs to fit");
   TrainingFit out;
   out.topology = topo;
   std::vector<Knob> active;
   for (int f = 0; f < kFigures; ++f) {
     const std::vector<Knob> ks = knobs_for(f);
+    int total = 0, fitted = 0;
+    for (const TrainingRun& r : fit) total += measured(r, f).has_value();
     for (size_t i = 0; i < ks.size(); ++i) {
       int given = 0;
       for (const TrainingRun& r : fit)
         given += measured(r, f).has_value() && (!ks[i].exercised || ks[i].exercised(r));
       Topology t = topo;
-      TrainingConstant c{ks[i].name, ks[i].field(t), ks[i].field(t), int(i) < given, ""};
+      // At most one constant per measured figure, and none that a single run determines
+      // (one figure fits it exactly, whatever the model gets wrong) unless forced.
+      const bool enough = given >= (force ? 1 : 2) && fitted < total;
+      TrainingConstant c{ks[i].name, ks[i].field(t), ks[i].field(t), enough, ""};
       c.note = c.fitted ? ks[i].why
-                        : std::string("default: ") + std::to_string(given) + " measured " +
-                              kFigureNames[f] + (ks[i].exercised ? " that count it" : "") +
-                              ", too few to determine it";
+               : given == 1 && fitted < total
+                   ? std::string("default: 1 measured ") + kFigureNames[f] +
+                         (ks[i].exercised ? " that counts it" : "") +
+                         ", one run alone determines it (--force fits it)"
+                   : std::string("default: ") + std::to_string(given) + " measured " +
+                         kFigureNames[f] + (ks[i].exercised ? " that count it" : "") +
+                         ", too few to determine it";
+      fitted += c.fitted;
       if (c.fitted) active.push_back(ks[i]), active.back().figure = f;
       out.constants.push_back(c);
     }

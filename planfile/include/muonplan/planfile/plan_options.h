@@ -80,6 +80,15 @@ struct Workload {
   // reduce_dtype: bytes of a gradient element in FSDP2's reduce-scatter (MixedPrecisionPolicy).
   int64_t master_bytes = 4;
   int64_t reduce_bytes = 4;
+  // The prime-rl trainer that runs the step (docs/planner.md section 8, "The trainer's host
+  // work"): "" none named (no trainer host terms), "rl" or "sft"; and prime-rl's date
+  // (YYYY-MM-DD, "" the newest known), which picks each era's mechanisms (the RL per-token host
+  // loop, the LM head's chunking).
+  std::string trainer{};
+  std::string prime_rl_date{};
+  // Tokens routed to each expert (any scale; a trainer's logs, --expert-load FILE); empty:
+  // balanced routing.
+  std::vector<double> expert_load{};
 };
 // 4 or 2 from "float32" or "bfloat16" (prime-rl's names); InputError naming `flag` otherwise.
 int64_t parse_dtype_bytes(const std::string& flag, const std::string& name);

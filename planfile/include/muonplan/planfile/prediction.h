@@ -73,7 +73,10 @@ struct Prediction {
   // The optimizer step's schedule as simulated (after the whole-state H2D when staged whole).
   std::vector<StageSpan> schedule;
   std::optional<double> training_step_s;
-  std::vector<Term> training_terms_s;   // their sum is training_step_s
+  std::vector<Term> training_terms_s;  // their sum is training_step_s
+  // Where the step's fitted constants come from (the topology's step_time_calibrated_on); ""
+  // with a workload: uncalibrated on this GPU kind.
+  std::string step_time_calibration;
   std::vector<Term> training_hidden_s;  // work that runs under compute (not in the sum)
   // Limits in force.
   double gpu_limit_bytes = 0;

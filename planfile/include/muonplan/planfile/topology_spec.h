@@ -65,16 +65,25 @@ struct Calibration {
   double collective_us = 0;
   double pcie_efficiency = 1.0;         // pcie_* figures are already measured rates
   double host_kernel_efficiency = 0.8;  // CPU optimizer kernels' fraction of host_mem_gbps
-  // The training step's roofline (docs/planner.md section 8), its two fitted constants: the
-  // training GEMMs' large-shape fraction of bf16 peak (in place of gemm_efficiency_max, which is
-  // the NS kernels'), and the time per token and hidden unit of each pass over a decoder layer's
-  // activations (forward, recompute, backward input and weight grads) that the roofline's
-  // operations do not account for (ns; its mechanism is not modelled, docs/validation.md).
+  // The training step's roofline (docs/planner.md section 8). Fitted per GPU kind (`muonplan
+  // calibrate --training-run`), each bounded: the training GEMMs' large-shape fraction of bf16
+  // peak (in place of gemm_efficiency_max, which is the NS kernels'), and per attention kernel
+  // the fraction of its published throughput (attention_rate) the trainer reaches.
   double training_gemm_efficiency = 0.75;
-  double activation_pass_ns = 0;
+  double attention_fa2_efficiency = 1, attention_fa3_efficiency = 1, attention_sdpa_efficiency = 1;
+  // The trainer's host work (not fitted; docs/planner.md section 8, "The trainer's host work"):
+  // one device sync from the host (a scalar's device-to-host copy and its stream synchronize;
+  // published per GPU kind, cited in the topology), one eager aten op's dispatch without
+  // autograd, and one iteration of a Python loop (bench/host_token_loop.py).
+  double host_sync_us = 6;
+  double eager_op_us = 6.3;
+  double python_iteration_ns = 20;
   // A fixed cost per decoder layer per pass beyond the modelled launches and collective
   // latencies (us; not fitted: the runs show no per-layer constant, docs/validation.md).
   double layer_overhead_us = 0;
+  // The measured runs the step's fitted constants come from (the topology says which); "": none
+  // on this GPU kind, so plans say their step time is uncalibrated.
+  std::string step_time_calibrated_on;
   // Fractions of the expert-parallel dispatch/combine and of the Ulysses context-parallel
   // all-to-alls that run under compute (0: the trainer waits for each, as synchronous
   // all-to-alls do; ring attention hides its hops behind attention compute by design).

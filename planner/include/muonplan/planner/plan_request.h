@@ -24,6 +24,8 @@ struct PlanFlags {
   // flags below before to_plan_request, which refuses one not applied.
   std::string trainer_config;
   std::string prime_rl_version;  // the trainer config's prime-rl date (YYYY-MM-DD); empty: newest
+  std::string trainer;           // rl | sft: the prime-rl trainer running the workload; empty: none
+  std::string expert_load = "balanced";  // balanced | FILE of tokens per expert
   int64_t lm_head_chunk = 0;
   int64_t ac_max_inflight = 5;  // no flag: a trainer config's ac_offloading sets it
   int gpus_per_node = 0, max_nodes = 0, max_predictions = 0;

@@ -17,4 +17,8 @@ Workload load_workload(const std::string& path);  // YAML: Workload's fields, by
 // cp does not divide the sequence (workload_cost.cc).
 int64_t micro_steps(const Workload& w, int world, const Layout& layout);
 
+// The kernel `auto` runs, as prime-rl picks it: FlashAttention-3 on compute capability 9.x,
+// FlashAttention-2 elsewhere (and when unknown, 0); any other kernel as given.
+AttentionKernel resolved_attention_kernel(AttentionKernel kernel, double compute_capability);
+
 }  // namespace muonplan

@@ -30,6 +30,7 @@ struct TrainingRun {
   std::string skipped;  // why it cannot be planned here (another topology); "": planned
   // measured.oom: the run died with torch.OutOfMemoryError, so the plan must not fit.
   bool oom = false;
+  double compute_capability = 0;  // the topology's GPU, which resolves attention `auto`
 };
 
 // The topology a run file names (`topology:`, a bundled name or a path beside the file), or ""
@@ -83,10 +84,12 @@ struct TrainingFit {
 };
 
 // Fits the constants the measured figures determine (at most one per figure, in order of what
-// each figure is most sensitive to), within physical bounds, minimizing the sum of squared log
-// errors over every figure of every run in `fit`; then predicts `check` with the result.
+// each figure is most sensitive to; a constant some runs only move, as an attention kernel's
+// efficiency, from those runs), within physical bounds, minimizing the sum of squared log
+// errors over every figure of every run in `fit`; then predicts `check` with the result. A
+// constant that only one run determines stays at its value unless `force`.
 TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRun>& fit,
-                              const std::vector<TrainingRun>& check);
+                              const std::vector<TrainingRun>& check, bool force = false);
 
 // What the fit relies on, for tests/unit/training_fit_test.cc to check: each constant it may
 // fit, with its bounds and the figures it moves (every other figure stays bit-identical when it
