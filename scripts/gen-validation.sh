@@ -407,12 +407,13 @@ with measured figures from `data/calibration/published.yaml` (H200 nodes, 8 GPUs
 NVLink inside a node); the `published` column below quotes each figure compared. The
 tolerances are the project's acceptance bounds; rows marked "reported" are shown for context
 (the padded implementation the figures came from differs from ours in ways the file does not
-describe). Five rows are the fit set, and the tables say so: h200-ib's two fitted constants
-(`training_gemm_efficiency`, `activation_pass_ns`) are fitted to its four runs of "Trainer
-benchmark runs" below (the GLM-4.5-Air `training_run` and three `bench-*-h200-*` runs), whose
-"leave-one-out" column is their check, and rtx-a6000's GEMM efficiency to its one run, which
-checks nothing. Every other row is predicted from constants not fitted to it: the time model's
-constants are the topology's `calibration` section, documented in docs/planner.md.
+describe). Fitted constants and the rows they were fitted to are named in each section: per
+GPU kind the training GEMM efficiency and one efficiency per attention kernel, fitted to that
+kind's runs of prime-rl's benchmark matrix (section "Trainer benchmark runs"), and the GPU
+peak's `backward_temporaries_fraction`, fitted to three H200 runs (section "GPU peak"); each
+section gives its leave-one-out figures, which are the check. Every other figure is predicted
+from constants not fitted to it: the time model's constants are the topology's `calibration`
+section, documented in docs/planner.md.
 
 Regenerate with `scripts/gen-validation.sh` (after a build). Command behind the table:
 `muonplan validate --markdown` (default topology `topologies/h200-ib.yaml`, models from `models/`).

@@ -487,7 +487,7 @@ void host_terms(const Ctx& c, const PlanOptions& o, RooflineStep& r) {
   const Workload& w = *o.workload;
   const Calibration& cal = c.topo.calibration;
   const RooflineShape& sh = c.sh;
-  if (w.trainer == "rl" && w.prime_rl_date < kHostLoopUntil) {
+  if (w.trainer == "rl" && !w.prime_rl_date.empty() && w.prime_rl_date < kHostLoopUntil) {
     // get_response_lengths over the micro step's position_ids (before CP shards them): per
     // token a Python iteration, the index and the comparison (two eager ops), bool() of a
     // CUDA tensor (a device sync).

@@ -8,7 +8,6 @@
 
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
-#include "trainer_file.h"
 
 namespace muonplan::detail {
 
@@ -42,9 +41,12 @@ std::vector<double> read_expert_load(const std::string& path) {
 
 void apply_trainer_flags(const PlanFlags& f, Workload& w) {
   if (!f.trainer.empty() && f.trainer != "rl" && f.trainer != "sft")
-    throw InputError({}, "--trainer", "expected rl or sft, got '" + f.trainer + "'");
+    throw InputError({}, "--trainer", "expected rl or sft, got '" + brief(f.trainer) + "'");
   w.trainer = f.trainer;
-  if (!f.trainer.empty()) w.prime_rl_date = prime_rl_defaults(f.prime_rl_version).date;
+  // The date as given (to_plan_request has checked it); empty: today's prime-rl, whose mechanisms
+  // the cost model takes when no era is named. The prime-rl room's version table is above this
+  // folder (docs/architecture.md), so the date is not resolved to the table's newest here.
+  if (!f.trainer.empty()) w.prime_rl_date = f.prime_rl_version;
   if (f.expert_load != "balanced") w.expert_load = read_expert_load(f.expert_load);
 }
 
