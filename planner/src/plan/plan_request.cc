@@ -11,6 +11,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "base/calendar_date.h"
 #include "muonplan/base/checked_int.h"
 #include "muonplan/base/enum_names.h"
 #include "muonplan/base/error.h"
@@ -21,7 +22,6 @@
 #include "muonplan/planner/layout.h"
 #include "muonplan/planner/lora.h"
 #include "muonplan/planner/plan_flag_table.h"
-#include "muonplan/planner/trainer_config_in.h"
 #include "muonplan/planner/workload.h"
 #include "trainer_flags.h"
 
@@ -221,8 +221,9 @@ struct Entry {
   bool search_only = false;
 };
 
-const std::vector<Entry>& setters() {
-  static const std::vector<Entry> table = {
+// The search's and the optimizer's flags: the first part of the one flag table (setters()).
+std::vector<Entry> search_and_optimizer_entries() {
+  return {
       {"nodes", text(&PlanFlags::nodes), true, "Node count, or auto", true},
       {"max-nodes", positive_int(&PlanFlags::max_nodes), false,
        "Upper bound for --nodes auto (default: the topology's max_nodes)", true},
@@ -257,70 +258,81 @@ const std::vector<Entry>& setters() {
       {"ns-schedule", text(&PlanFlags::schedule), true,
        "quintic | polar-express | jordan | deepseek-v4 | 'a,b,c;a,b,c;...'"},
       {"owners", text(&PlanFlags::owners), true, choices_help(enum_names(kOwnerStrategyNames))},
-      {"workload", path(&PlanFlags::workload), false,
-       "Workload YAML (tokens_per_step, seq_len, ...)"},
-      {"tokens-per-step", number(&PlanFlags::tokens_per_step, "an integer"), false,
-       "Global batch in tokens"},
-      {"seq-len", number(&PlanFlags::seq_len, "an integer"), false, "Sequence length"},
-      {"micro-batch-seqs", number(&PlanFlags::micro_batch_seqs, "an integer"), true,
-       "Sequences per rank per micro step"},
-      {"ac", text(&PlanFlags::ac), true, "Activation checkpointing: none | full"},
-      {"ac-offload", boolean(&PlanFlags::ac_offload), false,
-       "Keep checkpointed activations in host RAM"},
-      {"lm-head-chunk", number(&PlanFlags::lm_head_chunk, "an integer"), true,
-       "Fused LM head: tokens per logits chunk (0: unfused, whole-sequence logits)"},
-      {"cp-style", text(&PlanFlags::cp_style), true,
-       "Context parallelism: " + choices_help(enum_names(kCpStyleNames))},
-      {"attention", text(&PlanFlags::attention), false,
-       "Attention kernel: " + choices_help(enum_names(kAttentionKernelNames)) +
-           " (auto: FA3 on SM90, FA2 elsewhere; default: the workload file's, else auto)"},
-      {"trainer", text(&PlanFlags::trainer), false,
-       "The prime-rl trainer running the workload: rl | sft (its host work by --prime-rl-version's "
-       "era; default: none named, no trainer host terms)"},
-      {"expert-load", text(&PlanFlags::expert_load), true,
-       "MoE routing: balanced, or a FILE of tokens per expert (numbers, one per expert)"},
-      {"optimization-dtype", text(&PlanFlags::optimization_dtype), true,
-       "Training workload: masters, their gradients and optimizer state in float32 | "
-       "bfloat16 (prime-rl's optimization_dtype)"},
-      {"reduce-dtype", text(&PlanFlags::reduce_dtype), true,
-       "Training workload: gradient reduce-scatter in float32 | bfloat16 (prime-rl's "
-       "reduce_dtype)"},
-      {"gpu-memory-gib", positive_double(&PlanFlags::gpu_memory_gib), false,
-       "GPU memory limit per GPU (default: the topology's)"},
-      {"host-ram-gib", positive_double(&PlanFlags::host_ram_gib), false,
-       "Host RAM limit per node (default: the topology's)"},
-      {"include-mtp", boolean(&PlanFlags::include_mtp), false,
-       "Train the multi-token-prediction layers too"},
-      {"lora-rank", positive_int(&PlanFlags::lora_rank), false,
-       "LoRA: adapters of this rank on frozen bf16 base weights (with --optimizer adamw)"},
-      {"lora-alpha", positive_double(&PlanFlags::lora_alpha), false,
-       "LoRA scaling alpha (default 32, prime-rl's)"},
-      {"lora-targets", text(&PlanFlags::lora_targets), false,
-       "LoRA target modules a,b,c (default prime-rl's: q_proj,k_proj,v_proj,o_proj,gate_proj,"
-       "up_proj,down_proj,experts)"},
-      {"lora-adapters", positive_int(&PlanFlags::lora_adapters), false,
-       "LoRA adapter slots kept resident (prime-rl's max_concurrent_runs; default 1)"},
-      {"lora-active-runs", active_runs(), false,
-       "LoRA: runs whose optimizer exists, 0..--lora-adapters; only they hold AdamW moments and "
-       "run an optimizer step (default: every slot; prime-rl's benchmark runs none)"},
-      {"allocator", text(&PlanFlags::allocator), false,
-       "PyTorch allocator: default | expandable (expandable_segments:True); overrides the "
-       "topology's pytorch: block (default: the topology's; expandable with --trainer-config, "
-       "as prime-rl's launcher sets it)"},
-      {"runtime", text(&PlanFlags::runtime), false,
-       "Memory of: muonplan (our executor, exact) | pytorch (FSDP2 + NCCL; the default with a "
-       "workload)"},
-      {"gpu-headroom", headroom(&PlanFlags::gpu_headroom), false,
-       "Fraction of GPU memory the fit keeps free (default: 0.05 pytorch, 0 muonplan)"},
-      {"host-headroom", headroom(&PlanFlags::host_headroom), false,
-       "Fraction of host RAM the fit keeps free (default: 0.05 pytorch, 0 muonplan)"},
-      {"trainer-config", path(&PlanFlags::trainer_config), false,
-       "prime-rl trainer config (RL or SFT; docs/trainer-config.md)", true},
-      {"prime-rl-version", text(&PlanFlags::prime_rl_version), false,
-       "The trainer config's prime-rl as a date YYYY-MM-DD: its defaults apply where the file is "
-       "silent (default: the newest known)",
-       true},
   };
+}
+
+const std::vector<Entry>& setters() {
+  static const std::vector<Entry> table = [] {
+    std::vector<Entry> t = search_and_optimizer_entries();
+    std::vector<Entry> rest = {
+        {"workload", path(&PlanFlags::workload), false,
+         "Workload YAML (tokens_per_step, seq_len, ...)"},
+        {"tokens-per-step", number(&PlanFlags::tokens_per_step, "an integer"), false,
+         "Global batch in tokens"},
+        {"seq-len", number(&PlanFlags::seq_len, "an integer"), false, "Sequence length"},
+        {"micro-batch-seqs", number(&PlanFlags::micro_batch_seqs, "an integer"), true,
+         "Sequences per rank per micro step"},
+        {"ac", text(&PlanFlags::ac), true, "Activation checkpointing: none | full"},
+        {"ac-offload", boolean(&PlanFlags::ac_offload), false,
+         "Keep checkpointed activations in host RAM"},
+        {"lm-head-chunk", number(&PlanFlags::lm_head_chunk, "an integer"), true,
+         "Fused LM head: tokens per logits chunk (0: unfused, whole-sequence logits)"},
+        {"cp-style", text(&PlanFlags::cp_style), true,
+         "Context parallelism: " + choices_help(enum_names(kCpStyleNames))},
+        {"attention", text(&PlanFlags::attention), false,
+         "Attention kernel: " + choices_help(enum_names(kAttentionKernelNames)) +
+             " (auto: FA3 on SM90, FA2 elsewhere; default: the workload file's, else auto)"},
+        {"trainer", text(&PlanFlags::trainer), false,
+         "The prime-rl trainer running the workload: rl | sft (its host work by "
+         "--prime-rl-version's "
+         "era; default: none named, no trainer host terms)"},
+        {"expert-load", text(&PlanFlags::expert_load), true,
+         "MoE routing: balanced, or a FILE of tokens per expert (numbers, one per expert)"},
+        {"optimization-dtype", text(&PlanFlags::optimization_dtype), true,
+         "Training workload: masters, their gradients and optimizer state in float32 | "
+         "bfloat16 (prime-rl's optimization_dtype)"},
+        {"reduce-dtype", text(&PlanFlags::reduce_dtype), true,
+         "Training workload: gradient reduce-scatter in float32 | bfloat16 (prime-rl's "
+         "reduce_dtype)"},
+        {"gpu-memory-gib", positive_double(&PlanFlags::gpu_memory_gib), false,
+         "GPU memory limit per GPU (default: the topology's)"},
+        {"host-ram-gib", positive_double(&PlanFlags::host_ram_gib), false,
+         "Host RAM limit per node (default: the topology's)"},
+        {"include-mtp", boolean(&PlanFlags::include_mtp), false,
+         "Train the multi-token-prediction layers too"},
+        {"lora-rank", positive_int(&PlanFlags::lora_rank), false,
+         "LoRA: adapters of this rank on frozen bf16 base weights (with --optimizer adamw)"},
+        {"lora-alpha", positive_double(&PlanFlags::lora_alpha), false,
+         "LoRA scaling alpha (default 32, prime-rl's)"},
+        {"lora-targets", text(&PlanFlags::lora_targets), false,
+         "LoRA target modules a,b,c (default prime-rl's: q_proj,k_proj,v_proj,o_proj,gate_proj,"
+         "up_proj,down_proj,experts)"},
+        {"lora-adapters", positive_int(&PlanFlags::lora_adapters), false,
+         "LoRA adapter slots kept resident (prime-rl's max_concurrent_runs; default 1)"},
+        {"lora-active-runs", active_runs(), false,
+         "LoRA: runs whose optimizer exists, 0..--lora-adapters; only they hold AdamW moments and "
+         "run an optimizer step (default: every slot; prime-rl's benchmark runs none)"},
+        {"allocator", text(&PlanFlags::allocator), false,
+         "PyTorch allocator: default | expandable (expandable_segments:True); overrides the "
+         "topology's pytorch: block (default: the topology's; expandable with --trainer-config, "
+         "as prime-rl's launcher sets it)"},
+        {"runtime", text(&PlanFlags::runtime), false,
+         "Memory of: muonplan (our executor, exact) | pytorch (FSDP2 + NCCL; the default with a "
+         "workload)"},
+        {"gpu-headroom", headroom(&PlanFlags::gpu_headroom), false,
+         "Fraction of GPU memory the fit keeps free (default: 0.05 pytorch, 0 muonplan)"},
+        {"host-headroom", headroom(&PlanFlags::host_headroom), false,
+         "Fraction of host RAM the fit keeps free (default: 0.05 pytorch, 0 muonplan)"},
+        {"trainer-config", path(&PlanFlags::trainer_config), false,
+         "prime-rl trainer config (RL or SFT; docs/trainer-config.md)", true},
+        {"prime-rl-version", text(&PlanFlags::prime_rl_version), false,
+         "The trainer config's prime-rl as a date YYYY-MM-DD: its defaults apply where the file is "
+         "silent (default: the newest known)",
+         true},
+    };
+    t.insert(t.end(), rest.begin(), rest.end());
+    return t;
+  }();
   return table;
 }
 
@@ -418,6 +430,60 @@ LoraConfig lora_options(const PlanFlags& f) {
 
 }  // namespace
 
+// The training workload the flags describe (--workload FILE, or --tokens-per-step and its
+// companions), with the trainer, attention kernel and dtypes; nullopt: the optimizer step only.
+static std::optional<Workload> workload_from_flags(const PlanFlags& f) {
+  std::optional<Workload> w;
+  if (!f.workload.empty()) {
+    w = load_workload(f.workload);
+  } else if (f.tokens_per_step > 0 || f.seq_len > 0) {
+    if (f.tokens_per_step <= 0 || f.seq_len <= 0) {
+      throw InputError({}, "--tokens-per-step",
+                       "a workload needs both --tokens-per-step and --seq-len");
+    }
+    if (f.ac != "full" && f.ac != "none") {
+      throw InputError({}, "--ac", "expected full or none, got '" + brief(f.ac) + "'");
+    }
+    if (f.micro_batch_seqs <= 0) throw InputError({}, "--micro-batch-seqs", "must be positive");
+    // Whole rows: 1000 tokens of 4096-token rows planned 0 rows, the activations missing.
+    if (f.tokens_per_step % f.seq_len != 0) {
+      const int64_t rows = f.tokens_per_step / f.seq_len;
+      const std::string below = rows > 0 ? std::to_string(rows * f.seq_len) + " or " : "";
+      throw InputError({}, "--tokens-per-step",
+                       std::to_string(f.tokens_per_step) + " is not a whole number of rows of " +
+                           "--seq-len " + std::to_string(f.seq_len) +
+                           " tokens; the nearest: " + below +
+                           std::to_string(checked_add(rows * f.seq_len, f.seq_len,
+                                                      "--tokens-per-step", "a row more")));
+    }
+    if (f.lm_head_chunk < 0)
+      throw InputError({}, "--lm-head-chunk", "must not be negative (0: unfused)");
+    w = Workload{f.tokens_per_step, f.seq_len,       f.micro_batch_seqs,         f.ac == "full",
+                 f.ac_offload,      f.lm_head_chunk, parse_cp_style(f.cp_style), f.ac_max_inflight};
+  }
+  if (!f.trainer.empty() || f.expert_load != "balanced") {
+    if (!w)
+      throw InputError({}, f.trainer.empty() ? "--expert-load" : "--trainer",
+                       "applies to a training workload only");
+    detail::apply_trainer_flags(f, *w);
+  }
+  if (!f.attention.empty()) {
+    const AttentionKernel k = parse_attention_kernel(f.attention);
+    if (!w) throw InputError({}, "--attention", "applies to a training workload only");
+    w->attention = k;
+  }
+  const int64_t master = parse_dtype_bytes("--optimization-dtype", f.optimization_dtype);
+  const int64_t reduce = parse_dtype_bytes("--reduce-dtype", f.reduce_dtype);
+  if ((master != 4 || reduce != 4) && !w)
+    throw InputError({}, master != 4 ? "--optimization-dtype" : "--reduce-dtype",
+                     "applies to a training workload only (the optimizer step alone keeps fp32)");
+  if (w) {
+    w->master_bytes = master;
+    w->reduce_bytes = reduce;
+  }
+  return w;
+}
+
 PlanRequest to_plan_request(const PlanFlags& flags) {
   if (!flags.trainer_config.empty()) {  // it needs the model: prepare_plan applies it
     throw InputError({}, "--trainer-config",
@@ -470,54 +536,7 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
   check_lora(o.lora, o.optimizer, "--optimizer");
   if (!r.auto_offload && lora_offload_refused(o.lora, o.offload))
     throw InputError({}, "--offload", kLoraSlotsOffloadRefused);
-  if (!f.workload.empty()) {
-    o.workload = load_workload(f.workload);
-  } else if (f.tokens_per_step > 0 || f.seq_len > 0) {
-    if (f.tokens_per_step <= 0 || f.seq_len <= 0) {
-      throw InputError({}, "--tokens-per-step",
-                       "a workload needs both --tokens-per-step and --seq-len");
-    }
-    if (f.ac != "full" && f.ac != "none") {
-      throw InputError({}, "--ac", "expected full or none, got '" + brief(f.ac) + "'");
-    }
-    if (f.micro_batch_seqs <= 0) throw InputError({}, "--micro-batch-seqs", "must be positive");
-    // Whole rows: 1000 tokens of 4096-token rows planned 0 rows, the activations missing.
-    if (f.tokens_per_step % f.seq_len != 0) {
-      const int64_t rows = f.tokens_per_step / f.seq_len;
-      const std::string below = rows > 0 ? std::to_string(rows * f.seq_len) + " or " : "";
-      throw InputError({}, "--tokens-per-step",
-                       std::to_string(f.tokens_per_step) + " is not a whole number of rows of " +
-                           "--seq-len " + std::to_string(f.seq_len) +
-                           " tokens; the nearest: " + below +
-                           std::to_string(checked_add(rows * f.seq_len, f.seq_len,
-                                                      "--tokens-per-step", "a row more")));
-    }
-    if (f.lm_head_chunk < 0)
-      throw InputError({}, "--lm-head-chunk", "must not be negative (0: unfused)");
-    o.workload =
-        Workload{f.tokens_per_step, f.seq_len,       f.micro_batch_seqs,         f.ac == "full",
-                 f.ac_offload,      f.lm_head_chunk, parse_cp_style(f.cp_style), f.ac_max_inflight};
-  }
-  if (!f.trainer.empty() || f.expert_load != "balanced") {
-    if (!o.workload)
-      throw InputError({}, f.trainer.empty() ? "--expert-load" : "--trainer",
-                       "applies to a training workload only");
-    detail::apply_trainer_flags(f, *o.workload);
-  }
-  if (!f.attention.empty()) {
-    const AttentionKernel k = parse_attention_kernel(f.attention);
-    if (!o.workload) throw InputError({}, "--attention", "applies to a training workload only");
-    o.workload->attention = k;
-  }
-  const int64_t master = parse_dtype_bytes("--optimization-dtype", f.optimization_dtype);
-  const int64_t reduce = parse_dtype_bytes("--reduce-dtype", f.reduce_dtype);
-  if ((master != 4 || reduce != 4) && !o.workload)
-    throw InputError({}, master != 4 ? "--optimization-dtype" : "--reduce-dtype",
-                     "applies to a training workload only (the optimizer step alone keeps fp32)");
-  if (o.workload) {
-    o.workload->master_bytes = master;
-    o.workload->reduce_bytes = reduce;
-  }
+  o.workload = workload_from_flags(f);
   if (!r.auto_offload) check_nesterov(o, "--nesterov");  // auto: the search skips full
   // A training workload is run by a PyTorch trainer; the optimizer step alone by our executor.
   o.runtime = f.runtime.empty() ? (o.workload ? RuntimeKind::pytorch : RuntimeKind::muonplan)
@@ -525,7 +544,9 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
   o.gpu_headroom = f.gpu_headroom;
   o.host_headroom = f.host_headroom;
   if (!f.prime_rl_version.empty()) {
-    check_prime_rl_version(f.prime_rl_version);
+    if (!detail::is_calendar_date(f.prime_rl_version))
+      throw InputError({}, "--prime-rl-version",
+                       detail::kCalendarDateExpected + brief(f.prime_rl_version) + "'");
     r.prime_rl_version = f.prime_rl_version;
   }
   if (f.allocator == "expandable" || f.allocator == "default") {

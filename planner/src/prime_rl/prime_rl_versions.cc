@@ -5,6 +5,7 @@
 #include <cctype>
 #include <vector>
 
+#include "base/calendar_date.h"
 #include "trainer_file.h"
 
 namespace muonplan::detail {
@@ -14,20 +15,6 @@ constexpr const char* kNewest = "2026-08-21";      // v0.8.1.dev67, the schema t
 constexpr const char* kDefaultsOn = "2026-06-26";  // c5afcaa2e (#2868): AC, offload, ep auto on
 constexpr const char* kHead1024 = "2026-06-26";    // c5afcaa2e: fused head 1024 by default
 constexpr const char* kHead8192 = "2026-08-19";    // 2acb19ecc (#3302): fused head 8192
-
-bool is_date(const std::string& d) {
-  if (d.size() != 10 || d[4] != '-' || d[7] != '-') return false;
-  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9}) {
-    if (!std::isdigit(static_cast<unsigned char>(d[i]))) return false;
-  }
-  // A day of the Gregorian calendar: 2026-02-30 and year 0000 are no date (they were taken).
-  const int year = std::stoi(d.substr(0, 4)), month = std::stoi(d.substr(5, 2)),
-            day = std::stoi(d.substr(8, 2));
-  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-  static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  return year >= 1 && month >= 1 && month <= 12 && day >= 1 &&
-         day <= kDays[month - 1] + (month == 2 && leap);
-}
 
 // The eras of the keys whose presence changed (docs/trainer-config.md, "Key eras"): a key is
 // in prime-rl's schema from `since` (inclusive) until `until` (exclusive); "" is open. `renamed`
@@ -113,9 +100,8 @@ std::string key_era_problem(const std::string& table, const std::string& key, bo
 
 PrimeRlDefaults prime_rl_defaults(const std::string& version) {
   const std::string date = version.empty() ? kNewest : version;
-  if (!is_date(date))
-    throw InputError({}, "--prime-rl-version",
-                     "expected a date YYYY-MM-DD of the calendar, got '" + brief(date) + "'");
+  if (!is_calendar_date(date))
+    throw InputError({}, "--prime-rl-version", kCalendarDateExpected + brief(date) + "'");
   PrimeRlDefaults d;
   d.date = date;
   d.dated = !version.empty();

@@ -287,6 +287,27 @@ double CalibrationResult::max_held_out_error_before() const {
   return e;
 }
 
+// Each run before (topo) and after (best) the fit, with its measured components, and the
+// figures that determined the fit.
+void check_runs(const Topology& topo, const Topology& best, const std::vector<CalibrationRun>& fit,
+                const std::vector<CalibrationRun>& held_out, CalibrationResult& result) {
+  auto check = [&](const CalibrationRun& r, bool out) {
+    RunCheck c{r.name, out, r.step_s, predict_step_s(topo, r), predict_step_s(best, r), {}};
+    const Predicted p = predict_run(best, r);
+    if (r.device_s) c.components.emplace_back("device", *r.device_s, p.device_s);
+    if (r.h2d_s) c.components.emplace_back("pcie_h2d", *r.h2d_s, p.h2d_s);
+    if (r.host_s) c.components.emplace_back("host_kernels", *r.host_s, p.host_s);
+    result.runs.push_back(std::move(c));
+  };
+  for (const CalibrationRun& r : fit) {
+    check(r, false);
+    auto counts = [](const std::optional<double>& m) { return m && *m >= kMinComponentS; };
+    result.determining_figures +=
+        1 + counts(r.device_s) + counts(r.h2d_s) + counts(r.host_s) + 2 * bool(r.gpu_runtime);
+  }
+  for (const CalibrationRun& r : held_out) check(r, true);
+}
+
 CalibrationResult calibrate(const Topology& topo, const std::vector<CalibrationRun>& fit,
                             const std::vector<CalibrationRun>& held_out,
                             const std::function<void(const std::string&)>& progress) {
@@ -372,21 +393,7 @@ CalibrationResult calibrate(const Topology& topo, const std::vector<CalibrationR
   for (const Knob& k : knobs())
     best.calibration.*k.field = std::stod(fmt(best.calibration.*k.field));
   result.calibration = best.calibration;
-  auto check = [&](const CalibrationRun& r, bool out) {
-    RunCheck c{r.name, out, r.step_s, predict_step_s(topo, r), predict_step_s(best, r), {}};
-    const Predicted p = predict_run(best, r);
-    if (r.device_s) c.components.emplace_back("device", *r.device_s, p.device_s);
-    if (r.h2d_s) c.components.emplace_back("pcie_h2d", *r.h2d_s, p.h2d_s);
-    if (r.host_s) c.components.emplace_back("host_kernels", *r.host_s, p.host_s);
-    result.runs.push_back(std::move(c));
-  };
-  for (const CalibrationRun& r : fit) {
-    check(r, false);
-    auto counts = [](const std::optional<double>& m) { return m && *m >= kMinComponentS; };
-    result.determining_figures +=
-        1 + counts(r.device_s) + counts(r.h2d_s) + counts(r.host_s) + 2 * bool(r.gpu_runtime);
-  }
-  for (const CalibrationRun& r : held_out) check(r, true);
+  check_runs(topo, best, fit, held_out, result);
   fit_overheads(topo.overheads, fit, result);
   return result;
 }
