@@ -141,15 +141,8 @@ benchmark_section() {
   cat <<'TEXT'
 ## prime-rl's benchmark matrix (step time)
 
-`data/calibration/prime-rl-benchmarks.yaml` is prime-rl's trainer benchmark matrix: 42 runs on
-RTX A6000, H100 and H200 (41 that ran, 1 that ran out of memory), each with its setup and its
-prime-rl era. `scripts/gen-matrix-runs.py` writes each run as a training-run file under
-`tests/data/training-runs/matrix/` (`cli.validation_matrix` fails when they are stale), and
-`scripts/validate-matrix.sh` plans every one on the topology it names beside what was measured,
-fitting nothing: `muonplan validate --training-run FILE ... [--json|--markdown]` (step time
-against `--step-tolerance`, 15% by default; `torch.cuda.max_memory_reserved()` against the
-simulated allocator's reserved peak within `--memory-tolerance`, 10%; and the fit verdict: the
-OOM run must not fit the card, every run that ran must). The held-out B200 run of
+The matrix and how it is checked are described in section "prime-rl's benchmark matrix" below
+(`scripts/validate-matrix.sh`); this section is its step time. The held-out B200 run of
 `published.yaml` is the 42nd with a time.
 
 The step is the roofline of docs/planner.md section 8 with the trainer's mechanisms of its era
