@@ -235,16 +235,7 @@ def check(root):
     return problems
 
 
-def main():
-    root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else __file__).resolve()
-    if len(sys.argv) <= 1:
-        root = root.parents[2]
-    problems = check(root)
-    for p in problems:
-        print(p)
-    print(f"header_layers: {len(problems)} problem(s)")
-    return 1 if problems else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    from lint_main import run
+
+    sys.exit(run("header_layers", check))
