@@ -26,7 +26,6 @@ more rules:
     header_layers.py [SOURCE_DIR]      (default: the repository holding this script)
 """
 
-import pathlib
 import re
 import sys
 

@@ -15,7 +15,6 @@ named by their pattern (LOOP_TARGETS). For each row:
     link_table.py [SOURCE_DIR]      (default: the repository holding this script)
 """
 
-import pathlib
 import re
 import sys
 
