@@ -215,8 +215,7 @@ TEST_CASE("caching allocator: expandable, only whole free pages are unmapped", "
   CHECK(a.reserved() == 60 * MiB);
 }
 
-TEST_CASE("caching allocator: expandable, an unmapped hole is mapped again first",
-          "[allocator]") {
+TEST_CASE("caching allocator: expandable, an unmapped hole is mapped again first", "[allocator]") {
   AllocatorConfig c;
   c.expandable_segments = true;
   c.capacity = 80 * MiB;
@@ -237,4 +236,26 @@ TEST_CASE("caching allocator: expandable, an unmapped hole is mapped again first
   CHECK(a.reserved_on(0) == 40 * MiB);
   CHECK(a.segments() == 2);
   CHECK_FALSE(a.out_of_memory());
+}
+
+TEST_CASE("caching allocator: empty_cache gives back exactly the segments with no live block",
+          "[allocator]") {
+  CachingAllocator a;
+  // Three 12 MiB requests: three own segments (36 MiB). A 2 MiB small-pool segment holds two
+  // 512 KiB blocks.
+  const int x = a.malloc(12 * MiB, 0), y = a.malloc(12 * MiB, 0), z = a.malloc(12 * MiB, 0);
+  const int s1 = a.malloc(512 * KiB, 0), s2 = a.malloc(512 * KiB, 0);
+  CHECK(a.reserved() == 38 * MiB);
+  a.free(x);
+  a.free(s1);                          // its segment still holds s2: not given back
+  CHECK(a.empty_cache() == 12 * MiB);  // x's segment only
+  CHECK(a.empty_cache() == 0);         // nothing cached since
+  a.free(s2);                          // the small segment is whole again: 2 MiB
+  a.free(z);
+  CHECK(a.empty_cache() == 14 * MiB);
+  CHECK(a.reserved() == 12 * MiB);  // y's segment, live
+  CHECK(a.segments() == 1);
+  a.free(y);
+  CHECK(a.empty_cache() == 12 * MiB);
+  CHECK(a.reserved() == 0);
 }

@@ -92,7 +92,7 @@ int CachingAllocator::new_segment(int64_t size, int stream, bool small, bool for
   segments_.push_back({stream, small, true, false, size});
   blocks_.push_back({next_ptr_, size, stream, seg, -1, -1, small, false, true});
   next_ptr_ += size;
-  free_.insert(key(id));
+  cache_free(id);
   return id;
 }
 
@@ -111,14 +111,13 @@ int CachingAllocator::find_expandable(int64_t size, int stream, bool small) {
     if (bytes >= size) return c;
   }
   const int64_t page = page_bytes(small);
-  const int64_t space = cfg_.capacity > 0
-                            ? ceil_to(cfg_.capacity + cfg_.capacity / 8, page)
-                            : int64_t(1) << 46;
+  const int64_t space =
+      cfg_.capacity > 0 ? ceil_to(cfg_.capacity + cfg_.capacity / 8, page) : int64_t(1) << 46;
   const int seg = int(segments_.size());
   const int id = int(blocks_.size());
   segments_.push_back({stream, small, true, true, 0});
-  blocks_.push_back({next_ptr_, std::max(space, ceil_to(size, page)), stream, seg, -1, -1, small,
-                     false, false});
+  blocks_.push_back(
+      {next_ptr_, std::max(space, ceil_to(size, page)), stream, seg, -1, -1, small, false, false});
   next_ptr_ += blocks_.back().size;
   unmapped_.insert(unmapped_key(id));
   return id;
@@ -151,7 +150,7 @@ int CachingAllocator::map_block(int id, int64_t size, bool force) {
   const int prev = blocks_[size_t(id)].prev, next = blocks_[size_t(id)].next;
   if (is_free(prev)) merge_into(id, prev);
   if (is_free(next)) merge_into(id, next);
-  free_.insert(key(id));
+  cache_free(id);
   return id;
 }
 
@@ -189,7 +188,26 @@ void CachingAllocator::split(int id, int64_t size) {
   if (r.next >= 0) blocks_[size_t(r.next)].prev = rest;
   blocks_[size_t(id)].next = rest;
   blocks_.push_back(r);
-  free_.insert(key(rest));
+  cache_free(rest);
+}
+
+// A block empty_cache gives back: a whole segment with no live block, or a free block of an
+// expandable segment holding a whole page.
+bool CachingAllocator::releasable(int id) const {
+  const Block& b = blocks_[size_t(id)];
+  if (!segments_[size_t(b.segment)].expandable) return b.prev < 0 && b.next < 0;
+  const int64_t page = page_bytes(b.small);
+  return ceil_to(b.ptr, page) < (b.ptr + b.size) / page * page;
+}
+
+void CachingAllocator::cache_free(int id) {
+  free_.insert(key(id));
+  if (releasable(id)) releasable_.insert(key(id));
+}
+
+void CachingAllocator::uncache(int id) {
+  free_.erase(key(id));
+  releasable_.erase(key(id));
 }
 
 void CachingAllocator::count_alloc(int64_t bytes) {
@@ -217,7 +235,7 @@ int CachingAllocator::malloc(int64_t bytes, int stream) {
     oom_ = true;
     id = alloc_block(true);
   }
-  free_.erase(key(id));
+  uncache(id);
   split(id, size);
   blocks_[size_t(id)].allocated = true;
   count_alloc(blocks_[size_t(id)].size);
@@ -230,7 +248,7 @@ void CachingAllocator::merge_into(int id, int other) {
   Block& b = blocks_[size_t(id)];
   Block& o = blocks_[size_t(other)];
   if (o.mapped) {
-    free_.erase(key(other));
+    uncache(other);
   } else {
     unmapped_.erase(unmapped_key(other));
   }
@@ -254,7 +272,7 @@ void CachingAllocator::free(int handle) {
   const int prev = b.prev, next = b.next;
   if (is_free(prev)) merge_into(handle, prev);
   if (is_free(next)) merge_into(handle, next);
-  free_.insert(key(handle));
+  cache_free(handle);
 }
 
 // unmap_block: the whole pages inside free block `id` go back; what is left of it before and
@@ -264,13 +282,13 @@ void CachingAllocator::unmap_block(int id) {
   const int64_t page = page_bytes(b.small);
   const int64_t begin = ceil_to(b.ptr, page), end = (b.ptr + b.size) / page * page;
   if (begin >= end) return;
-  free_.erase(key(id));
+  uncache(id);
   auto piece = [&](int64_t ptr, int64_t size, int prev, int next) {
     const int p = int(blocks_.size());
     blocks_.push_back({ptr, size, b.stream, b.segment, prev, next, b.small, false, true});
     if (prev >= 0) blocks_[size_t(prev)].next = p;
     if (next >= 0) blocks_[size_t(next)].prev = p;
-    free_.insert(key(p));
+    cache_free(p);
   };
   if (begin > b.ptr) piece(b.ptr, begin - b.ptr, b.prev, id);
   if (end < b.ptr + b.size) piece(end, b.ptr + b.size - end, id, blocks_[size_t(id)].next);
@@ -293,23 +311,21 @@ void CachingAllocator::unmap_block(int id) {
 // segment every free block's whole pages are unmapped.
 int64_t CachingAllocator::empty_cache() {
   const int64_t before = reserved_;
-  std::vector<int> to_unmap;
-  for (auto it = free_.begin(); it != free_.end();) {
-    const int id = it->id;
-    const Block& b = blocks_[size_t(id)];
+  // Only the releasable blocks, in the free set's order: at the capacity every malloc that
+  // needs a new segment calls this, and a scan of the whole free set (mostly small blocks of
+  // live segments) was half of a plan's time with 64 LoRA slots (issue 46 item 17).
+  const std::vector<FreeKey> cached(releasable_.begin(), releasable_.end());
+  for (const FreeKey& k : cached) {
+    const Block& b = blocks_[size_t(k.id)];
     Segment& g = segments_[size_t(b.segment)];
     if (g.expandable) {
-      to_unmap.push_back(id);
-      ++it;
-    } else if (b.prev < 0 && b.next < 0) {
+      unmap_block(k.id);
+    } else {
       g.live = false;
       reserved_ -= g.size;
-      it = free_.erase(it);
-    } else {
-      ++it;
+      uncache(k.id);
     }
   }
-  for (int id : to_unmap) unmap_block(id);
   return before - reserved_;
 }
 

@@ -108,6 +108,9 @@ class CachingAllocator {
   void split(int id, int64_t size);
   void merge_into(int id, int other);
   void count_alloc(int64_t bytes);
+  void cache_free(int id);  // a block joins the free set
+  void uncache(int id);     // and leaves it
+  bool releasable(int id) const;
 
   AllocatorConfig cfg_;
   std::vector<Block> blocks_;
@@ -118,7 +121,8 @@ class CachingAllocator {
   // AddressSanitizer. Declared before the set, so it outlives it.
   std::pmr::unsynchronized_pool_resource free_nodes_;
   std::pmr::set<FreeKey> free_{&free_nodes_};
-  std::set<FreeKey> unmapped_;  // the source's BlockPool::unmapped
+  std::set<FreeKey> unmapped_;    // the source's BlockPool::unmapped
+  std::set<FreeKey> releasable_;  // the free blocks empty_cache gives back
   int64_t next_ptr_ = 0;
   int64_t allocated_ = 0, reserved_ = 0, peak_allocated_ = 0, peak_reserved_ = 0;
   bool oom_ = false;
