@@ -201,13 +201,21 @@ bool CachingAllocator::releasable(int id) const {
 }
 
 void CachingAllocator::cache_free(int id) {
-  free_.insert(key(id));
-  if (releasable(id)) releasable_.insert(key(id));
+  const FreeKey k = key(id);
+  free_.insert(k);
+  if (releasable(id)) {
+    releasable_.insert(k);
+    blocks_[size_t(id)].indexed = true;
+  }
 }
 
 void CachingAllocator::uncache(int id) {
-  free_.erase(key(id));
-  releasable_.erase(key(id));
+  const FreeKey k = key(id);
+  free_.erase(k);
+  if (blocks_[size_t(id)].indexed) {
+    releasable_.erase(k);
+    blocks_[size_t(id)].indexed = false;
+  }
 }
 
 void CachingAllocator::count_alloc(int64_t bytes) {

@@ -73,7 +73,8 @@ class CachingAllocator {
     int stream = 0, segment = -1;
     int prev = -1, next = -1;  // neighbours within the segment
     bool small = false, allocated = false;
-    bool mapped = true;  // false: address space of an expandable segment with no pages behind it
+    bool mapped = true;    // false: address space of an expandable segment with no pages behind it
+    bool indexed = false;  // in releasable_
   };
   struct Segment {
     int stream = 0;
@@ -121,8 +122,8 @@ class CachingAllocator {
   // AddressSanitizer. Declared before the set, so it outlives it.
   std::pmr::unsynchronized_pool_resource free_nodes_;
   std::pmr::set<FreeKey> free_{&free_nodes_};
-  std::set<FreeKey> unmapped_;    // the source's BlockPool::unmapped
-  std::set<FreeKey> releasable_;  // the free blocks empty_cache gives back
+  std::pmr::set<FreeKey> releasable_{&free_nodes_};  // the free blocks empty_cache gives back
+  std::set<FreeKey> unmapped_;                       // the source's BlockPool::unmapped
   int64_t next_ptr_ = 0;
   int64_t allocated_ = 0, reserved_ = 0, peak_allocated_ = 0, peak_reserved_ = 0;
   bool oom_ = false;
