@@ -89,7 +89,7 @@ struct Workload {
   // Tokens routed to each expert (any scale; a trainer's logs, --expert-load FILE); empty:
   // balanced routing.
   std::vector<double> expert_load{};
-  // prime-rl's [model.ac] beside ac_full (docs/planner.md, "Activation checkpointing"):
+  // prime-rl's [model.ac] beside ac_full (docs/trainer-config.md, "Activation checkpointing"):
   // ac_selective (ac_full false) checkpoints only the functions of ac_targets inside each layer
   // (empty: prime-rl's default, norm); ac_freq N puts AC (full or selective) on the layers whose
   // index is a multiple of N, the others keep every activation. The rule per layer is
