@@ -43,6 +43,22 @@ want = (18 * (layer - mlp) + 18 * layer) / 2**30
 assert abs(wt["activations"] - want) < 1e-6, (wt["activations"], want)
 assert abs(wt["recomputed_layer_activations"] - 2 * mlp / 2**30) < 1e-6, wt
 PYEOF
+# freq alone (the era before mode and targets): full AC on every second layer, as the flags.
+sed '/^mode = /d; /^targets = /d' $d/rl-selective-ac.toml >"$work/freq.toml"
+"$bin" plan --trainer-config "$work/freq.toml" --json >"$work/freq.json" 2>"$work/freq.err" && ok ||
+  bad "freq: $(cat "$work/freq.err")"
+"$bin" plan --trainer-config "$work/flags.toml" --ac full --ac-freq 2 --json >"$work/freq-flags.json" \
+  2>/dev/null && ok || bad "freq flags"
+"$py" - "$work/freq.json" "$work/freq-flags.json" <<'PYEOF' && ok || bad "freq terms"
+import json, sys
+t, f = (json.load(open(p)) for p in sys.argv[1:])
+assert (t["workload"]["ac"], t["workload"]["ac_freq"]) == ("full", 2), t["workload"]
+assert t["predicted"] == f["predicted"], "freq: the TOML and the flags plan differently"
+w = {x["name"]: x["gib"] for x in t["predicted"]["breakdown"]["gpu_workload_gib"]}
+# 18 of 36 layers keep their bf16 input (2 t h = 32 MiB each), 18 everything (464.5 MiB each).
+assert abs(w["checkpointed_layer_inputs"] - 18 * 32 / 1024) < 1e-9, w
+assert abs(w["activations"] - 18 * 464.5 / 1024) < 1e-9, w
+PYEOF
 # mlp on a model of MoE layers only: prime-rl's apply_ac raises.
 "$bin" plan --model qwen3-30b-a3b --nodes 1 --tokens-per-step 32768 --seq-len 4096 --ac selective \
   --ac-targets mlp >/dev/null 2>"$work/moe.err" && bad "mlp on MoE layers planned" || ok
