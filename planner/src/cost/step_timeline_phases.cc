@@ -123,7 +123,9 @@ void record_forward(Recorder& r, MicroState& m) {
       for (auto it = acts.rbegin(); it != acts.rend(); ++it) r.tl.free(*it);
       acts.clear();
     } else if (ac == LayerAc::selective) {
-      // A checkpointed function's tensors go as it returns; the rest stay saved.
+      // A checkpointed function's tensors are not saved; freed here, at the layer's end,
+      // rather than as the function returns (the shared experts' tensors after it overlap
+      // them: an upper bound within forward); the rest stay saved.
       const auto info = layer_activation_tensors(r.spec, u.layer, r.t, r.o.layout.ep);
       for (size_t j = acts.size(); j-- > 0;) {
         if (acts[j] >= 0 && recomputed(*r.o.workload, u.layer, info[j + 1])) {
