@@ -85,7 +85,9 @@ json workload_to_json(const std::optional<Workload>& workload) {
   json j = {{"tokens_per_step", w.tokens_per_step},
             {"seq_len", w.seq_len},
             {"micro_batch_seqs", w.micro_batch_seqs},
-            {"ac", w.ac_full ? "full" : "none"},
+            {"ac", w.ac_selective ? "selective"
+                   : w.ac_full    ? "full"
+                                  : "none"},
             {"ac_offload", w.ac_offload},
             {"lm_head_chunk", w.lm_head_chunk},
             {"cp_style", to_string(w.cp_style)},
@@ -98,6 +100,9 @@ json workload_to_json(const std::optional<Workload>& workload) {
     j["prime_rl_date"] = w.prime_rl_date;
   }
   if (!w.expert_load.empty()) j["expert_load"] = w.expert_load;
+  // Written only when set, so a plan of full AC on every layer reads as before.
+  if (w.ac_selective) j["ac_targets"] = w.ac_targets;
+  if (w.ac_freq != 1) j["ac_freq"] = w.ac_freq;
   return j;
 }
 

@@ -102,10 +102,15 @@ assert (d["workload"]["tokens_per_step"], d["workload"]["micro_batch_seqs"]) == 
 plan_json sft-dep $d/sft-old-deployment.toml
 json_check sft-old-deployment "$work/sft-dep.json" 'assert (d["nodes"], d["gpus_per_node"]) == (3, 8)'
 
-# AC modes other than full are planned as full, with a warning at the key.
+# A later schema's AC mode is planned as full, with a warning at the key; selective is planned
+# (tests/cli/prime_rl_selective_ac.sh), without the AC offload prime-rl's default turns on.
+printf '[model]\nname = "Qwen/Qwen3-8B"\n[data]\nbatch_size = 8\n[model.ac]\nmode = "full_moe"\n' >"$work/moe.toml"
+expect ac-later-mode 0 "warning: $work/moe.toml:6:8: model.ac.mode: full_moe AC is planned as full AC, \
+which saves fewer activations: a lower bound" "$bin" plan --trainer-config "$work/moe.toml" --json
 printf '[model]\nname = "Qwen/Qwen3-8B"\n[data]\nbatch_size = 8\n[model.ac]\nmode = "selective"\n' >"$work/sel.toml"
-expect ac-selective 0 "warning: $work/sel.toml:6:8: model.ac.mode: selective AC is planned as full AC, \
-which saves fewer activations: a lower bound" "$bin" plan --trainer-config "$work/sel.toml" --json
+expect ac-selective 0 "warning: $work/sel.toml:6:8: model.ac.mode: ac_offloading with selective AC or \
+freq > 1 is planned without the offload (what prime-rl offloads there is not modelled): GPU memory an \
+upper bound" "$bin" plan --trainer-config "$work/sel.toml" --json
 
 # Later schemas' weight_decay = "auto": 0.01 for SFT, 0.0 for RL.
 plan_json sft-auto $d/sft-auto-wd.toml

@@ -116,6 +116,18 @@ class PlanMatchesCli(unittest.TestCase):
         self.assertEqual(got["nodes"], 2)
         self.assertTrue(got["optimizer_config"]["bf16_momentum"])
 
+    def test_selective_ac_keywords(self):
+        # --ac selective, --ac-targets and --ac-freq as keywords: the same plan as the flags.
+        model = path("models/qwen3-30b-a3b.yaml")
+        got = muonplan.plan(model, nodes=1, tokens_per_step=262144, seq_len=4096,
+                            ac="selective", ac_targets="routed_experts,norm", ac_freq=2)
+        want = cli_json("plan", "--model", model, "--nodes", "1", "--tokens-per-step", "262144",
+                        "--seq-len", "4096", "--ac", "selective", "--ac-targets",
+                        "routed_experts,norm", "--ac-freq", "2")
+        self.assertEqual(got, want)
+        self.assertEqual((got["workload"]["ac"], got["workload"]["ac_freq"]), ("selective", 2))
+        self.assertEqual(got["workload"]["ac_targets"], ["routed_experts", "norm"])
+
     def test_hf_config_dict(self):
         hf = path("tests/data/hf/glm-4.5-air.json")
         with open(hf) as f:

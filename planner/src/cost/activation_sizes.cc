@@ -40,6 +40,10 @@ std::vector<ActivationTensor> layer_activation_tensors(const ModelSpec& s, int64
     // every local expert's rows to a multiple of TOKEN_GROUP_ALIGN_SIZE_M, x.shape[0] +
     // experts x that many rows in all.
     const double padded = tk + double(s.moe.num_experts) * kMoeAlignRows;
+    // The routed path runs inside _run_routed_experts (the gather, the experts with their
+    // expert_parallel wrapper, the score multiply): the routed_experts target's function.
+    // Its input (moe_input), the router's probabilities and the shared experts are outside.
+    const char* kRouted = "routed_experts";
     if (ep > 1) {
       // Expert parallelism: the dispatch's received tokens, the experts' output and the
       // combine's received tokens are the all-to-all buffers; the saved copy the grouped GEMMs
@@ -48,34 +52,34 @@ std::vector<ActivationTensor> layer_activation_tensors(const ModelSpec& s, int64
       // GLM-4.5-Air run (ep 8, cp 4) would put the peak 15% over (docs/validation.md).
       v.insert(v.end(), {{"moe_input", 2 * t * h, true},
                          {"router_probs", 4 * t * s.moe.num_experts, true},
-                         {"routed_tokens", 2 * tk * h, true},
-                         {"expert_gate", 2 * tk * f, true},
-                         {"expert_up", 2 * tk * f, true},
-                         {"expert_act", 2 * tk * f, true}});
+                         {"routed_tokens", 2 * tk * h, true, nullptr, kRouted},
+                         {"expert_gate", 2 * tk * f, true, nullptr, kRouted},
+                         {"expert_up", 2 * tk * f, true, nullptr, kRouted},
+                         {"expert_act", 2 * tk * f, true, nullptr, kRouted}});
     } else {
       v.insert(v.end(),
                {{"moe_input", 2 * t * h, true},
                 {"router_probs", 4 * t * s.moe.num_experts, true},
                 // _run_routed_experts: routed_input = torch.gather(x, 0, routed_indices); the
                 // local name holds it until the function returns.
-                {"routed_input", 2 * tk * h, true, "routed_output_bf16"},
+                {"routed_input", 2 * tk * h, true, "routed_output_bf16", kRouted},
                 // expert_parallel: x = torch.vstack((x, x.new_zeros(...))), one zero row more.
-                {"permute_vstack", 2 * (tk + 1) * h, true, "routed_tokens"},
+                {"permute_vstack", 2 * (tk + 1) * h, true, "routed_tokens", kRouted},
                 // expert_parallel: x = x[permuted_indices, :], saved by the grouped GEMMs.
-                {"routed_tokens", 2 * padded * h, true},
-                {"expert_gate", 2 * tk * f, true},
-                {"expert_up", 2 * tk * f, true},
-                {"expert_act", 2 * tk * f, true},
+                {"routed_tokens", 2 * padded * h, true, nullptr, kRouted},
+                {"expert_gate", 2 * tk * f, true, nullptr, kRouted},
+                {"expert_up", 2 * tk * f, true, nullptr, kRouted},
+                {"expert_act", 2 * tk * f, true, nullptr, kRouted},
                 // _run_experts_grouped_mm: out = torch._grouped_mm(h, w2, ...), padded rows.
-                {"expert_out", 2 * padded * h, true, "unpermute_buffer"},
+                {"expert_out", 2 * padded * h, true, "unpermute_buffer", kRouted},
                 // expert_parallel: out_unpermuted = out.new_empty(input_shape), filled by index.
-                {"unpermute_buffer", 2 * (tk + 1) * h, true, "routed_output_fp32"},
+                {"unpermute_buffer", 2 * (tk + 1) * h, true, "routed_output_fp32", kRouted},
                 // score_before_experts false (Qwen3-MoE, GLM-4-MoE): routed_output.to(float32),
                 // saved by the multiply for the scores' gradient, ...
-                {"routed_output_fp32", 4 * tk * h, true},
+                {"routed_output_fp32", 4 * tk * h, true, nullptr, kRouted},
                 // ... times top_scores (fp32), then .to(x.dtype) for scatter_add.
-                {"routed_scaled_fp32", 4 * tk * h, true, "routed_output_bf16"},
-                {"routed_output_bf16", 2 * tk * h, true, "moe_block_output"}});
+                {"routed_scaled_fp32", 4 * tk * h, true, "routed_output_bf16", kRouted},
+                {"routed_output_bf16", 2 * tk * h, true, "moe_block_output", kRouted}});
     }
     if (fs > 0) {
       v.insert(v.end(), {{"shared_gate", 2 * t * fs, true},
@@ -84,10 +88,12 @@ std::vector<ActivationTensor> layer_activation_tensors(const ModelSpec& s, int64
     }
   } else {
     const double f = double(s.intermediate_size);
+    // The input is the checkpoint's (mlp target), saved either way; gate, up and act are
+    // made inside mlp.forward.
     v.insert(v.end(), {{"mlp_input", 2 * t * h, true},
-                       {"mlp_gate", 2 * t * f, true},
-                       {"mlp_up", 2 * t * f, true},
-                       {"mlp_act", 2 * t * f, true}});
+                       {"mlp_gate", 2 * t * f, true, nullptr, "mlp"},
+                       {"mlp_up", 2 * t * f, true, nullptr, "mlp"},
+                       {"mlp_act", 2 * t * f, true, nullptr, "mlp"}});
   }
   return v;
 }

@@ -31,6 +31,12 @@ struct ActivationTensor {
   double bytes = 0;
   bool mlp = false;  // in the MLP / MoE block (backward reaches it first), else attention
   const char* freed_after = nullptr;
+  // The selective-AC target (prime-rl's name) whose checkpointed function makes this tensor:
+  // under that target it is recomputed in backward, not saved (ac_layers.h). None: saved under
+  // every selective target (the tensors a norm, attn_projections, output_proj or mla_up_proj
+  // makes are read and saved by the operation after them: the projections' outputs by
+  // attention, the norms' outputs by the next linear).
+  const char* ac_target = nullptr;
   bool saved() const { return freed_after == nullptr; }
 };
 

@@ -10,61 +10,13 @@
 #include <cstdio>
 #include <string>
 
+#include "cost/ac_layers.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/units.h"
 #include "muonplan/planner/ns_model.h"
 #include "muonplan/planner/workload.h"
 
 namespace muonplan {
-
-AttentionKernel resolved_attention_kernel(AttentionKernel kernel, double cc) {
-  if (kernel != AttentionKernel::auto_kernel) return kernel;
-  return cc >= 9 && cc < 10 ? AttentionKernel::fa3 : AttentionKernel::fa2;
-}
-
-AttentionRate attention_rate(AttentionKernel kernel, double cc) {
-  const bool hopper = cc >= 9 && cc < 10, blackwell = cc >= 10;
-  if (kernel == AttentionKernel::fa3 && cc > 0 && !hopper) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf,
-                  "FlashAttention-3 runs on SM90 (Hopper) only; this GPU's compute capability "
-                  "is %.1f (use fa2, sdpa or auto)",
-                  cc);
-    throw InputError({}, "--attention", buf);
-  }
-  kernel = resolved_attention_kernel(kernel, cc);
-  if (kernel == AttentionKernel::fa3) {
-    return {"FlashAttention-3", AttentionKernel::fa3, 616 / 989.4, 561 / 989.4,
-            "FA3 paper (arXiv 2407.08608) figs. 5-6: H100 SXM5 bf16, head dim 128, causal, 16k: "
-            "616 TFLOP/s forward, 561 backward, of 989.4"};
-  }
-  const char* name =
-      kernel == AttentionKernel::sdpa ? "SDPA (FlashAttention-2 backend)" : "FlashAttention-2";
-  if (hopper) {
-    return {name, kernel, 335 / 989.4, 322 / 989.4,
-            "FA3 paper figs. 5-6, its FA2 bars: H100 SXM5, head dim 128, causal, 16k: 335 "
-            "forward, 322 backward"};
-  }
-  if (blackwell) {
-    // FA2's mma.sync path has no published SM100 figure: Hopper's FA2 rate per SM at the same
-    // clock, over B200's 148 SMs and 2250 TFLOP/s dense peak (an estimate, not a measurement).
-    return {name, kernel, 335.0 * 148 / 132 / 2250, 322.0 * 148 / 132 / 2250,
-            "estimate: H100's FA2 rate per SM x 148 SMs, of 2250 (no published SM100 figure)"};
-  }
-  return {name, kernel, 0.70, 0.55,
-          "FA2 paper (arXiv 2307.08691): 50-73% of A100 peak; forward at 0.70, backward 0.55"};
-}
-
-double attention_efficiency(const Calibration& cal, AttentionKernel kernel) {
-  switch (kernel) {
-    case AttentionKernel::fa3:
-      return cal.attention_fa3_efficiency;
-    case AttentionKernel::sdpa:
-      return cal.attention_sdpa_efficiency;
-    default:
-      return cal.attention_fa2_efficiency;
-  }
-}
 
 namespace {
 
@@ -185,10 +137,40 @@ struct UnitWork {
   bool weight_grads = false;                // a trained base weight: backward's weight-grad pass
   double ffn_width = 0;                     // SwiGLU width per token (top-k routed + shared)
   bool moe = false;
-  bool expert_adapters = false;  // LoRA on the routed experts
-  Passes experts;                // the routed experts' GEMMs, base and adapters
-  double busy_experts = 1;       // on the busiest rank (expert_load)
+  bool expert_adapters = false;                      // LoRA on the routed experts
+  Passes experts;                                    // the routed experts' GEMMs, base and adapters
+  double busy_experts = 1;                           // on the busiest rank (expert_load)
+  double dense_ffn_width = 0, routed_ffn_width = 0;  // ffn_width's mlp and routed parts
+  // Forward seconds by class of each selective-AC target's functions (kAcTargetNames order)
+  // and their GEMM launches: what a selective layer recomputes (ac_layers.h).
+  double target_fwd[std::size(kAcTargetNames)][kClasses]{};
+  double target_kernels[std::size(kAcTargetNames)]{};
 };
+
+// kAcTargetNames' indices.
+enum AcTarget { norm_target, attn_proj_target, mlp_target, mla_up_target, routed_target };
+
+// The selective-AC target whose checkpointed function runs a layer weight's GEMM (names as
+// inventory.cc writes them; prime-rl's attn_projections and output_proj hold the attention's
+// projections but MLA's up-projections, mla_up_proj those; mlp.forward a dense MLP;
+// _run_routed_experts the routed experts): -1 for the router, shared experts and indexer.
+int gemm_target(const ParamTensor& pt) {
+  const std::string& n = pt.name;
+  const auto has = [&](const char* part) { return n.find(part) != std::string::npos; };
+  if (pt.stack_dim == 0 || pt.routed_expert) return routed_target;
+  if (has(".self_attn.")) {
+    if (has("indexer")) return -1;
+    return has("q_b_proj") || has("kv_b_proj") ? mla_up_target : attn_proj_target;
+  }
+  if (has(".mlp.") && !has("shared_experts") && !has(".mlp.gate.")) return mlp_target;
+  return -1;
+}
+
+void credit(UnitWork& u, int target, int cls, double fwd_s, double kernels = 0) {
+  if (target < 0) return;
+  u.target_fwd[target][cls] += fwd_s;
+  u.target_kernels[target] += kernels;
+}
 
 // torchtitan's MoE forward (prime-rl's moe.py, the expert_parallel wrapper; at ep 1 too), bytes
 // per token, top_k = k: the router's bf16 logits upcast (2 + 4 per expert) and softmax (4 + 4),
@@ -228,6 +210,12 @@ void layer_passes(Ctx& c, const ModelSpec& s, UnitWork& u) {
   const double ew = kBf16 * t * (10 * h + 2 * (sh.heads_q + sh.heads_kv) * sh.qk + 3 * u.ffn_width);
   const Passes e = bytes_s(c, elementwise, ew);
   u.p.add(e.fwd, e.bwd);
+  // The targets' shares of it: the norms, the rotary (attn_projections), the SwiGLUs.
+  credit(u, norm_target, elementwise, kBf16 * t * 4 * h / c.hbm);
+  credit(u, attn_proj_target, elementwise,
+         kBf16 * t * 2 * (sh.heads_q + sh.heads_kv) * sh.qk / c.hbm);
+  credit(u, mlp_target, elementwise, kBf16 * t * 3 * u.dense_ffn_width / c.hbm);
+  credit(u, routed_target, elementwise, kBf16 * t * 3 * u.routed_ffn_width / c.hbm);
   u.kernels_fwd += 1 + 6;
   if (u.moe) {
     const double k = double(std::max<int64_t>(1, s.moe.experts_per_token));
@@ -235,6 +223,10 @@ void layer_passes(Ctx& c, const ModelSpec& s, UnitWork& u) {
         c, moe_routing, t * routing_bytes_per_token(s, k, h) + padding_rows(s) * 2 * kBf16 * h);
     u.p.add(p.fwd, p.bwd);
     u.kernels_fwd += kRoutingKernels;
+    // _run_routed_experts' share: the gather and the fp32 score multiply (4 + 20 B per element
+    // of k h) and the padding; the router and the un-permute's scatter-add are outside it.
+    credit(u, routed_target, moe_routing,
+           (t * 24 * k * h + padding_rows(s) * 2 * kBf16 * h) / c.hbm);
   }
 }
 
@@ -267,6 +259,7 @@ void expert_loop_passes(Ctx& c, const ModelSpec& s, const PlanOptions& o, UnitWo
   const double b = std::max(0.0, busy * kLoopOpsBwd * kEagerOpUs * 1e-6 - u.experts.bwd);
   const Passes p = add(c, expert_loop, f, b);
   u.p.add(p.fwd, p.bwd);
+  credit(u, routed_target, expert_loop, p.fwd);
 }
 
 // Busy experts on the busiest rank of the EP group and their tokens each, one micro step: from
@@ -316,6 +309,7 @@ ExpertLoad expert_load(const ModelSpec& s, const Workload& w, const RooflineShap
 // `out`: the scale and the full-width add).
 constexpr double kWrapperLaunches = 10;  // per pass: assert 2, stack 2, GEMMs 2, repeat 2, mul, add
 void lora_wrapper_passes(Ctx& c, const PlanOptions& o, const ParamTensor& pt, UnitWork& u) {
+  const int target = gemm_target(pt);
   const double t = c.sh.t, n = double(std::max<int64_t>(1, o.lora.adapters));
   const double r = double(o.lora.rank), cc = c.topo.node.gpu.compute_capability;
   double f = 0, b = 0;
@@ -333,6 +327,7 @@ void lora_wrapper_passes(Ctx& c, const PlanOptions& o, const ParamTensor& pt, Un
   }
   const Passes p = add(c, lora_wrapper, f, b);
   u.p.add(p.fwd, p.bwd);
+  credit(u, target, lora_wrapper, p.fwd);
 }
 
 // Every matrix of one decoder layer (or MTP layer), one micro step.
@@ -363,19 +358,25 @@ UnitWork decoder_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, con
       u.experts.add(p.fwd, p.bwd);
       u.expert_adapters |= adapter;
       u.kernels_fwd += std::min(1.0, local);
+      credit(u, routed_target, adapter ? adapter_gemm : expert_gemm, p.fwd, std::min(1.0, local));
       // gate and up (or fused gate_up) of the experts: half of out is the SwiGLU width, each
       // token in top_k of them.
-      if (!adapter && pt.name.find("down") == std::string::npos)
+      if (!adapter && pt.name.find("down") == std::string::npos) {
         u.ffn_width += out / 2 * k * double(pt.stack_count()) / experts;
+        u.routed_ffn_width += out / 2 * k * double(pt.stack_count()) / experts;
+      }
       return;
     }
     const Passes p = weight_gemms(c, adapter ? adapter_gemm : gemm, 1, sh.t, out, in, frozen);
     u.p.add(p.fwd, p.bwd);
     u.kernels_fwd += 1;
+    credit(u, gemm_target(pt), adapter ? adapter_gemm : gemm, p.fwd, 1);
     if (adapter) lora_wrapper_passes(c, o, pt, u);
     if (!adapter && pt.name.find("mlp") != std::string::npos &&
-        pt.name.find("down") == std::string::npos && out != experts)
+        pt.name.find("down") == std::string::npos && out != experts) {
       u.ffn_width += out / 2;  // gate and up (or fused gate_up): half of it is the SwiGLU width
+      if (gemm_target(pt) == mlp_target) u.dense_ffn_width += out / 2;
+    }
   });
   if (u.moe) u.collectives = 2;  // the expert group's all-gather as well
   layer_passes(c, s, u);
@@ -532,10 +533,20 @@ RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv, const 
     add(c, layer_fixed, fixed_s(c, u.collectives, u.kernels_fwd),
         fixed_s(c, 2 * u.collectives, 2 * u.kernels_fwd));
     double rec = 0;
-    if (sh.ac_full) {
+    const LayerAc ac = layer_ac(*o.workload, layer);
+    if (ac == LayerAc::full) {
       for (int k = 0; k < kClasses; ++k) c.rec[k] += c.fwd[k] - before[k];
       rec = u.p.fwd + fixed_s(c, 0, u.kernels_fwd);
       c.rec[layer_fixed] += fixed_s(c, 0, u.kernels_fwd);
+    } else if (ac == LayerAc::selective) {
+      // Selective: the forward of the targets' functions again, with their GEMMs' launches.
+      for (size_t tg = 0; tg < std::size(kAcTargetNames); ++tg) {
+        if (!ac_target_on(*o.workload, kAcTargetNames[tg])) continue;
+        for (int k = 0; k < kClasses; ++k)
+          c.rec[k] += u.target_fwd[tg][k], rec += u.target_fwd[tg][k];
+        c.rec[layer_fixed] += launches_s(c, u.target_kernels[tg]);
+        rec += launches_s(c, u.target_kernels[tg]);
+      }
     }
     const double f = u.p.fwd + fixed_s(c, u.collectives, u.kernels_fwd);
     const double b = u.p.bwd + fixed_s(c, 2 * u.collectives, 2 * u.kernels_fwd) + rec;

@@ -1,8 +1,9 @@
 // The training step's compute from each operation's roofline (internal to the cost model;
 // docs/planner.md section 8, "Roofline"): per decoder layer and pass (forward, the recompute of
-// full AC, backward) every GEMM with its real shape, causal attention at its kernel's published
-// throughput, the elementwise and MoE routing passes by their bytes, the LM head, and fixed
-// costs per layer. Time per operation = max(FLOPs / (peak x efficiency), bytes / HBM bandwidth).
+// full or selective AC (ac_layers.h), backward) every GEMM with its real shape, causal attention at
+// its kernel's published throughput, the elementwise and MoE routing passes by their bytes, the LM
+// head, and fixed costs per layer. Time per operation = max(FLOPs / (peak x efficiency), bytes /
+// HBM bandwidth).
 #pragma once
 
 #include <cstdint>
@@ -21,7 +22,6 @@ struct RooflineShape {
   double seq_len = 0, seqs_per_micro = 0;
   int cp = 1, ep = 1, fsdp = 1, gpn = 1;
   double heads_q = 0, heads_kv = 0, qk = 0, v = 0;  // attention shape (heads_of)
-  bool ac_full = false;
 };
 
 // The attention kernel's throughput, as fractions of the GPU's dense bf16 peak, from the

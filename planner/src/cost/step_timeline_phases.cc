@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "cost/ac_layers.h"
 #include "cost/activation_sizes.h"
 #include "cost/gpu_persistent.h"
 #include "cost/step_timeline_record.h"
@@ -34,20 +35,29 @@ double h_of(const Recorder& r) {
   return double(r.spec.hidden_size);
 }
 
-const char* act_kind(const Recorder& r) {
-  return r.o.workload->ac_full ? "recomputed_layer_activations" : "activations";
+// The kind of a layer's tensor: recomputed in backward (ac_layers.h) or kept from forward.
+const char* act_kind(const Recorder& r, int64_t layer, const ActivationTensor& a) {
+  return recomputed(*r.o.workload, layer, a) ? "recomputed_layer_activations" : "activations";
 }
 
 // The layer's tensors after its input (the first, the attention norm's input, is the layer
 // input itself, already counted): the saved ones stay (their ids), a forward temporary goes
-// once the tensor its freed_after names is made, or at the end (its id -1).
-std::vector<int> alloc_activations(Recorder& r, int64_t layer) {
+// once the tensor its freed_after names is made, or at the end (its id -1). With
+// only_recomputed, the recompute of a selective layer in backward: only the tensors its
+// targets' functions make (the others' ids -1).
+std::vector<int> alloc_activations(Recorder& r, int64_t layer, bool only_recomputed = false) {
   std::vector<int> ids;
   const auto acts = layer_activation_tensors(r.spec, layer, r.t, r.o.layout.ep);
   for (size_t k = 1; k < acts.size(); ++k) {
-    ids.push_back(r.tl.alloc(layer_part(layer, acts[k].name), act_kind(r), acts[k].bytes));
+    if (only_recomputed && !recomputed(*r.o.workload, layer, acts[k])) {
+      ids.push_back(-1);
+      continue;
+    }
+    ids.push_back(
+        r.tl.alloc(layer_part(layer, acts[k].name), act_kind(r, layer, acts[k]), acts[k].bytes));
     for (size_t j = 1; j < k; ++j) {
-      if (acts[j].freed_after && std::string_view(acts[j].freed_after) == acts[k].name) {
+      if (acts[j].freed_after && std::string_view(acts[j].freed_after) == acts[k].name &&
+          ids[j - 1] >= 0) {
         r.tl.free(ids[j - 1]);
         ids[j - 1] = -1;
       }
@@ -79,7 +89,7 @@ constexpr int kBothBlocks = -1;
 // AC offload keeps at most `inflight` layer inputs on the GPU while they stream to the host.
 void offload_inputs(Recorder& r, MicroState& m, size_t upto) {
   const Workload& w = *r.o.workload;
-  if (!(w.ac_full && w.ac_offload)) return;
+  if (!(w.ac_full && w.ac_offload && w.ac_freq == 1)) return;
   const size_t keep = size_t(std::max(1, r.in.ac_offload_inflight));
   if (upto + 1 < keep) return;
   const size_t k = upto + 1 - keep;
@@ -107,10 +117,22 @@ void record_forward(Recorder& r, MicroState& m) {
     std::vector<int> a2a = alloc_a2a(r, u.layer, "", kBothBlocks);
     const int out =
         r.tl.alloc(layer_part(u.layer, "output"), "checkpointed_layer_inputs", 2 * r.t * h);
-    if (r.o.workload->ac_full) {
+    const LayerAc ac = layer_ac(*r.o.workload, u.layer);
+    if (ac == LayerAc::full) {
       // Under checkpointing the forward's tensors are dropped as it goes.
       for (auto it = acts.rbegin(); it != acts.rend(); ++it) r.tl.free(*it);
       acts.clear();
+    } else if (ac == LayerAc::selective) {
+      // A checkpointed function's tensors are not saved; freed here, at the layer's end,
+      // rather than as the function returns (the shared experts' tensors after it overlap
+      // them: an upper bound within forward); the rest stay saved.
+      const auto info = layer_activation_tensors(r.spec, u.layer, r.t, r.o.layout.ep);
+      for (size_t j = acts.size(); j-- > 0;) {
+        if (acts[j] >= 0 && recomputed(*r.o.workload, u.layer, info[j + 1])) {
+          r.tl.free(acts[j]);
+          acts[j] = -1;
+        }
+      }
     }
     free_all(r, a2a);
     m.saved[k] = acts;
@@ -277,7 +299,7 @@ void backward_layer(Recorder& r, MicroState& m, size_t k, std::vector<int>& acts
 
 void record_backward(Recorder& r, MicroState& m, bool first_micro) {
   const Workload& w = *r.o.workload;
-  const bool reload = w.ac_full && w.ac_offload;
+  const bool reload = w.ac_full && w.ac_offload && w.ac_freq == 1;
   int flat = -1;
   for (size_t k = m.layers.size(); k-- > 0;) {
     const FsdpUnit& u = r.units.at(m.layers[k]);
@@ -292,10 +314,25 @@ void record_backward(Recorder& r, MicroState& m, bool first_micro) {
         m.inputs[j] = r.tl.alloc(layer_part(m.layers[j], "input (reloaded)"),
                                  "checkpointed_layer_inputs", 2 * r.t * h_of(r));
     }
-    std::vector<int> acts = w.ac_full ? alloc_activations(r, u.layer) : m.saved[k];
-    // The recompute's exchanges, gone once its saved tensors are made.
-    std::vector<int> a2a =
-        w.ac_full ? alloc_a2a(r, u.layer, " (recompute)", kBothBlocks) : std::vector<int>{};
+    // The recompute: a full-AC layer's forward again; a selective layer's targets' functions
+    // (autograd reaches the MLP block's first, at the layer's start; the tensors of the
+    // attention-side targets are saved by the operations after them, ActivationTensor).
+    const LayerAc ac = layer_ac(w, u.layer);
+    std::vector<int> acts = m.saved[k];
+    if (ac == LayerAc::full) {
+      acts = alloc_activations(r, u.layer);
+    } else if (ac == LayerAc::selective) {
+      const std::vector<int> again = alloc_activations(r, u.layer, true);
+      for (size_t j = 0; j < acts.size() && j < again.size(); ++j)
+        if (again[j] >= 0) acts[j] = again[j];
+    }
+    // The recompute's exchanges, gone once its saved tensors are made: both blocks' under
+    // full AC, EP's when the routed experts (their dispatch and combine inside) are recomputed.
+    std::vector<int> a2a;
+    if (ac == LayerAc::full)
+      a2a = alloc_a2a(r, u.layer, " (recompute)", kBothBlocks);
+    else if (ac == LayerAc::selective && ac_target_on(w, "routed_experts"))
+      a2a = alloc_a2a(r, u.layer, " (recompute)", 1);
     free_all(r, a2a);
     const int temps =
         r.in.backward_temporaries_fraction > 0

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <map>
 
+#include "cost/ac_layers.h"
 #include "cost/activation_sizes.h"
 #include "muonplan/base/checked_int.h"
 #include "muonplan/base/error.h"
@@ -173,8 +174,54 @@ StepShape step_shape(const ModelSpec& s, const ParamInventory& inv, const Topolo
   sh.layers = s.num_layers + (o.include_mtp ? s.mtp_layers : 0);
   sh.a = heads_of(s);
   count_units(sh, inv, o);
+  check_ac_targets(s, w, sh.layers);
+  if (w.ac_offload && (w.ac_selective || w.ac_freq > 1))
+    throw InputError({}, "--ac-offload",
+                     "planned with full AC on every layer only (--ac full --ac-freq 1): what "
+                     "prime-rl offloads under selective AC or AC every few layers is not modelled");
   sh.stored_inputs = double(sh.layers) * 2 * sh.t * sh.h;
   return sh;
+}
+
+// Selective AC or AC every freq layers (ac_layers.h): the inputs of the full-AC layers, what
+// the others keep (a selective layer all but its targets' tensors, a layer without AC all), and
+// the largest recompute with its gradients.
+void add_partial_ac_memory(Prediction& p, const ModelSpec& s, const PlanOptions& o,
+                           const StepShape& sh) {
+  const Workload& w = sh.w;
+  double inputs = 0, kept = 0, recompute_max = 0;
+  int64_t full = 0, selective = 0, none = 0;
+  for (int64_t i = 0; i < sh.layers; ++i) {
+    const LayerAc ac = layer_ac(w, i);
+    double again = 0;
+    for (const ActivationTensor& a : layer_activation_tensors(s, i, sh.t, o.layout.ep)) {
+      if (!a.saved()) continue;
+      if (ac == LayerAc::full)
+        again += a.bytes;
+      else if (recomputed(w, i, a))
+        again += a.bytes;
+      else
+        kept += a.bytes;
+    }
+    if (ac == LayerAc::full) inputs += 2 * sh.t * sh.h;
+    recompute_max = std::max(recompute_max, again);
+    (ac == LayerAc::full ? full : ac == LayerAc::selective ? selective : none) += 1;
+  }
+  std::string targets;
+  for (const std::string& t : ac_targets(w)) targets += (targets.empty() ? "" : ", ") + t;
+  if (full > 0)
+    p.gpu_workload_bytes.push_back({"checkpointed_layer_inputs", inputs,
+                                    "bf16 input of the " + std::to_string(full) +
+                                        " full-AC layers (every " + std::to_string(w.ac_freq) +
+                                        ")"});
+  p.gpu_workload_bytes.push_back(
+      {"activations", kept,
+       selective > 0 ? "saved activations of the " + std::to_string(selective) +
+                           " selective-AC layers (all but the tensors of " + targets +
+                           ") and of the " + std::to_string(none) + " layers without AC"
+                     : "every activation of the " + std::to_string(none) + " layers without AC"});
+  p.gpu_workload_bytes.push_back({"recomputed_layer_activations", 2 * recompute_max,
+                                  "the largest recompute of one layer, and its gradients"});
 }
 
 // GPU memory of one micro step, and host RAM of offloaded activation checkpoints.
@@ -183,16 +230,18 @@ void add_workload_memory(Prediction& p, const ModelSpec& s, const PlanOptions& o
   const Workload& w = sh.w;
   const double t = sh.t, h = sh.h, max_layer = sh.max_layer, stored_inputs = sh.stored_inputs;
   const int64_t layers = sh.layers;
-  double act_max = 0;
-  for (int64_t i = 0; i < layers; ++i)
-    act_max = std::max(act_max, layer_activation_bytes(s, i, t, o.layout.ep));
-  if (w.ac_full) {
+  if (w.ac_full && w.ac_freq == 1) {
+    double act_max = 0;
+    for (int64_t i = 0; i < layers; ++i)
+      act_max = std::max(act_max, layer_activation_bytes(s, i, t, o.layout.ep));
     p.gpu_workload_bytes.push_back(
         {"checkpointed_layer_inputs", w.ac_offload ? 2 * 2 * t * h : stored_inputs,
          w.ac_offload ? "2 layers' bf16 inputs (the rest offloaded to host)"
                       : "bf16 input of every layer (full AC)"});
     p.gpu_workload_bytes.push_back(
         {"recomputed_layer_activations", 2 * act_max, "one layer recomputed, and its gradients"});
+  } else if (w.ac_full || w.ac_selective) {
+    add_partial_ac_memory(p, s, o, sh);
   } else {
     double all = 0;
     for (int64_t i = 0; i < layers; ++i) all += layer_activation_bytes(s, i, t, o.layout.ep);
@@ -224,7 +273,7 @@ void add_workload_memory(Prediction& p, const ModelSpec& s, const PlanOptions& o
     p.gpu_workload_bytes.push_back({"grads_bf16_in_flight", 2 * 2 * max_unit,
                                     "bf16 gradient shards of 2 units on their way to the host"});
   }
-  if (w.ac_full && w.ac_offload) {
+  if (w.ac_full && w.ac_offload && w.ac_freq == 1) {
     p.host_bytes_per_node.push_back(
         {"ac_offload", stored_inputs * sh.gpn, "checkpointed layer inputs of the node's ranks"});
   }
@@ -277,20 +326,36 @@ CommSeconds add_workload_traffic(Prediction& p, const ModelSpec& s, const Topolo
   const double passes = w.ac_full ? 3 : 2;
   int64_t moe_layers = 0;
   for (int64_t i = 0; i < layers; ++i) moe_layers += s.is_moe_layer(i) ? 1 : 0;
+  // Per layer under selective AC or AC every few layers (ac_layers.h): a selective layer runs
+  // its routed experts' exchanges again when they are a target, attention's never. Written as
+  // passes x layers (1 x the layer passes when they differ).
+  double ep_passes = passes, ep_layers = double(moe_layers);
+  double cp_passes = passes, cp_layers = double(layers), ring_passes = passes + 1;
+  if (w.ac_selective || w.ac_freq > 1) {
+    ep_passes = cp_passes = ring_passes = 1;
+    ep_layers = cp_layers = 0;
+    for (int64_t i = 0; i < layers; ++i) {
+      const LayerAc ac = layer_ac(w, i);
+      cp_layers += ac == LayerAc::full ? 3 : 2;
+      const bool experts_again =
+          ac == LayerAc::full || (ac == LayerAc::selective && ac_target_on(w, "routed_experts"));
+      if (s.is_moe_layer(i)) ep_layers += experts_again ? 3 : 2;
+    }
+  }
+  const double ring_layers = ring_passes == 1 ? cp_layers + double(layers) : double(layers);
   // Expert parallelism: each token's hidden state to its top-k experts (dispatch) and back
   // (combine); the share bound for other EP ranks leaves the rank.
-  const double ep_bytes = l.ep > 1 ? n_micro * passes * double(moe_layers) * 2 * t * top_k(s) * h *
-                                         2 * (l.ep - 1) / l.ep
-                                   : 0;
+  const double ep_bytes =
+      l.ep > 1 ? n_micro * ep_passes * ep_layers * 2 * t * top_k(s) * h * 2 * (l.ep - 1) / l.ep : 0;
   const double ep_s = ep_bytes / link_for_group(l.ep, gpn, r);
   // Context parallelism. Ulysses: q, k, v to head-sharded ranks and the output back; ring: k/v
   // blocks around the ring, cp - 1 hops, twice in backward (k/v and their gradients).
   double cp_bytes = 0;
   if (l.cp > 1 && w.cp_style == CpStyle::ulysses) {
-    cp_bytes = n_micro * passes * double(layers) * t *
+    cp_bytes = n_micro * cp_passes * cp_layers * t *
                (a.q * a.qk + a.kv * (a.qk + a.v) + a.q * a.v) * 2 * (l.cp - 1) / l.cp;
   } else if (l.cp > 1) {
-    cp_bytes = n_micro * (passes + 1) * double(layers) * (l.cp - 1) * t * a.kv * (a.qk + a.v) * 2;
+    cp_bytes = n_micro * ring_passes * ring_layers * (l.cp - 1) * t * a.kv * (a.qk + a.v) * 2;
   }
   const double cp_s = cp_bytes / link_for_group(l.cp, gpn, r);
   p.comm_bytes.push_back({"ep_dispatch_combine", ep_bytes,
@@ -309,10 +374,9 @@ struct ComputeSeconds {
 ComputeSeconds compute_seconds(const ModelSpec& s, const ParamInventory& inv, const Topology& topo,
                                const PlanOptions& o, const StepShape& sh) {
   const Workload& w = sh.w;
-  const RooflineShape rs{sh.t,     sh.n_micro, double(w.seq_len), double(w.micro_batch_seqs),
-                         sh.l.cp,  sh.l.ep,    sh.l.fsdp,         sh.gpn,
-                         sh.a.q,   sh.a.kv,    sh.a.qk,           sh.a.v,
-                         w.ac_full};
+  const RooflineShape rs{sh.t,    sh.n_micro, double(w.seq_len), double(w.micro_batch_seqs),
+                         sh.l.cp, sh.l.ep,    sh.l.fsdp,         sh.gpn,
+                         sh.a.q,  sh.a.kv,    sh.a.qk,           sh.a.v};
   ComputeSeconds c;
   c.roof = roofline_step(s, inv, topo, o, rs);
   c.compute_s = c.roof.compute_s;

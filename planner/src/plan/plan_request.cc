@@ -272,7 +272,15 @@ const std::vector<Entry>& setters() {
         {"seq-len", number(&PlanFlags::seq_len, "an integer"), false, "Sequence length"},
         {"micro-batch-seqs", number(&PlanFlags::micro_batch_seqs, "an integer"), true,
          "Sequences per rank per micro step"},
-        {"ac", text(&PlanFlags::ac), true, "Activation checkpointing: none | full"},
+        {"ac", text(&PlanFlags::ac), true,
+         "Activation checkpointing: none | full | selective (prime-rl's modes: full recomputes "
+         "each layer's forward; selective only its --ac-targets' functions)"},
+        {"ac-targets", text(&PlanFlags::ac_targets), false,
+         "Selective AC: targets, comma-separated, of norm, attn_proj, mlp, mla_up_proj, "
+         "routed_experts, linear_attn (default: norm, as prime-rl)"},
+        {"ac-freq", number(&PlanFlags::ac_freq, "an integer"), true,
+         "AC (full or selective) on every N-th layer (0, N, 2N, ...); the others keep every "
+         "activation"},
         {"ac-offload", boolean(&PlanFlags::ac_offload), false,
          "Keep checkpointed activations in host RAM"},
         {"lm-head-chunk", number(&PlanFlags::lm_head_chunk, "an integer"), true,
@@ -430,6 +438,33 @@ LoraConfig lora_options(const PlanFlags& f) {
 
 }  // namespace
 
+// --ac selective, --ac-targets and --ac-freq onto a workload (the file's ac is full or none).
+static void apply_ac_flags(const PlanFlags& f, Workload& w) {
+  if (f.ac_freq < 1) throw InputError({}, "--ac-freq", "must be at least 1 (every layer)");
+  const bool selective = f.ac == "selective";
+  if (!selective && !f.ac_targets.empty())
+    throw InputError({}, "--ac-targets", "applies to --ac selective only");
+  if (f.ac == "none" && f.ac_freq != 1)
+    throw InputError({}, "--ac-freq", "applies to --ac full or selective only");
+  if (selective) {
+    w.ac_full = false;
+    w.ac_selective = true;
+    std::string rest = f.ac_targets;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      std::string t = rest.substr(0, comma);
+      t.erase(0, t.find_first_not_of(' '));
+      t.erase(t.find_last_not_of(' ') + 1);
+      if (t.empty())
+        throw InputError({}, "--ac-targets", "an empty target in '" + f.ac_targets + "'");
+      if (std::find(w.ac_targets.begin(), w.ac_targets.end(), t) == w.ac_targets.end())
+        w.ac_targets.push_back(t);
+      rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    }
+  }
+  w.ac_freq = f.ac_freq;
+}
+
 // The training workload the flags describe (--workload FILE, or --tokens-per-step and its
 // companions), with the trainer, attention kernel and dtypes; nullopt: the optimizer step only.
 static std::optional<Workload> workload_from_flags(const PlanFlags& f) {
@@ -441,8 +476,8 @@ static std::optional<Workload> workload_from_flags(const PlanFlags& f) {
       throw InputError({}, "--tokens-per-step",
                        "a workload needs both --tokens-per-step and --seq-len");
     }
-    if (f.ac != "full" && f.ac != "none") {
-      throw InputError({}, "--ac", "expected full or none, got '" + brief(f.ac) + "'");
+    if (f.ac != "full" && f.ac != "none" && f.ac != "selective") {
+      throw InputError({}, "--ac", "expected full, selective or none, got '" + brief(f.ac) + "'");
     }
     if (f.micro_batch_seqs <= 0) throw InputError({}, "--micro-batch-seqs", "must be positive");
     // Whole rows: 1000 tokens of 4096-token rows planned 0 rows, the activations missing.
@@ -461,6 +496,7 @@ static std::optional<Workload> workload_from_flags(const PlanFlags& f) {
     w = Workload{f.tokens_per_step, f.seq_len,       f.micro_batch_seqs,         f.ac == "full",
                  f.ac_offload,      f.lm_head_chunk, parse_cp_style(f.cp_style), f.ac_max_inflight};
   }
+  if (w) apply_ac_flags(f, *w);
   if (!f.trainer.empty() || f.expert_load != "balanced") {
     if (!w)
       throw InputError({}, f.trainer.empty() ? "--expert-load" : "--trainer",

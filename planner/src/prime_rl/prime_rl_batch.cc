@@ -22,14 +22,51 @@ void read_activations(const TrainerFile& f, TrainerConfig& tc) {
                        " = \"None\", yet ac_offloading is on and turns it on");
     ac = true;
   }
-  // selective (and the later schemas' full_moe, projections, ...) keep more than full AC.
-  if (const std::string mode = f.string("model", "ac.mode", "full"); ac && mode != "full")
+  // [model.ac] mode, targets and freq as apply_ac runs them (docs/trainer-config.md,
+  // "Activation checkpointing"); a later schema's modes and operator targets are not modelled.
+  std::string mode = ac ? f.string("model", "ac.mode", "full") : "none";
+  if (mode != "full" && mode != "selective" && mode != "none") {
     warn(f, tc, "model", "ac.mode",
          mode + " AC is planned as full AC, which saves fewer activations: a lower bound");
-  if (ac && f.integer("model", "ac.freq", 1) > 1)
-    warn(f, tc, "model", "ac.freq", "planned as freq 1 (every layer checkpointed)");
-  tc.values.push_back(f.value("ac", ac ? "full" : "none", "model", "ac"));
-  tc.values.push_back(f.value("ac-offload", offload ? "true" : "false", "model", "ac_offloading"));
+    mode = "full";
+  }
+  const int64_t freq = ac ? f.integer("model", "ac.freq", 1) : 1;
+  std::string targets;
+  if (const TomlNode* t = f.get("model", "ac.targets"); t && mode == "selective") {
+    for (const TomlNode& item : t->items) {
+      if (item.kind != TomlNode::Kind::string)
+        f.fail("model", "ac.targets", "expected a list of target names");
+      const bool known = item.str == "norm" || item.str == "attn_proj" || item.str == "mlp" ||
+                         item.str == "mla_up_proj" || item.str == "routed_experts" ||
+                         item.str == "linear_attn";
+      if (!known) {
+        warn(f, tc, "model", "ac.targets",
+             item.str +
+                 " is not a target of prime-rl's selective AC (norm, attn_proj, mlp, "
+                 "mla_up_proj, routed_experts, linear_attn; an older or later era's "
+                 "name): planned as saving nothing, an upper bound");
+        continue;
+      }
+      targets += (targets.empty() ? "" : ",") + item.str;
+    }
+    // Every target unknown: an empty list would read as the default (norm), which saves as
+    // little in the plan; plan the layers as keeping everything.
+    if (targets.empty() && !t->items.empty()) mode = "none";
+  }
+  bool offload_on = offload;
+  if (offload && (mode == "selective" || freq > 1)) {
+    warn(f, tc, "model", f.get("model", "ac.mode") ? "ac.mode" : "ac.freq",
+         "ac_offloading with selective AC or freq > 1 is planned without the offload (what "
+         "prime-rl offloads there is not modelled): GPU memory an upper bound");
+    offload_on = false;
+  }
+  tc.values.push_back(f.value("ac", mode, "model", mode == "selective" ? "ac.mode" : "ac"));
+  if (mode == "selective" && !targets.empty())
+    tc.values.push_back(f.value("ac-targets", targets, "model", "ac.targets"));
+  if (freq != 1 && mode != "none")
+    tc.values.push_back(f.value("ac-freq", std::to_string(freq), "model", "ac.freq"));
+  tc.values.push_back(
+      f.value("ac-offload", offload_on ? "true" : "false", "model", "ac_offloading"));
   const int64_t inflight = f.integer("model", "ac_offloading.max_inflight_activations", 5);
   tc.values.push_back(f.value("ac-max-inflight", std::to_string(inflight), "model",
                               "ac_offloading.max_inflight_activations"));

@@ -422,10 +422,10 @@ void apply_trainer_config(const TrainerConfig& tc, const ModelSpec& spec, PlanFl
   for (const FileValue& v : tc.values) {
     if (v.flag == "ac-max-inflight") continue;  // no flag: set below
     if (lr_or_decay_given(tc, v, given, flags, overrides)) continue;
-    const bool workload_key = v.flag == "tokens-per-step" || v.flag == "seq-len" ||
-                              v.flag == "micro-batch-seqs" || v.flag == "ac" ||
-                              v.flag == "ac-offload" || v.flag == "lm-head-chunk" ||
-                              v.flag == "cp-style";
+    const bool workload_key =
+        v.flag == "tokens-per-step" || v.flag == "seq-len" || v.flag == "micro-batch-seqs" ||
+        v.flag == "ac" || v.flag == "ac-targets" || v.flag == "ac-freq" || v.flag == "ac-offload" ||
+        v.flag == "lm-head-chunk" || v.flag == "cp-style";
     if (workload_flag && workload_key) {
       overrides.push_back("--workload overrides " + where(v));
       continue;

@@ -89,6 +89,14 @@ struct Workload {
   // Tokens routed to each expert (any scale; a trainer's logs, --expert-load FILE); empty:
   // balanced routing.
   std::vector<double> expert_load{};
+  // prime-rl's [model.ac] beside ac_full (docs/trainer-config.md, "Activation checkpointing"):
+  // ac_selective (ac_full false) checkpoints only the functions of ac_targets inside each layer
+  // (empty: prime-rl's default, norm); ac_freq N puts AC (full or selective) on the layers whose
+  // index is a multiple of N, the others keep every activation. The rule per layer is
+  // layer_ac() in planner/src/cost/ac_layers.h.
+  bool ac_selective = false;
+  std::vector<std::string> ac_targets{};
+  int64_t ac_freq = 1;
 };
 // 4 or 2 from "float32" or "bfloat16" (prime-rl's names); InputError naming `flag` otherwise.
 int64_t parse_dtype_bytes(const std::string& flag, const std::string& name);

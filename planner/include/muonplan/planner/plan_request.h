@@ -17,6 +17,10 @@ struct PlanFlags {
   std::string nodes = "auto", layout, optimizer = "muon", offload = "auto";
   std::string staging = "whole", schedule = "quintic", owners = "balanced";
   std::string workload, ac = "full", cp_style = "ulysses";
+  // Selective AC's targets, comma-separated (empty: prime-rl's default, norm); AC on every
+  // ac_freq-th layer (prime-rl's [model.ac] targets and freq).
+  std::string ac_targets;
+  int64_t ac_freq = 1;
   std::string attention;  // fa2 | fa3 | sdpa | auto; empty: the workload file's, else auto
   // prime-rl's optimization_dtype and reduce_dtype (Workload::master_bytes, reduce_bytes).
   std::string optimization_dtype = "float32", reduce_dtype = "float32";

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# prime-rl's [model.ac] mode = "selective", targets and freq are planned as apply_ac runs them
+# (issue 48 item 5): the TOML plans the same as --ac selective --ac-targets --ac-freq; the
+# selective plan keeps more than full AC and recomputes less; an unsupported target is
+# prime-rl's ValueError.
+set -u
+source "$(dirname "$0")/lib.sh"
+d=tests/data/prime-rl
+export HF_HUB_CACHE="$work/hub" HF_HOME="$work/no-home"
+mkdir -p "$HF_HUB_CACHE"
+# The same file without its [trainer.model.ac] table, the AC given as flags instead.
+sed '/^\[trainer.model.ac\]/,$d' $d/rl-selective-ac.toml >"$work/flags.toml"
+"$bin" plan --trainer-config $d/rl-selective-ac.toml --json >"$work/toml.json" 2>"$work/toml.err" && ok ||
+  bad "toml: $(cat "$work/toml.err")"
+"$bin" plan --trainer-config "$work/flags.toml" --ac selective --ac-targets mlp,attn_proj \
+  --ac-freq 2 --json >"$work/flags.json" 2>"$work/flags.err" && ok || bad "flags: $(cat "$work/flags.err")"
+"$bin" plan --trainer-config "$work/flags.toml" --ac full --json >"$work/full.json" 2>/dev/null && ok ||
+  bad "full"
+grep -q "ac\\.\\(mode\\|freq\\|targets\\)" "$work/toml.err" && bad "AC warned: $(cat "$work/toml.err")" || ok
+"$py" - "$work/toml.json" "$work/flags.json" "$work/full.json" <<'PYEOF' && ok || bad "selective terms"
+import json, sys
+t, f, full = (json.load(open(p)) for p in sys.argv[1:])
+assert t["workload"]["ac"] == "selective", t["workload"]
+assert t["workload"]["ac_targets"] == ["mlp", "attn_proj"] and t["workload"]["ac_freq"] == 2, t["workload"]
+assert t["workload"] == f["workload"], (t["workload"], f["workload"])
+assert t["predicted"] == f["predicted"], "the TOML and the flags plan differently"
+def terms(d, group):
+    return {x["name"]: x.get("gib", x.get("gb", x.get("s"))) for x in d["predicted"]["breakdown"][group]}
+wt, wf = terms(t, "gpu_workload_gib"), terms(full, "gpu_workload_gib")
+# Layers 0, 2, ... 34 selective (18 of 36), the others keep everything: more activations than
+# full AC keeps, no checkpointed inputs, a smaller recompute (the MLP's three ffn-wide tensors).
+assert "checkpointed_layer_inputs" not in wt and "activations" in wt, wt
+assert wt["activations"] > wf["checkpointed_layer_inputs"], (wt, wf)
+assert wt["recomputed_layer_activations"] < wf["recomputed_layer_activations"], (wt, wf)
+# Qwen3-8B, t = 4096 tokens per micro step: a layer keeps 2 t x (5 h (its input, q, the
+# attention output, two norm inputs; heads x qk = h) + 2 kv qk (k, v)) + 4 t heads (softmax
+# statistics) + 3 x 2 t f (gate, up, act: the mlp target's) = 464.5 MiB, 288 MiB of them the
+# MLP's; 18 layers keep 176.5 MiB, 18 all of it: 11.2676 GiB.
+h, heads, kv, qk, f, tk = 4096, 32, 8, 128, 12288, 4096
+layer = 2 * tk * (5 * h + 2 * kv * qk) + 4 * tk * heads + 3 * 2 * tk * f
+mlp = 3 * 2 * tk * f
+want = (18 * (layer - mlp) + 18 * layer) / 2**30
+assert abs(wt["activations"] - want) < 1e-6, (wt["activations"], want)
+assert abs(wt["recomputed_layer_activations"] - 2 * mlp / 2**30) < 1e-6, wt
+PYEOF
+# freq alone (the era before mode and targets): full AC on every second layer, as the flags.
+sed '/^mode = /d; /^targets = /d' $d/rl-selective-ac.toml >"$work/freq.toml"
+"$bin" plan --trainer-config "$work/freq.toml" --json >"$work/freq.json" 2>"$work/freq.err" && ok ||
+  bad "freq: $(cat "$work/freq.err")"
+"$bin" plan --trainer-config "$work/flags.toml" --ac full --ac-freq 2 --json >"$work/freq-flags.json" \
+  2>/dev/null && ok || bad "freq flags"
+"$py" - "$work/freq.json" "$work/freq-flags.json" <<'PYEOF' && ok || bad "freq terms"
+import json, sys
+t, f = (json.load(open(p)) for p in sys.argv[1:])
+assert (t["workload"]["ac"], t["workload"]["ac_freq"]) == ("full", 2), t["workload"]
+assert t["predicted"] == f["predicted"], "freq: the TOML and the flags plan differently"
+w = {x["name"]: x["gib"] for x in t["predicted"]["breakdown"]["gpu_workload_gib"]}
+# 18 of 36 layers keep their bf16 input (2 t h = 32 MiB each), 18 everything (464.5 MiB each).
+assert abs(w["checkpointed_layer_inputs"] - 18 * 32 / 1024) < 1e-9, w
+assert abs(w["activations"] - 18 * 464.5 / 1024) < 1e-9, w
+PYEOF
+# mlp on a model of MoE layers only: prime-rl's apply_ac raises.
+"$bin" plan --model qwen3-30b-a3b --nodes 1 --tokens-per-step 32768 --seq-len 4096 --ac selective \
+  --ac-targets mlp >/dev/null 2>"$work/moe.err" && bad "mlp on MoE layers planned" || ok
+grep -q "^--ac-targets: selective AC target mlp is not supported" "$work/moe.err" && ok ||
+  bad "message: $(cat "$work/moe.err")"
+"$bin" plan --model qwen3-8b --nodes 1 --tokens-per-step 32768 --seq-len 4096 --ac none \
+  --ac-targets mlp >/dev/null 2>"$work/none.err" && bad "--ac-targets without selective" || ok
+finish
