@@ -19,6 +19,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "cublas_loader.h"
@@ -65,11 +66,11 @@ int64_t env_tile() {
   return v;
 }
 
-// The backend is its own kernel table: the kernels run on the current lane's stream and handle.
-class CudaBackendImpl final : public CudaBackend, private Kernels {
+// Its kernel table (table()) sets every entry: the kernels run on the current lane's stream and
+// handle.
+class CudaBackendImpl final : public CudaBackend {
  public:
-  explicit CudaBackendImpl(int device)
-      : Kernels(static_cast<Backend&>(*this)), device_(device), tile_override_(env_tile()) {
+  explicit CudaBackendImpl(int device) : CudaBackend(table(), device, env_tile()) {
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess) {
@@ -119,22 +120,12 @@ class CudaBackendImpl final : public CudaBackend, private Kernels {
 
   ~CudaBackendImpl() override { release(); }
 
-  std::string name() const override { return "cuda"; }
-  GemmPath gemm_path() const override { return {"cublas", ""}; }
-  bool host_timed() const override { return false; }  // calls enqueue on a stream
-  int device() const override { return device_; }
-  int lane() const override { return lane_; }
-  CUstream_st* lane_stream() const override { return streams_[lane_]; }
-
-  int64_t syrk_tile(int64_t n) const override {
-    if (tile_override_ > 0) return tile_override_;
-    return n <= 1024 ? 128 : n <= 4096 ? 256 : 512;
-  }
-
-  void set_lane(int lane) override { lane_ = checked_lane(lane); }
+  // Calls enqueue on a stream: not host timed.
+  BackendInfo describe() const override { return {"cuda", false, {"cublas", ""}}; }
 
   // --- memory
-  void* alloc(size_t bytes) override {
+  void* alloc(size_t bytes, MemoryKind kind) override {
+    if (kind == MemoryKind::pinned_host) return alloc_pinned(bytes);
     const size_t rounded =
         (std::max<size_t>(bytes, 1) + kAllocAlign - 1) / kAllocAlign * kAllocAlign;
     void* p = nullptr;
@@ -145,42 +136,39 @@ class CudaBackendImpl final : public CudaBackend, private Kernels {
     }
     check(err, "cudaMallocFromPoolAsync");
     check(cudaMemsetAsync(p, 0, rounded, stream()), "cudaMemsetAsync");
-    counter_.add(p, bytes, lane_);
+    counted(kind).add(p, bytes, lane());
     return p;
   }
 
-  void free(void* ptr) override {
+  void free(void* ptr, MemoryKind kind) override {
     if (ptr == nullptr) return;
-    const std::optional<MemoryCounter::Allocation> found = counter_.remove(ptr);
+    if (kind == MemoryKind::pinned_host) return free_pinned(ptr);
+    const std::optional<MemoryCounter::Allocation> found = counted(kind).remove(ptr);
     if (!found) {
       throw std::invalid_argument("cuda backend: free() of a pointer alloc() did not return");
     }
     const MemoryCounter::Allocation a = *found;
     // Free on the allocating lane, after what the calling lane has queued so far.
     cudaStream_t s = streams_[a.lane];
-    if (a.lane != lane_) {
-      check(cudaEventRecord(events_[lane_], streams_[lane_]), "cudaEventRecord");
-      check(cudaStreamWaitEvent(s, events_[lane_], 0), "cudaStreamWaitEvent");
+    if (a.lane != lane()) {
+      check(cudaEventRecord(events_[lane()], streams_[lane()]), "cudaEventRecord");
+      check(cudaStreamWaitEvent(s, events_[lane()], 0), "cudaStreamWaitEvent");
     }
     check(cudaFreeAsync(ptr, s), "cudaFreeAsync");
   }
 
-  void copy_to_device(void* dst, const void* host_src, size_t bytes) override {
-    if (bytes == 0) return;
-    check(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyDefault, stream()),
-          "cudaMemcpyAsync (to device)");
-    // Pageable memory may change as soon as we return: wait until the copy has read it.
-    if (!pinned(host_src, bytes)) check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
-  }
-
-  void copy_to_host(void* host_dst, const void* src, size_t bytes) override {
-    if (bytes == 0) return;
-    check(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDefault, stream()),
-          "cudaMemcpyAsync (to host)");
-    if (!pinned(host_dst, bytes)) check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
-  }
-
-  void copy(void* dst, const void* src, size_t bytes) override {
+  void copy(void* dst, const void* src, size_t bytes, Copy direction) override {
+    if (direction != Copy::device_to_device) {
+      if (bytes == 0) return;
+      const bool to_device = direction == Copy::host_to_device;
+      check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream()),
+            to_device ? "cudaMemcpyAsync (to device)" : "cudaMemcpyAsync (to host)");
+      // Pageable memory may change (or be read) as soon as we return: wait for the copy.
+      if (!pinned(to_device ? src : dst, bytes)) {
+        check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
+      }
+      return;
+    }
     if (bytes == 0 || dst == src) return;
     const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
     if (d < s + bytes && s < d + bytes) {  // overlapping (memmove): through a temporary
@@ -192,7 +180,6 @@ class CudaBackendImpl final : public CudaBackend, private Kernels {
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream()), "cudaMemcpyAsync");
   }
 
-  MemoryStats memory() const override { return counter_.stats(); }
   std::optional<RuntimeMemory> runtime_memory() const override {
     RuntimeMemory r;
     uint64_t v = 0;
@@ -207,18 +194,25 @@ class CudaBackendImpl final : public CudaBackend, private Kernels {
     r.device_used_bytes = total_bytes - free_bytes;
     return r;
   }
-  void reset_peak() override { counter_.reset_peak(); }
-
-  void synchronize() override {
-    for (int k = 0; k < kMaxLanes; ++k) {
-      check(cudaStreamSynchronize(streams_[k]), "cudaStreamSynchronize");
+  void synchronize(Sync scope) override {
+    switch (scope) {
+      case Sync::all_lanes:
+        for (int k = 0; k < kMaxLanes; ++k) {
+          check(cudaStreamSynchronize(streams_[k]), "cudaStreamSynchronize");
+        }
+        return;
+      case Sync::current_lane:
+        check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
+        return;
+      case Sync::join_lanes:
+        join();
+        return;
     }
   }
-  void synchronize_lane() override {
-    check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
-  }
+
+ private:
   // An event per lane, recorded after its queued work; every lane waits for all of them.
-  void join_lanes() override {
+  void join() {
     for (int k = 0; k < kMaxLanes; ++k) {
       check(cudaEventRecord(join_events_[k], streams_[k]), "cudaEventRecord (join)");
     }
@@ -230,7 +224,7 @@ class CudaBackendImpl final : public CudaBackend, private Kernels {
     }
   }
 
-  void* alloc_host(size_t bytes) override {
+  void* alloc_pinned(size_t bytes) {
     if (bytes == 0) return nullptr;
     void* p = nullptr;
     const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);
@@ -241,27 +235,59 @@ class CudaBackendImpl final : public CudaBackend, private Kernels {
     check(err, "cudaHostAlloc");
     std::memset(p, 0, bytes);
     pinned_[reinterpret_cast<uintptr_t>(p)] = bytes;
-    track_host_alloc(p, bytes);
+    counted(MemoryKind::pinned_host).add(p, bytes);
     return p;
   }
 
-  void free_host(void* ptr) override {
-    if (ptr == nullptr) return;
-    synchronize();  // a copy may still read or write it
+  void free_pinned(void* ptr) {
+    synchronize(Sync::all_lanes);  // a copy may still read or write it
     pinned_.erase(reinterpret_cast<uintptr_t>(ptr));
-    track_host_free(ptr);
+    counted(MemoryKind::pinned_host).remove(ptr);
     check(cudaFreeHost(ptr), "cudaFreeHost");
   }
 
-  void launch(const KernelCall& call) override { call(*this); }
+  // --- the kernel table (kernels.h), reached through launch(); each entry is `self`'s member.
+  static CudaBackendImpl& cuda_of(Backend& self) { return static_cast<CudaBackendImpl&>(self); }
+  static KernelTable table() {
+    KernelTable t;
+    t.gemm_bf16 = [](Backend& self, int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                     int64_t k, float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
+                     const MatrixBatch& c) {
+      cuda_of(self).gemm(batch, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+    };
+    t.sum_squares = [](Backend& self, int64_t batch, int64_t elems, DType type, const void* x,
+                       float* out) { cuda_of(self).sum_squares(batch, elems, type, x, out); };
+    t.scale_bf16 = [](Backend& self, int64_t batch, int64_t elems, const bf16* x,
+                      const float* scale, bf16* y) {
+      check(cuda::scale_bf16(batch, elems, x, scale, y, cuda_of(self).stream()), "scale_bf16");
+    };
+    t.elementwise = [](Backend& self, const Elementwise& op) {
+      CudaBackendImpl& b = cuda_of(self);
+      std::visit([&b](const auto& k) { b.run(k); }, op);
+    };
+    t.syrk_bf16 = [](Backend& self, int64_t batch, int64_t n, int64_t k, float alpha,
+                     const MatrixBatch& a, float beta,
+                     const MatrixBatch& c) { cuda_of(self).syrk(batch, n, k, alpha, a, beta, c); };
+    t.scale_bf16_by = [](Backend& self, int64_t elems, float s, const bf16* x, bf16* y) {
+      check(cuda::scale_bf16_by(elems, s, x, y, cuda_of(self).stream()), "scale_bf16_by");
+    };
+    t.ns_scale = [](Backend& self, int64_t batch, const float* sum_sq, double norm_scale,
+                    double eps, float* scale) {
+      check(cuda::ns_scale(batch, sum_sq, norm_scale, eps, scale, cuda_of(self).stream()),
+            "ns_scale");
+    };
+    t.transpose_bf16 = [](Backend& self, int64_t batch, int64_t rows, int64_t cols, const bf16* x,
+                          bf16* y) {
+      check(cuda::transpose_bf16(batch, rows, cols, x, y, cuda_of(self).stream()),
+            "transpose_bf16");
+    };
+    return t;
+  }
 
- private:
-  // --- the kernel table (kernels.h), reached through launch()
   // --- GEMMs
   // Arguments checked by Backend::gemm_bf16.
-  void run_gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                     float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
-                     const MatrixBatch& c) override {
+  void gemm(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+            const MatrixBatch& a, const MatrixBatch& b, float beta, const MatrixBatch& c) {
     constexpr const char* call = "gemm_bf16";
     if (k == 0) {  // C = bf16(beta * C), or 0
       check(cuda::scale_matrix_bf16(batch, m, n, c.ld, c.stride, beta, static_cast<bf16*>(c.ptr),
@@ -280,56 +306,40 @@ class CudaBackendImpl final : public CudaBackend, private Kernels {
                "cublasGemmStridedBatchedEx");
   }
 
-  void run_syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha, const MatrixBatch& a,
-                     float beta, const MatrixBatch& c) override;
+  void syrk(int64_t batch, int64_t n, int64_t k, float alpha, const MatrixBatch& a, float beta,
+            const MatrixBatch& c);
 
-  // --- elementwise
-  void sum_squares_bf16(int64_t batch, int64_t elems, const bf16* x, float* out) override {
+  // --- reductions and the elementwise kernels
+  void sum_squares(int64_t batch, int64_t elems, DType type, const void* x, float* out) {
     if (batch <= 0) return;
     Scratch partial(*this, cuda::sum_squares_partials(batch, elems) * sizeof(double));
-    check(cuda::sum_squares_bf16(batch, elems, x, out, static_cast<double*>(partial.ptr), stream()),
-          "sum_squares_bf16");
+    auto* partials = static_cast<double*>(partial.ptr);
+    if (type == DType::bf16) {
+      check(cuda::sum_squares_bf16(batch, elems, static_cast<const bf16*>(x), out, partials,
+                                   stream()),
+            "sum_squares_bf16");
+    } else {  // a batch of one (Backend::sum_squares_f32)
+      check(cuda::sum_squares_f32(elems, static_cast<const float*>(x), out, partials, stream()),
+            "sum_squares_f32");
+    }
   }
-  void sum_squares_f32(int64_t n, const float* x, float* out) override {
-    Scratch partial(*this, cuda::sum_squares_partials(1, n) * sizeof(double));
-    check(cuda::sum_squares_f32(n, x, out, static_cast<double*>(partial.ptr), stream()),
-          "sum_squares_f32");
+  void run(const CastToBf16& k) {
+    check(cuda::cast_to_bf16(k.n, k.x, k.y, stream()), "cast_to_bf16");
   }
-  void scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float* scale,
-                  bf16* y) override {
-    check(cuda::scale_bf16(batch, elems, x, scale, y, stream()), "scale_bf16");
+  void run(const CastToF32& k) { check(cuda::cast_to_f32(k.n, k.x, k.y, stream()), "cast_to_f32"); }
+  void run(const MomentumF32& k) {
+    check(cuda::momentum_f32(k.n, k.mu, k.nesterov, k.g, k.m, k.u, stream()), "momentum_f32");
   }
-  void scale_bf16_by(int64_t elems, float s, const bf16* x, bf16* y) override {
-    check(cuda::scale_bf16_by(elems, s, x, y, stream()), "scale_bf16_by");
+  void run(const MomentumBf16& k) {
+    check(cuda::momentum_bf16(k.n, k.mu, k.nesterov, k.g, k.m, k.u, stream()), "momentum_bf16");
   }
-  void ns_scale(int64_t batch, const float* sum_sq, double norm_scale, double eps,
-                float* scale) override {
-    check(cuda::ns_scale(batch, sum_sq, norm_scale, eps, scale, stream()), "ns_scale");
+  void run(const ApplyUpdate& k) {
+    check(cuda::apply_update(k.n, k.decay, k.s, k.o, k.w, stream()), "apply_update");
   }
-  void transpose_bf16(int64_t batch, int64_t rows, int64_t cols, const bf16* x, bf16* y) override {
-    check(cuda::transpose_bf16(batch, rows, cols, x, y, stream()), "transpose_bf16");
-  }
-  void cast_to_bf16(int64_t n, const float* x, bf16* y) override {
-    check(cuda::cast_to_bf16(n, x, y, stream()), "cast_to_bf16");
-  }
-  void cast_to_f32(int64_t n, const bf16* x, float* y) override {
-    check(cuda::cast_to_f32(n, x, y, stream()), "cast_to_f32");
-  }
-  void momentum_f32(int64_t n, float mu, bool nesterov, const float* g, float* m,
-                    bf16* u) override {
-    check(cuda::momentum_f32(n, mu, nesterov, g, m, u, stream()), "momentum_f32");
-  }
-  void momentum_bf16(int64_t n, float mu, bool nesterov, const float* g, bf16* m,
-                     bf16* u) override {
-    check(cuda::momentum_bf16(n, mu, nesterov, g, m, u, stream()), "momentum_bf16");
-  }
-  void apply_update(int64_t n, float decay, float s, const bf16* o, float* w) override {
-    check(cuda::apply_update(n, decay, s, o, w, stream()), "apply_update");
-  }
-  void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd, int64_t step,
-             const float* g, float* w, float* m, float* v) override {
-    const formula::AdamwConstants k = formula::adamw_constants(lr, beta1, beta2, eps, wd, step);
-    check(cuda::adamw(n, k, g, w, m, v, stream()), "adamw");
+  void run(const Adamw& a) {
+    const formula::AdamwConstants k =
+        formula::adamw_constants(a.lr, a.beta1, a.beta2, a.eps, a.wd, a.step);
+    check(cuda::adamw(a.n, k, a.g, a.w, a.m, a.v, stream()), "adamw");
   }
 
  private:
@@ -346,8 +356,8 @@ class CudaBackendImpl final : public CudaBackend, private Kernels {
     cudaStream_t stream;
   };
 
-  cudaStream_t stream() const { return streams_[lane_]; }
-  cublasHandle_t blas() const { return blas_[lane_]; }
+  cudaStream_t stream() const { return streams_[lane()]; }
+  cublasHandle_t blas() const { return blas_[lane()]; }
 
   // Whether [p, p + bytes) lies in one alloc_host allocation.
   bool pinned(const void* p, size_t bytes) const { return within_one(pinned_, p, bytes); }
@@ -355,8 +365,8 @@ class CudaBackendImpl final : public CudaBackend, private Kernels {
   // Destroys whatever the constructor created; errors are ignored (a destructor cannot report
   // them, and a failed device makes every call fail alike).
   void release() noexcept {
-    for (void* ptr : counter_.live()) {
-      const std::optional<MemoryCounter::Allocation> a = counter_.remove(ptr);
+    for (void* ptr : counted(MemoryKind::device).live()) {
+      const std::optional<MemoryCounter::Allocation> a = counted(MemoryKind::device).remove(ptr);
       cudaFreeAsync(ptr, streams_[a->lane]);
     }
     for (auto& [at, bytes] : pinned_) cudaFreeHost(reinterpret_cast<void*>(at));
@@ -379,16 +389,11 @@ class CudaBackendImpl final : public CudaBackend, private Kernels {
     cudaGetLastError();
   }
 
-  int device_;
-  int64_t tile_override_;
-  int lane_ = 0;
-  std::array<cudaStream_t, kMaxLanes> streams_{};
   std::array<cudaEvent_t, kMaxLanes> events_{};
   std::array<cudaEvent_t, kMaxLanes> join_events_{};  // join_lanes(): one per lane
   std::array<cublasHandle_t, kMaxLanes> blas_{};
   std::array<void*, kMaxLanes> blas_workspace_{};
   cudaMemPool_t pool_ = nullptr;
-  MemoryCounter counter_;
   std::map<uintptr_t, size_t> pinned_;  // alloc_host allocations: start -> bytes
 };
 
@@ -398,15 +403,15 @@ class CudaBackendImpl final : public CudaBackend, private Kernels {
 // single block, or when the operands are not 16-byte aligned (tensor-core kernels need every
 // block pointer aligned, and the pointer arrays hide them from cuBLAS's checks).
 // Arguments checked by Backend::syrk_bf16.
-void CudaBackendImpl::run_syrk_bf16(int64_t batch, int64_t n, int64_t k, float alpha,
-                                    const MatrixBatch& a, float beta, const MatrixBatch& c) {
+void CudaBackendImpl::syrk(int64_t batch, int64_t n, int64_t k, float alpha, const MatrixBatch& a,
+                           float beta, const MatrixBatch& c) {
   constexpr const char* call = "syrk_bf16";
   auto* cp = static_cast<bf16*>(c.ptr);
   const int64_t tile = syrk_tile(n);
   const bool aligned = aligned16(a.ptr) && aligned16(c.ptr) && a.ld % 8 == 0 && c.ld % 8 == 0 &&
                        (batch == 1 || (a.stride % 8 == 0 && c.stride % 8 == 0));
   if (k == 0 || n <= tile || !aligned) {
-    run_gemm_bf16(batch, false, true, n, n, k, alpha, a, a, beta, c);
+    gemm(batch, false, true, n, n, k, alpha, a, a, beta, c);
   } else {
     const int64_t full = n / tile, rest = n % tile;
     struct Group {

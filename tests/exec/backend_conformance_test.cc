@@ -173,3 +173,35 @@ TEST_CASE("backend conformance: GEMM exact on small integers; sum of squares by 
     }
   }
 }
+
+TEST_CASE("backend conformance: syrk is exact on small integers; ns_scale follows its formula",
+          "[conformance]") {
+  // A [5, 7] of integers in [-3, 3]: every element of A A^T is an integer below 64, exact in
+  // bf16 whatever the accumulation order; C starts at 1 and beta = 2 (C is symmetric on entry).
+  const int64_t n = 5, k = 7;
+  std::vector<bf16> a(n * k);
+  for (int64_t i = 0; i < n * k; ++i) a[i] = to_bf16(float((i * 5 + 3) % 7 - 3));
+  std::vector<bf16> want(n * n);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      float s = 0;
+      for (int64_t l = 0; l < k; ++l) s += to_float(a[i * k + l]) * to_float(a[j * k + l]);
+      want[i * n + j] = to_bf16(s + 2.0f);
+    }
+  }
+  const std::vector<float> sum_sq = {91.0f, 0.25f, 3.0e4f};
+  std::vector<float> scale_want(sum_sq.size());
+  for (size_t i = 0; i < sum_sq.size(); ++i)
+    scale_want[i] = formula::ns_scale(1.01, 1e-7, sum_sq[i]);
+  for (const auto& nb : conformance_backends()) {
+    DYNAMIC_SECTION(nb.name) {
+      const std::unique_ptr<Backend> b = nb.make();
+      Device<bf16> da(*b, a), dc(*b, std::vector<bf16>(n * n, to_bf16(1.0f)));
+      b->syrk_bf16(1, n, k, 1.0f, {da.p, n, k, k, n * k}, 2.0f, {dc.p, n, n, n, n * n});
+      CHECK(same_bits(dc.host(), want));
+      Device<float> ds(*b, sum_sq), dscale(*b, sum_sq.size());
+      b->ns_scale(int64_t(sum_sq.size()), ds.p, 1.01, 1e-7, dscale.p);
+      CHECK(same(dscale.host(), scale_want));
+    }
+  }
+}

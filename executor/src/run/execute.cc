@@ -246,7 +246,7 @@ Measured measure(const StepRecord& rec, const Plan& plan, const ExecuteOptions& 
   measured.offload = to_string(plan.options.offload);
   measured.ns_variant = opt.symmetric_ns ? "symmetric" : "plain";
   measured.device_busy_timed = backend.host_timed();
-  const Backend::GemmPath gemm = backend.gemm_path();
+  const GemmPath gemm = backend.describe().gemm_path;
   measured.gemm_path = gemm.library;
   measured.openblas_core = gemm.openblas_core;
   if (std::optional<RuntimeMemory> rm = backend.runtime_memory()) {  // every rank or none

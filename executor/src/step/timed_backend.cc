@@ -12,31 +12,31 @@ TimedBackend::Scope::~Scope() {
   }
 }
 
-void TimedBackend::copy_to_device(void* dst, const void* host_src, size_t bytes) {
-  Scope t(last(to_.h2d_s));
-  inner_.copy_to_device(dst, host_src, bytes);
-  if (to_.h2d_bytes) *to_.h2d_bytes += bytes;
+void TimedBackend::copy(void* dst, const void* src, size_t bytes, Copy direction) {
+  switch (direction) {
+    case Copy::host_to_device: {
+      Scope t(last(to_.h2d_s));
+      inner_.copy(dst, src, bytes, direction);
+      if (to_.h2d_bytes) *to_.h2d_bytes += bytes;
+      return;
+    }
+    case Copy::device_to_host: {
+      Scope t(last(to_.d2h_s));
+      inner_.copy(dst, src, bytes, direction);
+      if (to_.d2h_bytes) *to_.d2h_bytes += bytes;
+      return;
+    }
+    case Copy::device_to_device: {
+      Scope t(last(to_.kernel_s));
+      inner_.copy(dst, src, bytes, direction);
+      return;
+    }
+  }
 }
 
-void TimedBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) {
-  Scope t(last(to_.d2h_s));
-  inner_.copy_to_host(host_dst, src, bytes);
-  if (to_.d2h_bytes) *to_.d2h_bytes += bytes;
-}
-
-void TimedBackend::copy(void* dst, const void* src, size_t bytes) {
-  Scope t(last(to_.kernel_s));
-  inner_.copy(dst, src, bytes);
-}
-
-void TimedBackend::set_lane(int lane) {
-  inner_.set_lane(lane);
-  lane_ = checked_lane(lane);
-}
-
-void TimedBackend::synchronize_lane() {
-  Scope t(last_[lane_]);
-  inner_.synchronize_lane();
+void TimedBackend::synchronize(Sync scope) {
+  Scope t(scope == Sync::current_lane ? last_[lane()] : nullptr);
+  inner_.synchronize(scope);
 }
 
 void TimedBackend::launch(const KernelCall& call) {

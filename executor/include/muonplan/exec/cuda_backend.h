@@ -23,6 +23,8 @@
 // One thread drives a backend (the rank's); the device is made current at construction.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <memory>
 
 #include "muonplan/exec/backend.h"
@@ -31,18 +33,30 @@ struct CUstream_st;  // cudaStream_t is CUstream_st*: no CUDA header needed here
 
 namespace muonplan::exec {
 
+// What the NCCL communicator and the tests need beyond Backend, as data the implementation
+// (cuda_backend.cc) fills at construction: no virtual function of its own.
 class CudaBackend : public Backend {
  public:
   // The CUDA device this backend runs on.
-  virtual int device() const = 0;
-  // The current lane (set_lane) and its stream: what the NCCL communicator orders its
-  // exchanges after, and makes wait for their results.
-  virtual int lane() const = 0;
-  virtual CUstream_st* lane_stream() const = 0;
+  int device() const { return device_; }
+  // The current lane's stream (set_lane): what the NCCL communicator orders its exchanges
+  // after, and makes wait for their results.
+  CUstream_st* lane_stream() const { return streams_[lane()]; }
   // Rows and columns of the output blocks syrk_bf16 splits C into, for an n x n C: the
   // MUONPLAN_SYRK_TILE environment variable when set at construction (a multiple of 8, at
   // least 64), otherwise 128 for n <= 1024, 256 for n <= 4096, 512 above.
-  virtual int64_t syrk_tile(int64_t n) const = 0;
+  int64_t syrk_tile(int64_t n) const {
+    if (tile_override_ > 0) return tile_override_;
+    return n <= 1024 ? 128 : n <= 4096 ? 256 : 512;
+  }
+
+ protected:
+  CudaBackend(const KernelTable& kernels, int device, int64_t tile_override)
+      : Backend(kernels), device_(device), tile_override_(tile_override) {}
+
+  const int device_;
+  const int64_t tile_override_;                    // 0: syrk_tile's rule
+  std::array<CUstream_st*, kMaxLanes> streams_{};  // one per lane, created by the implementation
 };
 
 // Throws std::runtime_error naming the CUDA error when the device cannot be used (no driver,

@@ -1,7 +1,8 @@
 // Memory accounting, beside the ops interface rather than inside it: every byte a backend
 // allocates is counted here, per allocation, with the running peak the executor reports as
-// measured memory (docs/executor.md). Each backend holds one for its device memory and
-// Backend one for host memory. Thread-safe: alloc and free may come from several threads.
+// measured memory (docs/executor.md). Backend holds one for device memory and one for host
+// memory (a wrapper shares those of the backend it wraps). Thread-safe: alloc and free may come
+// from several threads.
 #pragma once
 
 #include <cstddef>

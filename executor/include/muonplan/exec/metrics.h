@@ -39,7 +39,8 @@ struct Measured {
   std::string state_digest;
   int64_t steps_skipped = 0;
   std::string offload, ns_variant;
-  std::string gemm_path, openblas_core;  // Backend::gemm_path(); openblas_core empty: none ran
+  std::string gemm_path,
+      openblas_core;  // Backend::describe().gemm_path; openblas_core empty: none ran
   // With --check-reference (docs/executor-numerics.md, "The independent reference"), max over
   // ranks: the sharded state against the same steps of MuonStep on one rank (largest element
   // difference, and largest relative difference of a tensor's update or optimizer state; 0 on

@@ -1,16 +1,16 @@
 // The step's timing as a wrapper around its backend (issue 37 item 4), as cpu-async wraps the
 // CPU backend: the step calls this backend, which forwards every call to the one it wraps and
 // adds the call's host wall time, and a copy's bytes, to the step's counters (StepCounters):
-//   kernels (launch) and copies within the device  -> kernel_s
-//   copy_to_device                                  -> h2d_s, h2d_bytes
-//   copy_to_host                                    -> d2h_s, d2h_bytes
-//   synchronize_lane                                -> the counter of the lane's last call: the
-//                                                      wait is for that call to finish
-// Memory management (alloc, free, alloc_host) and synchronize() are not counted: they are not
+//   kernels (launch) and device_to_device copies   -> kernel_s
+//   host_to_device copies                          -> h2d_s, h2d_bytes
+//   device_to_host copies                          -> d2h_s, d2h_bytes
+//   synchronize(current_lane)                      -> the counter of the lane's last call: the
+//                                                     wait is for that call to finish
+// Memory management (alloc, free) and the other synchronize scopes are not counted: they are not
 // one kind of work. A null counter is not counted.
 //
-// The wrapper owns nothing: memory(), host memory and the lanes are the inner backend's (call
-// host_memory() and alloc_pageable() on that one: they are not virtual).
+// The wrapper owns nothing: the lane and the byte counts (memory(), host_memory()) are the
+// inner backend's, shared (Backend's Wraps constructor).
 #pragma once
 
 #include <array>
@@ -33,25 +33,20 @@ struct CallCounters {
 
 class TimedBackend : public Backend {
  public:
-  TimedBackend(Backend& inner, const CallCounters& counters) : inner_(inner), to_(counters) {}
+  TimedBackend(Backend& inner, const CallCounters& counters)
+      : Backend(Wraps{inner}), inner_(inner), to_(counters) {}
+  // The named forms (alloc(bytes), synchronize(), ...) beside the overrides below.
+  using Backend::alloc;
+  using Backend::copy;
+  using Backend::free;
+  using Backend::synchronize;
 
-  std::string name() const override { return inner_.name(); }
-  bool host_timed() const override { return inner_.host_timed(); }
-  GemmPath gemm_path() const override { return inner_.gemm_path(); }
-  void* alloc(size_t bytes) override { return inner_.alloc(bytes); }
-  void free(void* ptr) override { inner_.free(ptr); }
-  void copy_to_device(void* dst, const void* host_src, size_t bytes) override;
-  void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
-  void copy(void* dst, const void* src, size_t bytes) override;
-  MemoryStats memory() const override { return inner_.memory(); }
+  BackendInfo describe() const override { return inner_.describe(); }
+  void* alloc(size_t bytes, MemoryKind kind) override { return inner_.alloc(bytes, kind); }
+  void free(void* ptr, MemoryKind kind) override { inner_.free(ptr, kind); }
+  void copy(void* dst, const void* src, size_t bytes, Copy direction) override;
+  void synchronize(Sync scope) override;
   std::optional<RuntimeMemory> runtime_memory() const override { return inner_.runtime_memory(); }
-  void reset_peak() override { inner_.reset_peak(); }
-  void synchronize() override { inner_.synchronize(); }
-  void* alloc_host(size_t bytes) override { return inner_.alloc_host(bytes); }
-  void free_host(void* ptr) override { inner_.free_host(ptr); }
-  void set_lane(int lane) override;
-  void join_lanes() override { inner_.join_lanes(); }
-  void synchronize_lane() override;
   void launch(const KernelCall& call) override;
 
  private:
@@ -68,11 +63,10 @@ class TimedBackend : public Backend {
     std::chrono::steady_clock::time_point t0_;
   };
   // Marks the current lane's last call as counted in `sink`.
-  double* last(double* sink) { return last_[lane_] = sink; }
+  double* last(double* sink) { return last_[lane()] = sink; }
 
   Backend& inner_;
   const CallCounters to_;
-  int lane_ = 0;
   std::array<double*, kMaxLanes> last_{};  // per lane: the counter of its last call
 };
 

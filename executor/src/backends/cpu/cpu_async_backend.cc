@@ -54,7 +54,7 @@ class CpuAsyncBackend final : public Backend {
 
   ~CpuAsyncBackend() override {
     try {
-      synchronize();
+      synchronize(Sync::all_lanes);
     } catch (...) {
       // An operation's error: a destructor cannot report it, and the queues are empty now.
     }
@@ -64,31 +64,40 @@ class CpuAsyncBackend final : public Backend {
     }
     cv_.notify_all();
     for (Lane& l : lanes_) l.thread.join();
-    for (void* p : counter_.live()) inner_->free(p);
-    for (auto& [at, bytes] : pinned_) Backend::free_host(reinterpret_cast<void*>(at));
+    for (void* p : counted(MemoryKind::device).live()) inner_->free(p);
+    for (auto& [at, bytes] : pinned_) free_pageable(reinterpret_cast<void*>(at));
   }
 
-  std::string name() const override { return "cpu-async"; }
-  bool host_timed() const override { return false; }  // calls enqueue on a lane
-  GemmPath gemm_path() const override { return inner_->gemm_path(); }
-
-  void set_lane(int lane) override { lane_ = checked_lane(lane); }
+  // Calls enqueue on a lane: not host timed.
+  BackendInfo describe() const override {
+    return {"cpu-async", false, inner_->describe().gemm_path};
+  }
 
   // --- memory
-  void* alloc(size_t bytes) override {
+  void* alloc(size_t bytes, MemoryKind kind) override {
+    if (kind == MemoryKind::pinned_host) {
+      void* p = alloc_pageable(bytes);
+      if (p) pinned_[reinterpret_cast<uintptr_t>(p)] = bytes;
+      return p;
+    }
     void* p = inner_->alloc(bytes);
     std::memset(p, 0xFF, bytes);  // what a pool block holds before its zero-fill has run
-    counter_.add(p, bytes, lane_);
+    counted(kind).add(p, bytes, lane());
     enqueue([p, bytes] { std::memset(p, 0, bytes); });
     return p;
   }
 
-  void free(void* ptr) override {
+  void free(void* ptr, MemoryKind kind) override {
     if (ptr == nullptr) return;
-    const std::optional<MemoryCounter::Allocation> a = counter_.remove(ptr);
+    if (kind == MemoryKind::pinned_host) {
+      synchronize(Sync::all_lanes);  // a queued copy may still read or write it
+      pinned_.erase(reinterpret_cast<uintptr_t>(ptr));
+      return free_pageable(ptr);
+    }
+    const std::optional<MemoryCounter::Allocation> a = counted(kind).remove(ptr);
     if (!a)
       throw std::invalid_argument("cpu-async backend: free() of a pointer alloc() did not return");
-    if (a->lane != lane_) lane_waits(a->lane, lane_);
+    if (a->lane != lane()) lane_waits(a->lane, lane());
     const size_t bytes = a->bytes;
     enqueue_on(a->lane, [this, ptr, bytes] {
       std::memset(ptr, 0xFF, bytes);  // a use after the free reads NaN
@@ -96,25 +105,19 @@ class CpuAsyncBackend final : public Backend {
     });
   }
 
-  void copy_to_device(void* dst, const void* host_src, size_t bytes) override {
+  // Queued; a copy from or into pageable host memory returns once the lane has run it.
+  void copy(void* dst, const void* src, size_t bytes, Copy direction) override {
     if (bytes == 0) return;
-    enqueue([this, dst, host_src, bytes] { inner_->copy_to_device(dst, host_src, bytes); });
-    if (!pinned(host_src, bytes)) pageable_copy(bytes);
-  }
-  void copy_to_host(void* host_dst, const void* src, size_t bytes) override {
-    if (bytes == 0) return;
-    enqueue([this, host_dst, src, bytes] { inner_->copy_to_host(host_dst, src, bytes); });
-    if (!pinned(host_dst, bytes)) pageable_copy(bytes);
-  }
-  void copy(void* dst, const void* src, size_t bytes) override {
-    if (bytes == 0) return;
-    enqueue([this, dst, src, bytes] { inner_->copy(dst, src, bytes); });
+    enqueue([this, dst, src, bytes, direction] { inner_->copy(dst, src, bytes, direction); });
+    const void* host = direction == Copy::host_to_device   ? src
+                       : direction == Copy::device_to_host ? dst
+                                                           : nullptr;
+    if (host != nullptr && !pinned(host, bytes)) pageable_copy(bytes);
   }
 
-  MemoryStats memory() const override { return counter_.stats(); }
-  void reset_peak() override { counter_.reset_peak(); }
-
-  void synchronize() override {
+  void synchronize(Sync scope) override {
+    if (scope == Sync::current_lane) return wait_for_lane();
+    if (scope == Sync::join_lanes) return join();
     std::unique_lock<std::mutex> lock(mutex_);
     std::array<uint64_t, kMaxLanes> target{};
     for (int k = 0; k < kMaxLanes; ++k) {
@@ -131,9 +134,16 @@ class CpuAsyncBackend final : public Backend {
     rethrow(lock);
   }
 
-  void synchronize_lane() override {
+  // --- kernels: the CPU backend's table, each call queued on the current lane
+  void launch(const KernelCall& call) override {
+    enqueue([this, call] { inner_->launch(call); });
+  }
+
+ private:
+  // The host waits for the current lane's queued work.
+  void wait_for_lane() {
     std::unique_lock<std::mutex> lock(mutex_);
-    Lane& l = lanes_[lane_];
+    Lane& l = lanes_[lane()];
     const uint64_t target = l.enqueued;
     l.demand = std::max(l.demand, target);
     cv_.notify_all();
@@ -141,7 +151,8 @@ class CpuAsyncBackend final : public Backend {
     rethrow(lock);
   }
 
-  void join_lanes() override {
+  // An event wait on every lane for every other lane's work queued so far.
+  void join() {
     if (opt_.drop_joins) return;
     std::array<uint64_t, kMaxLanes> upto{};
     {
@@ -155,25 +166,7 @@ class CpuAsyncBackend final : public Backend {
     }
   }
 
-  void* alloc_host(size_t bytes) override {
-    void* p = Backend::alloc_host(bytes);
-    if (p) pinned_[reinterpret_cast<uintptr_t>(p)] = bytes;
-    return p;
-  }
-  void free_host(void* ptr) override {
-    if (ptr == nullptr) return;
-    synchronize();  // a queued copy may still read or write it
-    pinned_.erase(reinterpret_cast<uintptr_t>(ptr));
-    Backend::free_host(ptr);
-  }
-
-  // --- kernels: the CPU backend's table, each call queued on the current lane
-  void launch(const KernelCall& call) override {
-    enqueue([this, call] { inner_->launch(call); });
-  }
-
- private:
-  void enqueue(std::function<void()> run) { enqueue_on(lane_, std::move(run)); }
+  void enqueue(std::function<void()> run) { enqueue_on(lane(), std::move(run)); }
 
   void enqueue_on(int lane, std::function<void()> run) {
     Op op;
@@ -265,7 +258,7 @@ class CpuAsyncBackend final : public Backend {
   // A copy from or into pageable memory returns once the lane has run it.
   void pageable_copy(size_t bytes) {
     if (opt_.pageable_copy_bytes) *opt_.pageable_copy_bytes += int64_t(bytes);
-    synchronize_lane();
+    wait_for_lane();
   }
 
   // Whether [p, p + bytes) lies in one alloc_host allocation (touched by the host thread only).
@@ -273,8 +266,6 @@ class CpuAsyncBackend final : public Backend {
 
   const CpuAsyncOptions opt_;
   std::unique_ptr<Backend> inner_;
-  int lane_ = 0;
-  MemoryCounter counter_;
   std::map<uintptr_t, size_t> pinned_;
   std::mutex mutex_;  // the lanes' queues and counts, error_
   std::condition_variable cv_;

@@ -19,6 +19,7 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "backends/cpu/cpu_gemm_onednn.h"
@@ -59,12 +60,13 @@ const bf16* row_of(const MatrixBatch& x, int64_t b, int64_t i) {
 }
 
 // One caller at a time, as the Backend contract orders calls (the GEMM scratch is shared);
-// alloc, free and memory may also be called from other threads. The backend is its own kernel
-// table: the kernels share its GEMM scratch.
-class CpuBackend final : public Backend, private Kernels {
+// alloc, free and memory may also be called from other threads. Its kernel table (table()) sets
+// every entry but syrk_bf16 and scale_bf16_by, whose defaults (the GEMM; scale_bf16 through a
+// one-float buffer) are what it would run anyway.
+class CpuBackend final : public Backend {
  public:
   CpuBackend(CpuGemm gemm, int64_t onednn_min_macs)
-      : Kernels(static_cast<Backend&>(*this)), onednn_min_macs_(onednn_min_macs) {
+      : Backend(table()), onednn_min_macs_(onednn_min_macs) {
     // Links libmuonplan_openblas_core.so, whose constructor picks OpenBLAS's kernel, into every
     // program with a CPU backend (a library nothing calls may be left out of the link).
     (void)openblas_core_origin();
@@ -73,34 +75,32 @@ class CpuBackend final : public Backend, private Kernels {
     if (gemm == CpuGemm::onednn) onednn_ = cpu::OnednnGemm::create();
   }
   ~CpuBackend() override {
-    for (void* ptr : counter_.live()) std::free(ptr);
+    for (void* ptr : counted(MemoryKind::device).live()) std::free(ptr);
   }
 
-  std::string name() const override { return "cpu"; }
   CpuGemm gemm() const { return onednn_ ? CpuGemm::onednn : CpuGemm::openblas; }
-  GemmPath gemm_path() const override { return {cpu_gemm_name(gemm()), openblas_core_name()}; }
+  BackendInfo describe() const override {
+    return {"cpu", true, {cpu_gemm_name(gemm()), openblas_core_name()}};
+  }
 
-  void* alloc(size_t bytes) override {
+  void* alloc(size_t bytes, MemoryKind kind) override {
+    if (kind == MemoryKind::pinned_host) return alloc_pageable(bytes);
     void* p = aligned_zeroed(bytes);
-    counter_.add(p, bytes);
+    counted(kind).add(p, bytes);
     return p;
   }
 
-  void free(void* ptr) override {
+  void free(void* ptr, MemoryKind kind) override {
     if (ptr == nullptr) return;
-    if (!counter_.remove(ptr)) {
+    if (kind == MemoryKind::pinned_host) return free_pageable(ptr);
+    if (!counted(kind).remove(ptr)) {
       throw std::invalid_argument("cpu backend: free() of a pointer alloc() did not return");
     }
     std::free(ptr);
   }
 
-  void copy_to_device(void* dst, const void* host_src, size_t bytes) override {
-    copy(dst, host_src, bytes);
-  }
-  void copy_to_host(void* host_dst, const void* src, size_t bytes) override {
-    copy(host_dst, src, bytes);
-  }
-  void copy(void* dst, const void* src, size_t bytes) override {
+  // Every direction is a memory copy: the CPU backend's memory is host memory.
+  void copy(void* dst, const void* src, size_t bytes, Copy /*direction*/) override {
     const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
     if (d < s + bytes && s < d + bytes) {  // overlapping: one memmove, in order
       std::memmove(dst, src, bytes);
@@ -116,23 +116,45 @@ class CpuBackend final : public Backend, private Kernels {
     }
   }
 
-  MemoryStats memory() const override {
-    return counter_.stats();
-  }
-  void reset_peak() override {
-    counter_.reset_peak();
-  }
-  void synchronize() override {}
-
-  void launch(const KernelCall& call) override {
-    call(*this);
-  }
-
  private:
-  // --- the kernel table (kernels.h), reached through launch()
-  void run_gemm_bf16(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                     float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
-                     const MatrixBatch& c) override {
+  // --- the kernel table (kernels.h), reached through launch(); each entry is `self`'s member.
+  static CpuBackend& cpu(Backend& self) {
+    return static_cast<CpuBackend&>(self);
+  }
+  static KernelTable table() {
+    KernelTable t;
+    t.gemm_bf16 = [](Backend& self, int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                     int64_t k, float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
+                     const MatrixBatch& c) {
+      cpu(self).gemm_bf16_on_path(batch, trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+    };
+    t.sum_squares = [](Backend&, int64_t batch, int64_t elems, DType type, const void* x,
+                       float* out) {
+      if (type == DType::bf16) {
+        sum_squares_blocks(batch, elems, static_cast<const bf16*>(x), out);
+      } else {
+        sum_squares_blocks(batch, elems, static_cast<const float*>(x), out);
+      }
+    };
+    t.scale_bf16 = [](Backend&, int64_t batch, int64_t elems, const bf16* x, const float* scale,
+                      bf16* y) { scale_bf16_each(batch, elems, x, scale, y); };
+    t.elementwise = [](Backend&, const Elementwise& op) {
+      std::visit([](const auto& k) { run(k); }, op);
+    };
+    t.ns_scale = [](Backend&, int64_t batch, const float* sum_sq, double norm_scale, double eps,
+                    float* scale) {
+      for (int64_t mat = 0; mat < batch; ++mat) {
+        scale[mat] = formula::ns_scale(norm_scale, eps, sum_sq[mat]);
+      }
+    };
+    t.transpose_bf16 = [](Backend&, int64_t batch, int64_t rows, int64_t cols, const bf16* x,
+                          bf16* y) { transpose_blocks(batch, rows, cols, x, y); };
+    return t;
+  }
+
+  void gemm_bf16_on_path(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                         float alpha, const MatrixBatch& a, const MatrixBatch& b, float beta,
+                         const MatrixBatch& c) {
     // Small GEMMs stay on OpenBLAS: a oneDNN primitive costs 0.2-9 ms to create, once per shape
     // and coefficients in each process, more than such a GEMM's whole run (a function of the
     // shape, so the bits still depend on nothing else).
@@ -143,7 +165,10 @@ class CpuBackend final : public Backend, private Kernels {
     }
   }
 
-  void sum_squares_bf16(int64_t batch, int64_t elems, const bf16* x, float* out) override {
+  // out[b] = the sum of squares of matrix b: fixed blocks of kSumBlock elements, each summed in
+  // double, combined in index order (bf16 and fp32 alike; the fp32 sum is a batch of one).
+  template <typename T>
+  static void sum_squares_blocks(int64_t batch, int64_t elems, const T* x, float* out) {
     const int64_t blocks = std::max<int64_t>(1, ceil_div(elems, kSumBlock));
     std::vector<double> partial(batch * blocks);
 #pragma omp parallel for schedule(static)
@@ -159,22 +184,8 @@ class CpuBackend final : public Backend, private Kernels {
     }
   }
 
-  void sum_squares_f32(int64_t n, const float* x, float* out) override {
-    const int64_t blocks = std::max<int64_t>(1, ceil_div(n, kSumBlock));
-    std::vector<double> partial(blocks);
-#pragma omp parallel for schedule(static)
-    for (int64_t t = 0; t < blocks; ++t) {
-      const int64_t first = t * kSumBlock;
-      partial[t] =
-          cpu::sum_squares(x + first, std::max<int64_t>(0, std::min(kSumBlock, n - first)));
-    }
-    double s = 0;
-    for (double p : partial) s += p;
-    *out = static_cast<float>(s);
-  }
-
-  void scale_bf16(int64_t batch, int64_t elems, const bf16* x, const float* scale,
-                  bf16* y) override {
+  static void scale_bf16_each(int64_t batch, int64_t elems, const bf16* x, const float* scale,
+                              bf16* y) {
 #pragma omp parallel
     for (int64_t mat = 0; mat < batch; ++mat) {
       const float s = scale[mat];
@@ -185,14 +196,7 @@ class CpuBackend final : public Backend, private Kernels {
     }
   }
 
-  void ns_scale(int64_t batch, const float* sum_sq, double norm_scale, double eps,
-                float* scale) override {
-    for (int64_t mat = 0; mat < batch; ++mat) {
-      scale[mat] = formula::ns_scale(norm_scale, eps, sum_sq[mat]);
-    }
-  }
-
-  void transpose_bf16(int64_t batch, int64_t rows, int64_t cols, const bf16* x, bf16* y) override {
+  static void transpose_blocks(int64_t batch, int64_t rows, int64_t cols, const bf16* x, bf16* y) {
     constexpr int64_t kRows = 64;
     const int64_t blocks = ceil_div(rows, kRows);
 #pragma omp parallel for schedule(static)
@@ -203,44 +207,58 @@ class CpuBackend final : public Backend, private Kernels {
     }
   }
 
-  void cast_to_bf16(int64_t n, const float* x, bf16* y) override {
+  // --- the elementwise kernels (KernelTable::elementwise), one per operation
+  static void run(const CastToBf16& k) {
 #pragma omp parallel for schedule(static)
-    for (int64_t c = 0; c < ceil_div(n, kConvertChunk); ++c) {
+    for (int64_t c = 0; c < ceil_div(k.n, kConvertChunk); ++c) {
       const int64_t off = c * kConvertChunk;
-      cpu::f32_to_bf16(x + off, y + off, std::min(kConvertChunk, n - off));
+      cpu::f32_to_bf16(k.x + off, k.y + off, std::min(kConvertChunk, k.n - off));
     }
   }
 
-  void cast_to_f32(int64_t n, const bf16* x, float* y) override {
+  static void run(const CastToF32& k) {
 #pragma omp parallel for schedule(static)
-    for (int64_t c = 0; c < ceil_div(n, kConvertChunk); ++c) {
+    for (int64_t c = 0; c < ceil_div(k.n, kConvertChunk); ++c) {
       const int64_t off = c * kConvertChunk;
-      cpu::bf16_to_f32(x + off, y + off, std::min(kConvertChunk, n - off));
+      cpu::bf16_to_f32(k.x + off, k.y + off, std::min(kConvertChunk, k.n - off));
     }
   }
 
-  void momentum_f32(int64_t n, float mu, bool nesterov, const float* g, float* m,
-                    bf16* u) override {
+  static void run(const MomentumF32& k) {
+    const float mu = k.mu;
+    const bool nesterov = k.nesterov;
+    const float* g = k.g;
+    float* m = k.m;
+    bf16* u = k.u;
 #pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; ++i) u[i] = formula::momentum_f32(mu, nesterov, g[i], m[i]);
+    for (int64_t i = 0; i < k.n; ++i) u[i] = formula::momentum_f32(mu, nesterov, g[i], m[i]);
   }
 
-  void momentum_bf16(int64_t n, float mu, bool nesterov, const float* g, bf16* m,
-                     bf16* u) override {
+  static void run(const MomentumBf16& k) {
+    const float mu = k.mu;
+    const bool nesterov = k.nesterov;
+    const float* g = k.g;
+    bf16* m = k.m;
+    bf16* u = k.u;
 #pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; ++i) u[i] = formula::momentum_bf16(mu, nesterov, g[i], m[i]);
+    for (int64_t i = 0; i < k.n; ++i) u[i] = formula::momentum_bf16(mu, nesterov, g[i], m[i]);
   }
 
-  void apply_update(int64_t n, float decay, float s, const bf16* o, float* w) override {
+  static void run(const ApplyUpdate& k) {
+    const float decay = k.decay, s = k.s;
+    const bf16* o = k.o;
+    float* w = k.w;
 #pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; ++i) w[i] = formula::apply_update(decay, s, o[i], w[i]);
+    for (int64_t i = 0; i < k.n; ++i) w[i] = formula::apply_update(decay, s, o[i], w[i]);
   }
 
-  void adamw(int64_t n, float lr, float beta1, float beta2, float eps, float wd, int64_t step,
-             const float* g, float* w, float* m, float* v) override {
-    const formula::AdamwConstants k = formula::adamw_constants(lr, beta1, beta2, eps, wd, step);
+  static void run(const Adamw& a) {
+    const formula::AdamwConstants k =
+        formula::adamw_constants(a.lr, a.beta1, a.beta2, a.eps, a.wd, a.step);
+    const float* g = a.g;
+    float *w = a.w, *m = a.m, *v = a.v;
 #pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < n; ++i) formula::adamw(k, g[i], w[i], m[i], v[i]);
+    for (int64_t i = 0; i < a.n; ++i) formula::adamw(k, g[i], w[i], m[i], v[i]);
   }
 
  private:
@@ -256,7 +274,6 @@ class CpuBackend final : public Backend, private Kernels {
     return scratch_.get();
   }
 
-  MemoryCounter counter_;
   // fp32 copies of GEMM operands: backend-internal, not counted in memory().
   std::unique_ptr<float, FreeDeleter> scratch_;
   int64_t scratch_floats_ = 0;

@@ -21,7 +21,7 @@ class OnednnGemm {
   static std::unique_ptr<OnednnGemm> create();
   ~OnednnGemm();
 
-  // Backend::run_gemm_bf16's contract: batch, m, n >= 1, arguments checked, k may be 0.
+  // KernelTable::gemm_bf16's contract: batch, m, n >= 1, arguments checked, k may be 0.
   void run(int64_t batch, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
            const MatrixBatch& a, const MatrixBatch& b, float beta, const MatrixBatch& c);
 
