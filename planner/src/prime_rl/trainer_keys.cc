@@ -142,6 +142,9 @@ const std::vector<TrainerKey>& trainer_keys() {
       {"muonplan", "include_mtp", T::boolean, true, "--include-mtp"},
       {"muonplan", "gpu_memory_gib", T::number, true, "--gpu-memory-gib"},
       {"muonplan", "host_ram_gib", T::number, true, "--host-ram-gib"},
+      {"muonplan", "nodes", T::integer, true, "standalone trainer file: torchrun --nnodes"},
+      {"muonplan", "gpus_per_node", T::integer, true,
+       "standalone trainer file: torchrun --nproc-per-node"},
   };
   return keys;
 }
