@@ -191,7 +191,7 @@ std::string emit_text(const PlanCommand& f, const PlanInputs& in, const Topology
   const size_t n = changed_lines(chosen, written, force).size();
   std::string head;
   std::istringstream lines(chosen);
-  for (std::string l; std::getline(lines, l) && l.rfind("# ", 0) == 0;) head += l + "\n";
+  for (std::string l; std::getline(lines, l) && is_header_comment(l);) head += l + "\n";
   head += "# muonplan plan --emit prime-rl over " + in.trainer->path + ": " + std::to_string(n) +
           " key(s) changed; --emit prime-rl-diff prints only them\n";
   std::string body =

@@ -378,6 +378,10 @@ bool forced(const std::vector<std::string>& force, const std::string& path) {
 
 }  // namespace
 
+bool is_header_comment(const std::string& line) {
+  return line.rfind("# ", 0) == 0 && line.rfind("# muonplan: ", 0) != 0;
+}
+
 std::vector<std::string> changed_lines(const std::string& chosen, const std::string& written,
                                        const std::vector<std::string>& force) {
   std::map<std::string, std::string> was;
@@ -396,7 +400,7 @@ std::string diff_fragment(const std::string& chosen, const std::string& written,
   const std::vector<std::string> changed = changed_lines(chosen, written, force);
   std::string out, table;  // top-level keys come first and have no header
   std::istringstream in(chosen);
-  for (std::string line; std::getline(in, line) && line.rfind("# ", 0) == 0;) out += line + "\n";
+  for (std::string line; std::getline(in, line) && is_header_comment(line);) out += line + "\n";
   if (changed.empty()) out += "# no key changes: the file as written is the plan\n";
   for (const Line& l : fragment_lines(chosen)) {
     if (std::find(changed.begin(), changed.end(), path_of(l)) == changed.end()) continue;

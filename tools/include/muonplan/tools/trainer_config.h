@@ -39,6 +39,10 @@ struct EmitInput {
 // `plan` is plan_to_json's output. Throws nlohmann::json::exception when a key is missing.
 std::string prime_rl_config(const nlohmann::json& plan, const EmitInput& in);
 
+// A line of the fragment's opening comments (not a `# muonplan: key = value` line, which is
+// a setting; a standalone trainer file's world comes first).
+bool is_header_comment(const std::string& line);
+
 // trainer_config_patch.cc. `chosen` and `written` are prime_rl_config's fragments of the plan
 // and of the file's own plan; a key changes where they differ.
 // The dotted paths of the changed keys ("trainer.model.cp", "#muonplan.bf16_momentum").
