@@ -22,6 +22,7 @@
 #include "muonplan/planner/model_io.h"
 #include "muonplan/planner/plan.h"
 #include "muonplan/planner/plan_inputs.h"
+#include "muonplan/planner/toml_tree.h"
 #include "muonplan/planner/trainer_keys.h"
 #include "muonplan/tools/trainer_answer.h"
 #include "muonplan/tools/trainer_config.h"
@@ -163,12 +164,18 @@ EmitInput emit_input(const PlanCommand& f, const PlanInputs& in) {
 
 // Keys written although the file's own plan has the same value: an `ep = "auto"` (or absent)
 // resolves against the world, so on another world it must be written as planned.
+// A multi_node plan over a file without a [slurm] table gets one when the world changes
+// (prime-rl runs multi_node only under SLURM); a file emitted unchanged stays as it is.
 std::vector<std::string> forced_keys(const PlanInputs& in, const nlohmann::json& plan) {
   const TrainerConfig& tc = *in.trainer;
   const int world = plan.at("world_size");
-  if (tc.ep != 0 || world == tc.nodes * tc.gpus_per_node) return {};
-  if (tc.resolved_ep(in.model.spec, world) == plan.at("layout").at("ep").get<int>()) return {};
-  return {prime_rl_table("model", tc.top_level()) + ".ep"};
+  std::vector<std::string> out;
+  if (world == tc.nodes * tc.gpus_per_node && plan.at("nodes").get<int>() == tc.nodes) return out;
+  if (tc.ep == 0 && tc.resolved_ep(in.model.spec, world) != plan.at("layout").at("ep").get<int>())
+    out.push_back(prime_rl_table("model", tc.top_level()) + ".ep");
+  if (tc.world_table == "deployment" && !parse_toml(read_input_file(tc.path), tc.path).get("slurm"))
+    out.push_back("slurm.job_name");
+  return out;
 }
 
 // --emit over a trainer config: its own file with the keys the plan changes (prime-rl), or

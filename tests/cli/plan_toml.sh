@@ -141,7 +141,8 @@ PY
 import sys, tomllib
 t = tomllib.load(open(sys.argv[1], "rb"))
 assert t == {"orchestrator": {"batch_size": 72},
-             "deployment": {"type": "multi_node", "num_train_nodes": 2, "gpus_per_node": 6}}, t
+             "deployment": {"type": "multi_node", "num_train_nodes": 2, "gpus_per_node": 6},
+             "slurm": {"job_name": "prime-rl"}}, t  # multi_node runs only under SLURM
 PY
 # Muon under full offload is not written (prime-rl's full_offload refuses Muon; tests/cli/first_hour.sh).
 grep -qx 'optim_cpu_offload = false' "$work/muon-none.toml" && ! grep -q 'full_offload' "$work/muon-none.toml" \

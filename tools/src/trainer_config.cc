@@ -95,6 +95,10 @@ void write_deployment(Writer& t, const json& plan, const EmitInput& in) {
     const int dpr = plan.at("world_size").get<int>() / plan.at("layout").at("fsdp").get<int>();
     t.key("deployment", "nodes_per_fsdp_group", json(nodes / dpr), "nodes / dp_replicate");
   }
+  // prime-rl runs a multi_node deployment only under SLURM: the table must exist, and every
+  // field of it has a default (its docs/slurm.md), so the default job name makes it.
+  t.table("slurm");
+  t.key("slurm", "job_name", json("prime-rl"), "multi_node needs [slurm]");
 }
 
 // prime-rl's attn names for the plan's kernel (written only when the plan names one).
