@@ -84,6 +84,12 @@ replan trainer-world "$work/trainer.out" '2 4' nodes gpus_per_node
 "$bin" plan --model qwen3-8b --tokens-per-step 65536 --seq-len 4096 --emit prime-rl >"$work/bare.toml" 2>/dev/null
 ! grep -Eq '^(lr|weight_decay|ac|ac_offloading|fused_lm_head_token_chunk_size|full_offload) =' "$work/bare.toml" &&
   grep -qx 'type = "muon"' "$work/bare.toml" && ok || bad "bare: $(cat "$work/bare.toml")"
+# What prime-rl has no key for (the expert load) is said in the header comment, not written.
+seq 100 227 >"$work/load.txt"
+"$bin" plan --trainer-config $E/qwen3-30b-a3b-rl.toml --expert-load "$work/load.txt" --emit prime-rl-diff \
+  >"$work/load.toml" 2>/dev/null
+grep -q '^# planned with --expert-load (128 experts, the busiest at 1.39x the mean)' "$work/load.toml" &&
+  grep -q 'no key changes' "$work/load.toml" && ok || bad "expert load: $(head -c 600 "$work/load.toml")"
 # NO FIT: exit 3, nothing written (stdout empty, --emit-out's file absent); --force writes it.
 nofit=(plan --model qwen3-30b-a3b --nodes 1 --gpus-per-node 1 --offload none)
 "$bin" "${nofit[@]}" >/dev/null 2>&1 && ok || bad "no-fit: plain plan is not exit 0"

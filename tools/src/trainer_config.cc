@@ -2,6 +2,8 @@
 // (nlohmann writes 0.0, 1e-08, "text"), so values are copied, not retyped.
 #include "muonplan/tools/trainer_config.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "muonplan/planner/trainer_keys.h"
@@ -255,6 +257,21 @@ std::string prime_rl_config(const json& plan, const EmitInput& in) {
             " on " + plan.at("topology").get<std::string>() +
             (plan.at("fits").get<bool>() ? "" : " (NO FIT)") + ".");
   t.comment("decision: " + plan.at("decision").at("reason").get<std::string>());
+  // What the plan assumed that prime-rl has no key for: said here, not written as a key, and
+  // not read back (a re-plan of the file takes prime-rl's balanced routing).
+  const json work = plan.value("workload", json());
+  const json load = work.is_object() ? work.value("expert_load", json()) : json();
+  if (load.is_array() && !load.empty()) {
+    double total = 0, busiest = 0;
+    for (const json& x : load)
+      total += x.get<double>(), busiest = std::max(busiest, x.get<double>());
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "planned with --expert-load (%zu experts, the busiest at %.2fx the mean): "
+                  "prime-rl has no key for the routing; give the flag again to re-plan it",
+                  load.size(), total > 0 ? busiest * load.size() / total : 0.0);
+    t.comment(line);
+  }
   if (in.standalone) {
     write_trainer_file(t, plan, in);
     return t.str();
