@@ -22,12 +22,17 @@
 #include "muonplan/planner/model_io.h"
 #include "muonplan/planner/plan.h"
 #include "muonplan/planner/plan_inputs.h"
+#include "muonplan/planner/toml_tree.h"
+#include "muonplan/planner/trainer_keys.h"
 #include "muonplan/tools/trainer_answer.h"
 #include "muonplan/tools/trainer_config.h"
 #include "paths.h"
 
 namespace muonplan::cli {
 namespace {
+
+// --emit of a NO FIT plan without --force (docs/cli-contract.md).
+constexpr int kExitNoFit = 3;
 
 void print_terms(const char* title, const std::vector<Term>& terms, double scale,
                  const char* unit) {
@@ -120,7 +125,7 @@ void print_plan(const Plan& plan, bool explain, bool quiet, const char* rank) {
 struct PlanCommand {
   std::string model, topology = default_topology_path(), out, emit, trace, emit_out;
   PlanFlags flags;
-  bool json = false, explain = false, quiet = false;
+  bool json = false, explain = false, quiet = false, force = false;
 };
 
 bool same_path(const std::string& a, const std::string& b) {
@@ -151,7 +156,26 @@ EmitInput emit_input(const PlanCommand& f, const PlanInputs& in) {
   e.single_node = in.trainer && in.trainer->single_node;
   e.standalone = f.emit != "prime-rl-sft" && in.trainer && in.trainer->standalone;
   e.prime_rl_version = f.flags.prime_rl_version;
+  e.only_given = !in.trainer;
+  for (const auto& [flag, value] : f.flags.typed) e.given.insert(flag);
+  e.fsdp_group_key = in.trainer && in.trainer->fsdp_group_key;
   return e;
+}
+
+// Keys written although the file's own plan has the same value: an `ep = "auto"` (or absent)
+// resolves against the world, so on another world it must be written as planned.
+// A multi_node plan over a file without a [slurm] table gets one when the world changes
+// (prime-rl runs multi_node only under SLURM); a file emitted unchanged stays as it is.
+std::vector<std::string> forced_keys(const PlanInputs& in, const nlohmann::json& plan) {
+  const TrainerConfig& tc = *in.trainer;
+  const int world = plan.at("world_size");
+  std::vector<std::string> out;
+  if (world == tc.nodes * tc.gpus_per_node && plan.at("nodes").get<int>() == tc.nodes) return out;
+  if (tc.ep == 0 && tc.resolved_ep(in.model.spec, world) != plan.at("layout").at("ep").get<int>())
+    out.push_back(prime_rl_table("model", tc.top_level()) + ".ep");
+  if (tc.world_table == "deployment" && !parse_toml(read_input_file(tc.path), tc.path).get("slurm"))
+    out.push_back("slurm.job_name");
+  return out;
 }
 
 // --emit over a trainer config: its own file with the keys the plan changes (prime-rl), or
@@ -165,16 +189,24 @@ std::string emit_text(const PlanCommand& f, const PlanInputs& in, const Topology
   own.trainer_config = f.flags.trainer_config;
   own.prime_rl_version = f.flags.prime_rl_version;
   const PlanInputs file = prepare_plan(f.model, own);
-  const std::string written = prime_rl_config(
-      plan_to_json(make_plan(file.model.spec, topo, file.request)), emit_input(f, file));
-  if (f.emit == "prime-rl-diff") return diff_fragment(chosen, written);
-  const size_t n = changed_lines(chosen, written).size();
+  EmitInput as_written = emit_input(f, file);
+  as_written.model_id = file.trainer->model_name;  // a --model given changes [model] name
+  const std::string written =
+      prime_rl_config(plan_to_json(make_plan(file.model.spec, topo, file.request)), as_written);
+  const std::vector<std::string> force = forced_keys(in, plan);
+  if (f.emit == "prime-rl-diff") return diff_fragment(chosen, written, force);
+  const size_t n = changed_lines(chosen, written, force).size();
   std::string head;
   std::istringstream lines(chosen);
-  for (std::string l; std::getline(lines, l) && l.rfind("# ", 0) == 0;) head += l + "\n";
-  return head + "# muonplan plan --emit prime-rl over " + in.trainer->path + ": " +
-         std::to_string(n) + " key(s) changed; --emit prime-rl-diff prints only them\n" +
-         patched_file(read_input_file(in.trainer->path), in.trainer->path, chosen, written);
+  for (std::string l; std::getline(lines, l) && is_header_comment(l);) head += l + "\n";
+  head += "# muonplan plan --emit prime-rl over " + in.trainer->path + ": " + std::to_string(n) +
+          " key(s) changed; --emit prime-rl-diff prints only them\n";
+  std::string body =
+      patched_file(read_input_file(in.trainer->path), in.trainer->path, chosen, written, force);
+  // A UTF-8 BOM stays at byte 0: the header comments go after it.
+  const std::string bom = "\xef\xbb\xbf";
+  if (body.compare(0, bom.size(), bom) == 0) return bom + head + body.substr(bom.size());
+  return head + body;
 }
 
 // --emit-out may replace the trainer config it reads (that is its purpose); every other input,
@@ -263,6 +295,13 @@ int run_plan(PlanCommand& f) {
   nlohmann::json j = plan_to_json(plan);
   std::optional<TrainerAnswer> answer;
   if (in.trainer) answer = trainer_answer(in.model.spec, topo, in, plan);
+  // A config of a plan that does not fit is not written (exit 3), unless --force: prime-rl
+  // would start it and run out of memory. Plain `plan` keeps exit 0 for NO FIT.
+  if (!f.emit.empty() && !plan.fits && !f.force) {
+    std::cerr << "error: --emit: the plan does not fit (" << plan.reason
+              << "); no config written (exit 3); --force writes it anyway\n";
+    return kExitNoFit;
+  }
   // Everything that can fail comes before --out is written: a failed plan leaves it as it was.
   const std::string emitted = f.emit.empty() ? "" : emit_text(f, in, topo, j);
   if (!f.out.empty()) write_file_atomic(f.out, j.dump(1) + "\n");
@@ -309,6 +348,9 @@ Runner add_plan(CLI::App& app) {
                 "an existing file kept as FILE.bak; it may be the --trainer-config itself "
                 "(--emit defaults to prime-rl)")
       ->check(non_empty_path());
+  c->add_flag("--force", f->force,
+              "With --emit: write the config of a plan that does not fit (else exit 3, nothing "
+              "written)");
   c->add_option("--out", f->out, "Write the plan JSON to this file")->check(non_empty_path());
   c->add_option("--trace", f->trace,
                 "Write the predicted step as Chrome trace-event JSON (Perfetto, chrome://tracing)")

@@ -61,13 +61,18 @@ round_trip() {  # NAME EMIT FLAGS...: emit, check, plan the emitted file, compar
     bad "$name: emit failed"
   fi
 }
+# Without a trainer config only the keys the plan chooses and those the flags give are written
+# (issue 50 item 4): the flags give every value where muonplan's default is not prime-rl's.
 round_trip muon-flags prime-rl --model models/qwen3-30b-a3b.yaml --nodes 2 --layout fsdp=8,cp=2,ep=8 \
   --offload optimizer --offload-staging chunked --pinned-state --bf16-momentum \
-  --ns-schedule polar-express --lr 0.01 --adamw-betas 0.8,0.99 --tokens-per-step 1048576 \
-  --seq-len 4096 --lm-head-chunk 1024 --cp-style ring
+  --ns-schedule polar-express --lr 0.01 --weight-decay 0.01 --momentum 0.95 --adamw-betas 0.8,0.99 \
+  --tokens-per-step 1048576 --seq-len 4096 --lm-head-chunk 1024 --cp-style ring --ac full --ac-offload
 round_trip muon-none toml --model models/qwen3-8b.yaml --nodes 1 --offload none --lr 0.002 \
-  --tokens-per-step 65536 --seq-len 4096 --ns-schedule '3.4445,-4.775,2.0315;3.4445,-4.775,2.0315'
+  --weight-decay 0.01 --momentum 0.95 --adamw-betas 0.9,0.95 --ac full --ac-offload \
+  --lm-head-chunk 8192 --tokens-per-step 65536 --seq-len 4096 \
+  --ns-schedule '3.4445,-4.775,2.0315;3.4445,-4.775,2.0315'
 round_trip adamw-sft prime-rl-sft --model glm-4.5-air --nodes 2 --offload full --optimizer adamw \
+  --adamw-lr 1e-6 --adamw-weight-decay 0.01 --adamw-betas 0.9,0.999 --ac full --ac-offload \
   --tokens-per-step 262144 --seq-len 8192 --micro-batch-seqs 1
 # Over a trainer config (issue 35, item 9): the user's whole file, every table and key it has
 # kept, with the keys the plan changes where the file writes them; it plans the same again.
@@ -136,7 +141,8 @@ PY
 import sys, tomllib
 t = tomllib.load(open(sys.argv[1], "rb"))
 assert t == {"orchestrator": {"batch_size": 72},
-             "deployment": {"type": "multi_node", "num_train_nodes": 2, "gpus_per_node": 6}}, t
+             "deployment": {"type": "multi_node", "num_train_nodes": 2, "gpus_per_node": 6},
+             "slurm": {"job_name": "prime-rl"}}, t  # multi_node runs only under SLURM
 PY
 # Muon under full offload is not written (prime-rl's full_offload refuses Muon; tests/cli/first_hour.sh).
 grep -qx 'optim_cpu_offload = false' "$work/muon-none.toml" && ! grep -q 'full_offload' "$work/muon-none.toml" \

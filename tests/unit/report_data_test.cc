@@ -157,7 +157,21 @@ TEST_CASE("prime-rl config: values copied from the plan", "[report]") {
     CHECK(toml.find(line) != std::string::npos);
   }
   CHECK(toml.find("fsdp_cpu_offload") == std::string::npos);
-  CHECK(toml.find("full_offload") == std::string::npos);
+  // false is written, so a plan that turns a file's full offload off changes the key.
+  CHECK(toml.find("full_offload = false\n") != std::string::npos);
+  // Without a trainer config only the plan's choices and the flags given are written: no
+  // muonplan default for lr, weight decay, AC, AC offload or the LM head (issue 50 item 4).
+  e.only_given = true;
+  const std::string bare = prime_rl_config(plan_to_json(make_plan(spec, topo, r)), e);
+  for (const char* key : {"lr =", "weight_decay =", "ac =", "ac_offloading =",
+                          "fused_lm_head_token_chunk_size", "full_offload", "mu =", "betas"}) {
+    INFO(key);
+    CHECK(bare.find(key) == std::string::npos);
+  }
+  CHECK(bare.find("optim_cpu_offload = true\n") != std::string::npos);
+  e.given = {"lr"};
+  CHECK(prime_rl_config(plan_to_json(make_plan(spec, topo, r)), e).find("\nlr = ") !=
+        std::string::npos);
 }
 
 TEST_CASE("prime-rl config: a plan prime-rl would run otherwise is not written", "[report]") {

@@ -2,6 +2,8 @@
 // (nlohmann writes 0.0, 1e-08, "text"), so values are copied, not retyped.
 #include "muonplan/tools/trainer_config.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "muonplan/planner/trainer_keys.h"
@@ -24,8 +26,9 @@ class Writer {
   explicit Writer(const EmitInput& in)
       : top_level_(in.sft || in.standalone), sft_(in.sft), date_(in.prime_rl_version) {}
   void comment(const std::string& text) { out_ << "# " << text << "\n"; }
+  // The header is written with the table's first line: a table with no key gets none.
   void table(const std::string& role) {
-    out_ << "\n[" << prime_rl_table(role, top_level_) << "]\n";
+    pending_ = "\n[" + prime_rl_table(role, top_level_) + "]\n";
   }
   // A key of the key table (std::logic_error if it is not one), in the table `role`, under
   // the name prime-rl of the version's date gives it; a key that date lacks is not written
@@ -54,12 +57,30 @@ class Writer {
       text.resize(std::max<size_t>(text.size() + 2, 40), ' ');
       text += "# " + note;
     }
-    out_ << text << "\n";
+    out_ << pending_ << text << "\n";
+    pending_.clear();
   }
   bool top_level_, sft_;
-  std::string date_;
+  std::string date_, pending_;
   std::ostringstream out_;
 };
+
+// Without a trainer config, a key whose value muonplan would only default is left to
+// prime-rl's default: written when the user gave one of its flags.
+bool given(const EmitInput& in, std::initializer_list<const char*> flags) {
+  if (!in.only_given) return true;
+  for (const char* f : flags) {
+    if (in.given.count(f)) return true;
+  }
+  return false;
+}
+
+// dp_replicate as the file gives it: nodes / nodes_per_fsdp_group where the file uses that key.
+bool fsdp_group(const json& plan, const EmitInput& in) {
+  const int nodes = plan.at("nodes"), world = plan.at("world_size");
+  const int dpr = world / plan.at("layout").at("fsdp").get<int>();
+  return in.fsdp_group_key && nodes % dpr == 0;
+}
 
 void write_deployment(Writer& t, const json& plan, const EmitInput& in) {
   const int nodes = plan.at("nodes"), gpn = plan.at("gpus_per_node");
@@ -72,48 +93,91 @@ void write_deployment(Writer& t, const json& plan, const EmitInput& in) {
   t.key("deployment", "type", json("multi_node"));
   t.key("deployment", "num_train_nodes", json(nodes));
   t.key("deployment", "gpus_per_node", json(gpn));
+  if (fsdp_group(plan, in)) {
+    const int dpr = plan.at("world_size").get<int>() / plan.at("layout").at("fsdp").get<int>();
+    t.key("deployment", "nodes_per_fsdp_group", json(nodes / dpr), "nodes / dp_replicate");
+  }
+  // prime-rl runs a multi_node deployment only under SLURM: the table must exist, and every
+  // field of it has a default (its docs/slurm.md), so the default job name makes it.
+  t.table("slurm");
+  t.key("slurm", "job_name", json("prime-rl"), "multi_node needs [slurm]");
+}
+
+// prime-rl's attn names for the plan's kernel (written only when the plan names one).
+std::string attn_name(const std::string& kernel) {
+  if (kernel == "fa2") return "flash_attention_2";
+  if (kernel == "fa3") return "flash_attention_3";
+  return kernel;  // sdpa, auto
+}
+
+void write_activations(Writer& t, const json& w, const EmitInput& in) {
+  if (given(in, {"ac"})) {
+    trainer_key("model", "ac.mode");
+    t.raw("model", "ac", w.at("ac") == "full" ? "{ mode = \"full\" }" : "\"None\"");
+  }
+  if (given(in, {"ac", "ac-offload"})) {
+    trainer_key("model", "ac_offloading.max_inflight_activations");
+    t.raw("model", "ac_offloading",
+          w.at("ac_offload").get<bool>()
+              ? "{ max_inflight_activations = " + std::to_string(in.ac_max_inflight) + " }"
+              : "\"None\"");
+  }
+  if (!in.sft && given(in, {"lm-head-chunk"})) {
+    const int64_t chunk = w.at("lm_head_chunk");
+    t.key("model", "fused_lm_head_token_chunk_size", chunk > 0 ? json(chunk) : json("disabled"));
+  }
 }
 
 void write_model(Writer& t, const json& plan, const EmitInput& in) {
   const json& layout = plan.at("layout");
   const std::string offload = plan.at("offload");
   const int world = plan.at("world_size"), fsdp = layout.at("fsdp");
-  t.key("model", "dp_replicate", json(world / fsdp), "world / fsdp (HSDP replicas)");
+  if (!fsdp_group(plan, in))
+    t.key("model", "dp_replicate", json(world / fsdp), "world / fsdp (HSDP replicas)");
   t.key("model", "cp", layout.at("cp"));
   t.key("model", "ep", layout.at("ep"));
   const json w = plan.value("workload", json());
-  if (!w.is_null()) t.key("model", "cp_style", w.at("cp_style"));
+  if (!w.is_null() && (given(in, {"cp-style"}) || w.at("cp_style") != "ring"))
+    t.key("model", "cp_style", w.at("cp_style"));
+  if (!w.is_null() && w.contains("attention"))
+    t.key("model", "attn", json(attn_name(w.at("attention"))));
   t.key("model", "optim_cpu_offload", json(offload == "optimizer"));
   // Muon under full offload never gets here: prime_rl_config's check_prime_rl_runs refuses it.
-  if (offload == "full") t.key("model", "full_offload", json(true));
+  // false is written too, so a plan that turns a file's full offload off says so.
+  if (offload == "full" || !in.only_given) t.key("model", "full_offload", json(offload == "full"));
   if (w.is_null()) return;
-  t.key("model", "optimization_dtype", w.at("optimization_dtype"));
-  t.key("model", "reduce_dtype", w.at("reduce_dtype"));
-  trainer_key("model", "ac.mode");
-  t.raw("model", "ac", w.at("ac") == "full" ? "{ mode = \"full\" }" : "\"None\"");
-  trainer_key("model", "ac_offloading.max_inflight_activations");
-  t.raw("model", "ac_offloading",
-        w.at("ac_offload").get<bool>()
-            ? "{ max_inflight_activations = " + std::to_string(in.ac_max_inflight) + " }"
-            : "\"None\"");
-  if (!in.sft) {
-    const int64_t chunk = w.at("lm_head_chunk");
-    t.key("model", "fused_lm_head_token_chunk_size", chunk > 0 ? json(chunk) : json("disabled"));
+  for (const char* k : {"optimization_dtype", "reduce_dtype"}) {
+    const std::string flag =
+        k == std::string("reduce_dtype") ? "reduce-dtype" : "optimization-dtype";
+    if (given(in, {flag.c_str()}) || w.at(k) != "float32") t.key("model", k, w.at(k));
   }
+  write_activations(t, w, in);
 }
 
-void write_optimizer(Writer& t, const json& plan) {
+// [model.lora] (RL: [trainer.model.lora]) as dotted keys of the model table; the adapter slots
+// are the trainer's max_concurrent_runs (write_runs).
+void write_lora(Writer& t, const json& plan) {
+  if (!plan.contains("lora")) return;
+  const json& l = plan.at("lora");
+  t.key("model", "lora.rank", l.at("rank"));
+  if (l.at("alpha").get<double>() > 0) t.key("model", "lora.alpha", l.at("alpha"));  // 0: 32
+  if (!l.at("target_modules").empty())
+    t.key("model", "lora.target_modules", l.at("target_modules"));
+}
+
+void write_optimizer(Writer& t, const json& plan, const EmitInput& in) {
   const json& opt = plan.at("optimizer_config");
   const json& adamw = opt.at("adamw");
   const std::string optimizer = plan.at("optimizer");
   t.table("optim");
   t.key("optim", "type", json(optimizer == "signsgd" ? "sign_sgd" : optimizer));
   const bool muon = optimizer == "muon";
-  t.key("optim", "lr", optimizer == "adamw" ? adamw.at("lr") : opt.at("lr"));
+  if (given(in, {"lr", "adamw-lr"}))
+    t.key("optim", "lr", optimizer == "adamw" ? adamw.at("lr") : opt.at("lr"));
   const json wd = optimizer == "adamw" ? adamw.at("weight_decay") : opt.at("weight_decay");
-  t.key("optim", "weight_decay", wd);
-  if (muon) t.key("optim", "mu", opt.at("momentum"));
-  if (optimizer != "signsgd") {
+  if (given(in, {"weight-decay", "adamw-weight-decay"})) t.key("optim", "weight_decay", wd);
+  if (muon && given(in, {"momentum"})) t.key("optim", "mu", opt.at("momentum"));
+  if (optimizer != "signsgd" && given(in, {"adamw-betas"})) {
     t.key("optim", "betas1", adamw.at("beta1"), muon ? "AdamW part (non-matrix params)" : "");
     t.key("optim", "betas2", adamw.at("beta2"));
   }
@@ -121,8 +185,10 @@ void write_optimizer(Writer& t, const json& plan) {
   t.ours("nesterov", opt.at("nesterov"));
   t.ours("bf16_momentum", opt.at("bf16_momentum"), "dion's Muon: no key for the dtype");
   t.ours("update_rms", opt.at("update_rms"));
-  if (adamw.at("lr") != opt.at("lr")) t.ours("adamw_lr", adamw.at("lr"));
-  if (adamw.at("weight_decay") != wd) t.ours("adamw_weight_decay", adamw.at("weight_decay"));
+  if (adamw.at("lr") != opt.at("lr") && given(in, {"lr", "adamw-lr"}))
+    t.ours("adamw_lr", adamw.at("lr"));
+  if (adamw.at("weight_decay") != wd && given(in, {"weight-decay", "adamw-weight-decay"}))
+    t.ours("adamw_weight_decay", adamw.at("weight_decay"));
 }
 
 void write_muonplan(Writer& t, const json& plan) {
@@ -142,22 +208,40 @@ void write_muonplan(Writer& t, const json& plan) {
 
 }  // namespace
 
-// The standalone trainer's own schema: [model] (with seq_len), [data] fake rows, [optim]; the
-// world is torchrun's, so a comment says it.
+namespace {
+
+// LoRA's adapter slots: the trainer's max_concurrent_runs ([trainer] in RL, top level in SFT
+// and trainer files, so it is written before any header there).
+void write_runs(Writer& t, const json& plan, const EmitInput& in, const std::string& role) {
+  if (!plan.contains("lora")) return;
+  const json& adapters = plan.at("lora").at("adapters");
+  if (adapters.get<int>() > 1 || given(in, {"lora-adapters"}))
+    t.key(role, "max_concurrent_runs", adapters);
+}
+
+}  // namespace
+
+// The standalone trainer's own schema: [model] (with seq_len), [data] fake rows, [optim]. Its
+// world is torchrun's, which no key of the file holds: `# muonplan: nodes` and
+// `gpus_per_node` carry it, the planner reads them back, and a comment gives the command.
 void write_trainer_file(Writer& t, const json& plan, const EmitInput& in) {
   const json w = plan.value("workload", json());
   t.comment("world: torchrun --nnodes " + std::to_string(plan.at("nodes").get<int>()) +
             " --nproc-per-node " + std::to_string(plan.at("gpus_per_node").get<int>()));
+  t.ours("nodes", plan.at("nodes"), "torchrun --nnodes");
+  t.ours("gpus_per_node", plan.at("gpus_per_node"), "torchrun --nproc-per-node");
+  write_runs(t, plan, in, "");
   t.table("model");
   t.key("model", "name", json(in.model_id));
   if (!w.is_null()) t.key("model", "seq_len", w.at("seq_len"));
   write_model(t, plan, in);
+  write_lora(t, plan);
   if (!w.is_null()) {
     const int64_t seq = w.at("seq_len"), tokens = w.at("tokens_per_step");
     t.table("data");
     t.key("data", "fake.batch_size", json(tokens / seq), "rows per step");
   }
-  write_optimizer(t, plan);
+  write_optimizer(t, plan, in);
   write_muonplan(t, plan);
 }
 
@@ -173,6 +257,21 @@ std::string prime_rl_config(const json& plan, const EmitInput& in) {
             " on " + plan.at("topology").get<std::string>() +
             (plan.at("fits").get<bool>() ? "" : " (NO FIT)") + ".");
   t.comment("decision: " + plan.at("decision").at("reason").get<std::string>());
+  // What the plan assumed that prime-rl has no key for: said here, not written as a key, and
+  // not read back (a re-plan of the file takes prime-rl's balanced routing).
+  const json work = plan.value("workload", json());
+  const json load = work.is_object() ? work.value("expert_load", json()) : json();
+  if (load.is_array() && !load.empty()) {
+    double total = 0, busiest = 0;
+    for (const json& x : load)
+      total += x.get<double>(), busiest = std::max(busiest, x.get<double>());
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "planned with --expert-load (%zu experts, the busiest at %.2fx the mean): "
+                  "prime-rl has no key for the routing; give the flag again to re-plan it",
+                  load.size(), total > 0 ? busiest * load.size() / total : 0.0);
+    t.comment(line);
+  }
   if (in.standalone) {
     write_trainer_file(t, plan, in);
     return t.str();
@@ -180,9 +279,13 @@ std::string prime_rl_config(const json& plan, const EmitInput& in) {
   const json w = plan.value("workload", json());
   if (w.is_null()) t.comment("no workload planned: prime-rl's seq_len and batch defaults apply");
   if (!in.sft && !w.is_null()) t.key("", "seq_len", w.at("seq_len"));
+  if (in.sft) write_runs(t, plan, in, "");
   t.table(in.sft ? "model" : "shared");
   t.key(in.sft ? "model" : "shared", "name", json(in.model_id));
-  if (in.sft) write_model(t, plan, in);
+  if (in.sft) {
+    write_model(t, plan, in);
+    write_lora(t, plan);
+  }
   if (in.sft && !w.is_null()) {
     const int64_t seq = w.at("seq_len"), tokens = w.at("tokens_per_step");
     t.table("data");
@@ -200,10 +303,13 @@ std::string prime_rl_config(const json& plan, const EmitInput& in) {
   }
   write_deployment(t, plan, in);
   if (!in.sft) {
+    t.table("trainer");
+    write_runs(t, plan, in, "trainer");
     t.table("model");
     write_model(t, plan, in);
+    write_lora(t, plan);
   }
-  write_optimizer(t, plan);
+  write_optimizer(t, plan, in);
   write_muonplan(t, plan);
   return t.str();
 }

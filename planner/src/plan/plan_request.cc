@@ -479,6 +479,12 @@ static std::optional<Workload> workload_from_flags(const PlanFlags& f) {
     if (f.ac != "full" && f.ac != "none" && f.ac != "selective") {
       throw InputError({}, "--ac", "expected full, selective or none, got '" + brief(f.ac) + "'");
     }
+    // prime-rl turns AC on under activation offloading (it offloads the checkpoints): no AC
+    // with offloaded activations is no run either trainer has.
+    if (f.ac == "none" && f.ac_offload)
+      throw InputError({}, "--ac",
+                       "none contradicts --ac-offload (offloading keeps AC's checkpoints in host "
+                       "RAM, and prime-rl turns AC on for it); give one of them");
     if (f.micro_batch_seqs <= 0) throw InputError({}, "--micro-batch-seqs", "must be positive");
     // Whole rows: 1000 tokens of 4096-token rows planned 0 rows, the activations missing.
     if (f.tokens_per_step % f.seq_len != 0) {

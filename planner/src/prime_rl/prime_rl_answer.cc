@@ -7,10 +7,25 @@
 namespace muonplan {
 namespace {
 
-std::string line(const std::string& table, bool sft, const std::string& key,
+// The era the keys are named for: --prime-rl-version's date ("" the newest), and whether
+// the file uses the older SFT [deployment] names (num_nodes, num_gpus) without a date.
+struct Era {
+  std::string date;
+  bool sft = false, older_names = false;
+};
+thread_local Era era;
+
+std::string line(const std::string& table, bool top_level, const std::string& key,
                  const std::string& value) {
   trainer_key(table, key);  // a key of the table every reader and writer shares
-  return "[" + prime_rl_table(table, sft) + "] " + key + " = " + value;
+  std::string dated = prime_rl_key_on(table, key, era.sft, era.date);
+  if (era.date.empty() && era.older_names && table == "deployment")
+    dated = prime_rl_key_on(table, key, era.sft, "2026-08-16");  // the file's own names
+  const std::string head = "[" + prime_rl_table(table, top_level) + "] ";
+  if (dated.empty())
+    return head + key + " = " + value + " (prime-rl of " + era.date + " has no such key)";
+  trainer_key(table, dated);
+  return head + dated + " = " + value;
 }
 
 // Where the candidate's world differs from the file's: a one-node file's GPUs in that node, a
@@ -43,9 +58,18 @@ void world_keys(const TrainerConfig& tc, const Plan& written, const Candidate& c
 }  // namespace
 
 std::vector<std::string> keys_to_change(const TrainerConfig& tc, const ModelSpec& spec,
-                                        const Plan& written, const Candidate& c,
-                                        int gpus_per_node) {
+                                        const Plan& written, const Candidate& c, int gpus_per_node,
+                                        const std::string& date) {
   std::vector<std::string> out;
+  era.date = date;
+  era.sft = tc.sft;
+  era.older_names = false;
+  for (const char* flag : {"nodes", "gpus-per-node"}) {
+    const FileValue* v = tc.value(flag);
+    if (v && (v->shown.rfind("deployment.num_nodes ", 0) == 0 ||
+              v->shown.rfind("deployment.num_gpus ", 0) == 0))
+      era.older_names = true;
+  }
   const bool sft = tc.top_level();
   const int gpn = gpus_per_node > 0 ? gpus_per_node : written.gpus_per_node;
   const int world = c.nodes * gpn;
@@ -93,7 +117,8 @@ TrainerAnswer trainer_answer(const ModelSpec& spec, const Topology& topo, const 
   TrainerAnswer a =
       best_alternatives(spec, topo, in.request, written, prime_rl_rules(), one_node_gpus);
   for (Alternative& alt : a.alternatives)
-    alt.keys = keys_to_change(tc, spec, written, alt.candidate, alt.gpus_per_node);
+    alt.keys = keys_to_change(tc, spec, written, alt.candidate, alt.gpus_per_node,
+                              in.flags.prime_rl_version);
   return a;
 }
 

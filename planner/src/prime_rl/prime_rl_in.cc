@@ -60,11 +60,18 @@ void read_precision(const TrainerFile& f, TrainerConfig& tc) {
 }  // namespace
 
 // A standalone trainer file has no world: torchrun's --nnodes x --nproc-per-node set it, so
-// the flags do (one node of 8 GPUs when they are not given).
+// the flags do; `# muonplan: nodes` and `gpus_per_node` (what --emit prime-rl writes) carry it
+// in the file; else one node of 8 GPUs.
 void read_torchrun_world(const TrainerFile& f, TrainerConfig& tc) {
-  tc.nodes = 1;
-  tc.gpus_per_node = 8;
+  tc.nodes = static_cast<int>(f.integer("muonplan", "nodes", 1));
+  tc.gpus_per_node = static_cast<int>(f.integer("muonplan", "gpus_per_node", 8));
   tc.single_node = false;
+  if (f.get("muonplan", "nodes") || f.get("muonplan", "gpus_per_node")) {
+    tc.values.push_back(f.value("nodes", std::to_string(tc.nodes), "muonplan", "nodes"));
+    tc.values.push_back(
+        f.value("gpus-per-node", std::to_string(tc.gpus_per_node), "muonplan", "gpus_per_node"));
+    return;
+  }
   const SourceLoc none{f.path(), 0, 0};
   tc.values.push_back({"nodes", "1", none, "torchrun --nnodes (not in a trainer file)"});
   tc.values.push_back(

@@ -16,6 +16,8 @@ namespace {
 void set_position(TomlNode& out, const toml::source_region& r) {
   out.line = static_cast<int>(r.begin.line);
   out.col = static_cast<int>(r.begin.column);
+  out.end_line = static_cast<int>(r.end.line);
+  out.end_col = static_cast<int>(r.end.column);
 }
 
 TomlNode convert(const toml::node& n);

@@ -430,6 +430,14 @@ void apply_trainer_config(const TrainerConfig& tc, const ModelSpec& spec, PlanFl
       overrides.push_back("--workload overrides " + where(v));
       continue;
     }
+    // --ac none over a file whose activation offloading is on turns it off: prime-rl would
+    // turn AC back on for it (read_activations), so the plan and the emit say AC off.
+    if (v.flag == "ac-offload" && v.text == "true" && given.count("ac") &&
+        given.at("ac") == "none" && !given.count("ac-offload")) {
+      overrides.push_back("--ac none turns off " + where(v) +
+                          " (prime-rl turns AC on under activation offloading)");
+      continue;
+    }
     apply_value(v, flags, overrides);
   }
   if (const FileValue* inflight = tc.value("ac-max-inflight")) {

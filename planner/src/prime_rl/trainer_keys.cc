@@ -24,6 +24,8 @@ const std::vector<TrainerKey>& trainer_keys() {
       {"slurm", "num_infer_nodes", T::integer, false, "rl on SLURM: inference, not planned"},
       {"slurm", "gpus_per_node", T::integer, true, "rl on SLURM: GPUs per node (8)"},
       {"slurm", "nodes_per_fsdp_group", T::integer, true, "dp_replicate = nodes / this"},
+      {"slurm", "job_name", T::string, false,
+       "SLURM job name; a multi_node deployment needs a [slurm] table (docs/slurm.md)"},
       {"model", "name", T::string, true, "the model: HF id or path (model resolution)"},
       {"model", "seq_len", T::integer, true, "row length"},
       {"model", "dp_replicate", T::integer, true, "HSDP replicas: fsdp = world / dp_replicate"},
@@ -144,6 +146,9 @@ const std::vector<TrainerKey>& trainer_keys() {
       {"muonplan", "include_mtp", T::boolean, true, "--include-mtp"},
       {"muonplan", "gpu_memory_gib", T::number, true, "--gpu-memory-gib"},
       {"muonplan", "host_ram_gib", T::number, true, "--host-ram-gib"},
+      {"muonplan", "nodes", T::integer, true, "standalone trainer file: torchrun --nnodes"},
+      {"muonplan", "gpus_per_node", T::integer, true,
+       "standalone trainer file: torchrun --nproc-per-node"},
   };
   return keys;
 }

@@ -31,9 +31,11 @@ TrainerAnswer trainer_answer(const ModelSpec& spec, const Topology& topo, const 
                              const Plan& written);
 
 // The keys that turn the config into candidate `c` on `gpus_per_node` GPUs per node (0: the
-// written plan's); empty when it is the config as written.
+// written plan's); empty when it is the config as written. Keys are named as prime-rl of
+// `date` (--prime-rl-version; "" the newest) names them, or as the file does where it uses
+// the older SFT [deployment] names; a key that date lacks says so.
 std::vector<std::string> keys_to_change(const TrainerConfig& tc, const ModelSpec& spec,
                                         const Plan& written, const Candidate& c,
-                                        int gpus_per_node = 0);
+                                        int gpus_per_node = 0, const std::string& date = "");
 
 }  // namespace muonplan

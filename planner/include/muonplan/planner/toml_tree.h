@@ -19,7 +19,10 @@ struct TomlNode {
   int64_t integer = 0;
   double floating = 0;
   bool boolean = false;
-  int line = 0, col = 0;            // where the value starts
+  // Where the value starts and ends (the end exclusive), as toml++ reports it: lines from 1,
+  // columns in code points from 1, line 1's after a UTF-8 BOM. A [table] header's table spans
+  // its header; an implicit table (made by [a.b]) spans the header that made it.
+  int line = 0, col = 0, end_line = 0, end_col = 0;
   int key_line = 0, key_col = 0;    // where its key is written (0 for array items)
   std::vector<TomlMember> members;  // a table's, by source position
   std::vector<TomlNode> items;      // an array's

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,20 +27,36 @@ struct EmitInput {
   bool standalone = false;
   // --prime-rl-version: key names are those of that date (prime_rl_key_on); "" the newest.
   std::string prime_rl_version;
+  // Without a trainer config: only the keys the plan chooses (world, layout, offload, optimizer
+  // type, batch) and those whose flag the user gave (`given`, dashed flag names) are written,
+  // never muonplan's defaults for the rest (lr, weight decay, AC, LM head): prime-rl's apply.
+  bool only_given = false;
+  std::set<std::string> given;
+  // The file gives dp_replicate as nodes / nodes_per_fsdp_group: that key is written instead.
+  bool fsdp_group_key = false;
 };
 
 // `plan` is plan_to_json's output. Throws nlohmann::json::exception when a key is missing.
 std::string prime_rl_config(const nlohmann::json& plan, const EmitInput& in);
 
+// A line of the fragment's opening comments (not a `# muonplan: key = value` line, which is
+// a setting; a standalone trainer file's world comes first).
+bool is_header_comment(const std::string& line);
+
 // trainer_config_patch.cc. `chosen` and `written` are prime_rl_config's fragments of the plan
 // and of the file's own plan; a key changes where they differ.
 // The dotted paths of the changed keys ("trainer.model.cp", "#muonplan.bf16_momentum").
-std::vector<std::string> changed_lines(const std::string& chosen, const std::string& written);
+// `force`: paths written even where both fragments agree (ep = auto on a changed world).
+std::vector<std::string> changed_lines(const std::string& chosen, const std::string& written,
+                                       const std::vector<std::string>& force = {});
 // `chosen` with only the changed keys (--emit prime-rl-diff).
-std::string diff_fragment(const std::string& chosen, const std::string& written);
-// The user's file (`source`, read from `path`) with the changed keys where it writes them, new
-// ones in their table; every other line kept (--emit prime-rl over --trainer-config).
+std::string diff_fragment(const std::string& chosen, const std::string& written,
+                          const std::vector<std::string>& force = {});
+// The user's file (`source`, read from `path`) with the changed keys written into its text at
+// the positions toml++ reports (the value's bytes replaced, a new key after the last key line
+// of its table), every other byte kept, a BOM included (--emit prime-rl over --trainer-config).
 std::string patched_file(const std::string& source, const std::string& path,
-                         const std::string& chosen, const std::string& written);
+                         const std::string& chosen, const std::string& written,
+                         const std::vector<std::string>& force = {});
 
 }  // namespace muonplan
