@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cost/candidate_context.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/units.h"
 #include "muonplan/planner/ns_model.h"
@@ -113,6 +114,7 @@ const char* const kClassFormulas[] = {
 constexpr double kBf16 = 2;
 
 struct Ctx {
+  const CandidateContext& cand;  // top-k, the vocabulary block
   const Topology& topo;
   const RooflineShape& sh;
   double peak = 0, hbm = 0;
@@ -230,7 +232,7 @@ void layer_passes(Ctx& c, const ModelSpec& s, UnitWork& u) {
   u.p.add(e.fwd, e.bwd);
   u.kernels_fwd += 1 + 6;
   if (u.moe) {
-    const double k = double(std::max<int64_t>(1, s.moe.experts_per_token));
+    const double k = c.cand.top_k;
     const Passes p = bytes_s(
         c, moe_routing, t * routing_bytes_per_token(s, k, h) + padding_rows(s) * 2 * kBf16 * h);
     u.p.add(p.fwd, p.bwd);
@@ -261,7 +263,7 @@ constexpr double kEagerOpUs = 25;
 void expert_loop_passes(Ctx& c, const ModelSpec& s, const PlanOptions& o, UnitWork& u) {
   if (!u.expert_adapters || !lora_expert_loop(s, o, c.topo.node.gpu.compute_capability)) return;
   const double local = double(std::max<int64_t>(1, s.moe.num_experts)) / c.sh.ep;
-  const double k = double(std::max<int64_t>(1, s.moe.experts_per_token));
+  const double k = c.cand.top_k;
   const double busy = std::min({local, c.sh.t * k, u.busy_experts});  // experts with tokens
   const double f = std::max(0.0, busy * kLoopOpsFwd * kEagerOpUs * 1e-6 - u.experts.fwd);
   const double b = std::max(0.0, busy * kLoopOpsBwd * kEagerOpUs * 1e-6 - u.experts.bwd);
@@ -276,8 +278,7 @@ void expert_loop_passes(Ctx& c, const ModelSpec& s, const PlanOptions& o, UnitWo
 struct ExpertLoad {
   double busy = 1, tokens_each = 0;
 };
-ExpertLoad expert_load(const ModelSpec& s, const Workload& w, const RooflineShape& sh) {
-  const double k = double(std::max<int64_t>(1, s.moe.experts_per_token));
+ExpertLoad expert_load(const ModelSpec& s, const Workload& w, const RooflineShape& sh, double k) {
   const int64_t experts = std::max<int64_t>(1, s.moe.num_experts);
   const double routed = sh.t * k * sh.ep;  // the EP group's token copies, per rank's share
   if (w.expert_load.empty()) {
@@ -340,9 +341,9 @@ UnitWork decoder_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, con
                       int64_t layer) {
   const RooflineShape& sh = c.sh;
   UnitWork u;
-  const double k = double(std::max<int64_t>(1, s.moe.experts_per_token));
+  const double k = c.cand.top_k;
   const double experts = double(std::max<int64_t>(1, s.moe.num_experts));
-  const ExpertLoad load = s.moe.num_experts > 0 ? expert_load(s, *o.workload, sh) : ExpertLoad{};
+  const ExpertLoad load = s.moe.num_experts > 0 ? expert_load(s, *o.workload, sh, k) : ExpertLoad{};
   u.busy_experts = load.busy;
   inv.for_each_weight([&](const ParamTensor& pt, bool trained) {
     if (pt.layer != layer || pt.shape.size() < 2 || (pt.mtp && !o.include_mtp)) return;
@@ -392,7 +393,6 @@ constexpr double kFusedFwdBytes = 48, kFusedBwdBytes = 46;
 // The unfused (SFT) head's logits: bf16 written (2), read and upcast (2 + 4), the loss's fp32
 // read (4), the fp32 gradient written (4) and read back as bf16 (4 + 2): 22 B, half each pass.
 constexpr double kUnfusedBytes = 22;
-constexpr double kVocabTile = 8192;  // the fused head's GEMM over vocab: min(vocab, 8192) wide
 
 // prime-rl's eras (docs/planner.md section 8), ISO dates compared as text. From #1525
 // (2026-01-05) to #1987 (2026-03-09) the RL trainer's fused head chunked the vocabulary
@@ -432,7 +432,8 @@ UnitWork head_unit(Ctx& c, const ModelSpec& s, const PlanOptions& o) {
   } else {
     const double chunk = fused ? std::min(double(w.lm_head_chunk), t) : t;
     const double chunks = t / chunk;
-    const double vt = fused ? std::min(vocab, kVocabTile) : vocab, tiles = vocab / vt;
+    // The fused head's GEMM over vocab is its vocabulary block wide.
+    const double vt = fused ? c.cand.vocab_block : vocab, tiles = vocab / vt;
     f = gemm_s(c, lm_head, tiles, chunk, vt, h) * chunks;
     b = (gemm_s(c, lm_head, tiles, chunk, h, vt) +
          (weight_grad ? gemm_s(c, lm_head, tiles, vt, h, chunk) : 0)) *
@@ -513,9 +514,14 @@ void host_terms(const Ctx& c, const PlanOptions& o, RooflineStep& r) {
 
 }  // namespace
 
-RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv, const Topology& topo,
-                           const PlanOptions& o, const RooflineShape& sh) {
-  Ctx c{topo, sh, topo.node.gpu.bf16_tflops * 1e12,
+RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv,
+                           const CandidateContext& cand, const RooflineShape& sh) {
+  const Topology& topo = cand.topo;
+  const PlanOptions& o = cand.o;
+  Ctx c{cand,
+        topo,
+        sh,
+        topo.node.gpu.bf16_tflops * 1e12,
         topo.node.gpu.hbm_gbps * kGB * topo.calibration.hbm_efficiency,
         attention_rate(o.workload->attention, topo.node.gpu.compute_capability)};
   const double attn_eff = attention_efficiency(topo.calibration, c.attn.resolved);
