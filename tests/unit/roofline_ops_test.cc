@@ -1,0 +1,30 @@
+// The roofline's operation classes (planner/src/cost/roofline_ops.h): one row per class in
+// OpClass's order, and formula text built from the numbers the code computes with.
+#include <catch2/catch.hpp>
+
+#include "cost/roofline_ops.h"
+
+using namespace muonplan;
+using namespace muonplan::roofline_ops;
+
+TEST_CASE("each operation class's row: its name and a formula from the code's numbers",
+          "[roofline]") {
+  RooflineShape full, none;
+  full.ac_full = true;
+  none.ac_full = false;
+  for (int k = 0; k < kClasses; ++k) {
+    CHECK(kOpClasses[k].id == k);
+    CHECK(!kOpClasses[k].formula(full).empty());
+  }
+  CHECK(std::string(kOpClasses[gemm].name) == "gemm");
+  CHECK(std::string(kOpClasses[expert_loop].name) == "expert_loop");
+  // The eager loop's ops per expert: forward 36, backward 50, and under full AC the forward
+  // again in the recompute: 122; without AC 86 (the text once said 122 either way).
+  CHECK(kOpClasses[expert_loop].formula(full).find(" 122 ops per expert") != std::string::npos);
+  CHECK(kOpClasses[expert_loop].formula(none).find(" 86 ops per expert") != std::string::npos);
+  CHECK(kOpClasses[attention].formula(full).find("2.5x backward") != std::string::npos);
+  CHECK(kOpClasses[lm_head_loss].formula(full).find("(48 B forward, 46 B backward") !=
+        std::string::npos);
+  CHECK(kOpClasses[moe_routing].formula(full).find("(18 E + 84 top_k + 30 top_k h + 2 h)") !=
+        std::string::npos);
+}
