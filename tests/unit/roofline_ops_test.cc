@@ -2,7 +2,12 @@
 // OpClass's order, and formula text built from the numbers the code computes with.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <regex>
+#include <vector>
+
 #include "cost/roofline_ops.h"
+#include "test_paths.h"
 
 using namespace muonplan;
 using namespace muonplan::roofline_ops;
@@ -27,4 +32,28 @@ TEST_CASE("each operation class's row: its name and a formula from the code's nu
         std::string::npos);
   CHECK(kOpClasses[moe_routing].formula(full).find("(18 E + 84 top_k + 30 top_k h + 2 h)") !=
         std::string::npos);
+}
+
+// docs/planner.md's table of operation classes ("| class | operations | rate |") names the
+// classes the roofline prints, in its order (issue 47 item 5: a doc table tested against its
+// code table).
+TEST_CASE("docs/planner.md's operation classes are kOpClasses", "[roofline]") {
+  std::ifstream in(repo_path("docs/planner.md"));
+  REQUIRE(in);
+  std::vector<std::string> documented;
+  bool inside = false;
+  const std::regex row("^\\| `([a-z_]+)` \\|");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| class | operations | rate |", 0) == 0) {
+      inside = true;
+      continue;
+    }
+    if (!inside || line.rfind("| ---", 0) == 0) continue;
+    std::smatch m;
+    if (!std::regex_search(line, m, row)) break;  // the table's end
+    documented.push_back(m[1]);
+  }
+  std::vector<std::string> code;
+  for (const OpClassRow& r : kOpClasses) code.push_back(r.name);
+  CHECK(documented == code);
 }
