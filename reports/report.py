@@ -458,11 +458,10 @@ def plot_measured(data, path):
 
 # ---------------------------------------------------------------- report.md
 # ---------------------------------------------------------------- Gantt: the pipeline over time
-RESOURCES = ["gpu", "network", "pcie_h2d", "pcie_d2h", "cpu"]
-
-
 def gantt_rows(trace):
-    """Stage events of a trace-event document grouped by track: {(pid, resource): [event]}."""
+    """Stage events of a trace-event document grouped by track: {(pid, resource): [event]}.
+    A track's place is its `tid`, which the trace gives each resource in the planner's order
+    (docs/cli-contract.md, "Traces"): no list of resource names here."""
     rows = {}
     for e in trace["traceEvents"]:
         if e.get("ph") == "X" and e.get("cat") != "training_phase":
@@ -483,7 +482,7 @@ def plot_gantt(data, path):
     fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 4.2), squeeze=False)
     for ax, (title, trace) in zip(axes[0], panels):
         rows = gantt_rows(trace)
-        keys = sorted(rows, key=lambda k: (k[0], RESOURCES.index(k[1])))
+        keys = sorted(rows, key=lambda k: (k[0], rows[k][0]["tid"]))
         for y, key in enumerate(keys):
             bars = [(e["ts"] / 1e3, e["dur"] / 1e3) for e in rows[key]]
             ax.broken_barh(bars, (y - 0.4, 0.8),

@@ -16,10 +16,6 @@ Heads heads_of(const ModelSpec& s) {
   return {double(a.num_heads), double(a.num_kv_heads > 0 ? a.num_kv_heads : a.num_heads), dim, dim};
 }
 
-double top_k(const ModelSpec& s) {
-  return double(std::max<int64_t>(1, s.moe.experts_per_token));
-}
-
 std::vector<ActivationTensor> layer_activation_tensors(const ModelSpec& s, int64_t layer, double t,
                                                        int ep) {
   const double h = double(s.hidden_size);

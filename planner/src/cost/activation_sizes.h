@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cost/candidate_context.h"  // top_k, vocab_block
 #include "muonplan/planner/model_spec.h"
 
 namespace muonplan {
@@ -19,9 +20,6 @@ Heads heads_of(const ModelSpec& s);
 // torchtitan's TOKEN_GROUP_ALIGN_SIZE_M for bf16 (16 in older torchtitan): generate_permute_
 // indices pads each expert's rows to a multiple of it.
 constexpr double kMoeAlignRows = 8;
-
-// Experts each token is routed to (1 for a dense model).
-double top_k(const ModelSpec& s);
 
 // One tensor a layer's forward makes, t tokens: saved for its backward, or (freed_after set)
 // a temporary of the forward that goes once the tensor named there is made (a name not in the
@@ -80,7 +78,7 @@ struct LmHeadTensor {
 // probabilities (4), the fp32 logit gradient (4), that times 1/temperature (4, a new tensor)
 // and its bf16 cast for the GEMMs (2): 20 B. Python names keep one block's tensors until the
 // next block's replace them, so the steady state holds about one block's worth, 20 B.
-constexpr double kFusedLmHeadVocabBlock = 8192;  // vocab_chunk_size = min(vocab, 8192)
+// Its vocabulary block: vocab_block (candidate_context.h).
 const std::vector<LmHeadTensor>& fused_lm_head_block_tensors();
 // The unfused head (SFT: the whole [tokens, vocab] logits). model.py's forward returns
 // cast_float_and_contiguous(out): the bf16 logits (2) go once their fp32 copy (4) is made, and

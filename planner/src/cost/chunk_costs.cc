@@ -19,12 +19,12 @@ double ns_scratch_bytes(int64_t count, int64_t rows, int64_t cols) {
 
 // `chunked` staging: per rank, its largest AdamW tensor's elements (the piece staged at once).
 std::vector<double> largest_adamw_piece(const ParamInventory& inv, const StepFigures& f) {
-  std::vector<double> adamw_piece(f.world, 0);
+  std::vector<double> adamw_piece(f.cc.world, 0);
   for (const ParamTensor& t : inv.tensors) {
     if (t.rule != UpdateRule::adamw || (t.mtp && !f.o.include_mtp)) continue;
-    const ShardRule sr = shard_rule(t, f.o.layout, f.world);
+    const ShardRule sr = shard_rule(t, f.o.layout, f.cc.world);
     const double per_entry = double(t.numel() / t.shape[0]);
-    for (int r = 0; r < f.world; ++r)
+    for (int r = 0; r < f.cc.world; ++r)
       adamw_piece[r] = std::max(adamw_piece[r], double(sr.range(t.shape[0], r).size()) * per_entry);
   }
   return adamw_piece;
@@ -32,10 +32,12 @@ std::vector<double> largest_adamw_piece(const ParamInventory& inv, const StepFig
 
 // An AdamW group's stages on the busiest rank, `elems` of its elements there.
 std::vector<Stage> adamw_stages(const StepFigures& f, double elems) {
-  const Rates& rt = f.rt;
-  // read p, g, m, v; write p, m, v: 7 arrays of optimization_dtype (4 B fp32, 2 B bf16)
-  const double adamw_bpe = 7.0 * double(f.o.master_bytes());
-  const double cpu_adamw_bpe = 30;
+  const Rates& rt = f.cc.rates;
+  const ElemBytes& eb = f.cc.bytes;
+  // read g, read and write p, m, v: 7 arrays of optimization_dtype (28 B fp32, 14 B bf16)
+  const double adamw_bpe = eb.master + 2 * (eb.master + eb.adamw_state);
+  // The host reads the fp32 gradient, then its update pass (candidate_context.h): 30 B fp32.
+  const double cpu_adamw_bpe = double(elem_bytes::kGrad) + eb.host_update;
   std::vector<Stage> st;
   if (f.pol.host_adamw) {
     st.push_back(
@@ -56,15 +58,17 @@ std::vector<Stage> adamw_stages(const StepFigures& f, double elems) {
 std::vector<Stage> muon_stages(const StepFigures& f, double elems, double ns_s, double exch_s) {
   const PlanOptions& o = f.o;
   const OffloadPolicy& pol = f.pol;
-  const Rates& rt = f.rt;
+  const Rates& rt = f.cc.rates;
   const HostPasses& passes = f.passes;
-  const double mom_b = muon_state_bytes(o);    // 2 (bf16 momentum or masters) or 4
-  const double mb = double(o.master_bytes());  // G and W: optimization_dtype
+  const ElemBytes& eb = f.cc.bytes;
+  const double mom_b = eb.muon_state;  // 2 (bf16 momentum or masters) or 4
+  const double mb = eb.master;         // G and W: optimization_dtype
   // GPU momentum fold: read G, read+write M, with Nesterov write+read U (fp32), write the
   // bf16 copy that is exchanged (2).
   const double momentum_bpe = mb + 2 * mom_b + (o.nesterov ? 8 : 0) + 2;
-  const double update_bpe = mb + 2 + mb;      // read W, read bf16 update, write W (decay folded in)
-  const double cpu_fold_bpe = 4 + 2 * mom_b;  // host: read G, read+write M
+  const double update_bpe = mb + 2 + mb;  // read W, read bf16 update, write W (decay folded in)
+  // host: read the fp32 G, read+write M (candidate_context.h)
+  const double cpu_fold_bpe = double(elem_bytes::kGrad) + eb.host_fold;
   std::vector<Stage> st;
   if (pol.host_fold) {
     st.push_back(
@@ -104,7 +108,7 @@ std::vector<Stage> chunk_stages(const Topology& topo, const StepFigures& f, cons
   double state_elems = 0;  // bytes of optimizer state for the chunk on that rank
   if (c.kind == Chunk::Kind::adamw_group) {
     elems = f.aw;
-    state_elems = f.muon ? f.aw * adamw_state_bytes(o) : state_bytes(o, 0, f.aw);
+    state_elems = f.aw * f.cc.bytes.adamw_state;  // 0 under signSGD
     st = adamw_stages(f, elems);
   } else {
     double ns_s = 0, exch_s = 0;
@@ -117,12 +121,12 @@ std::vector<Stage> chunk_stages(const Topology& topo, const StepFigures& f, cons
       elems = double(count) * c.rows * c.cols;
       ns_s = count > 0 ? ns_cost(topo, count, c.rows, c.cols, o.schedule).total_s : 0;
     }
-    state_elems = elems * muon_state_bytes(o);
+    state_elems = elems * f.cc.bytes.muon_state;
     st = muon_stages(f, elems, ns_s, exch_s);
   }
   if (f.chunked) {
-    st.insert(st.begin(), {Resource::pcie_h2d, state_elems / f.rt.h2d_bps, stage::kStateH2D});
-    st.push_back({Resource::pcie_d2h, state_elems / f.rt.d2h_bps, stage::kStateD2H});
+    st.insert(st.begin(), {Resource::pcie_h2d, state_elems / f.cc.rates.h2d_bps, stage::kStateH2D});
+    st.push_back({Resource::pcie_d2h, state_elems / f.cc.rates.d2h_bps, stage::kStateD2H});
   }
   return st;
 }
@@ -163,12 +167,12 @@ void add_chunk_buffers(RankWindows& windows, const StepFigures& f, const Chunk& 
                        std::vector<int>& ranks) {
   const PlanOptions& o = f.o;
   const bool chunked = f.chunked;
-  const double mom_bytes = muon_state_bytes(o);
-  const double adamw_piece_bytes = f.muon ? adamw_state_bytes(o) : state_bytes(o, 0, 1);
+  const double mom_bytes = f.cc.bytes.muon_state;
+  const double adamw_piece_bytes = f.cc.bytes.adamw_state;  // 0 under signSGD
   const double mat = double(c.rows) * double(c.cols);
   if (c.kind == Chunk::Kind::muon_batch) {
     const double ws = ns_scratch_bytes(1, c.rows, c.cols);
-    windows.add_sparse(batch_ranks(bt, c.group_size, f.world, ranks), [&](int r) {
+    windows.add_sparse(batch_ranks(bt, c.group_size, f.cc.world, ranks), [&](int r) {
       const int pos = r % c.group_size;
       const double held = bt.buffer_elems[pos];
       const BatchBuffers b = batch_buffers(int64_t(held), bt.owns[pos], c.rows, c.cols);
@@ -202,14 +206,15 @@ void add_chunk_buffers(RankWindows& windows, const StepFigures& f, const Chunk& 
 
 ChunkCosts chunk_costs(const ParamInventory& inv, const Topology& topo, const StepFigures& f,
                        const ChunkPlan& plan) {
-  ChunkCosts cc{{}, RankWindows(f.world, f.depth)};
+  ChunkCosts cc{{}, RankWindows(f.cc.world, f.depth)};
   const std::vector<double> adamw_piece =
       f.chunked ? largest_adamw_piece(inv, f) : std::vector<double>{};
   BatchTraffic bt;         // one for every batch (step_traffic.h)
   std::vector<int> ranks;  // the ranks a chunk touches
   for (const Chunk& c : plan.chunks) {
     // Other chunks do not read bt: it keeps the last batch's figures and arrays.
-    if (c.kind == Chunk::Kind::muon_batch) batch_traffic(inv, c, f.rt, f.gpn, bt);
+    if (c.kind == Chunk::Kind::muon_batch)
+      batch_traffic(inv, c, f.cc.rates, f.cc.gpus_per_node, bt);
     cc.stages.push_back(chunk_stages(topo, f, c, bt));
     add_chunk_buffers(cc.windows, f, c, bt, adamw_piece, ranks);
   }

@@ -57,18 +57,15 @@ LocalElems count_local(const std::vector<ParamTensor>& tensors, const PlanOption
   return e;
 }
 
-StepFigures step_figures(const ParamInventory& inv, const Topology& topo, const PlanOptions& o,
-                         const ChunkPlan& plan) {
-  const int gpn = o.gpus_per_node > 0 ? o.gpus_per_node : topo.node.gpus;
-  const int world = plan.world;
+StepFigures step_figures(const ParamInventory& inv, const CandidateContext& cc) {
+  const PlanOptions& o = cc.o;
+  const int world = cc.world;
   const OffloadPolicy& pol = offload_policy(o.offload, o.optimizer_staging);
-  StepFigures f{o,
+  StepFigures f{cc,
+                o,
                 pol,
-                gpn,
-                world,
                 o.batches_in_flight(),
                 count_local(inv.tensors, o, world),
-                rates(topo, o, gpn),
                 host_passes(o),
                 o.optimizer == OptimizerKind::muon,
                 pol.staging == OffloadStaging::chunked,
@@ -114,10 +111,10 @@ int add_gpu_memory(Prediction& p, const ParamInventory& inv, const Topology& top
   };
   // LoRA's frozen base weights: FSDP-sharded as trained ones are (gpu_persistent.h).
   const double frozen_b = frozen_weight_bytes(o, f.pol);
-  const LocalElems frozen = count_local(inv.frozen, o, f.world);
+  const LocalElems frozen = count_local(inv.frozen, o, f.cc.world);
   int peak_rank = 0;
   double best_peak = -1, best_transient = -1;
-  for (int r = 0; r < f.world; ++r) {
+  for (int r = 0; r < f.cc.world; ++r) {
     const double tr = windows.at(r) + check_bytes + staged(r);
     const double pk = per_all * local.all(r) + per_mu * local.muon[r] + per_aw * local.adamw[r] +
                       frozen_b * frozen.all(r) + tr;
@@ -168,7 +165,7 @@ void add_host_memory(Prediction& p, const Topology& topo, const StepFigures& f,
   const PlanOptions& o = f.o;
   const OffloadPolicy& pol = f.pol;
   const LocalElems& local = f.local;
-  const int gpn = f.gpn, world = f.world;
+  const int gpn = f.cc.gpus_per_node, world = f.cc.world;
   double node_all = 0, node_mu = 0, node_aw = 0;
   for (int n = 0; n * gpn < world; ++n) {
     double a = 0, m = 0, w = 0;
@@ -232,7 +229,7 @@ void add_traffic(Prediction& p, const StepFigures& f, const ChunkPlan& plan) {
 // them, and the schedule a trace draws.
 void add_step_time(Prediction& p, const StepFigures& f,
                    const std::vector<std::vector<Stage>>& stages) {
-  const Rates& rt = f.rt;
+  const Rates& rt = f.cc.rates;
   const double state = f.state;
   const int depth = f.depth;
   const PipelineResult pr = simulate_pipeline(stages, depth);
@@ -293,9 +290,9 @@ OptimizerPhases optimizer_phases(const StepFigures& f,
   phases.host_update_elems = f.aw;
   phases.muon_elems = f.mu;
   phases.all_elems = f.all;
-  phases.cpu_bps_per_rank = f.rt.cpu_bps_per_rank;
-  phases.d2h_bps = f.rt.d2h_bps;
-  phases.h2d_bps = f.rt.h2d_bps;
+  phases.cpu_bps_per_rank = f.cc.rates.cpu_bps_per_rank;
+  phases.d2h_bps = f.cc.rates.d2h_bps;
+  phases.h2d_bps = f.cc.rates.h2d_bps;
   return phases;
 }
 
@@ -314,7 +311,8 @@ CostWork cost_work() {
 Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
                    const PlanOptions& o, const ChunkPlan& plan, PredictParts parts) {
   Prediction p;
-  const StepFigures f = step_figures(inv, topo, o, plan);
+  const CandidateContext cc = candidate_context(spec, topo, o, plan.world);
+  const StepFigures f = step_figures(inv, cc);
   const ChunkCosts chunks = chunk_costs(inv, topo, f, plan);
   predictions.fetch_add(1, std::memory_order_relaxed);
   rank_window_steps.fetch_add(chunks.windows.steps(), std::memory_order_relaxed);
@@ -324,15 +322,14 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   add_step_time(p, f, chunks.stages);
 
   // Limits
-  p.gpu_limit_bytes = (o.gpu_memory_gib > 0 ? o.gpu_memory_gib : topo.node.gpu.memory_gib) * kGiB;
-  p.host_limit_bytes = (o.host_ram_gib > 0 ? o.host_ram_gib : topo.node.host_ram_gib) * kGiB;
+  p.gpu_limit_bytes = cc.gpu_limit_bytes;
+  p.host_limit_bytes = cc.host_limit_bytes;
 
-  if (o.workload)
-    add_workload_terms(spec, inv, topo, o, plan, optimizer_phases(f, chunks.stages), p);
+  if (o.workload) add_workload_terms(spec, inv, cc, plan, optimizer_phases(f, chunks.stages), p);
   p.gpu_headroom = o.gpu_headroom_or();
   p.host_headroom = o.host_headroom_or();
   if (o.runtime == RuntimeKind::pytorch)
-    add_pytorch_runtime_terms(spec, inv, topo, o, plan, peak_rank,
+    add_pytorch_runtime_terms(spec, inv, cc, plan, peak_rank,
                               parts != PredictParts::without_allocator_replay, p);
   return p;
 }

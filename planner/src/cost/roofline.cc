@@ -8,9 +8,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <string>
 
 #include "cost/ac_layers.h"
+#include "cost/candidate_context.h"
+#include "cost/roofline_ops.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/units.h"
 #include "muonplan/planner/ns_model.h"
@@ -20,51 +23,12 @@ namespace muonplan {
 
 namespace {
 
-enum OpClass {
-  gemm,
-  expert_gemm,
-  adapter_gemm,
-  attention,
-  elementwise,
-  moe_routing,
-  lm_head,
-  lm_head_loss,
-  layer_fixed,
-  lora_wrapper,
-  expert_loop,
-  kClasses
-};
-const char* const kClassNames[] = {"gemm",        "expert_gemm",  "adapter_gemm", "attention",
-                                   "elementwise", "moe_routing",  "lm_head",      "lm_head_loss",
-                                   "layer_fixed", "lora_wrapper", "expert_loop"};
-const char* const kClassFormulas[] = {
-    "dense GEMMs (qkv, o, gate/up, down, router, shared experts): forward [t, in] x [in, out], "
-    "backward input and weight grads; max(2 m n k / (peak x training_gemm_efficiency x wave x k "
-    "eff), bytes / HBM)",
-    "routed experts' grouped GEMMs, t x top_k x ep / E tokens per local expert",
-    "LoRA adapters A [r, in], B [out, r] (base weights frozen: no weight-grad GEMMs)",
-    "causal attention, S^2 heads (qk + v) per row forward, 2.5x backward",
-    "norms, rotary, SwiGLU, residual adds: bf16 bytes / (hbm x hbm_efficiency)",
-    "MoE routing as torchtitan's moe.py runs it (ep 1 too): fp32 router scores and top-k, "
-    "histogram and sort of the t x top_k choices, the padded permutation, the fp32 score "
-    "multiply, the scatter-add un-permute: (18 E + 84 top_k + 30 top_k h + 2 h) bytes per token "
-    "forward, twice backward, / HBM",
-    "LM head GEMMs per chunk: forward, input grad, weight grad (the fused head computes it even "
-    "for a frozen head)",
-    "the loss over the logits: fused (RL) head, backward's recompute GEMM and the fp32 passes "
-    "(48 B forward, 46 B backward per token and vocab entry); unfused, 22 B per entry",
-    "per layer and pass: kernel launches x kernel_launch_us, FSDP collectives x hop latency, "
-    "layer_overhead_us",
-    "prime-rl's MultiLoRALinear per adapted linear and forward (and AC recompute): its "
-    "tensor assert and repeat_interleave (2 syncs; off SM90 one more per adapter slot), the "
-    "slots' stack, the scale and full-width add (10 B x t x out forward; backward 4 B x t x out "
-    "and the input grad's add 6 B x t x in): bytes / HBM, syncs x (host_sync_us + eager_op_us), "
-    "10 launches per pass x kernel_launch_us",
-    "LoRA experts off SM90: prime-rl's per-expert eager loop, 122 ops per expert with tokens per "
-    "micro step x eager_op_us, less the expert GEMMs it hides"};
+using namespace roofline_ops;  // the operation classes and the constants their formulas quote
+
 constexpr double kBf16 = 2;
 
 struct Ctx {
+  const CandidateContext& cand;  // top-k, the vocabulary block
   const Topology& topo;
   const RooflineShape& sh;
   double peak = 0, hbm = 0;
@@ -181,7 +145,8 @@ void credit(UnitWork& u, int target, int cls, double fwd_s, double kernels = 0) 
 // scatter-adds the k copies into the output (2 k h read, 4 k h read and written, 2 h zeroed).
 double routing_bytes_per_token(const ModelSpec& s, double k, double h) {
   const double e = double(std::max<int64_t>(1, s.moe.num_experts));
-  return 18 * e + (12 + 8 + 64) * k + (4 + 20 + 6) * k * h + 2 * h;
+  return kRouterBytesPerExpert * e + kRoutingBytesPerChoice * k + kRoutingBytesPerCopy * k * h +
+         kRoutingZeroedBytes * h;
 }
 // The permutation pads each expert's rows to the grouped GEMM's alignment (16 rows for bf16 in
 // torchtitan's generate_permute_indices): half an alignment per expert on average, written and
@@ -201,8 +166,8 @@ void layer_passes(Ctx& c, const ModelSpec& s, UnitWork& u) {
       sh.seqs_per_micro * sh.seq_len * sh.seq_len * sh.heads_q * (sh.qk + sh.v) / sh.cp;
   const double io = kBf16 * t * (2 * sh.heads_q * sh.qk + 2 * sh.heads_kv * (sh.qk + sh.v));
   const double af = std::max(fl / (c.peak * c.attn.forward), io / c.hbm);
-  const double ab = std::max(2.5 * fl / (c.peak * c.attn.backward), 2 * io / c.hbm);
-  c.flops[attention] += 3.5 * fl;
+  const double ab = std::max(kAttnBackwardFlops * fl / (c.peak * c.attn.backward), 2 * io / c.hbm);
+  c.flops[attention] += (1 + kAttnBackwardFlops) * fl;
   const Passes a = add(c, attention, af, ab);
   u.p.add(a.fwd, a.bwd);
   // Elements per token forward: 2 norms (2h each), rotary on q and k, 2 residual adds (3h),
@@ -218,7 +183,7 @@ void layer_passes(Ctx& c, const ModelSpec& s, UnitWork& u) {
   credit(u, routed_target, elementwise, kBf16 * t * 3 * u.routed_ffn_width / c.hbm);
   u.kernels_fwd += 1 + 6;
   if (u.moe) {
-    const double k = double(std::max<int64_t>(1, s.moe.experts_per_token));
+    const double k = c.cand.top_k;
     const Passes p = bytes_s(
         c, moe_routing, t * routing_bytes_per_token(s, k, h) + padding_rows(s) * 2 * kBf16 * h);
     u.p.add(p.fwd, p.bwd);
@@ -239,12 +204,6 @@ bool lora_expert_loop(const ModelSpec& s, const PlanOptions& o, double cc) {
       o.lora.rank % 8 == 0 && s.hidden_size % 8 == 0 && s.moe.intermediate_size % 8 == 0;
   return !(cc >= 9 && cc < 10 && aligned);
 }
-// Aten ops of the loop's body per expert (multi_moe.py, _forward_for_loop): forward 9 matmuls,
-// 8 elementwise (3 x scale and add, SiLU, product), 19 views (the token slice, 9 expert selects,
-// 9 transposes): 36. Backward 50: 15 matmuls (input grads of the 3 frozen base GEMMs, input and
-// weight grads of the 6 adapter GEMMs), 6 elementwise, 6 transposes, 6 select backwards (zeros
-// and copy: 12), the slice backward (2), 3 input-grad and 6 parameter-grad accumulations.
-constexpr double kLoopOpsFwd = 36, kLoopOpsBwd = 50;
 // Host cost of one eager aten op with autograd recording: an estimate in the 10-30 us that
 // eager PyTorch's dispatch costs per op, NOT fitted; the held-out B200 LoRA run checks it.
 constexpr double kEagerOpUs = 25;
@@ -253,7 +212,7 @@ constexpr double kEagerOpUs = 25;
 void expert_loop_passes(Ctx& c, const ModelSpec& s, const PlanOptions& o, UnitWork& u) {
   if (!u.expert_adapters || !lora_expert_loop(s, o, c.topo.node.gpu.compute_capability)) return;
   const double local = double(std::max<int64_t>(1, s.moe.num_experts)) / c.sh.ep;
-  const double k = double(std::max<int64_t>(1, s.moe.experts_per_token));
+  const double k = c.cand.top_k;
   const double busy = std::min({local, c.sh.t * k, u.busy_experts});  // experts with tokens
   const double f = std::max(0.0, busy * kLoopOpsFwd * kEagerOpUs * 1e-6 - u.experts.fwd);
   const double b = std::max(0.0, busy * kLoopOpsBwd * kEagerOpUs * 1e-6 - u.experts.bwd);
@@ -269,8 +228,7 @@ void expert_loop_passes(Ctx& c, const ModelSpec& s, const PlanOptions& o, UnitWo
 struct ExpertLoad {
   double busy = 1, tokens_each = 0;
 };
-ExpertLoad expert_load(const ModelSpec& s, const Workload& w, const RooflineShape& sh) {
-  const double k = double(std::max<int64_t>(1, s.moe.experts_per_token));
+ExpertLoad expert_load(const ModelSpec& s, const Workload& w, const RooflineShape& sh, double k) {
   const int64_t experts = std::max<int64_t>(1, s.moe.num_experts);
   const double routed = sh.t * k * sh.ep;  // the EP group's token copies, per rank's share
   if (w.expert_load.empty()) {
@@ -307,7 +265,6 @@ ExpertLoad expert_load(const ModelSpec& s, const Workload& w, const RooflineShap
 // tensor repeats (a sync: its output's size is on the device), base_out + scaling x lora_out.
 // Called on the linear's A (its `in`: syncs, launches, the input grad's add) and on its B (its
 // `out`: the scale and the full-width add).
-constexpr double kWrapperLaunches = 10;  // per pass: assert 2, stack 2, GEMMs 2, repeat 2, mul, add
 void lora_wrapper_passes(Ctx& c, const PlanOptions& o, const ParamTensor& pt, UnitWork& u) {
   const int target = gemm_target(pt);
   const double t = c.sh.t, n = double(std::max<int64_t>(1, o.lora.adapters));
@@ -315,14 +272,14 @@ void lora_wrapper_passes(Ctx& c, const PlanOptions& o, const ParamTensor& pt, Un
   double f = 0, b = 0;
   if (pt.name.find(".lora_B.") != std::string::npos) {
     const double out = double(pt.rows());
-    f = (n * out * r * 2 * kBf16 + 10 * t * out) / c.hbm;  // the slots' stack; scale and add
-    b = (n * out * r * 2 * kBf16 + 4 * t * out) / c.hbm;   // the stack's grads; scale's grad
+    f = (n * out * r * 2 * kBf16 + kWrapperFwdBytes * t * out) / c.hbm;  // the stack; scale, add
+    b = (n * out * r * 2 * kBf16 + kWrapperBwdBytes * t * out) / c.hbm;  // its grads; scale's
   } else {
     const double in = double(pt.cols());
     const bool grouped = cc >= 9 && cc < 10 && o.lora.rank % 8 == 0 && int64_t(in) % 8 == 0;
     f = n * r * in * 2 * kBf16 / c.hbm + (2 + (grouped ? 0 : n)) * sync_s(c) +
         launches_s(c, kWrapperLaunches + (grouped ? 0 : 2 * (n - 1)));
-    b = (n * r * in * 2 * kBf16 + 6 * t * in) / c.hbm +
+    b = (n * r * in * 2 * kBf16 + kWrapperInputGradBytes * t * in) / c.hbm +
         launches_s(c, kWrapperLaunches + (grouped ? 0 : 2 * (n - 1)));
   }
   const Passes p = add(c, lora_wrapper, f, b);
@@ -335,9 +292,9 @@ UnitWork decoder_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, con
                       int64_t layer) {
   const RooflineShape& sh = c.sh;
   UnitWork u;
-  const double k = double(std::max<int64_t>(1, s.moe.experts_per_token));
+  const double k = c.cand.top_k;
   const double experts = double(std::max<int64_t>(1, s.moe.num_experts));
-  const ExpertLoad load = s.moe.num_experts > 0 ? expert_load(s, *o.workload, sh) : ExpertLoad{};
+  const ExpertLoad load = s.moe.num_experts > 0 ? expert_load(s, *o.workload, sh, k) : ExpertLoad{};
   u.busy_experts = load.busy;
   inv.for_each_weight([&](const ParamTensor& pt, bool trained) {
     if (pt.layer != layer || pt.shape.size() < 2 || (pt.mtp && !o.include_mtp)) return;
@@ -384,17 +341,6 @@ UnitWork decoder_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, con
   return u;
 }
 
-// The fused (RL) head's passes over each token and vocab entry (prime-rl's lm_head.py,
-// _SequenceChunkedLogProbEntropyFn, its ops eager): forward writes the bf16 logits (2), upcasts
-// them (2 + 4), scales by 1/T (4 + 4), then the online logsumexp's amax (4), exp (4 + 4), sum
-// (4), exp x logits (8 + 4) and sum (4): 48 B. Backward recomputes the logits (2), upcasts and
-// scales (6 + 8), exp (4 + 4), x -grad (4 + 4), x 1/T (4 + 4), to bf16 (4 + 2): 46 B.
-constexpr double kFusedFwdBytes = 48, kFusedBwdBytes = 46;
-// The unfused (SFT) head's logits: bf16 written (2), read and upcast (2 + 4), the loss's fp32
-// read (4), the fp32 gradient written (4) and read back as bf16 (4 + 2): 22 B, half each pass.
-constexpr double kUnfusedBytes = 22;
-constexpr double kVocabTile = 8192;  // the fused head's GEMM over vocab: min(vocab, 8192) wide
-
 // prime-rl's eras (docs/planner.md section 8), ISO dates compared as text. From #1525
 // (2026-01-05) to #1987 (2026-03-09) the RL trainer's fused head chunked the vocabulary
 // (chunk_size rows of the head's weight over all tokens of the micro step, a sync per chunk);
@@ -433,7 +379,8 @@ UnitWork head_unit(Ctx& c, const ModelSpec& s, const PlanOptions& o) {
   } else {
     const double chunk = fused ? std::min(double(w.lm_head_chunk), t) : t;
     const double chunks = t / chunk;
-    const double vt = fused ? std::min(vocab, kVocabTile) : vocab, tiles = vocab / vt;
+    // The fused head's GEMM over vocab is its vocabulary block wide.
+    const double vt = fused ? c.cand.vocab_block : vocab, tiles = vocab / vt;
     f = gemm_s(c, lm_head, tiles, chunk, vt, h) * chunks;
     b = (gemm_s(c, lm_head, tiles, chunk, h, vt) +
          (weight_grad ? gemm_s(c, lm_head, tiles, vt, h, chunk) : 0)) *
@@ -514,9 +461,14 @@ void host_terms(const Ctx& c, const PlanOptions& o, RooflineStep& r) {
 
 }  // namespace
 
-RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv, const Topology& topo,
-                           const PlanOptions& o, const RooflineShape& sh) {
-  Ctx c{topo, sh, topo.node.gpu.bf16_tflops * 1e12,
+RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv,
+                           const CandidateContext& cand, const RooflineShape& sh) {
+  const Topology& topo = cand.topo;
+  const PlanOptions& o = cand.o;
+  Ctx c{cand,
+        topo,
+        sh,
+        topo.node.gpu.bf16_tflops * 1e12,
         topo.node.gpu.hbm_gbps * kGB * topo.calibration.hbm_efficiency,
         attention_rate(o.workload->attention, topo.node.gpu.compute_capability)};
   const double attn_eff = attention_efficiency(topo.calibration, c.attn.resolved);
@@ -558,7 +510,7 @@ RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv, const 
   r.unit_bwd_s[-1] = head.p.bwd;
   for (int k = 0; k < kClasses; ++k) {
     const double micro = c.fwd[k] + c.bwd[k] + c.rec[k];
-    r.terms.push_back({kClassNames[k], micro * sh.n_micro, kClassFormulas[k]});
+    r.terms.push_back({kOpClasses[k].name, micro * sh.n_micro, kOpClasses[k].formula(sh)});
   }
   host_terms(c, o, r);
   r.attention_s = (c.fwd[attention] + c.bwd[attention] + c.rec[attention]) * sh.n_micro;

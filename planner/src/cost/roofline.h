@@ -47,7 +47,8 @@ struct RooflineStep {
   double attention_s = 0;                // attention's share (hides ring CP hops)
 };
 
-RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv, const Topology& topo,
-                           const PlanOptions& o, const RooflineShape& sh);
+struct CandidateContext;
+RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv,
+                           const CandidateContext& cand, const RooflineShape& sh);
 
 }  // namespace muonplan

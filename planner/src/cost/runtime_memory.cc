@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 
+#include "cost/candidate_context.h"
 #include "cost/step_timeline.h"
 #include "muonplan/base/units.h"
 #include "muonplan/planfile/offload_policy.h"
@@ -23,11 +24,13 @@ double local_elems(const ParamTensor& t, const Layout& l, int world, int r) {
   return double(sr.range(t.shape[0], r).size()) * double(t.numel() / t.shape[0]);
 }
 
-// Host state arrays per element of a parameter under optimizer offload (pinned per tensor).
-std::vector<double> host_state_arrays(const PlanOptions& o, bool muon_tensor) {
+// Host state arrays per element of a parameter under optimizer offload (pinned per tensor):
+// Muon's momentum, or AdamW's two moments, at the candidate's bytes (candidate_context.h).
+std::vector<double> host_state_arrays(const CandidateContext& cc, bool muon_tensor) {
+  const PlanOptions& o = cc.o;
   if (o.optimizer == OptimizerKind::signsgd) return {};
-  if (o.optimizer == OptimizerKind::muon && muon_tensor) return {o.bf16_momentum ? 2.0 : 4.0};
-  return {4, 4};
+  if (o.optimizer == OptimizerKind::muon && muon_tensor) return {cc.bytes.muon_state};
+  return {cc.bytes.adamw_state / 2, cc.bytes.adamw_state / 2};
 }
 
 double term_value(const std::vector<Term>& terms, const std::string& name) {
@@ -49,10 +52,9 @@ std::string mib(double bytes) {
   return buf;
 }
 
-void add_gpu_terms(const Topology& topo, const PlanOptions& o, const ChunkPlan& plan,
-                   Prediction& p);
-void add_host_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
-                    const PlanOptions& o, const ChunkPlan& plan, Prediction& p);
+void add_gpu_terms(const CandidateContext& cc, const ChunkPlan& plan, Prediction& p);
+void add_host_terms(const ModelSpec& spec, const ParamInventory& inv, const CandidateContext& cc,
+                    const ChunkPlan& plan, Prediction& p);
 void add_simulated_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
                          const PlanOptions& o, const ChunkPlan& plan, int peak_rank, Prediction& p);
 
@@ -103,21 +105,22 @@ double pinned_block_bytes(double bytes) {
 }
 
 void add_pytorch_runtime_terms(const ModelSpec& spec, const ParamInventory& inv,
-                               const Topology& topo, const PlanOptions& o, const ChunkPlan& plan,
-                               int peak_rank, bool replay, Prediction& p) {
-  add_gpu_terms(topo, o, plan, p);
-  if (replay) add_simulated_terms(spec, inv, topo, o, plan, peak_rank, p);
-  add_host_terms(spec, inv, topo, o, plan, p);
+                               const CandidateContext& cc, const ChunkPlan& plan, int peak_rank,
+                               bool replay, Prediction& p) {
+  add_gpu_terms(cc, plan, p);
+  if (replay) add_simulated_terms(spec, inv, cc.topo, cc.o, plan, peak_rank, p);
+  add_host_terms(spec, inv, cc, plan, p);
 }
 
 namespace {
 
 // Outside the allocator: the CUDA context and the NCCL buffers of every communicator.
-void add_outside_terms(const Topology& topo, const PlanOptions& o, const ChunkPlan& plan,
-                       Prediction& p) {
+void add_outside_terms(const CandidateContext& cc, const ChunkPlan& plan, Prediction& p) {
+  const Topology& topo = cc.topo;
+  const PlanOptions& o = cc.o;
   const PytorchRuntime& rt = topo.pytorch;
   const int world = plan.world;
-  const int gpn = o.gpus_per_node > 0 ? o.gpus_per_node : topo.node.gpus;
+  const int gpn = cc.gpus_per_node;
   const Layout& l = plan.layout;
   p.gpu_fixed_bytes.clear();
   p.gpu_fixed_bytes.push_back(
@@ -145,10 +148,9 @@ void add_outside_terms(const Topology& topo, const PlanOptions& o, const ChunkPl
   }
 }
 
-void add_gpu_terms(const Topology& topo, const PlanOptions& o, const ChunkPlan& plan,
-                   Prediction& p) {
-  const PytorchRuntime& rt = topo.pytorch;
-  add_outside_terms(topo, o, plan, p);
+void add_gpu_terms(const CandidateContext& cc, const ChunkPlan& plan, Prediction& p) {
+  const PytorchRuntime& rt = cc.topo.pytorch;
+  add_outside_terms(cc, plan, p);
   p.gpu_runtime_bytes.push_back({"cublas_workspace",
                                  rt.cublas_workspace_mib * kMiB * rt.gemm_streams,
                                  std::to_string(rt.gemm_streams) + " GEMM stream(s) x " +
@@ -206,11 +208,12 @@ void add_simulated_terms(const ModelSpec& spec, const ParamInventory& inv, const
   p.allocator_replayed = true;
 }
 
-void add_host_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
-                    const PlanOptions& o, const ChunkPlan& plan, Prediction& p) {
-  const PytorchRuntime& rt = topo.pytorch;
+void add_host_terms(const ModelSpec& spec, const ParamInventory& inv, const CandidateContext& cc,
+                    const ChunkPlan& plan, Prediction& p) {
+  const PlanOptions& o = cc.o;
+  const PytorchRuntime& rt = cc.topo.pytorch;
   const int world = plan.world;
-  const int gpn = o.gpus_per_node > 0 ? o.gpus_per_node : topo.node.gpus;
+  const int gpn = cc.gpus_per_node;
   remove_term(p.host_bytes_per_node, "process_overhead");
   p.host_bytes_per_node.push_back({"host_runtime", rt.host_per_rank_gib * kGiB * gpn,
                                    "resident runtime and libraries per rank x ranks"});
@@ -221,7 +224,7 @@ void add_host_terms(const ModelSpec& spec, const ParamInventory& inv, const Topo
         if (t.mtp && !o.include_mtp) continue;
         const double n = local_elems(t, o.layout, world, r);
         if (n <= 0) continue;
-        for (double b : host_state_arrays(o, t.rule == UpdateRule::muon))
+        for (double b : host_state_arrays(cc, t.rule == UpdateRule::muon))
           pinned_extra += pinned_block_bytes(n * b) - n * b;
       }
     }

@@ -35,8 +35,9 @@ double pinned_block_bytes(double bytes);
 // Replaces the executor's fixed overheads with the pytorch runtime's terms: allocated extras,
 // the allocator reserve, outside-the-allocator bytes and the host terms. `peak_rank` is the rank
 // the GPU terms are for; `replay`: whether to replay the allocation timeline (PredictParts).
+struct CandidateContext;
 void add_pytorch_runtime_terms(const ModelSpec& spec, const ParamInventory& inv,
-                               const Topology& topo, const PlanOptions& o, const ChunkPlan& plan,
-                               int peak_rank, bool replay, Prediction& p);
+                               const CandidateContext& cc, const ChunkPlan& plan, int peak_rank,
+                               bool replay, Prediction& p);
 
 }  // namespace muonplan

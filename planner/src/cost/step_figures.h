@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "cost/candidate_context.h"
 #include "cost/gpu_persistent.h"
 #include "cost/step_traffic.h"
 #include "cost/workload_cost.h"
@@ -103,14 +104,15 @@ class RankWindows {
   std::vector<size_t> seen_;  // per rank, the chunks it has caught up with
 };
 
-// The figures every part of a prediction reads, computed once per candidate.
+// The figures every part of a prediction reads, computed once per candidate: its context
+// (GPUs per node, world, rates, bytes per element) and what the optimizer step adds to it.
 struct StepFigures {
-  const PlanOptions& o;
+  const CandidateContext& cc;
+  const PlanOptions& o;  // cc.o
   // Where each array lives and what moves: the offload policy's table (offload_policy.h).
   const OffloadPolicy& pol;
-  int gpn, world, depth;  // GPUs per node, ranks, chunks in flight
+  int depth;  // chunks in flight
   LocalElems local;
-  Rates rt;
   HostPasses passes;  // host apply bytes per element, by runtime
   bool muon, chunked, host_pipeline;
   // The busiest rank by persistent bytes: its elements (all, Muon's, AdamW's) and state bytes.

@@ -169,7 +169,7 @@ void lm_head_pass(Recorder& r, const std::vector<LmHeadTensor>& tensors, double 
 // two full token chunks the steady state.
 void fused_lm_head(Recorder& r, double vocab) {
   const double c = std::min(double(r.o.workload->lm_head_chunk), r.t);
-  const double vb = std::min(vocab, kFusedLmHeadVocabBlock);
+  const double vb = vocab_block(r.spec);
   const double v_last = vocab - std::floor(vocab / vb) * vb;
   const int64_t full = int64_t(std::floor(r.t / c));
   auto chunk = [&](double tokens, const std::string& tag) {

@@ -26,6 +26,7 @@ Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node) {
       !o.pinned_host_state;
   r.h2d_bps = (pageable ? n.pcie_pageable_gbps : n.pcie_h2d_gbps) * kGB * c.pcie_efficiency;
   r.d2h_bps = (pageable ? n.pcie_pageable_gbps : n.pcie_d2h_gbps) * kGB * c.pcie_efficiency;
+  r.pinned_d2h_bps = n.pcie_d2h_gbps * kGB * c.pcie_efficiency;
   const TopologyGraph g(with_gpus_per_node(topo, gpus_per_node), 2);
   if (gpus_per_node > 1) {
     const Route in = in_node_route(topo, gpus_per_node);
@@ -37,6 +38,9 @@ Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node) {
   const double nic_share = n.nics >= gpus_per_node ? 1.0 : double(n.nics) / gpus_per_node;
   r.inter_bps = std::min(out.bottleneck_gbps, n.nic_gbps * nic_share) * kGB * c.link_efficiency;
   r.inter_latency_s = out.latency_us * 1e-6;
+  // Both rates are positive: the loader refuses a zero rate or efficiency, and in_node_route a
+  // node whose GPUs have no path between them (no NVLink: their PCIe switch).
+  if (gpus_per_node <= 1) r.intra_bps = r.inter_bps;
   return r;
 }
 

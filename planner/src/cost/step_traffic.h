@@ -8,9 +8,15 @@
 
 namespace muonplan::step_cost {
 
-// Rates the time model uses, from the topology and its calibration.
+// Rates the time model uses, from the topology and its calibration: the one set of link rates
+// of a candidate (candidate_context.h), the optimizer step's and the training step's.
 struct Rates {
-  double hbm_bps, cpu_bps_per_rank, h2d_bps, d2h_bps, intra_bps, inter_bps;
+  double hbm_bps, cpu_bps_per_rank;
+  double h2d_bps, d2h_bps;  // the optimizer state's PCIe: pageable where staged unpinned
+  double pinned_d2h_bps;    // PCIe D2H from pinned memory (the AC offload's buffers)
+  // In the node: its route's bottleneck (the inter-node rate on a node of one GPU). Between
+  // nodes: the route's bottleneck and the GPU's share of its NICs, the narrower.
+  double intra_bps, inter_bps;
   double intra_latency_s, inter_latency_s;
   double collective_s;  // fixed cost per all-to-all (calibration)
 };

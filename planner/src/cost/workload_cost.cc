@@ -13,6 +13,7 @@
 
 #include "cost/ac_layers.h"
 #include "cost/activation_sizes.h"
+#include "cost/candidate_context.h"
 #include "muonplan/base/checked_int.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/units.h"
@@ -30,11 +31,7 @@ struct Unit {
   double frozen_non_expert = 0, frozen_expert = 0;
 };
 
-struct Rates {
-  double intra_bps = 0, inter_bps = 0, d2h_bps = 0;
-};
-
-double link_for_group(int group, int gpn, const Rates& r) {
+double link_for_group(int group, int gpn, const step_cost::Rates& r) {
   // A group of consecutive ranks stays on one node when it fits in one.
   return group <= gpn && gpn % group == 0 ? r.intra_bps : r.inter_bps;
 }
@@ -107,6 +104,7 @@ namespace {
 // What every part of a training step's cost reads: the workload's shape on this layout, and
 // the parameters by FSDP unit.
 struct StepShape {
+  const CandidateContext& cc;
   const Workload& w;
   int world, gpn;
   const Layout& l;
@@ -155,8 +153,9 @@ void count_units(StepShape& sh, const ParamInventory& inv, const PlanOptions& o)
   }
 }
 
-StepShape step_shape(const ModelSpec& s, const ParamInventory& inv, const Topology& topo,
-                     const PlanOptions& o, const ChunkPlan& plan) {
+StepShape step_shape(const ModelSpec& s, const ParamInventory& inv, const CandidateContext& cc,
+                     const ChunkPlan& plan) {
+  const PlanOptions& o = cc.o;
   const Workload& w = *o.workload;
   if (s.moe.num_experts > 0 && s.moe.experts_per_token == 0) {
     throw InputError({}, "moe.experts_per_token",
@@ -165,9 +164,8 @@ StepShape step_shape(const ModelSpec& s, const ParamInventory& inv, const Topolo
                          "workload needs it");
   }
   const int world = plan.world;
-  const int gpn = o.gpus_per_node > 0 ? o.gpus_per_node : topo.node.gpus;
   const Layout& l = plan.layout;
-  StepShape sh{w, world, gpn, l};
+  StepShape sh{cc, w, world, cc.gpus_per_node, l};
   sh.n_micro = double(micro_steps(w, world, l));
   sh.t = double(w.seq_len) / l.cp * double(w.micro_batch_seqs);  // per micro step
   sh.h = double(s.hidden_size);
@@ -282,12 +280,10 @@ void add_workload_memory(Prediction& p, const ModelSpec& s, const PlanOptions& o
 // Seconds of a training step's collectives per GPU, before overlap with compute.
 struct CommSeconds {
   double fsdp_s = 0, ep_s = 0, cp_s = 0;
-  double d2h_bps = 0;  // the AC offload's link
 };
 
 // Traffic per GPU per step (every micro step moves its own).
-CommSeconds add_workload_traffic(Prediction& p, const ModelSpec& s, const Topology& topo,
-                                 const StepShape& sh) {
+CommSeconds add_workload_traffic(Prediction& p, const ModelSpec& s, const StepShape& sh) {
   const Workload& w = sh.w;
   const Layout& l = sh.l;
   const int world = sh.world, gpn = sh.gpn;
@@ -296,15 +292,7 @@ CommSeconds add_workload_traffic(Prediction& p, const ModelSpec& s, const Topolo
   const double non_expert = sh.non_expert, expert_total = sh.expert_total;
   const int64_t layers = sh.layers;
   const Heads& a = sh.a;
-  const Calibration& cal = topo.calibration;
-  Rates r;
-  const double nic_share = topo.node.nics >= gpn ? 1.0 : double(topo.node.nics) / gpn;
-  // Both rates are positive: the loader refuses a zero rate or efficiency, and in_node_route a
-  // node whose GPUs have no path between them (no NVLink: their PCIe switch).
-  r.inter_bps = topo.node.nic_gbps * nic_share * kGB * cal.link_efficiency;
-  r.intra_bps =
-      gpn == 1 ? r.inter_bps : in_node_route(topo, gpn).bottleneck_gbps * kGB * cal.link_efficiency;
-  r.d2h_bps = topo.node.pcie_d2h_gbps * kGB * cal.pcie_efficiency;
+  const step_cost::Rates& r = sh.cc.rates;
   // FSDP: all-gather bf16 weights twice (forward, backward), reduce-scatter fp32 grads, over
   // the non-expert group (fsdp) and the expert group (world / ep).
   // LoRA's frozen weights are gathered as the trained ones are, but have no gradient to
@@ -346,7 +334,8 @@ CommSeconds add_workload_traffic(Prediction& p, const ModelSpec& s, const Topolo
   // Expert parallelism: each token's hidden state to its top-k experts (dispatch) and back
   // (combine); the share bound for other EP ranks leaves the rank.
   const double ep_bytes =
-      l.ep > 1 ? n_micro * ep_passes * ep_layers * 2 * t * top_k(s) * h * 2 * (l.ep - 1) / l.ep : 0;
+      l.ep > 1 ? n_micro * ep_passes * ep_layers * 2 * t * sh.cc.top_k * h * 2 * (l.ep - 1) / l.ep
+               : 0;
   const double ep_s = ep_bytes / link_for_group(l.ep, gpn, r);
   // Context parallelism. Ulysses: q, k, v to head-sharded ranks and the output back; ring: k/v
   // blocks around the ring, cp - 1 hops, twice in backward (k/v and their gradients).
@@ -362,7 +351,7 @@ CommSeconds add_workload_traffic(Prediction& p, const ModelSpec& s, const Topolo
                           "tokens to their experts and back, forward, backward and recompute"});
   p.comm_bytes.push_back({"cp_attention", cp_bytes,
                           std::string(to_string(w.cp_style)) + " exchanges of attention inputs"});
-  return {fsdp_s, ep_s, cp_s, r.d2h_bps};
+  return {fsdp_s, ep_s, cp_s};
 }
 
 // The model's compute per rank and step, operation by operation (roofline.cc).
@@ -371,28 +360,29 @@ struct ComputeSeconds {
   double compute_s = 0, attn_s = 0;
 };
 
-ComputeSeconds compute_seconds(const ModelSpec& s, const ParamInventory& inv, const Topology& topo,
-                               const PlanOptions& o, const StepShape& sh) {
+ComputeSeconds compute_seconds(const ModelSpec& s, const ParamInventory& inv, const StepShape& sh) {
   const Workload& w = sh.w;
   const RooflineShape rs{sh.t,    sh.n_micro, double(w.seq_len), double(w.micro_batch_seqs),
                          sh.l.cp, sh.l.ep,    sh.l.fsdp,         sh.gpn,
                          sh.a.q,  sh.a.kv,    sh.a.qk,           sh.a.v};
   ComputeSeconds c;
-  c.roof = roofline_step(s, inv, topo, o, rs);
+  c.roof = roofline_step(s, inv, sh.cc, rs);
   c.compute_s = c.roof.compute_s;
   c.attn_s = c.roof.attention_s;
   return c;
 }
 
 // Forward and backward, and the communication compute does not hide.
-void add_compute_terms(Prediction& p, const Topology& topo, const StepShape& sh,
-                       const CommSeconds& comm, const ComputeSeconds& c) {
+void add_compute_terms(Prediction& p, const StepShape& sh, const CommSeconds& comm,
+                       const ComputeSeconds& c) {
+  const Topology& topo = sh.cc.topo;
   const Workload& w = sh.w;
   const Calibration& cal = topo.calibration;
   const double compute_s = c.compute_s, attn_s = c.attn_s;
   const double fsdp_s = comm.fsdp_s, ep_s = comm.ep_s, cp_s = comm.cp_s;
-  const double ac_s =
-      w.ac_full && w.ac_offload ? sh.n_micro * 2 * sh.stored_inputs / comm.d2h_bps : 0;
+  const double ac_s = w.ac_full && w.ac_offload
+                          ? sh.n_micro * 2 * sh.stored_inputs / sh.cc.rates.pinned_d2h_bps
+                          : 0;
 
   auto hidden = [](double comm_s, double cover) { return std::min(comm_s, std::max(0.0, cover)); };
   const double ep_hidden = hidden(ep_s * cal.ep_comm_overlap, compute_s);
@@ -428,14 +418,13 @@ void add_compute_terms(Prediction& p, const Topology& topo, const StepShape& sh,
 // the host accumulates them (micro steps before the last) or folds them into the momentum
 // and updates AdamW/signSGD params (the last), while backward goes on. Two resources in
 // order (PCIe D2H, then CPU), each FIFO; what outlasts the last backward is exposed.
-void add_offloaded_backward(Prediction& p, const PlanOptions& o, const StepShape& sh,
-                            const ComputeSeconds& c, const OptimizerPhases& opt) {
+void add_offloaded_backward(Prediction& p, const StepShape& sh, const ComputeSeconds& c,
+                            const OptimizerPhases& opt) {
   const double n_micro = sh.n_micro, compute_s = c.compute_s;
   const std::map<int64_t, Unit>& units = sh.units;
   double bwd_s = 0;  // one micro step
   for (const auto& [layer, b] : c.roof.unit_bwd_s) bwd_s += b;
-  const double mom_b = o.bf16_momentum ? 2 : 4;
-  const double host_update_bpe = o.optimizer == OptimizerKind::signsgd ? 10 : 26;
+  const ElemBytes& eb = sh.cc.bytes;  // the host's passes per element (candidate_context.h)
   double clock = 0, d2h_free = 0, cpu_free = 0, d2h_busy = 0, cpu_busy = 0;
   for (int64_t m = 0; m < int64_t(n_micro); ++m) {
     clock += compute_s / n_micro - bwd_s;  // forward
@@ -453,7 +442,7 @@ void add_offloaded_backward(Prediction& p, const PlanOptions& o, const StepShape
       const double g = n_micro > 1 ? 2 + 4 : 2;
       const double cpu_bytes =
           !last ? u.all * (m == 0 ? 6 : 10)
-                : u.muon * (g + 2 * mom_b) + (u.all - u.muon) * (g + host_update_bpe);
+                : u.muon * (g + eb.host_fold) + (u.all - u.muon) * (g + eb.host_update);
       const double cpu = cpu_bytes / opt.cpu_bps_per_rank;
       cpu_free = std::max(d2h_free, cpu_free) + cpu;
       d2h_busy += d2h;
@@ -480,22 +469,22 @@ void add_offloaded_backward(Prediction& p, const PlanOptions& o, const StepShape
 
 // A training step's memory, traffic and time around the optimizer step (docs/planner.md,
 // "Workload"); each part in its own function above.
-void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Topology& topo,
-                        const PlanOptions& o, const ChunkPlan& plan, const OptimizerPhases& opt,
-                        Prediction& p) {
-  const StepShape sh = step_shape(s, inv, topo, o, plan);
+void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const CandidateContext& cc,
+                        const ChunkPlan& plan, const OptimizerPhases& opt, Prediction& p) {
+  const PlanOptions& o = cc.o;
+  const StepShape sh = step_shape(s, inv, cc, plan);
   add_workload_memory(p, s, o, sh);
-  const CommSeconds comm = add_workload_traffic(p, s, topo, sh);
-  const ComputeSeconds c = compute_seconds(s, inv, topo, o, sh);
-  add_compute_terms(p, topo, sh, comm, c);
+  const CommSeconds comm = add_workload_traffic(p, s, sh);
+  const ComputeSeconds c = compute_seconds(s, inv, sh);
+  add_compute_terms(p, sh, comm, c);
   if (!offload_policy(o.offload, o.optimizer_staging).host_fold) {
     p.training_terms_s.push_back(
         {"optimizer_step", p.optimizer_step_s, "after backward (section 7)"});
   } else {
-    add_offloaded_backward(p, o, sh, c, opt);
+    add_offloaded_backward(p, sh, c, opt);
   }
   p.training_step_s = sum(p.training_terms_s);
-  p.step_time_calibration = topo.calibration.step_time_calibrated_on;
+  p.step_time_calibration = cc.topo.calibration.step_time_calibrated_on;
 }
 
 }  // namespace muonplan

@@ -34,8 +34,9 @@ std::string bounding_resource(const PipelineResult& r);
 
 // Adds activation, gathered-weight and logits bytes, AC-offload host bytes, FSDP, expert- and
 // context-parallel traffic and the training-step terms to p (docs/planner.md section 8).
-void add_workload_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
-                        const PlanOptions& o, const ChunkPlan& plan, const OptimizerPhases& opt,
-                        Prediction& p);
+struct CandidateContext;
+void add_workload_terms(const ModelSpec& spec, const ParamInventory& inv,
+                        const CandidateContext& cc, const ChunkPlan& plan,
+                        const OptimizerPhases& opt, Prediction& p);
 
 }  // namespace muonplan

@@ -33,6 +33,18 @@ std::string bad_nodes_message(const std::string& got) {
 
 namespace {
 
+// Help text from the tables the code reads (issue 47 item 5): a default as the code holds it.
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+std::string comma_list(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ",") + n;
+  return s;
+}
+
 int parse_node_count(const std::string& text) {
   const std::optional<int64_t> v = parse_int(text, 1, std::numeric_limits<int>::max());
   if (!v) throw InputError({}, "--nodes", bad_nodes_message(text));
@@ -256,7 +268,7 @@ std::vector<Entry> search_and_optimizer_entries() {
        "AdamW weight decay"},
       {"adamw-betas", adamw_betas(), false, "AdamW betas b1,b2 (default: 0.9,0.95)"},
       {"ns-schedule", text(&PlanFlags::schedule), true,
-       "quintic | polar-express | jordan | deepseek-v4 | 'a,b,c;a,b,c;...'"},
+       choices_help(ns_schedule_presets()) + " | 'a,b,c;a,b,c;...'"},
       {"owners", text(&PlanFlags::owners), true, choices_help(enum_names(kOwnerStrategyNames))},
   };
 }
@@ -311,12 +323,13 @@ const std::vector<Entry>& setters() {
         {"lora-rank", positive_int(&PlanFlags::lora_rank), false,
          "LoRA: adapters of this rank on frozen bf16 base weights (with --optimizer adamw)"},
         {"lora-alpha", positive_double(&PlanFlags::lora_alpha), false,
-         "LoRA scaling alpha (default 32, prime-rl's)"},
+         "LoRA scaling alpha (default " + number_text(kLoraDefaultAlpha) + ", prime-rl's)"},
         {"lora-targets", text(&PlanFlags::lora_targets), false,
-         "LoRA target modules a,b,c (default prime-rl's: q_proj,k_proj,v_proj,o_proj,gate_proj,"
-         "up_proj,down_proj,experts)"},
+         "LoRA target modules a,b,c (default prime-rl's: " + comma_list(lora_default_targets()) +
+             ")"},
         {"lora-adapters", positive_int(&PlanFlags::lora_adapters), false,
-         "LoRA adapter slots kept resident (prime-rl's max_concurrent_runs; default 1)"},
+         "LoRA adapter slots kept resident (prime-rl's max_concurrent_runs; default " +
+             std::to_string(LoraConfig{}.adapters) + ")"},
         {"lora-active-runs", active_runs(), false,
          "LoRA: runs whose optimizer exists, 0..--lora-adapters; only they hold AdamW moments and "
          "run an optimizer step (default: every slot; prime-rl's benchmark runs none)"},

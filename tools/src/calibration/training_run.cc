@@ -4,13 +4,17 @@
 // these constants).
 #include "muonplan/tools/training_run.h"
 
+#include "training_figures.h"
+
 #include "muonplan/planner/plan_inputs.h"
 
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "muonplan/base/error.h"
@@ -28,56 +32,13 @@ namespace {
 
 namespace fs = std::filesystem;
 using detail::YamlMap;
-
-// A figure a run may measure, and its prediction.
-enum Figure { step, post_backward, gpu_peak, host_ram, kFigures };
-const char* const kFigureNames[] = {"training_step_s", "post_backward_optimizer_s", "gpu_peak_gib",
-                                    "host_ram_per_node_gib"};
-
-std::optional<double> measured(const TrainingRun& r, int f) {
-  switch (f) {
-    case step:
-      return r.training_step_s;
-    case post_backward:
-      return r.post_backward_optimizer_s;
-    case gpu_peak:
-      return r.gpu_peak_gib;
-    default:
-      return r.host_ram_per_node_gib;
-  }
-}
+using namespace training_figures;
 
 // The figures a constant of figure f's group moves: the step's constants move both time figures,
 // a memory constant its own figure only (tests/unit/training_fit_test.cc checks it).
 bool moves(int knob_figure, int f) {
   const auto group = [](int g) { return g == step || g == post_backward ? step : g; };
   return group(knob_figure) == group(f);
-}
-
-// Run r's figure f from prediction p.
-double figure(const Prediction& p, const TrainingRun& r, int f) {
-  switch (f) {
-    case step:
-      return p.step_s();
-    case post_backward:
-      for (const Term& t : p.training_terms_s) {
-        if (t.name == "post_backward_optimizer" || t.name == "optimizer_step") return t.value;
-      }
-      return p.optimizer_step_s;
-    case gpu_peak:
-      if (!p.allocator_replayed && r.plan.options.runtime == RuntimeKind::pytorch)
-        throw std::logic_error("gpu_peak_gib read from a prediction without the allocator replay");
-      switch (r.gpu_peak_kind) {
-        case TrainingRun::PeakKind::allocated:
-          return p.gpu_allocated_bytes() / kGiB;
-        case TrainingRun::PeakKind::max_memory_reserved:
-          return p.gpu_reserved_bytes() / kGiB;  // the simulated allocator's segments
-        default:
-          return p.gpu_peak_bytes() / kGiB;
-      }
-    default:
-      return p.host_bytes() / kGiB;
-  }
 }
 
 // Run r's prediction: `replay` false leaves out the allocator replay, which only gpu_peak reads.
@@ -216,7 +177,7 @@ std::string fitted_note(const Knob& k, int f, double after, const std::vector<Tr
   for (const TrainingRun& r : fit) {
     const auto m = measured(r, f);
     if (!m || (k.exercised && !k.exercised(r))) continue;
-    std::snprintf(buf, sizeof buf, " %s %g", kFigureNames[f], *m);
+    std::snprintf(buf, sizeof buf, " %s %g", kFigureRows[f].name, *m);
     note += buf + std::string(" (") + fs::path(r.name).filename().string() + ")";
   }
   return note;
@@ -240,8 +201,9 @@ std::string resolve_model_name(const std::string& name, const std::string& besid
 }
 
 void read_measured(const YamlMap& m, TrainingRun& r) {
-  m.check_known({"training_step_s", "gpu_peak_gib", "gpu_peak_kind", "host_ram_per_node_gib",
-                 "post_backward_optimizer_s", "oom"});
+  std::set<std::string> known = {"gpu_peak_kind", "oom"};
+  for (const FigureRow& row : kFigureRows) known.insert(row.name);
+  m.check_known(known);
   r.oom = m.get_bool("oom", false);
   auto get = [&](const char* key) -> std::optional<double> {
     if (!m.has(key)) return std::nullopt;
@@ -249,10 +211,7 @@ void read_measured(const YamlMap& m, TrainingRun& r) {
     if (!(v > 0) || !std::isfinite(v)) m.fail(key, "must be a positive number");
     return v;
   };
-  r.training_step_s = get("training_step_s");
-  r.gpu_peak_gib = get("gpu_peak_gib");
-  r.host_ram_per_node_gib = get("host_ram_per_node_gib");
-  r.post_backward_optimizer_s = get("post_backward_optimizer_s");
+  for (const FigureRow& row : kFigureRows) r.*row.measured = get(row.name);
   const std::string kind = m.get_string("gpu_peak_kind", "reserved");
   using K = TrainingRun::PeakKind;
   static const std::map<std::string, K> kKinds = {{"reserved", K::reserved},
@@ -437,7 +396,7 @@ std::vector<FitConstant> fit_constants() {
     for (const Knob& k : knobs_for(f)) {
       FitConstant c{k.name, k.lo, k.hi, {}, k.field};
       for (int g = 0; g < kFigures; ++g) {
-        if (moves(f, g)) c.moves.push_back(kFigureNames[g]);
+        if (moves(f, g)) c.moves.push_back(kFigureRows[g].name);
       }
       out.push_back(c);
     }
@@ -450,7 +409,7 @@ std::map<std::string, double> predicted_figures(const Topology& topo, const Trai
   const Prediction p = prediction(topo, r, replay);
   std::map<std::string, double> out;
   for (int f = 0; f < kFigures; ++f) {
-    if (f != gpu_peak || replay) out[kFigureNames[f]] = figure(p, r, f);
+    if (f != gpu_peak || replay) out[kFigureRows[f].name] = figure(p, r, f);
   }
   return out;
 }
@@ -476,11 +435,11 @@ TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRu
       TrainingConstant c{ks[i].name, ks[i].field(t), ks[i].field(t), enough, ""};
       c.note = c.fitted ? ks[i].why
                : given == 1 && fitted < total
-                   ? std::string("default: 1 measured ") + kFigureNames[f] +
+                   ? std::string("default: 1 measured ") + kFigureRows[f].name +
                          (ks[i].exercised ? " that counts it" : "") +
                          ", one run alone determines it (--force fits it)"
                    : std::string("default: ") + std::to_string(given) + " measured " +
-                         kFigureNames[f] + (ks[i].exercised ? " that count it" : "") +
+                         kFigureRows[f].name + (ks[i].exercised ? " that count it" : "") +
                          ", too few to determine it";
       fitted += c.fitted;
       if (c.fitted) active.push_back(ks[i]), active.back().figure = f;
@@ -528,7 +487,7 @@ TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRu
         const auto m = measured(r, f);
         if (!m) continue;
         out.residuals.push_back(
-            {r.name, kFigureNames[f], *m, figure(before, r, f), figure(after, r, f), held_out});
+            {r.name, kFigureRows[f].name, *m, figure(before, r, f), figure(after, r, f), held_out});
       }
     }
   };
