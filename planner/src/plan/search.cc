@@ -47,17 +47,18 @@ ParamInventory planned_inventory(const ModelSpec& spec, const PlanOptions& o) {
 std::vector<Layout> layouts_to_try(const PlanRequest& req, const ModelSpec& spec, int world) {
   const Layout& asked = req.options.layout;
   std::vector<int> eps = {asked.ep}, cps = {asked.cp};
+  // The experts are sharded inside the shard group (shards.h): ep divides fsdp.
+  const int fsdp = asked.fsdp > 0 ? asked.fsdp : world;
   if (req.search_ep && spec.moe.num_experts > 0) {
     eps.clear();
-    for (int d = 1; d <= world && d <= spec.moe.num_experts; ++d) {
-      if (spec.moe.num_experts % d == 0 && world % d == 0) eps.push_back(d);
+    for (int d = 1; d <= fsdp && d <= spec.moe.num_experts; ++d) {
+      if (spec.moe.num_experts % d == 0 && fsdp % d == 0 && world % d == 0) eps.push_back(d);
     }
   }
   const std::optional<Workload>& w = req.options.workload;
   if (req.search_cp && w) {
     cps.clear();
     for (int c = 1; c <= 8; c *= 2) {
-      const int fsdp = asked.fsdp > 0 ? asked.fsdp : world;
       if (w->seq_len % c == 0 && fsdp % c == 0) cps.push_back(c);
     }
   }
