@@ -31,10 +31,14 @@ grep -q "^# decision: fits (optimizer step only: activations not counted): " "$w
 plan_micro "$work/micro.json" && ok || bad "plan micro"
 expect "plan with fit_covers loads" 0 "" "$bin" execute --plan "$work/micro.json" --steps 1
 
-# 2. Muon under full offload: prime-rl's full_offload takes adamw and sign_sgd only, and the
-# config it would run (no offload) does not fit what was planned: refused, nothing printed.
-expect emit-muon-full 2 "--emit: prime-rl cannot run this plan (1 node(s), offload full, optimizer muon): Muon under full offload: prime-rl's full_offload accepts only adamw and sign_sgd (it would run once full_offload's CPU step supports Muon's Newton-Schulz update); plan with --offload optimizer or --offload none, or with --optimizer adamw; no config written, since prime-rl would run it otherwise than planned" \
-  "$bin" plan --model $M --nodes 1 --offload full --emit prime-rl
+# 2. Muon under full offload: prime-rl's full_offload takes adamw and sign_sgd only. --emit plans
+# for prime-rl (--runs-on's default there), whose rules refuse the mode asked for before any
+# candidate is planned: refused, nothing printed; the notes before it name prime-rl's defaults.
+"$bin" plan --model $M --nodes 1 --offload full --emit prime-rl >"$work/out" 2>"$work/err"
+rc=$?
+want="--offload: Muon under full offload: prime-rl's full_offload accepts only adamw and sign_sgd (it would run once full_offload's CPU step supports Muon's Newton-Schulz update); plan with --offload optimizer or --offload none, or with --optimizer adamw"
+[ "$rc" = 2 ] && [ "$(tail -n 1 "$work/err")" = "$want" ] && ! grep -qv "^note: \|^--offload: " "$work/err" \
+  && ok || bad "emit-muon-full: exit $rc, stderr: $(head -c 600 "$work/err")"
 [ ! -s "$work/out" ] && ok || bad "emit-muon-full printed a config"
 "$bin" plan --model $M --nodes 1 --offload full --optimizer adamw --emit prime-rl >"$work/a.toml" \
   && grep -qx "full_offload = true" "$work/a.toml" && ok || bad "adamw full offload emit"

@@ -91,6 +91,6 @@ for d in 2026-02-30 0000-01-01 2025-13-01 2026-04-31 2025-02-29; do
   expect "version $d" 2 "--prime-rl-version: expected a date YYYY-MM-DD of the calendar, got '$d'" \
     "$bin" plan --model tiny-dense --topology topologies/cpu-ci.yaml --nodes 1 --prime-rl-version $d
 done
-expect "version on the flag path" 0 "note: --prime-rl-version 2024-02-29: changes no figure without --trainer-config (its defaults apply where a trainer config is silent); kept in the plan request" \
+expect "version on the flag path" 0 "note: --prime-rl-version 2024-02-29: changes no figure without --trainer-config or --runs-on prime-rl (its defaults apply where a trainer config is silent); kept in the plan request" \
   "$bin" plan --model tiny-dense --topology topologies/cpu-ci.yaml --nodes 1 --prime-rl-version 2024-02-29 --json
 finish
