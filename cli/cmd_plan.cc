@@ -247,6 +247,11 @@ void check_plan_command(PlanCommand& f) {
         {}, "--emit",
         "expected prime-rl, prime-rl-diff or prime-rl-sft, got '" + brief(f.emit) + "'");
   }
+  // A plan written as a prime-rl config is for prime-rl unless --runs-on says otherwise.
+  if (!f.emit.empty() && f.flags.runs_on.empty()) f.flags.runs_on = "prime-rl";
+  // prime-rl's SFT trainer has no fused LM head (read_lm_head): not RL's default 8192.
+  if (f.emit == "prime-rl-sft" && f.flags.typed.count("lm-head-chunk") == 0)
+    set_plan_flag(f.flags, "lm-head-chunk", "0");
   if (f.quiet && f.explain) throw InputError({}, "--quiet", "not with --explain");
   if (!f.emit.empty() && f.json) {
     throw InputError({}, "--emit", "prints instead of --json; give one of them");

@@ -9,6 +9,7 @@
 #include "muonplan/planner/data_dir.h"
 #include "muonplan/planner/model_io.h"
 #include "muonplan/planner/model_resolve.h"
+#include "muonplan/planner/prime_rl.h"
 #include "muonplan/tools/report_data.h"
 #include "paths.h"
 
@@ -65,7 +66,8 @@ Runner add_report(CLI::App& app) {
     refuse_overlaps(inputs, {{"--out", f->out, true}});  // again with the model's file
     const ModelSpec& spec = model.spec;
     const Topology topo = load_topology(f->topology);
-    const PlanRequest request = to_plan_request(f->flags);
+    // --runs-on prime-rl: prime-rl's defaults and rules, as plan takes them (prime_rl.h).
+    const PlanRequest request = runs_on_request(f->flags, false);
     ReportInputs in;
     in.model_path = f->model;
     in.topology_path = f->topology;

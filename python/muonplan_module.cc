@@ -201,7 +201,8 @@ py::object plan(py::handle model, py::handle topology, const py::kwargs& options
       apply_trainer_config(read_trainer_config(flags.trainer_config, flags.prime_rl_version), spec,
                            flags, overrides);
     }
-    PlanRequest request = to_plan_request(flags);
+    // runs_on= as plan's --runs-on (prime_rl.h): the defaults and rules of that runtime.
+    PlanRequest request = runs_on_request(flags, !flags.trainer_config.empty());
     request.between_candidates = raise_pending_signal;
     return to_python(plan_to_json(make_plan(spec, topo, request)));
   }

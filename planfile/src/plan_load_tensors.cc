@@ -34,7 +34,7 @@ ShardRule read_shard(const Node& n, const ParamTensor& t, const Plan& plan) {
     case ShardRule::Kind::stack_sharded:
       n.only({"kind", "ep", "dp"});
       same("ep", r.ep, want.ep, "the layout's ep ");
-      same("dp", r.dp, want.dp, "world_size / ep = ");
+      same("dp", r.dp, want.dp, "the layout's fsdp / ep = ");
       break;
     case ShardRule::Kind::replicated:
       n.only({"kind"});
@@ -217,8 +217,9 @@ void read_local(const Node& n, const Plan& plan, Chunk& c, Coverage& covered) {
       local["entries"].fail("expected the stack's " + std::to_string(t.stack_count()));
     if (c.local.ep != layout.ep)
       local["ep"].fail("expected the layout's ep " + std::to_string(layout.ep));
-    if (int64_t(c.local.ep) * c.local.dp != plan.world)
-      local["dp"].fail("expected world_size / ep = " + std::to_string(plan.world / layout.ep));
+    if (int64_t(c.local.ep) * c.local.dp != layout.fsdp)
+      local["dp"].fail("expected the layout's fsdp / ep = " +
+                       std::to_string(layout.fsdp / layout.ep));
   } else {
     local.only({"rule"});
   }

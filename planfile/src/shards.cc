@@ -16,9 +16,11 @@ Range ShardRule::range(int64_t n, int rank) const {
     case Kind::row_sharded:
       return chunk_range(n, group_size, rank % group_size);
     case Kind::stack_sharded: {
-      // Whole entries: split over the ep ranks, then over the dp ranks sharing an ep slice.
-      const Range slice = chunk_range(n, ep, rank % ep);
-      const Range sub = chunk_range(slice.size(), dp, rank / ep);
+      // Whole entries: split over the ep ranks, then over the dp ranks sharing an ep slice, in
+      // each shard group of ep x dp ranks alike (HSDP's replicas hold the same entries).
+      const int in_group = rank % (ep * dp);
+      const Range slice = chunk_range(n, ep, in_group % ep);
+      const Range sub = chunk_range(slice.size(), dp, in_group / ep);
       return {slice.begin + sub.begin, slice.begin + sub.end};
     }
     case Kind::replicated:
@@ -32,7 +34,7 @@ bool ShardRule::primary(int rank) const {
     case Kind::row_sharded:
       return rank < group_size;
     case Kind::stack_sharded:
-      return true;
+      return rank < ep * dp;
     case Kind::replicated:
       break;
   }
@@ -50,7 +52,9 @@ ShardRule shard_rule(const ParamTensor& t, const Layout& layout, int world) {
   if (r.kind == ShardRule::Kind::row_sharded) r.group_size = layout.fsdp;
   if (r.kind == ShardRule::Kind::stack_sharded) {
     r.ep = layout.ep;
-    r.dp = world / layout.ep;
+    // prime-rl's mesh: the experts' FSDP group is dp_shard_cp / ep, inside the shard group;
+    // the dp_replicate groups (world / fsdp) each hold every expert.
+    r.dp = (layout.fsdp > 0 ? layout.fsdp : world) / layout.ep;
   }
   return r;
 }

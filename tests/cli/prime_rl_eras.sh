@@ -91,7 +91,7 @@ for d in 2026-02-30 0000-01-01 2025-13-01 2026-04-31 2025-02-29; do
   expect "version $d" 2 "--prime-rl-version: expected a date YYYY-MM-DD of the calendar, got '$d'" \
     "$bin" plan --model tiny-dense --topology topologies/cpu-ci.yaml --nodes 1 --prime-rl-version $d
 done
-expect "version on the flag path" 0 "note: --prime-rl-version 2024-02-29: changes no figure without --trainer-config (its defaults apply where a trainer config is silent); kept in the plan request" \
+expect "version on the flag path" 0 "note: --prime-rl-version 2024-02-29: changes no figure without --trainer-config or --runs-on prime-rl (its defaults apply where a trainer config is silent); kept in the plan request" \
   "$bin" plan --model tiny-dense --topology topologies/cpu-ci.yaml --nodes 1 --prime-rl-version 2024-02-29 --json
 # The alternatives' keys to change are named as prime-rl of the date names them: SFT
 # [deployment] num_nodes before 2026-08-17, and a key the date lacks (full_offload before

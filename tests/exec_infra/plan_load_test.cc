@@ -190,7 +190,7 @@ TEST_CASE("tensors' shard rules are read and checked against the tensor and the 
   CHECK(moe["tensors"][stack]["shard"] == json{{"kind", "stack_sharded"}, {"ep", 2}, {"dp", 2}});
   const std::string at = "plan.json: tensors[" + std::to_string(stack) + "].shard.";
   CHECK(plan_error_after(moe, [&](json& j) { j["tensors"][stack]["shard"]["dp"] = 4; }) ==
-        at + "dp: expected world_size / ep = 2");
+        at + "dp: expected the layout's fsdp / ep = 2");
   CHECK(plan_error_after(moe, [&](json& j) { j["tensors"][stack]["shard"]["ep"] = 4; }) ==
         at + "ep: expected the layout's ep 2");
   CHECK(plan_error_after(

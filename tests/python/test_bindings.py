@@ -72,6 +72,25 @@ class PlanMatchesCli(unittest.TestCase):
             muonplan.plan(model, tokens_per_step=1048576, seq_len=131072, cp_style="spiral")
         self.assertEqual(str(e.exception), "cp_style: expected ulysses or ring, got 'spiral'")
 
+    def test_runs_on(self):
+        # --runs-on as a keyword (issue 50 item 1): prime-rl's plan is the CLI's, never full
+        # offload with Muon, and the full-offload candidate names prime-rl's rule.
+        model = path("models/glm-4.5-air.yaml")
+        got = muonplan.plan(model, nodes=1, tokens_per_step=262144, seq_len=4096,
+                            runs_on="prime-rl")
+        want = cli_json("plan", "--model", model, "--nodes", "1", "--tokens-per-step", "262144",
+                        "--seq-len", "4096", "--runs-on", "prime-rl")
+        self.assertEqual(got, want)
+        self.assertNotEqual(got["offload"], "full")
+        full = [c for c in got["decision"]["candidates"] if c["offload"] == "full"]
+        self.assertEqual(len(full), 1)
+        self.assertIn("Muon under full offload: prime-rl", full[0]["note"])
+        own = muonplan.plan(model, nodes=1, tokens_per_step=262144, seq_len=4096)
+        self.assertEqual(own["offload"], "full")
+        with self.assertRaises(muonplan.InputError) as e:
+            muonplan.plan(model, runs_on="torch")
+        self.assertEqual(str(e.exception), "runs_on: expected prime-rl or muonplan, got 'torch'")
+
     def test_lora_options(self):
         # LoRA's keywords are its flags: same plan, the adapters as its tensors; Muon refused.
         model = path("models/qwen3-0.6b.yaml")

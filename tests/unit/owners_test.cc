@@ -161,7 +161,7 @@ TEST_CASE("local matrix counts follow the expert placement on every rank", "[own
   for (const auto& [world, ep] : {std::pair{24, 8}, {8, 1}, {1000, 4}, {256, 128}, {3, 1}}) {
     const Layout layout = resolve_layout({0, 1, ep}, world, spec);
     const Placement p = place(*stack, layout, world);
-    const LocalCounts rule{true, stack->stack_count(), ep, world / ep};
+    const LocalCounts rule{true, stack->stack_count(), ep, layout.fsdp / ep};
     int64_t most = 0;
     for (int r = 0; r < world; ++r) {
       CHECK(rule.at(r) == p.local[r].size());

@@ -1,5 +1,6 @@
 // The search over node counts and offload modes, and requests it refuses.
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "muonplan/base/error.h"
 #include "test_plans.h"
@@ -47,4 +48,32 @@ TEST_CASE("impossible requests are input errors with a clear reason", "[search]"
   CHECK_THROWS_WITH(make_plan(model("qwen3-8b"), h200(), r), Catch::Contains("needs an MoE model"));
   CHECK_THROWS_WITH(parse_layout("fsdp=x"), "--layout: fsdp must be an integer, got 'x'");
   CHECK_THROWS_WITH(parse_layout("tp=2"), Catch::Contains("unknown key 'tp'"));
+}
+
+// Issue 50 item 3: `--nodes N` with no layout fixes one layout at one count; the NO FIT answer
+// says so ("at N", not "up to N") and names what fixed the layout, and `--layout auto` searches.
+TEST_CASE("a fixed node count says what fixed the layout and where it looked", "[search]") {
+  const std::map<std::string, std::string> flags = {{"nodes", "2"}, {"gpu-memory-gib", "10"}};
+  const Plan fixed =
+      make_plan(model("kimi-k2"), h200(), to_plan_request(plan_flags_from_map(flags)));
+  CHECK_FALSE(fixed.fits);
+  for (const Candidate& c : fixed.candidates) CHECK(c.layout == fixed.candidates[0].layout);
+  CHECK_THAT(fixed.reason,
+             Catch::StartsWith("does not fit on any candidate at 2 node(s)") &&
+                 Catch::Contains("layout fixed by --nodes 2 with no --layout (fsdp=16,cp=1,ep=1): "
+                                 "`--layout auto` searches the layouts") &&
+                 !Catch::Contains("up to"));
+  std::map<std::string, std::string> given = flags;
+  given["layout"] = "fsdp=8";
+  const Plan as_given =
+      make_plan(model("kimi-k2"), h200(), to_plan_request(plan_flags_from_map(given)));
+  CHECK_THAT(as_given.reason, Catch::Contains("layout fixed by the layout given (fsdp=8)"));
+  given["layout"] = "auto";
+  const Plan searched =
+      make_plan(model("kimi-k2"), h200(), to_plan_request(plan_flags_from_map(given)));
+  std::set<std::string> layouts;
+  for (const Candidate& c : searched.candidates) layouts.insert(c.layout);
+  CHECK(layouts.size() > 1);
+  CHECK_THAT(searched.reason, Catch::StartsWith("does not fit on any candidate at 2 node(s)") &&
+                                  !Catch::Contains("layout fixed"));
 }

@@ -50,7 +50,7 @@ LocalElems count_local(const std::vector<ParamTensor>& tensors, const PlanOption
     }
     for (int r = 0; r < world; ++r) dst[r] += pos[r % layout.fsdp];
     for (const auto& [n, w] : stacks[muon]) {
-      const LocalCounts rule{true, n, layout.ep, world / layout.ep};
+      const LocalCounts rule{true, n, layout.ep, layout.fsdp / layout.ep};
       for (int r = 0; r < world; ++r) dst[r] += double(rule.at(r)) * w;
     }
   }

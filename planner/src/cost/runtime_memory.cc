@@ -69,7 +69,14 @@ std::vector<NcclComm> nccl_communicators(const Layout& l, int world, int gpn, bo
     out.push_back({name, n, std::min(n, gpn), coll, a2a});
   };
   comm("fsdp", l.fsdp, true, muon_exchange);
-  if (world / l.ep != l.fsdp) comm("expert_fsdp", world / l.ep, true, false);
+  if (l.ep > 1) comm("expert_fsdp", l.fsdp / l.ep, true, false);
+  if (training && world > l.fsdp) {
+    // HSDP's gradient all-reduce over the replicas of a shard position, fsdp ranks apart: those
+    // of one node share it only when a shard group is smaller than the node.
+    const int replicas = world / l.fsdp;
+    out.push_back({"dp_replicate", replicas, l.fsdp >= gpn ? 1 : std::min(replicas, gpn / l.fsdp),
+                   true, false});
+  }
   if (training) {
     comm("ep", l.ep, false, true);
     if (ring_cp) {

@@ -123,7 +123,6 @@ struct StepShape {
 
 // Parameters per FSDP unit, and each rank's share of them.
 void count_units(StepShape& sh, const ParamInventory& inv, const PlanOptions& o) {
-  const int world = sh.world;
   const Layout& l = sh.l;
   std::map<int64_t, Unit>& units = sh.units;
   double& expert_total = sh.expert_total;
@@ -139,8 +138,9 @@ void count_units(StepShape& sh, const ParamInventory& inv, const PlanOptions& o)
       return;
     }
     (expert ? u.expert : u.non_expert) += n;
-    // Non-expert params are split over F ranks, expert params over all ranks (EP x the rest).
-    const double share = expert ? n / world : n / l.fsdp;
+    // Every param is split over the F ranks of a shard group, experts as ep x (F / ep), and
+    // the world / F replica groups hold alike (prime-rl's HSDP mesh; shards.h).
+    const double share = n / l.fsdp;
     u.all += share;
     if (pt.rule == UpdateRule::muon) u.muon += share;
     (expert ? expert_total : non_expert) += n;
@@ -294,10 +294,11 @@ CommSeconds add_workload_traffic(Prediction& p, const ModelSpec& s, const StepSh
   const Heads& a = sh.a;
   const step_cost::Rates& r = sh.cc.rates;
   // FSDP: all-gather bf16 weights twice (forward, backward), reduce-scatter fp32 grads, over
-  // the non-expert group (fsdp) and the expert group (world / ep).
+  // the non-expert group (fsdp) and the expert group (fsdp / ep, inside it); under HSDP, then
+  // all-reduce each rank's gradient shard over the world / fsdp replicas (FSDP2's 2-D mesh).
   // LoRA's frozen weights are gathered as the trained ones are, but have no gradient to
   // reduce-scatter.
-  const double f = double(l.fsdp), de = double(world / l.ep);
+  const double f = double(l.fsdp), de = double(l.fsdp / l.ep), replicas = double(world / l.fsdp);
   const double gathered = non_expert + sh.frozen_non_expert;
   const double gathered_expert = expert_total + sh.frozen_expert;
   const double ag =
@@ -307,9 +308,17 @@ CommSeconds add_workload_traffic(Prediction& p, const ModelSpec& s, const StepSh
   p.comm_bytes.push_back({"fsdp_all_gather", ag, "bf16 weights, forward and backward"});
   p.comm_bytes.push_back({"fsdp_reduce_scatter", rs,
                           std::string(dtype_name(int64_t(rb))) + " gradients (reduce_dtype)"});
-  const double fsdp_link =
-      (l.fsdp > gpn || (world / l.ep > 1 && world > gpn)) ? r.inter_bps : r.intra_bps;
-  const double fsdp_s = (ag + rs) / fsdp_link;
+  // The replicas of one shard position are F ranks apart: on other nodes once the world is.
+  const double ar = n_micro * rb * (non_expert + expert_total) / f * 2 * (replicas - 1) / replicas;
+  if (replicas > 1) {
+    p.comm_bytes.push_back(
+        {"hsdp_all_reduce", ar,
+         std::string(dtype_name(int64_t(rb))) + " gradient shards over the dp_replicate groups"});
+  }
+  // The expert group's ranks are ep apart inside the shard group: on one node while it is.
+  const double fsdp_link = l.fsdp > gpn ? r.inter_bps : r.intra_bps;
+  const double replica_link = world > gpn ? r.inter_bps : r.intra_bps;
+  const double fsdp_s = (ag + rs) / fsdp_link + ar / replica_link;
   // Passes over the layers per micro step: forward, backward, and the recompute of full AC.
   const double passes = w.ac_full ? 3 : 2;
   int64_t moe_layers = 0;

@@ -46,8 +46,7 @@ struct Collected {
   std::vector<int> first_tensor;  // ordering key of each chunk
 };
 
-void add_local_chunks(const ParamTensor& t, int ti, const Layout& layout, int world,
-                      Collected& out) {
+void add_local_chunks(const ParamTensor& t, int ti, const Layout& layout, Collected& out) {
   int64_t offset = 0;
   const std::vector<Partition> parts = t.muon_partitions();  // a copy: keep it alive
   for (size_t pi = 0; pi < parts.size(); ++pi) {
@@ -58,7 +57,7 @@ void add_local_chunks(const ParamTensor& t, int ti, const Layout& layout, int wo
     c.cols = t.cols();
     c.matrices.push_back({ti, int(pi), offset, part.rows, t.cols()});
     if (t.stack_dim == 0)
-      c.local = LocalCounts{true, t.stack_count(), layout.ep, world / layout.ep};
+      c.local = LocalCounts{true, t.stack_count(), layout.ep, layout.fsdp / layout.ep};
     c.params = t.stack_count() * part.rows * t.cols();
     c.param_names.push_back(t.name);
     c.group_size = 1;
@@ -71,7 +70,7 @@ void add_local_chunks(const ParamTensor& t, int ti, const Layout& layout, int wo
 }  // namespace
 
 bool same_chunking(const ParamInventory& inv, bool include_mtp, const Layout& a, const Layout& b,
-                   int world) {
+                   int /*world: the rules repeat per shard group of fsdp ranks*/) {
   if (a.fsdp != b.fsdp) return false;  // shard_kind and the groups follow fsdp alone
   if (a.ep == b.ep) return true;
   std::set<int64_t> entries;  // of the expert stacks that become local chunks
@@ -80,11 +79,12 @@ bool same_chunking(const ParamInventory& inv, bool include_mtp, const Layout& a,
       entries.insert(t.stack_count());
   }
   for (int64_t n : entries) {
-    const LocalCounts ra{true, n, a.ep, world / a.ep}, rb{true, n, b.ep, world / b.ep};
+    const LocalCounts ra{true, n, a.ep, a.fsdp / a.ep}, rb{true, n, b.ep, b.fsdp / b.ep};
     // Rank r = e + ep * d holds entries only while d is under its ep slice's size, at most
     // ceil(n / ep): past ep * ceil(n / ep) both rules give 0.
     const auto extent = [&](int ep) { return int64_t(ep) * ((n + ep - 1) / ep); };
-    const int64_t ranks = std::min<int64_t>(world, std::max(extent(a.ep), extent(b.ep)));
+    // One shard group: the replica groups hold alike (shards.h).
+    const int64_t ranks = std::min<int64_t>(a.fsdp, std::max(extent(a.ep), extent(b.ep)));
     for (int r = 0; r < ranks; ++r) {
       if (ra.at(r) != rb.at(r)) return false;
     }
@@ -97,7 +97,7 @@ ChunkPlan relayout(ChunkPlan plan, const Layout& layout) {
   for (Chunk& c : plan.chunks) {
     if (c.kind != Chunk::Kind::muon_local || !c.local.stacked) continue;
     c.local.ep = layout.ep;  // as add_local_chunks sets them
-    c.local.dp = plan.world / layout.ep;
+    c.local.dp = layout.fsdp / layout.ep;
   }
   return plan;
 }
@@ -124,7 +124,7 @@ ChunkPlan build_chunks(const ParamInventory& inv, bool include_mtp, const Layout
       continue;
     }
     if (shard_kind(t, layout) != Placement::Kind::row_sharded) {
-      add_local_chunks(t, ti, layout, world, col);
+      add_local_chunks(t, ti, layout, col);
       continue;
     }
     int64_t offset = 0;

@@ -52,6 +52,13 @@ Layout resolve_layout(const Layout& in, int world, const ModelSpec& spec) {
         " (the FSDP group includes the CP ranks)");
   }
   if (world % l.ep != 0) bad("ep=" + std::to_string(l.ep) + " does not divide world " + w);
+  // The expert mesh lies inside the shard group, as prime-rl's (dp_shard_cp x ep): experts are
+  // sharded over fsdp ranks and replicated across the world / fsdp groups (shards.h).
+  if (l.fsdp % l.ep != 0) {
+    bad("ep=" + std::to_string(l.ep) + " does not divide fsdp=" + std::to_string(l.fsdp) +
+        " (the experts are sharded inside the FSDP group and replicated across its replicas; "
+        "prime-rl needs (dp_shard x cp) % ep == 0)");
+  }
   if (l.ep > 1 && spec.moe.num_experts == 0)
     bad("ep=" + std::to_string(l.ep) + " needs an MoE model");
   if (l.ep > spec.moe.num_experts && spec.moe.num_experts > 0) {
@@ -68,7 +75,7 @@ Range local_range(const ParamTensor& t, const Layout& layout, int world, int ran
 Placement place(const ParamTensor& t, const Layout& layout, int world) {
   Placement p;
   p.kind = shard_kind(t, layout);
-  p.group_size = t.stack_dim == 0 ? world : layout.fsdp;
+  p.group_size = layout.fsdp;  // expert stacks too: ep x (fsdp / ep), alike in each replica
   p.local.resize(p.group_size);
   for (int r = 0; r < p.group_size; ++r) p.local[r] = local_range(t, layout, world, r);
   return p;

@@ -340,6 +340,11 @@ const std::vector<Entry>& setters() {
         {"runtime", text(&PlanFlags::runtime), false,
          "Memory of: muonplan (our executor, exact) | pytorch (FSDP2 + NCCL; the default with a "
          "workload)"},
+        {"runs-on", text(&PlanFlags::runs_on), false,
+         "The runtime the plan is for: prime-rl (only what prime-rl of --prime-rl-version runs, "
+         "with its defaults) | muonplan (our executor: every candidate). Default: prime-rl with "
+         "--trainer-config or --emit prime-rl, else muonplan. Not --runtime, which picks the "
+         "memory model"},
         {"gpu-headroom", headroom(&PlanFlags::gpu_headroom), false,
          "Fraction of GPU memory the fit keeps free (default: 0.05 pytorch, 0 muonplan)"},
         {"host-headroom", headroom(&PlanFlags::host_headroom), false,
@@ -572,6 +577,9 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
   if (f.layout == "auto" || r.auto_nodes) {
     r.search_ep = f.layout.find("ep=") == std::string::npos;
     r.search_cp = f.layout.find("cp=") == std::string::npos;
+  } else {
+    r.layout_fixed_by = f.layout.empty() ? "--nodes " + f.nodes + " with no --layout"
+                                         : "the layout given (" + f.layout + ")";
   }
   o.optimizer = parse_optimizer(f.optimizer);
   o.optimizer_staging = parse_offload_staging(f.staging);

@@ -12,6 +12,7 @@
 #include "muonplan/planner/lora.h"
 #include "muonplan/planner/ns_model.h"
 #include "muonplan/planner/plan.h"
+#include "muonplan/planner/runtime_rules.h"
 #include "muonplan/planner/topology_nodes.h"
 #include "muonplan/planner/workload.h"
 #include "plan/search_floor.h"
@@ -47,22 +48,27 @@ ParamInventory planned_inventory(const ModelSpec& spec, const PlanOptions& o) {
 std::vector<Layout> layouts_to_try(const PlanRequest& req, const ModelSpec& spec, int world) {
   const Layout& asked = req.options.layout;
   std::vector<int> eps = {asked.ep}, cps = {asked.cp};
+  // The experts are sharded inside the shard group (shards.h): ep divides fsdp.
+  const int fsdp = asked.fsdp > 0 ? asked.fsdp : world;
   if (req.search_ep && spec.moe.num_experts > 0) {
     eps.clear();
-    for (int d = 1; d <= world && d <= spec.moe.num_experts; ++d) {
-      if (spec.moe.num_experts % d == 0 && world % d == 0) eps.push_back(d);
+    for (int d = 1; d <= fsdp && d <= spec.moe.num_experts; ++d) {
+      if (spec.moe.num_experts % d == 0 && fsdp % d == 0 && world % d == 0) eps.push_back(d);
     }
   }
   const std::optional<Workload>& w = req.options.workload;
   if (req.search_cp && w) {
     cps.clear();
     for (int c = 1; c <= 8; c *= 2) {
-      const int fsdp = asked.fsdp > 0 ? asked.fsdp : world;
       if (w->seq_len % c == 0 && fsdp % c == 0) cps.push_back(c);
     }
   }
   std::vector<Layout> out;
   for (int cp : cps) {
+    if (req.ep_by_runtime && !req.search_ep && req.rules) {
+      out.push_back(Layout{asked.fsdp, cp, req.rules->default_ep(spec, fsdp, cp)});
+      continue;
+    }
     for (int ep : eps) out.push_back(Layout{asked.fsdp, cp, ep});
   }
   return out;
@@ -149,6 +155,13 @@ std::vector<int> node_counts_to_try(const PlanRequest& req, int max_nodes, int g
   return counts;
 }
 
+// Why the request's target runtime cannot run this mode with this optimizer on this layout;
+// "" when it can or when the request names no runtime.
+std::string runtime_refuses(const PlanRequest& req, OffloadMode m, OptimizerKind k,
+                            const Layout& l) {
+  return req.rules ? req.rules->cannot_run(m, k, l) : "";
+}
+
 // The search's running state: every candidate so far (in `best.candidates`) and the best one.
 struct Search {
   Search(const ModelSpec& s, const Topology& t, const PlanRequest& r, const ParamInventory& i,
@@ -220,6 +233,10 @@ struct Search {
               {nodes, m, to_string(o.layout), false, false, 0, 0, 0, 0, kLoraSlotsOffloadRefused});
           continue;
         }
+        if (const std::string why = runtime_refuses(req, m, o.optimizer, o.layout); !why.empty()) {
+          best.candidates.push_back({nodes, m, to_string(o.layout), false, false, 0, 0, 0, 0, why});
+          continue;
+        }
         if (req.between_candidates) req.between_candidates();
         Prediction p = predict(spec, inv, topo, o, chunks, req.parts);
         ++predictions;
@@ -285,11 +302,20 @@ std::string explain(const Plan& best, const PlanRequest& req, const std::vector<
             ? "; tight: it fits the limits, " + fmt("%.1f", bp.gpu_headroom_used_bytes() / kGiB) +
                   " GiB into the " + fmt("%.0f", 100 * bp.gpu_headroom) + "% GPU headroom"
             : "";
-    return "does not fit on any candidate up to " + std::to_string(counts.back()) + " node(s)" +
-           floor_why + skip_why + "; closest: " + std::to_string(chosen->nodes) +
-           " node(s), offload " + to_string(chosen->offload) + " (GPU peak " +
-           fmt("%.1f", chosen->gpu_peak_gib) + " GiB, host RAM " +
-           fmt("%.0f", chosen->host_ram_per_node_gib) + " GiB per node)" + tight;
+    // "up to N" only when the counts up to N were tried; a fixed layout says what fixed it.
+    const std::string where = counts.size() == 1
+                                  ? "at " + std::to_string(counts.back()) + " node(s)"
+                                  : "up to " + std::to_string(counts.back()) + " node(s)";
+    const std::string fixed = req.search_ep || req.search_cp || req.layout_fixed_by.empty()
+                                  ? ""
+                                  : "; layout fixed by " + req.layout_fixed_by + " (" +
+                                        to_string(best.options.layout) +
+                                        "): `--layout auto` searches the layouts";
+    return "does not fit on any candidate " + where + floor_why + skip_why + fixed +
+           "; closest: " + std::to_string(chosen->nodes) + " node(s), offload " +
+           to_string(chosen->offload) + " (GPU peak " + fmt("%.1f", chosen->gpu_peak_gib) +
+           " GiB, host RAM " + fmt("%.0f", chosen->host_ram_per_node_gib) + " GiB per node)" +
+           tight;
   }
   // Without a workload "fits" is the optimizer step's alone: the decision says so first.
   const std::string scope =
@@ -327,10 +353,18 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
   std::vector<OffloadMode> modes = {req.options.offload};
   if (req.auto_offload) modes = {OffloadMode::none, OffloadMode::optimizer, OffloadMode::full};
   const ParamInventory inv = planned_inventory(spec, req.options);
+  const PlanOptions& in = req.options;
+  // A mode the target runtime refuses whatever the layout: asked for, an input error; searched,
+  // left out of the floor's modes (its candidates are listed as not evaluated).
+  if (!req.auto_offload) {
+    if (const std::string why = runtime_refuses(req, in.offload, in.optimizer, in.layout);
+        !why.empty())
+      throw InputError({}, "--offload", why);
+  }
   std::vector<OffloadMode> allowed;  // the modes whose candidates are predicted
   for (OffloadMode m : modes) {
-    if ((!req.options.nesterov || nesterov_supported(m)) &&
-        !lora_offload_refused(req.options.lora, m))
+    if ((!in.nesterov || nesterov_supported(m)) && !lora_offload_refused(in.lora, m) &&
+        runtime_refuses(req, m, in.optimizer, Layout{}).empty())
       allowed.push_back(m);
   }
   const SearchFloor floor(inv, topo, req.options, allowed);

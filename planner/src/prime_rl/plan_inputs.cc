@@ -1,5 +1,7 @@
 #include "muonplan/planner/plan_inputs.h"
 
+#include "muonplan/planner/prime_rl.h"
+
 namespace muonplan {
 
 PlanInputs prepare_plan(const std::string& model, PlanFlags flags) {
@@ -25,14 +27,22 @@ PlanInputs prepare_plan(const std::string& model, PlanFlags flags) {
     in.model = resolve_model(tc.model_name, tc.model_at, "model.name");
   }
   if (in.trainer) apply_trainer_config(*in.trainer, in.model.spec, flags, in.overrides);
+  // --runs-on prime-rl on the flag path: prime-rl's defaults where no flag was given, kept in
+  // in.flags (the emit re-plans from them); runs_on_request below finds them set.
+  const bool prime = runs_on(flags, in.trainer.has_value()) == "prime-rl";
+  if (prime && !in.trainer) {
+    for (const std::string& d : apply_prime_rl_flag_defaults(flags))
+      in.overrides.push_back("--runs-on prime-rl: " + d + ", prime-rl's default");
+  }
   in.flags = flags;
-  if (!in.trainer && !flags.prime_rl_version.empty()) {
+  if (!in.trainer && !prime && !flags.prime_rl_version.empty()) {
     in.overrides.push_back("--prime-rl-version " + flags.prime_rl_version +
-                           ": changes no figure without --trainer-config (its defaults apply "
-                           "where a trainer config is silent); kept in the plan request");
+                           ": changes no figure without --trainer-config or --runs-on prime-rl "
+                           "(its defaults apply where a trainer config is silent); kept in the "
+                           "plan request");
   }
   try {
-    in.request = to_plan_request(flags);
+    in.request = runs_on_request(flags, in.trainer.has_value());
   } catch (const InputError& e) {
     if (in.trainer) rethrow_at_file(*in.trainer, e, in.overrides);
     throw;

@@ -114,8 +114,9 @@ TrainerAnswer trainer_answer(const ModelSpec& spec, const Topology& topo, const 
   const TrainerConfig& tc = *in.trainer;
   // A one-node file with GPUs to spare tries more of them in that node first.
   const int one_node_gpus = tc.single_node ? tc.node_gpus - tc.infer_gpus : 0;
-  TrainerAnswer a =
-      best_alternatives(spec, topo, in.request, written, prime_rl_rules(), one_node_gpus);
+  // The rules of the config's prime-rl (--prime-rl-version): no full offload before it existed.
+  const RuntimeRules& rules = in.request.rules ? *in.request.rules : prime_rl_rules();
+  TrainerAnswer a = best_alternatives(spec, topo, in.request, written, rules, one_node_gpus);
   for (Alternative& alt : a.alternatives)
     alt.keys = keys_to_change(tc, spec, written, alt.candidate, alt.gpus_per_node,
                               in.flags.prime_rl_version);

@@ -37,7 +37,10 @@ inline Range chunk_range(int64_t n, int k, int i) {
 //   row_sharded:   dim 0 split over the `group_size` ranks of each shard group, rank r holding
 //                  chunk_range(n, group_size, r % group_size); the first group's copy is primary.
 //   stack_sharded: whole stack entries split over `ep` ranks (ep_rank = r % ep), each slice
-//                  again over the `dp` ranks sharing it (r / ep); every copy is primary.
+//                  again over the `dp` ranks sharing it ((r % (ep * dp)) / ep), in each shard
+//                  group of ep x dp = fsdp ranks alike: under HSDP every replica group holds
+//                  every expert, as prime-rl's (dp_replicate, dp_shard_cp) mesh does; the
+//                  first group's copy is primary.
 //   replicated:    every rank holds all of dim 0; rank 0's copy is primary.
 struct ShardRule {
   enum class Kind { row_sharded, stack_sharded, replicated } kind = Kind::row_sharded;
@@ -58,7 +61,8 @@ inline constexpr EnumName<ShardRule::Kind> kShardKindNames[] = {
 struct ParamTensor;  // param_inventory.h
 
 // The shard rule, stated once for the planner (place, local_range) and the plan loader, which
-// refuses a file whose rule differs: expert stacks are stack_sharded over ep x (world / ep);
+// refuses a file whose rule differs: expert stacks are stack_sharded over ep x (fsdp / ep) and
+// replicated over the world / fsdp groups (docs/planner.md, "Experts under HSDP");
 // other tensors are row_sharded over the fsdp group, or replicated when fsdp is 1.
 ShardRule::Kind shard_kind(const ParamTensor& t, const Layout& layout);
 ShardRule shard_rule(const ParamTensor& t, const Layout& layout, int world);

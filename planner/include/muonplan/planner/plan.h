@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "muonplan/planfile/plan_file.h"
@@ -12,6 +13,8 @@
 #include "muonplan/planner/topology.h"
 
 namespace muonplan {
+
+class RuntimeRules;  // runtime_rules.h
 
 // What to search: fixed or automatic node count and offload mode.
 struct PlanRequest {
@@ -25,6 +28,18 @@ struct PlanRequest {
   // Layout search: enumerate ep (divisors of the expert count that divide the world) and, with
   // a workload, cp (1, 2, 4, 8 dividing the sequence); a dimension the layout names is fixed.
   bool search_ep = false, search_cp = false;
+  // What fixed the layout when neither dimension is searched ("--nodes 2 with no --layout",
+  // "the layout given (fsdp=8)"): a NO FIT decision names it and says that `--layout auto`
+  // searches. Empty: not said (a searched layout, or a request not made from flags).
+  std::string layout_fixed_by;
+  // The target runtime's rules (--runs-on, runtime_rules.h): the search predicts only the
+  // candidates it runs and lists the others as not evaluated, each with the rule and what would
+  // lift it; a fixed offload mode it refuses is an input error. Null: a runtime that runs every
+  // candidate (muonplan's executor). The search knows no runtime by name.
+  std::shared_ptr<const RuntimeRules> rules;
+  // The layout names no ep and the search does not enumerate it: the rules' default_ep picks
+  // it (prime-rl's ep = "auto"), else 1.
+  bool ep_by_runtime = false;
   // --nodes auto predicts at most about this many candidates (0: kDefaultMaxPredictions): the
   // node counts left once it is spent are listed as not evaluated, and the decision says that
   // one of them may fit. A limit within a few MiB of the GPU peak at every large world leaves

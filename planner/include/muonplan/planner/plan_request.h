@@ -43,7 +43,10 @@ struct PlanFlags {
   double lora_alpha = 0;
   std::string lora_targets;
   double gpu_memory_gib = 0, host_ram_gib = 0;
-  std::string runtime;    // muonplan | pytorch; empty: pytorch with a workload, else muonplan
+  std::string runtime;  // muonplan | pytorch; empty: pytorch with a workload, else muonplan
+  // The runtime the plan is for (prime_rl.h runs_on): prime-rl | muonplan; empty: prime-rl with
+  // a trainer config or --emit prime-rl, else muonplan. Not --runtime (whose memory model).
+  std::string runs_on;
   std::string allocator;  // default | expandable; empty: the topology's pytorch: block
   double gpu_headroom = -1, host_headroom = -1;  // fractions kept free; negative: the runtime's
   OptimizerHyper hyper;

@@ -8,6 +8,7 @@
 
 #include "muonplan/planfile/plan_options.h"
 #include "muonplan/planfile/shards.h"
+#include "muonplan/planner/model_spec.h"
 #include "muonplan/planner/plan.h"
 
 namespace muonplan {
@@ -22,6 +23,10 @@ class RuntimeRules {
   // Whether the runtime takes candidate `c` (evaluated, its layout and offload mode) with
   // `optimizer`; its fit is decided apart.
   bool takes(const Candidate& c, OptimizerKind optimizer) const;
+  // The expert parallelism the runtime picks itself when a layout names none and the search
+  // does not enumerate it (PlanRequest::ep_by_runtime), for a shard group of `fsdp` ranks with
+  // context parallelism `cp`; 1 by default.
+  virtual int default_ep(const ModelSpec& /*spec*/, int /*fsdp*/, int /*cp*/) const { return 1; }
 };
 
 // The rules of a runtime that runs every candidate (our executor's).

@@ -1,0 +1,72 @@
+// The target runtime (--runs-on, docs/trainer-config.md "The target runtime"): which one a plan
+// is for, and under prime-rl the flag path's defaults at the --prime-rl-version date and the
+// rules the search takes (prime_rl_runs.cc). The search itself knows no runtime by name.
+#include <string>
+#include <vector>
+
+#include "muonplan/base/error.h"
+#include "muonplan/planner/prime_rl.h"
+#include "trainer_file.h"
+
+namespace muonplan {
+namespace {
+
+bool typed(const PlanFlags& f, const char* flag) {
+  return f.typed.count(flag) > 0;
+}
+
+}  // namespace
+
+std::string runs_on(const PlanFlags& flags, bool prime_rl_input) {
+  if (flags.runs_on.empty()) return prime_rl_input ? "prime-rl" : "muonplan";
+  if (flags.runs_on != "prime-rl" && flags.runs_on != "muonplan") {
+    throw InputError({}, "--runs-on",
+                     "expected prime-rl or muonplan, got '" + brief(flags.runs_on) + "'");
+  }
+  return flags.runs_on;
+}
+
+std::shared_ptr<const RuntimeRules> runtime_rules_for(const PlanFlags& flags, bool prime_rl_input) {
+  if (runs_on(flags, prime_rl_input) != "prime-rl") return nullptr;
+  return prime_rl_rules_on(flags.prime_rl_version);
+}
+
+bool prime_rl_ep_auto(const std::string& version) {
+  return detail::prime_rl_defaults(version).ep_auto;
+}
+
+PlanRequest runs_on_request(PlanFlags flags, bool prime_rl_input,
+                            std::vector<std::string>* defaults_set) {
+  const bool prime = runs_on(flags, prime_rl_input) == "prime-rl";
+  if (prime && !prime_rl_input) {
+    const std::vector<std::string> set = apply_prime_rl_flag_defaults(flags);
+    if (defaults_set) *defaults_set = set;
+  }
+  PlanRequest r = to_plan_request(flags);
+  r.rules = runtime_rules_for(flags, prime_rl_input);
+  // prime-rl's ep = "auto" where the flags name no ep (a trainer config's layout names one).
+  r.ep_by_runtime = prime && !prime_rl_input && flags.layout.find("ep=") == std::string::npos &&
+                    prime_rl_ep_auto(flags.prime_rl_version);
+  return r;
+}
+
+std::vector<std::string> apply_prime_rl_flag_defaults(PlanFlags& flags) {
+  const detail::PrimeRlDefaults d = detail::prime_rl_defaults(flags.prime_rl_version);
+  std::vector<std::string> set;
+  auto take = [&](const char* flag, const std::string& value, const char* why) {
+    if (typed(flags, flag)) return;
+    set_plan_flag(flags, flag, value);
+    flags.typed.erase(flag);  // still the user's to override: a default, not a flag given
+    set.push_back("--" + std::string(flag) + " " + value + " (" + why + ")");
+  };
+  // The keys' defaults of prime-rl's trainer config on that date (prime_rl_versions.cc).
+  take("ac", d.ac ? "full" : "none", "[model.ac]");
+  take("ac-offload", d.ac && d.ac_offloading ? "true" : "false", "[model.ac_offloading]");
+  if (flags.trainer != "sft")  // RL's fused LM head; SFT's head is its loss's
+    take("lm-head-chunk", std::to_string(d.lm_head_chunk), "fused_lm_head_token_chunk_size");
+  // prime-rl's launcher starts every trainer with expandable segments (read_allocator).
+  take("allocator", "expandable", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+  return set;
+}
+
+}  // namespace muonplan
