@@ -229,6 +229,10 @@ py::object cost_ns(int64_t rows, int64_t cols, int64_t batch, py::handle topolog
 }
 
 std::string node_counts_text(py::handle nodes) {
+  // True is an int to Python: its text "true" was refused as a node count, not as a type.
+  if (py::isinstance<py::bool_>(nodes))
+    throw py::type_error("report(): nodes: expected int, str or list, got bool " +
+                         py::repr(nodes).cast<std::string>());
   if (py::isinstance<py::list>(nodes) || py::isinstance<py::tuple>(nodes)) {
     std::string text;
     for (py::handle n : nodes) text += (text.empty() ? "" : ",") + option_text(n, "nodes");
@@ -381,6 +385,11 @@ PYBIND11_MODULE(muonplan, m) {
       "is the CLI's one line.";
   // InputError's message names the Python keyword where the CLI's names the flag (--lr -> lr).
   static py::exception<InputError> input_error(m, "InputError", PyExc_ValueError);
+  input_error.attr("__doc__") =
+      "Bad input: a value, file or combination the command line would refuse. A ValueError "
+      "whose message is the CLI's one line (FILE:LINE:COL: key: why, or keyword: why), with "
+      "each --flag written as its Python keyword. Types are checked before the values: a "
+      "keyword given the wrong type raises TypeError instead.";
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
