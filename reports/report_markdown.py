@@ -141,6 +141,21 @@ def md_chosen(data, images):
     return out
 
 
+def layout_form(point):
+    """A sweep point's layout, as one can hold it across node counts: the FSDP group's share of
+    the world (all of it but CP and replicas), cp and ep."""
+    lay = point["layout"]
+    replicas = point["world_size"] // (lay["fsdp"] * lay["cp"])
+    rest = f", dp_replicate={replicas}" if replicas > 1 else ""
+    fsdp = "fsdp=all GPUs" if lay["cp"] == 1 else "fsdp=GPUs/cp"
+    return f"{fsdp}, cp={lay['cp']}, ep={lay['ep']}{rest}"
+
+
+def common_layout(forms):
+    """The layout most points have (the first in sorted order among equals)."""
+    return max(sorted(set(forms)), key=forms.count)
+
+
 def md_sweep(data):
     """GPU peak and host RAM of every configuration of the sweep."""
     nodes, asked = data["sweep_node_counts"], data["inputs"]["node_counts"]
@@ -148,8 +163,11 @@ def md_sweep(data):
                [f"The sweep is sampled: {len(nodes)} of the {len(asked)} node counts asked "
                 f"({asked[0]} to {asked[-1]}), evenly spaced, the chosen one among them; the "
                 "decision above searched them all.", ""])
+    forms = [layout_form(p) for p in data["sweep"] if p["evaluated"]]
+    common = common_layout(forms) if forms else "-"
     out = ["## Every configuration of the sweep", ""] + sampled + [
-            "GPU peak GiB per rank / host RAM GiB per node; a trailing `*` marks a fit.", "",
+            "GPU peak GiB per rank / host RAM GiB per node; a trailing `*` marks a fit; "
+            f"layout {common} unless the cell names another.", "",
             "| nodes | offload | " + " | ".join(variant_label(v) for v in data["optimizer_variants"])
             + " |", "| ---: | --- |" + " ---: |" * len(data["optimizer_variants"])]
     notes = []
@@ -165,8 +183,10 @@ def md_sweep(data):
                         notes.append(pt["note"])
                 else:
                     q = pt["predicted"]
+                    form = layout_form(pt)
                     cells.append(f"{q['gpu_peak_gib']:.1f} / {q['host_ram_per_node_gib']:.0f}"
-                                 f"{' *' if pt['fits'] else ''}")
+                                 f"{' *' if pt['fits'] else ''}"
+                                 f"{'' if form == common else ' (' + form + ')'}")
             out.append(f"| {n} | {mode} | " + " | ".join(cells) + " |")
     if notes:
         out += ["", "`-`: not evaluated: " + "; ".join(notes) + "."]
