@@ -257,12 +257,25 @@ py::object report(py::handle model, py::handle out, py::handle topology, py::han
   const PlanFlags flags = plan_flags_from_map(map);
   std::string out_dir;
   if (!as_path(out, out_dir, "out")) throw py::type_error("out: expected a path");
-  const ModelSpec spec = model_from(model);
-  const Topology topo = topology_from(topology);
-  const PlanRequest request = to_plan_request(flags);
-  ReportInputs in;
+  ModelSpec spec;
+  PlanRequest request;
   std::string path;
-  in.model_path = as_path(model, path, "model") ? path : "<model dict>";
+  ReportInputs in;
+  if (!flags.trainer_config.empty()) {  // as `muonplan report --trainer-config` reads it
+    if (!model.is_none() && !as_path(model, path, "model"))
+      throw py::type_error("model: expected a path or None with trainer_config");
+    const PlanInputs plan_in = prepare_plan(path, flags);
+    std::string note;
+    request = report_request(plan_in, flags, note);
+    spec = plan_in.model.spec;
+    in.model_path = path.empty() ? plan_in.model.path : path;
+  } else {
+    if (model.is_none()) throw InputError({}, "--model", "is required (or trainer_config=)");
+    spec = model_from(model);
+    request = to_plan_request(flags);
+    in.model_path = as_path(model, path, "model") ? path : "<model dict>";
+  }
+  const Topology topo = topology_from(topology);
   in.topology_path = topology.is_none()                    ? default_topology()
                      : as_path(topology, path, "topology") ? path
                                                            : "<topology dict>";

@@ -155,7 +155,8 @@ done
 printf '[model]\nname = "nobody/Nothing"\n\n[data]\nbatch_size = 8\n' >"$work/nomodel.toml"
 expect model-missing 2 "$work/nomodel.toml:2:8: model.name: 'nobody/Nothing' not found; looked in: \
 nobody/Nothing (no such file or directory); $HF_HUB_CACHE/models--nobody--Nothing (Hugging Face cache); \
-the bundled specs' names and hf_id (muonplan inspect --list) (nothing is downloaded)" \
+the bundled specs' names and hf_id (muonplan inspect --list) (nothing is downloaded); --model PATH \
+(a spec, config.json or a bundled name) overrides the file's name" \
   "$bin" plan --trainer-config "$work/nomodel.toml"
 expect no-model 2 "--model: is required (a path, a bundled name, an HF id), or --trainer-config naming [model] name" \
   "$bin" plan

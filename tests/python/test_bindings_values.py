@@ -199,3 +199,19 @@ class ExceptionDocs(unittest.TestCase):
             with self.subTest(name=c.__name__):
                 self.assertTrue(c.__doc__ and len(c.__doc__) > 40, c.__doc__)
                 self.assertIsNot(c.__doc__, ValueError.__doc__)
+
+
+class ReportTrainerConfig(unittest.TestCase):
+    def test_report_reads_a_trainer_config(self):
+        # As `muonplan report --trainer-config`: the file's model and workload, its cp and ep
+        # held with FSDP over each count's GPUs (issue 50 item 7).
+        with tempfile.TemporaryDirectory() as d:
+            r = muonplan.report(None, os.path.join(d, "rep"), nodes=[1, 2],
+                                trainer_config=path("examples/prime-rl/qwen3-30b-a3b-rl.toml"))
+        data = r["data"]
+        self.assertTrue(data["inputs"]["model_path"].endswith("qwen3-30b-a3b.yaml"))
+        self.assertIsNotNone(data["inputs"]["workload"])
+        pts = [p for p in data["sweep"] if p["evaluated"]]
+        self.assertEqual({p["nodes"] for p in pts}, {1, 2})
+        self.assertTrue(all(p["layout"]["ep"] == 8 and p["layout"]["fsdp"] == p["world_size"]
+                            for p in pts), pts)

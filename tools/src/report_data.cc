@@ -176,6 +176,17 @@ json owner_strategies_json(const Plan& chosen) {
 
 }  // namespace
 
+PlanRequest report_request(const PlanInputs& in, const PlanFlags& given, std::string& note) {
+  if (!in.trainer || !given.layout.empty() || in.trainer->dp_replicate > 1) return in.request;
+  PlanFlags flags = in.flags;
+  const size_t comma = flags.layout.find(',');
+  if (flags.layout.rfind("fsdp=", 0) != 0 || comma == std::string::npos) return in.request;
+  flags.layout = flags.layout.substr(comma + 1);  // "cp=C,ep=E"
+  note = in.trainer->path + "'s layout (" + in.flags.layout + ") swept as " + flags.layout +
+         ", FSDP over each node count's GPUs";
+  return to_plan_request(flags);
+}
+
 json report_data(const ModelSpec& spec, const Topology& topo, const PlanRequest& base,
                  const ReportInputs& inputs) {
   if (inputs.node_counts.empty()) throw InputError({}, "--nodes", "no node counts");
