@@ -269,7 +269,7 @@ rl='[model]\nname = "Qwen/Qwen3-30B-A3B"\n[deployment]\ntype = "multi_node"\nnum
 err ep-cp "8:6: trainer.model.ep: ep % cp != 0 (ep 2, cp 4)" "$rl[trainer.model]\ncp = 4\nep = 2\n"
 err seq-cp "1:11: seq_len: 1001 does not divide by cp = 2" "seq_len = 1001\n$rl[trainer.model]\ncp = 2\n"
 err two-offloads "7:16: trainer.model.full_offload: at most one of optim_cpu_offload, full_offload, \
-fsdp_cpu_offload (optim_cpu_offload defaults to true: write optim_cpu_offload = false)" \
+fsdp_cpu_offload (optim_cpu_offload defaults to true on 2026-08-21: write optim_cpu_offload = false)" \
   "$rl[trainer.model]\nfull_offload = true\n"
 err muon-full "7:16: trainer.model.full_offload: prime-rl takes full_offload only with adamw and sign_sgd" \
   "$rl[trainer.model]\nfull_offload = true\noptim_cpu_offload = false\n[trainer.optim]\ntype = \"muon\"\n"

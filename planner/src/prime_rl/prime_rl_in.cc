@@ -210,6 +210,11 @@ void read_parallel(const TrainerFile& f, TrainerConfig& tc) {
                        " = auto: min(world / dp_replicate, 8) for MoE, else 1");
 }
 
+std::string optim_cpu_offload_on(const TrainerFile& f) {
+  if (f.get("model", "optim_cpu_offload")) return "the file sets optim_cpu_offload = true";
+  return "optim_cpu_offload defaults to true on " + f.defaults().date;
+}
+
 namespace {
 
 std::string read_offload(const TrainerFile& f, TrainerConfig& tc, const std::string& optimizer) {
@@ -222,8 +227,9 @@ std::string read_offload(const TrainerFile& f, TrainerConfig& tc, const std::str
   if (int(optim) + int(full) + int(fsdp) + int(!ours.empty()) > 1) {
     const std::string key = full ? "full_offload" : fsdp ? "fsdp_cpu_offload" : "optim_cpu_offload";
     f.fail("model", f.get("model", key) ? key : "optim_cpu_offload",
-           "at most one of optim_cpu_offload, full_offload, fsdp_cpu_offload (optim_cpu_offload "
-           "defaults to true: write optim_cpu_offload = false)");
+           "at most one of optim_cpu_offload, full_offload, fsdp_cpu_offload" +
+               (optim ? " (" + optim_cpu_offload_on(f) + ": write optim_cpu_offload = false)"
+                      : std::string()));
   }
   if (full && optimizer == "muon")
     f.fail("model", "full_offload", "prime-rl takes full_offload only with adamw and sign_sgd");
