@@ -59,19 +59,22 @@ void read_precision(const TrainerFile& f, TrainerConfig& tc) {
 
 }  // namespace
 
-// A standalone trainer file has no world: torchrun's --nnodes x --nproc-per-node set it, so
-// the flags do (one node of 8 GPUs when they are not given).
+// A standalone trainer file has no world: `uv run trainer @ FILE` is one process on one GPU,
+// and torchrun's --nnodes x --nproc-per-node make it more; the flags say which (one GPU when
+// they are not given), and the note says what was assumed (issue 50 item 5: 8 GPUs were
+// assumed, a world the command line never asked for).
 void read_torchrun_world(const TrainerFile& f, TrainerConfig& tc) {
   tc.nodes = 1;
-  tc.gpus_per_node = 8;
+  tc.gpus_per_node = 1;
   tc.single_node = false;
   const SourceLoc none{f.path(), 0, 0};
   tc.values.push_back({"nodes", "1", none, "torchrun --nnodes (not in a trainer file)"});
   tc.values.push_back(
-      {"gpus-per-node", "8", none, "torchrun --nproc-per-node (not in a trainer file)"});
+      {"gpus-per-node", "1", none, "one process: uv run trainer @ FILE (not in a trainer file)"});
   tc.notes.push_back(
-      "standalone trainer file: torchrun sets its world (--nnodes x --nproc-per-node), not the "
-      "file; planned as --nodes 1 --gpus-per-node 8 unless those flags say otherwise");
+      "standalone trainer file: its world is the launch's, not the file's; planned as one "
+      "process on one GPU (uv run trainer @ FILE) unless --gpus-per-node G (torchrun "
+      "--nproc-per-node G) and --nodes N (--nnodes N) say otherwise");
 }
 
 // The rl launchers before [deployment]: rl_slurm's top-level num_train_nodes (older
