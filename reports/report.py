@@ -19,8 +19,9 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 # report.md's text, and the helpers it shares with the plots (report.md_text: tests/cli).
-from report_markdown import (common_layout, is_number, layout_form,  # noqa: E402,F401
-                             markdown, md_text, measured_pairs, variant_label)
+from report_markdown import (MAX_LAYOUT_LINES, is_number, layout_form,  # noqa: E402,F401
+                             layout_lines, markdown, md_text, measured_pairs, sweep_layouts,
+                             variant_label)
 # The memory breakdown's groups (report.coinciding, report.memory_groups: tests/python).
 from report_memory import (MAX_MEMORY_GROUPS, coinciding, levels_line,  # noqa: E402,F401
                            memory_groups, same_gib, stacked_bar)
@@ -82,43 +83,6 @@ def scope(data):
     """What a plan without a workload covers, for every plot's title (issue 50 item 10): its
     GPU peak has no activations and its time no forward or backward."""
     return "" if data["inputs"].get("workload") is not None else ", optimizer step only"
-
-
-# ---------------------------------------------------------------- each point's layout
-# The footnote names at most this many point groups of another layout; the rest are counted.
-MAX_LAYOUT_LINES = 3
-
-
-def sweep_layouts(data):
-    """(the layout most evaluated points have, [(layout, mode, [variants], [nodes])] for the
-    others): every point is labelled, by the plot's title or by a footnote line."""
-    pts = [p for p in data["sweep"] if p["evaluated"]]
-    if not pts:
-        return None, []
-    forms = [layout_form(p) for p in pts]
-    common = common_layout(forms)
-    groups = {}
-    for p, form in zip(pts, forms):
-        if form != common:
-            groups.setdefault((form, p["offload"], p["optimizer"]), []).append(p["nodes"])
-    merged = {}  # variants with the same layout at the same counts share a line
-    for (form, mode, variant), nodes in groups.items():
-        merged.setdefault((form, mode, tuple(nodes)), []).append(variant)
-    return common, [(form, mode, variants, list(nodes))
-                    for (form, mode, nodes), variants in merged.items()]
-
-
-def layout_lines(others, width_chars=150):
-    out = []
-    for form, mode, variants, nodes in others[:MAX_LAYOUT_LINES]:
-        names = " and ".join(variant_label(v) for v in variants)
-        counts = ", ".join(str(n) for n in nodes)
-        out += textwrap.wrap(f"Layout {form} at offload {mode}, {names}: {counts} node(s)",
-                             width_chars)
-    rest = sum(len(v) * len(n) for _, _, v, n in others[MAX_LAYOUT_LINES:])
-    if rest:
-        out.append(f"{rest} more point(s) of other layouts: report.md, the sweep table")
-    return out
 
 
 # ---------------------------------------------------------------- plots 1 and 2: sweep lines

@@ -1,5 +1,7 @@
 """report.md's text: every number from report-data.json, one function per section
-(report.py draws the plots and calls markdown())."""
+(report.py draws the plots and calls markdown()), and each sweep point's layout, which the
+plots name too."""
+import textwrap
 
 # How report.md prints the plan's term units (plan.json's `terms`: gib, gb, s).
 UNIT_LABELS = {"gib": "GiB", "gb": "GB", "s": "s"}
@@ -154,6 +156,42 @@ def layout_form(point):
 def common_layout(forms):
     """The layout most points have (the first in sorted order among equals)."""
     return max(sorted(set(forms)), key=forms.count)
+
+
+# The footnote names at most this many point groups of another layout; the rest are counted.
+MAX_LAYOUT_LINES = 3
+
+
+def sweep_layouts(data):
+    """(the layout most evaluated points have, [(layout, mode, [variants], [nodes])] for the
+    others): every point is labelled, by the plot's title or by a footnote line."""
+    pts = [p for p in data["sweep"] if p["evaluated"]]
+    if not pts:
+        return None, []
+    forms = [layout_form(p) for p in pts]
+    common = common_layout(forms)
+    groups = {}
+    for p, form in zip(pts, forms):
+        if form != common:
+            groups.setdefault((form, p["offload"], p["optimizer"]), []).append(p["nodes"])
+    merged = {}  # variants with the same layout at the same counts share a line
+    for (form, mode, variant), nodes in groups.items():
+        merged.setdefault((form, mode, tuple(nodes)), []).append(variant)
+    return common, [(form, mode, variants, list(nodes))
+                    for (form, mode, nodes), variants in merged.items()]
+
+
+def layout_lines(others, width_chars=150):
+    out = []
+    for form, mode, variants, nodes in others[:MAX_LAYOUT_LINES]:
+        names = " and ".join(variant_label(v) for v in variants)
+        counts = ", ".join(str(n) for n in nodes)
+        out += textwrap.wrap(f"Layout {form} at offload {mode}, {names}: {counts} node(s)",
+                             width_chars)
+    rest = sum(len(v) * len(n) for _, _, v, n in others[MAX_LAYOUT_LINES:])
+    if rest:
+        out.append(f"{rest} more point(s) of other layouts: report.md, the sweep table")
+    return out
 
 
 def md_sweep(data):
