@@ -170,6 +170,16 @@ void refuse_worse_held_out(const CalibrationResult& r, const CalibrateFlags& f) 
                        "): the fit overfits the --metrics runs; --force writes it anyway");
 }
 
+// More constants fitted than the runs determine: the written topology would carry values the
+// runs do not pin down (issue 50 item 8).
+void refuse_underdetermined(const CalibrationResult& r, const CalibrateFlags& f) {
+  if (f.out.empty() || f.force || !underdetermined(r)) return;
+  throw InputError({}, "--out",
+                   f.out +
+                       " not written: the fit is underdetermined (the warning above says "
+                       "what would pin it down); --force writes it anyway");
+}
+
 // The plans the metrics name are inputs too: `--out P` onto m.json's plan P replaced it.
 void refuse_onto_plans(const std::string& out, const std::vector<CalibrationRun>& fit,
                        const std::vector<CalibrationRun>& held_out) {
@@ -207,6 +217,7 @@ int run_calibrate(const CalibrateFlags* f) {
   });
   for (const std::string& w : overfit_warnings(r)) std::cerr << "warning: " << w << "\n";
   refuse_worse_held_out(r, *f);
+  refuse_underdetermined(r, *f);
   if (!f->out.empty()) {
     const std::string comment = "fitted by `muonplan calibrate` to " + std::to_string(fit.size()) +
                                 " measured run(s); max error " +
@@ -244,7 +255,8 @@ Runner add_calibrate(CLI::App& app) {
                 "(metrics, or training runs with --training-run)")
       ->check(non_empty_path());
   c->add_flag("--force", f->force,
-              "Write --out even when the held-out error got worse; with --training-run, fit a "
+              "Write --out even when the held-out error got worse or the fit is underdetermined; "
+              "with --training-run, fit a "
               "constant that one run alone determines");
   c->add_option("--topology", f->topology, "Topology to start from (YAML)")
       ->capture_default_str()

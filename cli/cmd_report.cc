@@ -9,7 +9,7 @@
 #include "muonplan/planner/data_dir.h"
 #include "muonplan/planner/model_io.h"
 #include "muonplan/planner/model_resolve.h"
-#include "muonplan/planner/prime_rl.h"
+#include "muonplan/planner/plan_inputs.h"
 #include "muonplan/tools/report_data.h"
 #include "paths.h"
 
@@ -34,8 +34,8 @@ Runner add_report(CLI::App& app) {
   CLI::App* c = app.add_subcommand(
       "report", "Capacity report: memory, host RAM, step time and owner loads, with plots");
   c->add_option("--model", f->model,
-                "YAML spec, config.json or its directory, bundled name, or Hugging Face id")
-      ->required()
+                "YAML spec, config.json or its directory, bundled name, or Hugging Face id "
+                "(default: --trainer-config's [model] name)")
       ->check(non_empty_path());
   c->add_option("--topology", f->topology, "Cluster description (YAML)")
       ->capture_default_str()
@@ -61,15 +61,21 @@ Runner add_report(CLI::App& app) {
     inputs.push_back({"--trace", f->trace});
     for (const std::string& m : f->metrics) inputs.push_back({"--metrics", m});
     refuse_overlaps(inputs, {{"--out", f->out, true}});
-    const ResolvedModel model = resolve_model(f->model, {}, "--model");
-    inputs.push_back(resolved_model_input(f->model, model));
+    const PlanInputs plan_in = prepare_plan(f->model, f->flags);
+    inputs.push_back(resolved_model_input(f->model, plan_in.model));
     refuse_overlaps(inputs, {{"--out", f->out, true}});  // again with the model's file
-    const ModelSpec& spec = model.spec;
+    if (plan_in.trainer) {
+      for (const std::string& w : plan_in.trainer->warnings) std::cerr << "warning: " << w << "\n";
+    }
+    for (const std::string& o : plan_in.overrides) std::cerr << "note: " << o << "\n";
+    const ModelSpec& spec = plan_in.model.spec;
     const Topology topo = load_topology(f->topology);
-    // --runs-on prime-rl: prime-rl's defaults and rules, as plan takes them (prime_rl.h).
-    const PlanRequest request = runs_on_request(f->flags, false);
+    // prepare_plan takes --runs-on: prime-rl's defaults and rules, as plan takes them.
+    std::string layout_note;
+    const PlanRequest request = report_request(plan_in, f->flags, layout_note);
+    if (!layout_note.empty()) std::cerr << "note: " << layout_note << "\n";
     ReportInputs in;
-    in.model_path = f->model;
+    in.model_path = f->model.empty() ? plan_in.model.path : f->model;
     in.topology_path = f->topology;
     in.node_counts =
         f->nodes.empty() ? default_node_counts(topo) : parse_node_counts(f->nodes, topo.max_nodes);

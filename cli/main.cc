@@ -12,6 +12,7 @@
 #include "muonplan/base/error.h"
 #include "muonplan/base/suggest.h"
 #include "muonplan/planfile/plan_checks.h"
+#include "muonplan/planner/plan_flag_table.h"
 #include "muonplan/tools/child_process.h"
 
 // " while reading --model m.yaml, --plan p.json" for the input files given to the command that
@@ -44,6 +45,14 @@ std::string flag_suggestion(CLI::App& app, const CLI::ParseError& e) {
   std::istringstream args(what.substr(at + lead.size()));
   for (std::string arg; args >> arg;) {
     if (arg.rfind("--", 0) != 0) continue;
+    // A flag of plan's search that report leaves out (it sweeps them) is no typo: `report
+    // --offload full` was asked "did you mean --workload?".
+    for (const muonplan::PlanFlagInfo& info : muonplan::plan_flag_table()) {
+      if (info.search_only && cmd->get_name() == "report" &&
+          arg.substr(0, arg.find('=')) == "--" + info.name)
+        return " (report sweeps the node counts and offload modes: " +
+               arg.substr(0, arg.find('=')) + " is a flag of `muonplan plan`, which plans one)";
+    }
     const std::string meant = muonplan::closest_name(arg.substr(0, arg.find('=')), known);
     if (!meant.empty()) return " (did you mean " + meant + "?)";
   }

@@ -8,6 +8,7 @@
 
 #include "muonplan/base/error.h"
 #include "muonplan/base/paths.h"
+#include "muonplan/planner/topology.h"
 
 namespace muonplan::cli {
 namespace {
@@ -194,8 +195,13 @@ void refuse_repeated_runs(const std::vector<PathArg>& runs) {
 
 std::vector<PathArg> plan_inputs(const std::string& model, const std::string& topology,
                                  const PlanFlags& flags) {
-  return {{"--model", model},
-          {"--topology", topology},
+  // A bundled name or HF id is no path here: `report --model qwen3-8b --out .` in an empty
+  // folder was refused as if ./qwen3-8b were a file the report would replace. A name that is
+  // not a file is compared as the file it resolves to (resolved_model_input, the topology's
+  // bundled file).
+  std::error_code ec;
+  return {{"--model", fs::exists(model, ec) ? model : ""},
+          {"--topology", fs::exists(topology, ec) ? topology : resolve_topology_path(topology)},
           {"--workload", flags.workload},
           {"--trainer-config", flags.trainer_config}};
 }

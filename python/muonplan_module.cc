@@ -230,6 +230,10 @@ py::object cost_ns(int64_t rows, int64_t cols, int64_t batch, py::handle topolog
 }
 
 std::string node_counts_text(py::handle nodes) {
+  // True is an int to Python: its text "true" was refused as a node count, not as a type.
+  if (py::isinstance<py::bool_>(nodes))
+    throw py::type_error("report(): nodes: expected int, str or list, got bool " +
+                         py::repr(nodes).cast<std::string>());
   if (py::isinstance<py::list>(nodes) || py::isinstance<py::tuple>(nodes)) {
     std::string text;
     for (py::handle n : nodes) text += (text.empty() ? "" : ",") + option_text(n, "nodes");
@@ -254,12 +258,25 @@ py::object report(py::handle model, py::handle out, py::handle topology, py::han
   const PlanFlags flags = plan_flags_from_map(map);
   std::string out_dir;
   if (!as_path(out, out_dir, "out")) throw py::type_error("out: expected a path");
-  const ModelSpec spec = model_from(model);
-  const Topology topo = topology_from(topology);
-  const PlanRequest request = to_plan_request(flags);
-  ReportInputs in;
+  ModelSpec spec;
+  PlanRequest request;
   std::string path;
-  in.model_path = as_path(model, path, "model") ? path : "<model dict>";
+  ReportInputs in;
+  if (!flags.trainer_config.empty()) {  // as `muonplan report --trainer-config` reads it
+    if (!model.is_none() && !as_path(model, path, "model"))
+      throw py::type_error("model: expected a path or None with trainer_config");
+    const PlanInputs plan_in = prepare_plan(path, flags);
+    std::string note;
+    request = report_request(plan_in, flags, note);
+    spec = plan_in.model.spec;
+    in.model_path = path.empty() ? plan_in.model.path : path;
+  } else {
+    if (model.is_none()) throw InputError({}, "--model", "is required (or trainer_config=)");
+    spec = model_from(model);
+    request = runs_on_request(flags, false);  // --runs-on's defaults and rules, as the CLI's
+    in.model_path = as_path(model, path, "model") ? path : "<model dict>";
+  }
+  const Topology topo = topology_from(topology);
   in.topology_path = topology.is_none()                    ? default_topology()
                      : as_path(topology, path, "topology") ? path
                                                            : "<topology dict>";
@@ -382,6 +399,11 @@ PYBIND11_MODULE(muonplan, m) {
       "is the CLI's one line.";
   // InputError's message names the Python keyword where the CLI's names the flag (--lr -> lr).
   static py::exception<InputError> input_error(m, "InputError", PyExc_ValueError);
+  input_error.attr("__doc__") =
+      "Bad input: a value, file or combination the command line would refuse. A ValueError "
+      "whose message is the CLI's one line (FILE:LINE:COL: key: why, or keyword: why), with "
+      "each --flag written as its Python keyword. Types are checked before the values: a "
+      "keyword given the wrong type raises TypeError instead.";
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

@@ -19,7 +19,8 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 # report.md's text, and the helpers it shares with the plots (report.md_text: tests/cli).
-from report_markdown import (is_number, markdown, md_text, measured_pairs,  # noqa: E402,F401
+from report_markdown import (MAX_LAYOUT_LINES, is_number, layout_form,  # noqa: E402,F401
+                             layout_lines, markdown, md_text, measured_pairs, sweep_layouts,
                              variant_label)
 # The memory breakdown's groups (report.coinciding, report.memory_groups: tests/python).
 from report_memory import (MAX_MEMORY_GROUPS, coinciding, levels_line,  # noqa: E402,F401
@@ -76,6 +77,12 @@ def legend_below(fig, handles, bottom=0.0):
 def chosen_point(data):
     c = data["chosen"]
     return c["nodes"], c["offload"]
+
+
+def scope(data):
+    """What a plan without a workload covers, for every plot's title (issue 50 item 10): its
+    GPU peak has no activations and its time no forward or backward."""
+    return "" if data["inputs"].get("workload") is not None else ", optimizer step only"
 
 
 # ---------------------------------------------------------------- plots 1 and 2: sweep lines
@@ -209,7 +216,9 @@ def plot_sweep(data, key, limit, limit_label, ylabel, title, path):
     counts the sweep could not evaluate are shaded gaps, their reasons under the legend."""
     modes, variants = data["offload_modes"], data["optimizer_variants"]
     nodes = data["inputs"]["node_counts"]
-    gaps = gap_lines(sweep_gaps(data))
+    common, others = sweep_layouts(data)
+    shaded = sweep_gaps(data)
+    gaps = gap_lines(shaded) + layout_lines(others)  # the lines under the legend
     fig, axes = plt.subplots(1, len(modes), figsize=(13, 5.6 + 0.15 * len(gaps)), sharey=True)
     dodge = 0.06 * (max(nodes) - min(nodes) + 1) / 4  # overlapping lines stay visible
     same = coinciding_lines(data, key)
@@ -247,7 +256,7 @@ def plot_sweep(data, key, limit, limit_label, ylabel, title, path):
                        label="does not fit")]
     if limit is not None:
         handles.append(Line2D([], [], color="black", ls="--", lw=1.3, label=limit_label))
-    if gaps:
+    if shaded:
         handles.append(Patch(color="0.85", label="gap: not evaluated (below)"))
     # Under the panels: the legend, then the gaps' reasons, one 8.5 pt line each.
     fig_h_px = fig.get_size_inches()[1] * DPI
@@ -256,8 +265,11 @@ def plot_sweep(data, key, limit, limit_label, ylabel, title, path):
         fig.text(0.01, (4 + 14 * (len(gaps) - 1 - i)) / fig_h_px, line, fontsize=8.5,
                  ha="left", va="bottom", color="0.25")
     below = legend_below(fig, handles, gaps_h)
-    fig.suptitle(title, fontsize=12)
-    fig.tight_layout(rect=(0, below, 1, 0.97))
+    # The layout the plot holds, named; a point of another is named under the legend.
+    held = "" if common is None else \
+        f"\nlayout {common}" + (" (other points: below)" if others else " at every point")
+    fig.suptitle(title + scope(data) + held, fontsize=12)
+    fig.tight_layout(rect=(0, below, 1, 0.97 if not held else 0.93))
     save(fig, path)
     plt.close(fig)
 
@@ -280,7 +292,7 @@ def plot_memory(data, path):
                 f"Host RAM per node (busiest)\ntotal {host_total:.1f} GiB; limit "
                 f"{lim['host_ram_per_node_gib']:.0f} (dashed)", "GiB (2^30 bytes)")
     fig.suptitle(f"Memory of the chosen plan: {c['nodes']} node(s), offload {c['offload']}, "
-                 f"optimizer {c['optimizer']}", fontsize=12)
+                 f"optimizer {c['optimizer']}{scope(data)}", fontsize=12)
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     save(fig, path)
     plt.close(fig)
@@ -327,7 +339,8 @@ def plot_step(data, path):
     panels = 2 if training and p.get("training_step_s") is not None else 1
     fig, axes = plt.subplots(1, panels, figsize=(13 if panels == 2 else 10, 4.8), squeeze=False)
     hbars(axes[0][0], rows, p["optimizer_step_s"], "optimizer step",
-          f"Optimizer step, offload {c['offload']}: busy time per resource and pipelined total")
+          f"Optimizer step, offload {c['offload']}: busy time per resource and pipelined "
+          f"total{scope(data)}")
     kinds = sorted({r[2] for r in rows})
     if panels == 2:
         trows = [(t["name"], t["s"], "training-step term") for t in training]
@@ -397,7 +410,7 @@ def plot_owners(data, path):
     shown = (f"{MAX_RANK_BARS} quantiles of the ranks, busiest first" if quantiles
              else "sorted, busiest first")
     axes[0].set_title(f"Per-rank loads under each owner strategy ({c['world_size']} ranks, "
-                      f"{shown})")
+                      f"{shown}){scope(data)}")
     below = legend_below(fig, [Line2D([], [], color="black", ls="--", label="mean over ranks"),
                                Line2D([], [], color="black", marker="v", ls="",
                                       label="max (busiest rank)")])
@@ -433,7 +446,7 @@ def plot_measured(data, path):
     ax.set_xticks(range(len(keys)))
     ax.set_xticklabels(keys, rotation=90)  # long names, one per bar group
     ax.set_ylabel("measured / predicted")
-    ax.set_title("Measured over predicted, per figure (1 = exact)")
+    ax.set_title("Measured over predicted, per figure (1 = exact)" + scope(data))
     ax.legend(frameon=True, loc="upper right")
     values = [v for _, pairs in runs for _, p, m in pairs for v in (p, m) if v > 0]
     if values:
@@ -472,7 +485,7 @@ def gantt_rows(trace):
 def plot_gantt(data, path):
     """The predicted pipeline (one row per resource), and beside it the measured step (one row
     per rank and resource) when a trace was given; one color per stage category."""
-    panels = [("Predicted (planner's simulator)", data["predicted_trace"])]
+    panels = [("Predicted (planner's simulator)" + scope(data), data["predicted_trace"])]
     if data.get("measured_trace"):
         panels.append(("Measured (muonplan execute --trace)", data["measured_trace"]))
     cats = sorted({e["cat"] for _, t in panels for e in t["traceEvents"]

@@ -1,5 +1,7 @@
 """report.md's text: every number from report-data.json, one function per section
-(report.py draws the plots and calls markdown())."""
+(report.py draws the plots and calls markdown()), and each sweep point's layout, which the
+plots name too."""
+import textwrap
 
 # How report.md prints the plan's term units (plan.json's `terms`: gib, gb, s).
 UNIT_LABELS = {"gib": "GiB", "gb": "GB", "s": "s"}
@@ -141,6 +143,57 @@ def md_chosen(data, images):
     return out
 
 
+def layout_form(point):
+    """A sweep point's layout, as one can hold it across node counts: the FSDP group's share of
+    the world (all of it but CP and replicas), cp and ep."""
+    lay = point["layout"]
+    replicas = point["world_size"] // (lay["fsdp"] * lay["cp"])
+    rest = f", dp_replicate={replicas}" if replicas > 1 else ""
+    fsdp = "fsdp=all GPUs" if lay["cp"] == 1 else "fsdp=GPUs/cp"
+    return f"{fsdp}, cp={lay['cp']}, ep={lay['ep']}{rest}"
+
+
+def common_layout(forms):
+    """The layout most points have (the first in sorted order among equals)."""
+    return max(sorted(set(forms)), key=forms.count)
+
+
+# The footnote names at most this many point groups of another layout; the rest are counted.
+MAX_LAYOUT_LINES = 3
+
+
+def sweep_layouts(data):
+    """(the layout most evaluated points have, [(layout, mode, [variants], [nodes])] for the
+    others): every point is labelled, by the plot's title or by a footnote line."""
+    pts = [p for p in data["sweep"] if p["evaluated"]]
+    if not pts:
+        return None, []
+    forms = [layout_form(p) for p in pts]
+    common = common_layout(forms)
+    groups = {}
+    for p, form in zip(pts, forms):
+        if form != common:
+            groups.setdefault((form, p["offload"], p["optimizer"]), []).append(p["nodes"])
+    merged = {}  # variants with the same layout at the same counts share a line
+    for (form, mode, variant), nodes in groups.items():
+        merged.setdefault((form, mode, tuple(nodes)), []).append(variant)
+    return common, [(form, mode, variants, list(nodes))
+                    for (form, mode, nodes), variants in merged.items()]
+
+
+def layout_lines(others, width_chars=150):
+    out = []
+    for form, mode, variants, nodes in others[:MAX_LAYOUT_LINES]:
+        names = " and ".join(variant_label(v) for v in variants)
+        counts = ", ".join(str(n) for n in nodes)
+        out += textwrap.wrap(f"Layout {form} at offload {mode}, {names}: {counts} node(s)",
+                             width_chars)
+    rest = sum(len(v) * len(n) for _, _, v, n in others[MAX_LAYOUT_LINES:])
+    if rest:
+        out.append(f"{rest} more point(s) of other layouts: report.md, the sweep table")
+    return out
+
+
 def md_sweep(data):
     """GPU peak and host RAM of every configuration of the sweep."""
     nodes, asked = data["sweep_node_counts"], data["inputs"]["node_counts"]
@@ -148,8 +201,11 @@ def md_sweep(data):
                [f"The sweep is sampled: {len(nodes)} of the {len(asked)} node counts asked "
                 f"({asked[0]} to {asked[-1]}), evenly spaced, the chosen one among them; the "
                 "decision above searched them all.", ""])
+    forms = [layout_form(p) for p in data["sweep"] if p["evaluated"]]
+    common = common_layout(forms) if forms else "-"
     out = ["## Every configuration of the sweep", ""] + sampled + [
-            "GPU peak GiB per rank / host RAM GiB per node; a trailing `*` marks a fit.", "",
+            "GPU peak GiB per rank / host RAM GiB per node; a trailing `*` marks a fit; "
+            f"layout {common} unless the cell names another.", "",
             "| nodes | offload | " + " | ".join(variant_label(v) for v in data["optimizer_variants"])
             + " |", "| ---: | --- |" + " ---: |" * len(data["optimizer_variants"])]
     notes = []
@@ -165,8 +221,10 @@ def md_sweep(data):
                         notes.append(pt["note"])
                 else:
                     q = pt["predicted"]
+                    form = layout_form(pt)
                     cells.append(f"{q['gpu_peak_gib']:.1f} / {q['host_ram_per_node_gib']:.0f}"
-                                 f"{' *' if pt['fits'] else ''}")
+                                 f"{' *' if pt['fits'] else ''}"
+                                 f"{'' if form == common else ' (' + form + ')'}")
             out.append(f"| {n} | {mode} | " + " | ".join(cells) + " |")
     if notes:
         out += ["", "`-`: not evaluated: " + "; ".join(notes) + "."]

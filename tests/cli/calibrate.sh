@@ -53,8 +53,20 @@ PY
 # the text prints the held-out error before and after.
 "$bin" calibrate --topology "$root/topologies/cpu-ci.yaml" --metrics dense-none.metrics.json \
   --holdout moe-full.metrics.json >"$work/one.txt" 2>"$work/one.err"
-grep -qx "warning: 8 constants fitted to 2 measured figures: the fit is underdetermined (more runs, or runs with measured.busy_s, pin them down); check it on a held-out run (--holdout)" \
+# The warning names only what would help: the run has busy_s and a run is held out.
+grep -qx "warning: 8 constants fitted to 2 measured figures: the fit is underdetermined (more runs pin them down)" \
   "$work/one.err" && ok || bad "underdetermined fit: $(cat "$work/one.err")"
+# Without busy_s and without a held-out run, the warning names both; with --out the fit is not
+# written (exit 2) unless --force (issue 50 item 8).
+edit_json dense-none.metrics.json "$work/nobusy.json" "
+del p['measured']['busy_s']
+p['plan'] = '$PWD/' + p['plan']"
+under=(--topology "$root/topologies/cpu-ci.yaml" --metrics "$work/nobusy.json" --out "$work/under.yaml")
+"$bin" calibrate "${under[@]}" >/dev/null 2>"$work/err"; rc=$?
+[ $rc = 2 ] && grep -qx "warning: 8 constants fitted to 1 measured figures: the fit is underdetermined (more runs, or measured.busy_s in the 1 run(s) without it, pin them down); check it on a held-out run (--holdout)" "$work/err" \
+  && [ "$(tail -1 "$work/err")" = "--out: $work/under.yaml not written: the fit is underdetermined (the warning above says what would pin it down); --force writes it anyway" ] \
+  && [ ! -e "$work/under.yaml" ] && ok || bad "underdetermined --out: exit $rc: $(cat "$work/err")"
+"$bin" calibrate "${under[@]}" --force >/dev/null 2>&1 && [ -s "$work/under.yaml" ] && ok || bad "underdetermined --force"
 grep -qx "held-out error: 59.6% before, 12.5% after" "$work/one.txt" && ok || bad "held-out line: $(tail -2 "$work/one.txt")"
 # A fit whose held-out error got worse is not written (calibrated topology, one run refitted),
 # unless --force.
@@ -98,7 +110,9 @@ m['gpu_runtime'] = {'pool_reserved_high_gib': reserved, 'pool_used_high_gib': m[
                     'device_used_gib': reserved + $3}
 p['plan'] = '$PWD/' + p['plan']"
 done
-calibrate_ok "calibrate gpu_runtime" --topology "$root/topologies/h200-ib.yaml" \
+# Two CPU runs on h200-ib fit 10 constants to 8 figures: underdetermined, written with --force
+# (what is checked here is the overheads the gpu_runtime figures determine).
+calibrate_ok "calibrate gpu_runtime" --topology "$root/topologies/h200-ib.yaml" --force \
   --metrics "$work/dense-none.gpu.json" --metrics "$work/moe-none.gpu.json" --out "$work/gpu.yaml" --json
 cp "$work/out" "$work/g.json"
 "$py" - "$work/g.json" <<'PY' && ok || bad "overheads fitted from gpu_runtime"

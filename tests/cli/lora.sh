@@ -60,8 +60,15 @@ sed 's/type = "adamw"/type = "muon"/' $ex >"$work/muon.toml"
 EXPECT_MATCH=suffix expect file-muon 2 "trainer.optim.type: Muon on LoRA adapters is not planned (prime-rl's LoRA runs train the adapters with AdamW); plan LoRA with --optimizer adamw" \
   "$bin" plan --trainer-config "$work/muon.toml" --json
 grep -v optim_cpu_offload $ex >"$work/offload.toml"
-EXPECT_MATCH=suffix expect file-offload 2 "trainer.max_concurrent_runs: prime-rl refuses optim_cpu_offload with max_concurrent_runs > 1 (optim_cpu_offload defaults to true: write optim_cpu_offload = false)" \
+EXPECT_MATCH=suffix expect file-offload 2 "trainer.max_concurrent_runs: prime-rl refuses optim_cpu_offload with max_concurrent_runs > 1 (optim_cpu_offload defaults to true on 2026-08-21: write optim_cpu_offload = false)" \
   "$bin" plan --trainer-config "$work/offload.toml" --json
+# Before 2026-06-26 optim_cpu_offload defaulted to false (the version table): a 2026-02-26 file
+# with max_concurrent_runs > 1 and no optim_cpu_offload ran as written, and is planned without
+# offload (issue 50 item 5: prime_rl_lora.cc assumed today's default).
+sed 's/^group_size/rollouts_per_example/' "$work/offload.toml" >"$work/offload-feb.toml"
+expect file-offload-feb 0 "" "$bin" plan --trainer-config "$work/offload-feb.toml" \
+  --prime-rl-version 2026-02-26 --json
+json_check file-offload-feb "$work/out" 'assert d["offload"] == "none", d["offload"]'
 
 # Targets that match no module adapt nothing (issue 46 item 12): 0 tensors planned "fits" and
 # execute ran it, saving an empty checkpoint. Refused by plan (flag, TOML) and by execute.

@@ -13,7 +13,7 @@ cut57="$(printf 'y%.0s' $(seq 57))..."
 "$py" -c "open('$work/big.toml', 'w').write('seq_len = 4096\n[model]\nname = \"' + 'x' * 3000000 + '\"\n')"
 x57="$(printf 'x%.0s' $(seq 57))..."
 EXPECT_TIMEOUT=10 EXPECT_VMEM_KB=2000000 expect "3 MB model name" 2 \
-  "$work/big.toml:3:8: model.name: '$x57' not found; looked in: $x57 (no such file or directory); the bundled specs' names and hf_id (muonplan inspect --list) (nothing is downloaded)" \
+  "$work/big.toml:3:8: model.name: '$x57' not found; looked in: $x57 (no such file or directory); the bundled specs' names and hf_id (muonplan inspect --list) (nothing is downloaded); --model PATH (a spec, config.json or a bundled name) overrides the file's name" \
   "$bin" plan --trainer-config "$work/big.toml"
 
 # 100 kB values of flags: each quoted cut at 60 characters.

@@ -107,8 +107,10 @@ round_trip_file sft-file tests/data/prime-rl/sft.toml
 round_trip_file old-rl tests/data/prime-rl/rl-old.toml
 round_trip_file sft-inference tests/data/prime-rl/sft-inference.toml --nodes 2 -- deployment.num_train_gpus
 round_trip_file trainer-file tests/data/prime-rl/trainer-fake.toml
-# A trainer file has no world keys: torchrun's flags are a comment.
-"$bin" plan --trainer-config tests/data/prime-rl/trainer-fake.toml --nodes 2 --emit prime-rl 2>/dev/null |
+# A trainer file has no world keys: torchrun's flags are a comment (the world from the flags;
+# without them one process on one GPU).
+"$bin" plan --trainer-config tests/data/prime-rl/trainer-fake.toml --nodes 2 --gpus-per-node 8 \
+  --emit prime-rl 2>/dev/null |
   grep -q '^# world: torchrun --nnodes 2 --nproc-per-node 8$' && ok || bad "trainer file: no torchrun comment"
 round_trip_file slurm-era tests/data/prime-rl/rl-slurm-era.toml --nodes 4
 round_trip_file slurm-table tests/data/prime-rl/rl-slurm-table.toml --nodes 4

@@ -111,6 +111,21 @@ assert len(step) == 1 and step[0]["run"].endswith("bench-qwen3-0.6b-h100-rl.yaml
 assert step[0]["rel_error_after"] == step[0]["rel_error_before"], step
 c = d["constants"]["calibration.training_gemm_efficiency"]
 assert not c["fitted"] and c["after"] == 0.75 and "--force" in c["note"], c'
+# A run's topology is matched by what it loads to, not by its spelling (issue 50 item 6): a path
+# from here loads h100-ib and is fitted; a file beside the run that loads h200-ib is skipped,
+# naming both.
+mkdir -p "$work/bypath"
+sed -e 's|^topology: h100-ib|topology: topologies/h100-ib.yaml|' "$tr/bench-qwen3-0.6b-h100-rl.yaml" \
+  >"$work/bypath/h100-path.yaml"
+cp topologies/h200-ib.yaml "$work/bypath/local-h200.yaml"
+sed -e 's|^topology: h100-ib|topology: local-h200.yaml|' "$tr/bench-qwen3-0.6b-h100-rl.yaml" \
+  >"$work/bypath/h200-beside.yaml"
+expect topology-by-path 0 "skipped $work/bypath/h200-beside.yaml: measured on local-h200.yaml (h200-ib), not h100-ib" \
+  "$bin" calibrate --topology "$work/h100.yaml" --json \
+  --training-run "$work/bypath/h100-path.yaml" --training-run "$work/bypath/h200-beside.yaml"
+json_check "topology by path" "$work/out" '
+step = [r for r in d["residuals"] if r["figure"] == "training_step_s"]
+assert [r["run"].rsplit("/", 1)[1] for r in step] == ["h100-path.yaml"], step'
 # The GPU peak (reserved) of every trainer-benchmark run: torch's max_memory_reserved against
 # the simulated allocator's segments. pytorch.backward_temporaries_fraction is the least-squares
 # fit over the three H200 runs (the shipped value comes back); each run's error is checked at

@@ -57,12 +57,14 @@ expect "fewer rows than ranks" 2 "--tokens-per-step: 1 sequences per step do not
 expect "rows not whole per rank" 2 "--tokens-per-step: 12 sequences per step do not split over 8 data-parallel groups (world 8 / cp 1) x 1 sequences per micro step; the nearest that do: 32768 or 65536 tokens" \
   "$bin" plan "${q[@]}" --tokens-per-step $((12 * 4096)) --layout fsdp=8 --json
 # A trainer config's batch is planned as prime-rl deals it out (rounded up to whole rows for
-# the world), with a note naming both figures: the standalone trainer's [data.fake] too.
+# the world), with a note naming both figures: the standalone trainer's [data.fake] too (on
+# torchrun's 8 processes: alone it is one).
 printf '[model]\nname = "Qwen/Qwen3-0.6B"\nseq_len = 4096\n[data.fake]\nbatch_size = 2\n' >"$work/fake.toml"
-"$bin" plan --trainer-config "$work/fake.toml" --json >"$work/fake.json" 2>"$work/fake.err" &&
+"$bin" plan --trainer-config "$work/fake.toml" --gpus-per-node 8 --json >"$work/fake.json" \
+  2>"$work/fake.err" &&
   json_check fake-rows "$work/fake.json" '
-assert d["workload"]["tokens_per_step"] == 32768, d["workload"]
-n = "8192 tokens planned as 32768: whole rows of 4096 for 8 workers (world / cp)"
-assert n in d["trainer_config"]["notes"], d["trainer_config"]["notes"]' ||
-  bad "fake batch note: $(cat "$work/fake.err")"
+assert d["workload"]["tokens_per_step"] == 32768, d["workload"]' ||
+  bad "fake batch: $(cat "$work/fake.err")"
+grep -qx "note: 8192 tokens planned as 32768: whole rows of 4096 for the 8 workers of --nodes 1" \
+  "$work/fake.err" && ok || bad "fake batch note: $(cat "$work/fake.err")"
 finish

@@ -3,7 +3,9 @@ plan, topology or model dict is an InputError naming its key (JSON has neither; 
 to fail with its parser's text as a RuntimeError); 2**62 tokens per step is refused at once,
 naming the micro-step count; and Ctrl-C ends a long search with KeyboardInterrupt instead of
 running on to the end (the search checks for signals between candidates); LoRA targets given
-as bytes, None or [] are refused, and targets that match nothing adapt nothing (issue 46). ctest sets
+as bytes, None or [] are refused, and targets that match nothing adapt nothing (issue 46); values
+are checked by their Python type before they become flag text, and every exception class says
+what it is (issue 50 item 9). ctest sets
 PYTHONPATH and what testenv.py reads (tests/CMakeLists.txt)."""
 import os
 import signal
@@ -142,3 +144,74 @@ class LoraTargets(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TypedKeywords(unittest.TestCase):
+    """A keyword's value is checked by its Python type, naming the keyword: True was the flag
+    text "true" (refused as a node count, "got 'true'") and "0.01" the number 0.01."""
+
+    def refused(self, fn=None, **options):
+        with self.assertRaises(TypeError) as e:
+            (fn or muonplan.plan)("tiny-moe", topology=TOPO, **options)
+        return str(e.exception)
+
+    def test_wrong_types(self):
+        self.assertEqual(self.refused(nodes=True), "plan(): nodes: expected int or str, got bool True")
+        self.assertEqual(self.refused(nodes=1, lr="0.01"),
+                         "plan(): lr: expected float, got str '0.01'")
+        self.assertEqual(self.refused(nodes=1, gpus_per_node=4.0),
+                         "plan(): gpus_per_node: expected int, got float 4.0")
+        self.assertEqual(self.refused(nodes=1, ac_offload=1),
+                         "plan(): ac_offload: expected bool, got int 1")
+        self.assertEqual(self.refused(nodes=1, momentum=False),
+                         "plan(): momentum: expected float, got bool False")
+        self.assertEqual(self.refused(nodes=1, optimizer=1),
+                         "plan(): optimizer: expected str, got int 1")
+        self.assertEqual(self.refused(nodes=1, layout=["fsdp=4"]),
+                         "plan(): layout: expected str or dict, got list ['fsdp=4']")
+
+    def test_report_nodes(self):
+        with tempfile.TemporaryDirectory() as d:
+            with self.assertRaises(TypeError) as e:
+                muonplan.report("tiny-moe", d, TOPO, nodes=True)
+        self.assertEqual(str(e.exception), "report(): nodes: expected int, str or list, got bool True")
+
+    def test_right_types_plan_as_the_text(self):
+        # An int for a float, a float for a float, a str enum: the same plan as their text.
+        a = muonplan.plan("tiny-moe", topology=TOPO, nodes=1, lr=1, optimizer="muon")
+        b = muonplan.plan("tiny-moe", topology=TOPO, nodes="1", lr=1.0)
+        self.assertEqual(a, b)
+        self.assertEqual(a["optimizer_config"]["lr"], 1.0)
+
+    def test_enum_value_named(self):
+        with self.assertRaises(muonplan.InputError) as e:
+            muonplan.plan("tiny-moe", topology=TOPO, nodes=1, optimizer="sgd")
+        self.assertTrue(str(e.exception).startswith("optimizer: "), str(e.exception))
+
+
+class ExceptionDocs(unittest.TestCase):
+    def test_every_exception_class_has_a_docstring(self):
+        classes = [getattr(muonplan, n) for n in dir(muonplan)
+                   if isinstance(getattr(muonplan, n), type)
+                   and issubclass(getattr(muonplan, n), BaseException)]
+        self.assertIn(muonplan.InputError, classes)
+        for c in classes:
+            with self.subTest(name=c.__name__):
+                self.assertTrue(c.__doc__ and len(c.__doc__) > 40, c.__doc__)
+                self.assertIsNot(c.__doc__, ValueError.__doc__)
+
+
+class ReportTrainerConfig(unittest.TestCase):
+    def test_report_reads_a_trainer_config(self):
+        # As `muonplan report --trainer-config`: the file's model and workload, its cp and ep
+        # held with FSDP over each count's GPUs (issue 50 item 7).
+        with tempfile.TemporaryDirectory() as d:
+            r = muonplan.report(None, os.path.join(d, "rep"), nodes=[1, 2],
+                                trainer_config=path("examples/prime-rl/qwen3-30b-a3b-rl.toml"))
+        data = r["data"]
+        self.assertTrue(data["inputs"]["model_path"].endswith("qwen3-30b-a3b.yaml"))
+        self.assertIsNotNone(data["inputs"]["workload"])
+        pts = [p for p in data["sweep"] if p["evaluated"]]
+        self.assertEqual({p["nodes"] for p in pts}, {1, 2})
+        self.assertTrue(all(p["layout"]["ep"] == 8 and p["layout"]["fsdp"] == p["world_size"]
+                            for p in pts), pts)

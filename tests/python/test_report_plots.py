@@ -2,7 +2,9 @@
 models, with and without a workload, has no text outside the figure and no two texts
 overlapping (reports/check_plot_text.py); the memory breakdown names at most 8 groups that add
 up to the plan's figures; node counts the workload cannot use are a gap with its reason; lines
-that coincide say so."""
+that coincide say so; every sweep point's layout is named, by the title (the layout the plot
+holds) or by a line under the legend, and a plan without a workload says "optimizer step only"
+in every plot's title (issue 50 item 10)."""
 import json
 import os
 import subprocess
@@ -102,6 +104,66 @@ class PlotText(unittest.TestCase):
         workload = [t for t in texts if t.startswith("GPU workload: ")]
         self.assertEqual(len(workload), 1, texts)
         self.assertRegex(workload[0], r"^GPU workload: \d+\.\d\d GiB \(7 terms\)$")
+
+
+    def test_without_a_workload_every_title_says_optimizer_step_only(self):
+        for (tag, plot), texts in self.texts.items():
+            with self.subTest(tag=tag, plot=plot):
+                said = any("optimizer step only" in t for t in texts)
+                self.assertEqual(said, "+workload" not in tag, texts)
+
+    def test_every_sweep_point_has_its_layout_named(self):
+        for (tag, plot), texts in self.texts.items():
+            if not plot.endswith("_vs_nodes.png"):
+                continue
+            with self.subTest(tag=tag, plot=plot):
+                (title,) = [t for t in texts if "\nlayout fsdp=" in t]
+                others = [t for t in texts if t.startswith("Layout fsdp=")]
+                self.assertEqual(title.endswith("(other points: below)"), bool(others), texts)
+                self.assertEqual(title.endswith(" at every point"), not others, texts)
+        # GLM-4.5-Air without a workload: Muon under full offload takes ep=8 at 3 nodes (its
+        # GPU peak line went 26.7 -> 20.2 -> 13.8 GiB over three layouts, unlabelled).
+        texts = self.texts[("glm-4.5-air", "gpu_peak_vs_nodes.png")]
+        self.assertIn("GPU memory per rank vs node count, optimizer step only\nlayout "
+                      "fsdp=all GPUs, cp=1, ep=1 (other points: below)", texts)
+        self.assertTrue(any(t.startswith("Layout fsdp=all GPUs, cp=1, ep=8 at offload full, "
+                                         "Muon (fp32 momentum)") for t in texts), texts)
+
+
+class SweepLayouts(unittest.TestCase):
+    """Each point's layout: the most common one in the title, every other one's points listed
+    (mode, variants, node counts); past MAX_LAYOUT_LINES groups, a count."""
+
+    @staticmethod
+    def point(nodes, mode, variant, ep, cp=1, replicas=1):
+        world = 8 * nodes
+        return {"nodes": nodes, "offload": mode, "optimizer": variant, "evaluated": True,
+                "world_size": world, "layout": {"fsdp": world // (cp * replicas), "cp": cp,
+                                                "ep": ep}}
+
+    def test_common_and_others(self):
+        pts = [self.point(n, m, v, 1) for n in (1, 2, 4) for m in ("none", "full")
+               for v in ("muon", "adamw")]
+        pts[-1] = self.point(4, "full", "adamw", 8)
+        pts[-2] = self.point(4, "full", "muon", 8)
+        pts.append(self.point(8, "none", "muon", 1, cp=2, replicas=2))
+        common, others = report.sweep_layouts({"sweep": pts})
+        self.assertEqual(common, "fsdp=all GPUs, cp=1, ep=1")
+        self.assertEqual(others, [("fsdp=all GPUs, cp=1, ep=8", "full", ["muon", "adamw"], [4]),
+                                  ("fsdp=GPUs/cp, cp=2, ep=1, dp_replicate=2", "none", ["muon"],
+                                   [8])])
+        self.assertEqual(report.layout_lines(others),
+                         ["Layout fsdp=all GPUs, cp=1, ep=8 at offload full, Muon (fp32 "
+                          "momentum) and AdamW: 4 node(s)",
+                          "Layout fsdp=GPUs/cp, cp=2, ep=1, dp_replicate=2 at offload none, "
+                          "Muon (fp32 momentum): 8 node(s)"])
+
+    def test_past_the_lines_shown_the_points_are_counted(self):
+        others = [(f"fsdp=all GPUs, cp=1, ep={e}", "none", ["muon", "adamw"], [1, 2])
+                  for e in (2, 4, 8, 16, 32)]
+        lines = report.layout_lines(others)
+        self.assertEqual(len(lines), report.MAX_LAYOUT_LINES + 1)
+        self.assertEqual(lines[-1], "8 more point(s) of other layouts: report.md, the sweep table")
 
 
 class Checker(unittest.TestCase):

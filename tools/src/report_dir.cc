@@ -52,6 +52,11 @@ ReportDir::ReportDir(const std::string& dir_arg, const DirOwner& owner) : owner_
   if (dir.filename().empty()) dir = dir.parent_path();  // "out/" names out
   if (dir_arg.empty()) throw InputError({}, owner.flag, "an empty path; give a directory");
   if (dir.empty() || dir == "." || dir == "..") refuse(owner, dir_arg, "is a working directory");
+  // The same by another spelling (`--out "$PWD"`): the new directory is renamed into place, so
+  // the shell would be left in the removed one.
+  std::error_code cwd_ec;
+  if (fs::equivalent(dir, fs::current_path(cwd_ec), cwd_ec) && !cwd_ec)
+    refuse(owner, dir_arg, "is the working directory");
   dir_ = dir.string();
   // Resolved, dangling links followed: `rep -> ck/rep` would put the report inside ck.
   refuse_inside_checkpoint(owner.flag, dir_);

@@ -350,11 +350,10 @@ const std::vector<Entry>& setters() {
         {"host-headroom", headroom(&PlanFlags::host_headroom), false,
          "Fraction of host RAM the fit keeps free (default: 0.05 pytorch, 0 muonplan)"},
         {"trainer-config", path(&PlanFlags::trainer_config), false,
-         "prime-rl trainer config (RL or SFT; docs/trainer-config.md)", true},
+         "prime-rl trainer config (RL or SFT; docs/trainer-config.md)"},
         {"prime-rl-version", text(&PlanFlags::prime_rl_version), false,
          "The trainer config's prime-rl as a date YYYY-MM-DD: its defaults apply where the file is "
-         "silent (default: the newest known)",
-         true},
+         "silent (default: the newest known)"},
     };
     t.insert(t.end(), rest.begin(), rest.end());
     return t;

@@ -24,7 +24,14 @@ PlanInputs prepare_plan(const std::string& model, PlanFlags flags) {
   } else {
     const TrainerConfig& tc = *in.trainer;
     // RL files name it in [model] (shared) or [trainer.model]; the error points at the line.
-    in.model = resolve_model(tc.model_name, tc.model_at, "model.name");
+    try {
+      in.model = resolve_model(tc.model_name, tc.model_at, "model.name");
+    } catch (const InputError& e) {  // the fix, where the file names a model not found here
+      throw InputError(e.loc(), e.field(),
+                       e.message() +
+                           "; --model PATH (a spec, config.json or a bundled name) "
+                           "overrides the file's name");
+    }
   }
   if (in.trainer) apply_trainer_config(*in.trainer, in.model.spec, flags, in.overrides);
   // --runs-on prime-rl on the flag path: prime-rl's defaults where no flag was given, kept in

@@ -59,12 +59,14 @@ void read_precision(const TrainerFile& f, TrainerConfig& tc) {
 
 }  // namespace
 
-// A standalone trainer file has no world: torchrun's --nnodes x --nproc-per-node set it, so
-// the flags do; `# muonplan: nodes` and `gpus_per_node` (what --emit prime-rl writes) carry it
-// in the file; else one node of 8 GPUs.
+// A standalone trainer file has no world: `uv run trainer @ FILE` is one process on one GPU,
+// and torchrun's --nnodes x --nproc-per-node make it more; the flags say which (one GPU when
+// they are not given), and the note says what was assumed (issue 50 item 5: 8 GPUs were
+// assumed, a world the command line never asked for). `# muonplan: nodes` and `gpus_per_node`
+// (what --emit prime-rl writes) carry a planned world in the file.
 void read_torchrun_world(const TrainerFile& f, TrainerConfig& tc) {
   tc.nodes = static_cast<int>(f.integer("muonplan", "nodes", 1));
-  tc.gpus_per_node = static_cast<int>(f.integer("muonplan", "gpus_per_node", 8));
+  tc.gpus_per_node = static_cast<int>(f.integer("muonplan", "gpus_per_node", 1));
   tc.single_node = false;
   if (f.get("muonplan", "nodes") || f.get("muonplan", "gpus_per_node")) {
     tc.values.push_back(f.value("nodes", std::to_string(tc.nodes), "muonplan", "nodes"));
@@ -75,10 +77,11 @@ void read_torchrun_world(const TrainerFile& f, TrainerConfig& tc) {
   const SourceLoc none{f.path(), 0, 0};
   tc.values.push_back({"nodes", "1", none, "torchrun --nnodes (not in a trainer file)"});
   tc.values.push_back(
-      {"gpus-per-node", "8", none, "torchrun --nproc-per-node (not in a trainer file)"});
+      {"gpus-per-node", "1", none, "one process: uv run trainer @ FILE (not in a trainer file)"});
   tc.notes.push_back(
-      "standalone trainer file: torchrun sets its world (--nnodes x --nproc-per-node), not the "
-      "file; planned as --nodes 1 --gpus-per-node 8 unless those flags say otherwise");
+      "standalone trainer file: its world is the launch's, not the file's; planned as one "
+      "process on one GPU (uv run trainer @ FILE) unless --gpus-per-node G (torchrun "
+      "--nproc-per-node G) and --nodes N (--nnodes N) say otherwise");
 }
 
 // The rl launchers before [deployment]: rl_slurm's top-level num_train_nodes (older
@@ -217,6 +220,11 @@ void read_parallel(const TrainerFile& f, TrainerConfig& tc) {
                        " = auto: min(world / dp_replicate, 8) for MoE, else 1");
 }
 
+std::string optim_cpu_offload_on(const TrainerFile& f) {
+  if (f.get("model", "optim_cpu_offload")) return "the file sets optim_cpu_offload = true";
+  return "optim_cpu_offload defaults to true on " + f.defaults().date;
+}
+
 namespace {
 
 std::string read_offload(const TrainerFile& f, TrainerConfig& tc, const std::string& optimizer) {
@@ -229,8 +237,9 @@ std::string read_offload(const TrainerFile& f, TrainerConfig& tc, const std::str
   if (int(optim) + int(full) + int(fsdp) + int(!ours.empty()) > 1) {
     const std::string key = full ? "full_offload" : fsdp ? "fsdp_cpu_offload" : "optim_cpu_offload";
     f.fail("model", f.get("model", key) ? key : "optim_cpu_offload",
-           "at most one of optim_cpu_offload, full_offload, fsdp_cpu_offload (optim_cpu_offload "
-           "defaults to true: write optim_cpu_offload = false)");
+           "at most one of optim_cpu_offload, full_offload, fsdp_cpu_offload" +
+               (optim ? " (" + optim_cpu_offload_on(f) + ": write optim_cpu_offload = false)"
+                      : std::string()));
   }
   if (full && optimizer == "muon")
     f.fail("model", "full_offload", "prime-rl takes full_offload only with adamw and sign_sgd");

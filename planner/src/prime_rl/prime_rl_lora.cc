@@ -14,11 +14,14 @@ void read_lora(const TrainerFile& f, TrainerConfig& tc) {
   if (f.get("trainer", "max_concurrent_runs") && f.get("", "max_concurrent_runs"))
     f.fail("", "max_concurrent_runs", "also given in [trainer]; give one of them");
   const int64_t runs = f.integer(runs_table, "max_concurrent_runs", 1);
-  if (runs > 1 && f.boolean("model", "optim_cpu_offload", true) &&
+  // optim_cpu_offload's default is the file's era's (prime_rl_versions.cc): off before
+  // 2026-06-26, when a 2026-02-26 file ran max_concurrent_runs > 1 as written.
+  const bool offload_default = f.defaults().optim_cpu_offload;
+  if (runs > 1 && f.boolean("model", "optim_cpu_offload", offload_default) &&
       !f.section("model", "full_offload", false))
     f.fail(runs_table, "max_concurrent_runs",
-           "prime-rl refuses optim_cpu_offload with max_concurrent_runs > 1 (optim_cpu_offload "
-           "defaults to true: write optim_cpu_offload = false)");
+           "prime-rl refuses optim_cpu_offload with max_concurrent_runs > 1 (" +
+               optim_cpu_offload_on(f) + ": write optim_cpu_offload = false)");
   if (!f.section("model", "lora", false)) return;
   const int64_t rank = f.integer("model", "lora.rank", kLoraDefaultRank);
   tc.values.push_back(f.value("lora-rank", std::to_string(rank), "model",

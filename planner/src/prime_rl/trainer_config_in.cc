@@ -205,8 +205,9 @@ TomlNode muonplan_comments(const std::string& text, const std::string& path) {
 // The schema, by what only one schema has: [trainer], [orchestrator] or an rl launcher's world
 // keys are RL; [data] with SFT's keys (anything but fake) is SFT; [data.fake], [loss],
 // [weight_broadcast] or [model] seq_len is the standalone trainer's (`trainer @ FILE`). Online
-// evals put [inference] in SFT files too, so it decides nothing. Else [optim] or model keys
-// besides name: SFT; else RL.
+// evals put [inference] in SFT files too, so it decides nothing. Else SFT: prime-rl's RLConfig
+// takes its trainer and orchestrator from [trainer] and [orchestrator], so a file with neither
+// is not an RL file (configs/ci/slim_sft.toml, [model] and top-level keys, was read as RL).
 void set_schema(const TomlNode& root, TrainerConfig& tc) {
   for (const char* k : {"trainer", "orchestrator", "trainer_gpu_ids", "inference_gpu_ids",
                         "num_train_nodes", "num_training_nodes", "num_infer_nodes"}) {
@@ -226,9 +227,7 @@ void set_schema(const TomlNode& root, TrainerConfig& tc) {
     tc.standalone = true;
     return;
   }
-  tc.sft = root.get("optim") ||
-           (model_table && std::any_of(model->members.begin(), model->members.end(),
-                                       [](const auto& m) { return m.first != "name"; }));
+  tc.sft = true;
 }
 
 void read_model_name(const TrainerFile& f, TrainerConfig& tc) {

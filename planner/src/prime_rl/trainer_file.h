@@ -80,6 +80,9 @@ void read_deployment(const TrainerFile& f, TrainerConfig& tc);
 void read_parallel(const TrainerFile& f, TrainerConfig& tc);
 void read_offload_and_optimizer(const TrainerFile& f, TrainerConfig& tc);
 void read_batch(const TrainerFile& f, TrainerConfig& tc);
+// Why optim_cpu_offload is on, for a refusal that it is: "the file sets optim_cpu_offload =
+// true", or "optim_cpu_offload defaults to true on DATE" (the era's default: the version table).
+std::string optim_cpu_offload_on(const TrainerFile& f);
 // prime_rl_lora.cc: [model.lora] and max_concurrent_runs into the --lora-* flags.
 void read_lora(const TrainerFile& f, TrainerConfig& tc);
 void warn_unmodelled(const TrainerFile& f, TrainerConfig& tc);

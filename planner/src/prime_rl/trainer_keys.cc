@@ -6,6 +6,12 @@
 
 namespace muonplan {
 
+// [model.vlm] (BaseModelConfig.vlm, prime-rl main): a vision-language model. The plan is the
+// spec's (its language model); the vision encoder, frozen by default, is not in it.
+constexpr const char* kVlmMeaning =
+    "vision-language model: planned as the spec's language model; the vision encoder is not "
+    "planned";
+
 const std::vector<TrainerKey>& trainer_keys() {
   using T = KeyType;
   static const std::vector<TrainerKey> keys = {
@@ -20,6 +26,13 @@ const std::vector<TrainerKey>& trainer_keys() {
       {"", "trainer_gpu_ids", T::list, true, "rl launcher: the trainer's GPUs on one node ([1])"},
       {"", "inference_gpu_ids", T::list, false, "rl launcher: inference GPUs, not planned"},
       {"shared", "name", T::string, true, "the model: HF id or path (model resolution)"},
+      // BaseModelConfig's other keys (prime-rl main, configs/shared.py): the trainer's [model]
+      // has them too (below).
+      {"shared", "trust_remote_code", T::boolean, false, ""},
+      {"shared", "vlm", T::section, false, kVlmMeaning},
+      {"shared", "vlm.vision_encoder_attr", T::string, false, "the vision encoder's module"},
+      {"shared", "vlm.language_model_attr", T::string, false, "the language model's module"},
+      {"shared", "vlm.freeze_vision_encoder", T::boolean, false, "frozen by default"},
       {"slurm", "num_train_nodes", T::integer, true, "rl on SLURM: trainer nodes"},
       {"slurm", "num_infer_nodes", T::integer, false, "rl on SLURM: inference, not planned"},
       {"slurm", "gpus_per_node", T::integer, true, "rl on SLURM: GPUs per node (8)"},
@@ -83,6 +96,10 @@ const std::vector<TrainerKey>& trainer_keys() {
       {"trainer", "max_concurrent_runs", T::integer, true, "LoRA adapter slots resident (1)"},
       {"", "max_concurrent_runs", T::integer, true, "trainer-only file: the same"},
       {"model", "freeze_moe_router", T::boolean, false, ""},
+      {"model", "vlm", T::section, false, kVlmMeaning},
+      {"model", "vlm.vision_encoder_attr", T::string, false, "the vision encoder's module"},
+      {"model", "vlm.language_model_attr", T::string, false, "the language model's module"},
+      {"model", "vlm.freeze_vision_encoder", T::boolean, false, "frozen by default"},
       {"model", "moe", T::opaque, false, "later schemas: MoE dispatch and compute backends"},
       {"optim", "type", T::string, true, "adamw (default), muon, sign_sgd (signsgd)"},
       {"optim", "lr", T::number, true, "learning rate (default 1e-6)"},

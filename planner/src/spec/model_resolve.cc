@@ -134,7 +134,9 @@ ResolvedModel resolve_model(const std::string& name, const SourceLoc& at,
     known.push_back(b.name);
     if (!b.hf_id.empty()) known.push_back(b.hf_id);
   }
-  const std::string meant = closest_name(name, known);
+  std::string meant;
+  for (const std::string& m : closest_model_names(name, known))
+    meant += (meant.empty() ? "" : " or ") + m;
   looked.push_back(bundled.empty()
                        ? "bundled specs (no data directory)"
                        : "the bundled specs' names and hf_id (muonplan inspect --list)");

@@ -304,6 +304,7 @@ void check_runs(const Topology& topo, const Topology& best, const std::vector<Ca
     auto counts = [](const std::optional<double>& m) { return m && *m >= kMinComponentS; };
     result.determining_figures +=
         1 + counts(r.device_s) + counts(r.h2d_s) + counts(r.host_s) + 2 * bool(r.gpu_runtime);
+    result.fit_runs_without_busy += !r.device_s && !r.h2d_s && !r.host_s;
   }
   for (const CalibrationRun& r : held_out) check(r, true);
 }

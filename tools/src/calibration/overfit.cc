@@ -1,5 +1,6 @@
 // Signs of overfitting in a calibration (calibrate.h, overfit_warnings): read off the fitted
 // constants as listed, so constants added to the fit are checked without a change here.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -23,14 +24,21 @@ std::string where(const FittedConstant& k) {
   return "";
 }
 
+int fitted_constants(const CalibrationResult& result) {
+  return static_cast<int>(std::count_if(result.constants.begin(), result.constants.end(),
+                                        [](const FittedConstant& k) { return k.fitted; }));
+}
+
 }  // namespace
+
+bool underdetermined(const CalibrationResult& result) {
+  return fitted_constants(result) > result.determining_figures;
+}
 
 std::vector<std::string> overfit_warnings(const CalibrationResult& result) {
   std::vector<std::string> out;
-  int fitted = 0;
   for (const FittedConstant& k : result.constants) {
     if (!k.fitted) continue;
-    ++fitted;
     const std::string at = where(k);
     if (!at.empty()) {
       out.push_back(k.name + " fitted " + at + " (" + sig_figs(k.after, 6) +
@@ -38,12 +46,18 @@ std::vector<std::string> overfit_warnings(const CalibrationResult& result) {
                     "otherwise, or keep it");
     }
   }
-  if (fitted > result.determining_figures) {
-    out.push_back(std::to_string(fitted) + " constants fitted to " +
-                  std::to_string(result.determining_figures) +
-                  " measured figures: the fit is underdetermined (more runs, or runs with "
-                  "measured.busy_s, pin them down); check it on a held-out run (--holdout)");
-  }
+  if (!underdetermined(result)) return out;
+  // Only what would help: busy_s where a fitted run lacks it, a held-out check where none is.
+  std::string help = "more runs";
+  if (result.fit_runs_without_busy > 0)
+    help += ", or measured.busy_s in the " + std::to_string(result.fit_runs_without_busy) +
+            " run(s) without it,";
+  const bool checked = std::any_of(result.runs.begin(), result.runs.end(),
+                                   [](const RunCheck& r) { return r.held_out; });
+  out.push_back(std::to_string(fitted_constants(result)) + " constants fitted to " +
+                std::to_string(result.determining_figures) +
+                " measured figures: the fit is underdetermined (" + help + " pin them down)" +
+                (checked ? "" : "; check it on a held-out run (--holdout)"));
   return out;
 }
 

@@ -227,15 +227,6 @@ void read_measured(const YamlMap& m, TrainingRun& r) {
     m.fail("training_step_s", "measured: gives no figure");
 }
 
-// Why a run cannot be fitted on this topology, or "": measured on another topology.
-std::string skip_reason(const YamlMap& root, const Topology& topo) {
-  if (root.has("topology")) {
-    const std::string t = root.get_string("topology");
-    if (t != topo.name) return "measured on " + t + ", not " + topo.name;
-  }
-  return "";
-}
-
 // The benchmark's LoRA (published.yaml's header): `--model.lora.rank R --max-concurrent-runs 4`,
 // four adapter slots resident with the tokens all on the first; prime-rl's default alpha and
 // target modules.
@@ -319,7 +310,8 @@ TrainingRun load_training_run(const std::string& path, const Topology& topo) {
   TrainingRun r;
   r.name = path;
   read_measured(root.get_map("measured"), r);
-  r.skipped = skip_reason(root, topo);
+  r.skipped = topology_skip_reason(root.has("topology") ? root.get_string("topology") : topo.name,
+                                   topo, path);
   if (!r.skipped.empty()) return r;
   // The model: model: (a path beside the run, or a bundled name), else the trainer config's
   // [model] name, resolved by prepare_plan as `muonplan plan` resolves it.
@@ -360,14 +352,6 @@ TrainingRun load_training_run(const std::string& path, const Topology& topo) {
   r.plan = make_plan(r.spec, topo, in.request);
   r.compute_capability = topo.node.gpu.compute_capability;
   return r;
-}
-
-std::string training_run_topology(const std::string& path) {
-  const YamlMap root(detail::parse_yaml_text(read_input_file(path), path), path, "");
-  if (!root.has("topology")) return "";
-  const std::string t = root.get_string("topology");
-  const fs::path here = fs::path(path).parent_path() / t;
-  return fs::exists(here) ? here.string() : t;
 }
 
 TrainingRunCheck check_training_run(const TrainingRun& r, const Topology& topo) {

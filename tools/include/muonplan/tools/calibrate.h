@@ -76,6 +76,8 @@ struct CalibrationResult {
   // The measured figures that determined the fit: each fitted run's step time, its component
   // times over the noise floor, and its gpu_runtime figures.
   int determining_figures = 0;
+  // Fitted runs without measured.busy_s: each would add up to 3 determining figures.
+  int fit_runs_without_busy = 0;
   // The fit's work: objective evaluations (each predicts every fitted run) and the bound its
   // inputs set on them (calibrate.cc, fit_evaluation_bound).
   int64_t fit_evaluations = 0, fit_evaluation_bound = 0;
@@ -88,6 +90,9 @@ struct CalibrationResult {
 // constants the fit has): a fitted constant at an end of its range or at 0, and more fitted
 // constants than determining figures. Empty when none.
 std::vector<std::string> overfit_warnings(const CalibrationResult& result);
+// More fitted constants than determining figures: a written topology would carry constants the
+// runs do not pin down (`calibrate --out` refuses it without --force).
+bool underdetermined(const CalibrationResult& result);
 
 // Fits topo.calibration to `fit`, then checks `held_out` with the result. InputError when `fit`
 // is empty.

@@ -36,6 +36,10 @@ struct TrainingRun {
 // The topology a run file names (`topology:`, a bundled name or a path beside the file), or ""
 // when it names none.
 std::string training_run_topology(const std::string& path);
+// Why a run whose file names topology `t` cannot be fitted on `topo`, or "": matched by what
+// `t` loads to (its name), not by its spelling (run_topology.cc).
+std::string topology_skip_reason(const std::string& t, const Topology& topo,
+                                 const std::string& run_path);
 
 // One run planned on its own topology, beside what was measured (`muonplan validate
 // --training-run`): no constant is fitted. Tolerances are relative (0.15: 15%).

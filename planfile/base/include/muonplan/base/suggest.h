@@ -49,4 +49,47 @@ inline std::string closest_name(const std::string& word, const std::vector<std::
   return best;
 }
 
+// The model names `word` may have meant, best first (issue 50 item 7): names it is the start
+// of, at a separator ("qwen3-30b" -> qwen3-30b-a3b; "Qwen/Qwen3-30B" -> Qwen/Qwen3-30B-A3B),
+// shortest first, at most kMaxSuggestedNames; else the closest name of its family (the part
+// before the first '-' after any "org/": "qwen3-32b" looks among qwen3-*); else the closest
+// of all. Edit distance alone ranked qwen3-4b first for qwen3-30b (2 edits against 4).
+constexpr size_t kMaxSuggestedNames = 4;
+
+inline std::string lower_text(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+inline std::string model_family(const std::string& name) {
+  const std::string base = lower_text(name.substr(name.find('/') + 1));
+  return base.substr(0, base.find('-'));
+}
+
+inline std::vector<std::string> closest_model_names(const std::string& word,
+                                                    const std::vector<std::string>& known) {
+  if (word.empty() || word.size() > kMaxSuggestedWordChars) return {};
+  const std::string w = lower_text(word);
+  std::vector<std::string> starts;
+  for (const std::string& k : known) {
+    const std::string l = lower_text(k);
+    if (l.size() > w.size() && l.compare(0, w.size(), w) == 0 &&
+        std::string("-_./").find(l[w.size()]) != std::string::npos &&
+        std::find(starts.begin(), starts.end(), k) == starts.end())
+      starts.push_back(k);
+  }
+  std::stable_sort(starts.begin(), starts.end(),
+                   [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+  if (starts.size() > kMaxSuggestedNames) starts.resize(kMaxSuggestedNames);
+  if (!starts.empty()) return starts;
+  std::vector<std::string> family;
+  for (const std::string& k : known) {
+    if (model_family(k) == model_family(word)) family.push_back(k);
+  }
+  std::string best = closest_name(word, family);
+  if (best.empty()) best = closest_name(word, known);
+  if (best.empty()) return {};
+  return {best};
+}
+
 }  // namespace muonplan
