@@ -24,6 +24,7 @@
 #include "muonplan/planner/plan_flag_table.h"
 #include "muonplan/planner/workload.h"
 #include "trainer_flags.h"
+#include "workload_flags.h"
 
 namespace muonplan {
 
@@ -455,94 +456,6 @@ LoraConfig lora_options(const PlanFlags& f) {
 
 }  // namespace
 
-// --ac selective, --ac-targets and --ac-freq onto a workload (the file's ac is full or none).
-static void apply_ac_flags(const PlanFlags& f, Workload& w) {
-  if (f.ac_freq < 1) throw InputError({}, "--ac-freq", "must be at least 1 (every layer)");
-  const bool selective = f.ac == "selective";
-  if (!selective && !f.ac_targets.empty())
-    throw InputError({}, "--ac-targets", "applies to --ac selective only");
-  if (f.ac == "none" && f.ac_freq != 1)
-    throw InputError({}, "--ac-freq", "applies to --ac full or selective only");
-  if (selective) {
-    w.ac_full = false;
-    w.ac_selective = true;
-    std::string rest = f.ac_targets;
-    while (!rest.empty()) {
-      const size_t comma = rest.find(',');
-      std::string t = rest.substr(0, comma);
-      t.erase(0, t.find_first_not_of(' '));
-      t.erase(t.find_last_not_of(' ') + 1);
-      if (t.empty())
-        throw InputError({}, "--ac-targets", "an empty target in '" + f.ac_targets + "'");
-      if (std::find(w.ac_targets.begin(), w.ac_targets.end(), t) == w.ac_targets.end())
-        w.ac_targets.push_back(t);
-      rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
-    }
-  }
-  w.ac_freq = f.ac_freq;
-}
-
-// The training workload the flags describe (--workload FILE, or --tokens-per-step and its
-// companions), with the trainer, attention kernel and dtypes; nullopt: the optimizer step only.
-static std::optional<Workload> workload_from_flags(const PlanFlags& f) {
-  std::optional<Workload> w;
-  if (!f.workload.empty()) {
-    w = load_workload(f.workload);
-  } else if (f.tokens_per_step > 0 || f.seq_len > 0) {
-    if (f.tokens_per_step <= 0 || f.seq_len <= 0) {
-      throw InputError({}, "--tokens-per-step",
-                       "a workload needs both --tokens-per-step and --seq-len");
-    }
-    if (f.ac != "full" && f.ac != "none" && f.ac != "selective") {
-      throw InputError({}, "--ac", "expected full, selective or none, got '" + brief(f.ac) + "'");
-    }
-    // prime-rl turns AC on under activation offloading (it offloads the checkpoints): no AC
-    // with offloaded activations is no run either trainer has.
-    if (f.ac == "none" && f.ac_offload)
-      throw InputError({}, "--ac",
-                       "none contradicts --ac-offload (offloading keeps AC's checkpoints in host "
-                       "RAM, and prime-rl turns AC on for it); give one of them");
-    if (f.micro_batch_seqs <= 0) throw InputError({}, "--micro-batch-seqs", "must be positive");
-    // Whole rows: 1000 tokens of 4096-token rows planned 0 rows, the activations missing.
-    if (f.tokens_per_step % f.seq_len != 0) {
-      const int64_t rows = f.tokens_per_step / f.seq_len;
-      const std::string below = rows > 0 ? std::to_string(rows * f.seq_len) + " or " : "";
-      throw InputError({}, "--tokens-per-step",
-                       std::to_string(f.tokens_per_step) + " is not a whole number of rows of " +
-                           "--seq-len " + std::to_string(f.seq_len) +
-                           " tokens; the nearest: " + below +
-                           std::to_string(checked_add(rows * f.seq_len, f.seq_len,
-                                                      "--tokens-per-step", "a row more")));
-    }
-    if (f.lm_head_chunk < 0)
-      throw InputError({}, "--lm-head-chunk", "must not be negative (0: unfused)");
-    w = Workload{f.tokens_per_step, f.seq_len,       f.micro_batch_seqs,         f.ac == "full",
-                 f.ac_offload,      f.lm_head_chunk, parse_cp_style(f.cp_style), f.ac_max_inflight};
-  }
-  if (w) apply_ac_flags(f, *w);
-  if (!f.trainer.empty() || f.expert_load != "balanced") {
-    if (!w)
-      throw InputError({}, f.trainer.empty() ? "--expert-load" : "--trainer",
-                       "applies to a training workload only");
-    detail::apply_trainer_flags(f, *w);
-  }
-  if (!f.attention.empty()) {
-    const AttentionKernel k = parse_attention_kernel(f.attention);
-    if (!w) throw InputError({}, "--attention", "applies to a training workload only");
-    w->attention = k;
-  }
-  const int64_t master = parse_dtype_bytes("--optimization-dtype", f.optimization_dtype);
-  const int64_t reduce = parse_dtype_bytes("--reduce-dtype", f.reduce_dtype);
-  if ((master != 4 || reduce != 4) && !w)
-    throw InputError({}, master != 4 ? "--optimization-dtype" : "--reduce-dtype",
-                     "applies to a training workload only (the optimizer step alone keeps fp32)");
-  if (w) {
-    w->master_bytes = master;
-    w->reduce_bytes = reduce;
-  }
-  return w;
-}
-
 PlanRequest to_plan_request(const PlanFlags& flags) {
   if (!flags.trainer_config.empty()) {  // it needs the model: prepare_plan applies it
     throw InputError({}, "--trainer-config",
@@ -598,7 +511,7 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
   check_lora(o.lora, o.optimizer, "--optimizer");
   if (!r.auto_offload && lora_offload_refused(o.lora, o.offload))
     throw InputError({}, "--offload", kLoraSlotsOffloadRefused);
-  o.workload = workload_from_flags(f);
+  o.workload = detail::workload_from_flags(f);
   if (!r.auto_offload) check_nesterov(o, "--nesterov");  // auto: the search skips full
   // A training workload is run by a PyTorch trainer; the optimizer step alone by our executor.
   o.runtime = f.runtime.empty() ? (o.workload ? RuntimeKind::pytorch : RuntimeKind::muonplan)
