@@ -94,10 +94,12 @@ done
 expect "version on the flag path" 0 "note: --prime-rl-version 2024-02-29: changes no figure without --trainer-config or --runs-on prime-rl (its defaults apply where a trainer config is silent); kept in the plan request" \
   "$bin" plan --model tiny-dense --topology topologies/cpu-ci.yaml --nodes 1 --prime-rl-version 2024-02-29 --json
 # The alternatives' keys to change are named as prime-rl of the date names them: SFT
-# [deployment] num_nodes before 2026-08-17, and a key the date lacks (full_offload before
-# 2026-08-15) says so (issue 50: today's names were listed for older files).
+# [deployment] num_nodes before 2026-08-17 (issue 50: today's names were listed for older
+# files); and full offload, which that prime-rl cannot run (full_offload from 2026-08-15), is no
+# alternative (--runs-on prime-rl's rules; it was offered under a key the date lacks).
 "$bin" plan --trainer-config $e/sft-2026-08-01.toml --prime-rl-version 2026-08-01 --json >"$work/alt-era.json" 2>/dev/null
 json_check alt-era-names "$work/alt-era.json" 'keys = [k for a in d["trainer_config"]["alternatives"] for k in a["keys_to_change"]]
 assert "[deployment] num_nodes = 48" in keys and not any("num_train_nodes" in k for k in keys), keys
-assert "[model] full_offload = true (prime-rl of 2026-08-01 has no such key)" in keys, keys'
+assert not any("full_offload" in k for k in keys), keys
+assert all(a["offload"] != "full" for a in d["trainer_config"]["alternatives"]), keys'
 finish

@@ -302,6 +302,7 @@ TrainingRun load_training_run(const std::string& path, const Topology& topo) {
                     "lora_adapters",
                     "lora_active_runs",
                     "allocator",
+                    "runs_on",
                     "seq_len",
                     "ac",
                     "attention",
@@ -340,6 +341,9 @@ TrainingRun load_training_run(const std::string& path, const Topology& topo) {
     f.attention = w->get_string("attention", "");
   }
   if (root.has("allocator")) f.allocator = root.get_string("allocator");
+  // runs_on: the runtime that ran it, as --runs-on (muonplan: the seed's Muon under full
+  // offload, which prime-rl's rules refuse).
+  if (root.has("runs_on")) f.runs_on = root.get_string("runs_on");
   if (root.has("micro_batches")) read_benchmark(root, f);
   // date: the prime-rl the run ran (its era: what the trainer did then), as --prime-rl-version.
   if (root.has("date")) f.prime_rl_version = root.get_string("date");
