@@ -30,6 +30,7 @@
 #include "muonplan/planner/trainer_config_in.h"
 #include "muonplan/tools/report_data.h"
 #include "muonplan/tools/trainer_answer.h"
+#include "muonplan/tools/trainer_emit.h"
 
 namespace py = pybind11;
 using nlohmann::json;
@@ -189,22 +190,56 @@ void raise_pending_signal() {
   if (PyErr_CheckSignals() != 0) throw py::error_already_set();
 }
 
-py::object plan(py::handle model, py::handle topology, const py::kwargs& options) {
+// emit="prime-rl" (or prime-rl-sft, prime-rl-diff): the config text `plan --emit` prints, from
+// the same code (trainer_emit.h); a plan that does not fit raises InputError unless force=True,
+// as the CLI exits 3.
+std::string emit_form(py::handle emit, py::handle force, PlanFlags& flags) {
+  if (emit.is_none()) return "";
+  if (!py::isinstance<py::str>(emit))
+    throw py::type_error("plan(): emit: expected str or None, got " +
+                         std::string(py::str(emit.get_type().attr("__name__"))) + " " +
+                         py::repr(emit).cast<std::string>());
+  if (!py::isinstance<py::bool_>(force))
+    throw py::type_error("plan(): force: expected bool, got " +
+                         py::repr(force).cast<std::string>());
+  std::string form = emit.cast<std::string>();
+  check_emit_form(form, flags);
+  return form;
+}
+
+py::object plan_result(const EmitRequest& emit, bool force, const PlanInputs& in,
+                       const Topology& topo, const Plan& p, json j) {
+  if (emit.form.empty()) return to_python(j);
+  if (!p.fits && !force)
+    throw InputError(
+        {}, "--emit",
+        "the plan does not fit (" + p.reason + "); no config written; force=True writes it anyway");
+  return py::str(emit_config(emit, in, topo, j));
+}
+
+py::object plan(py::handle model, py::handle topology, py::handle emit, py::handle force,
+                const py::kwargs& options) {
   PlanFlags flags = plan_flags_from_map(option_map(options));
+  const std::string form = emit_form(emit, force, flags);
+  const bool forced = force.cast<bool>();
   const Topology topo = topology_from(topology);
   std::string path;
   if (flags.trainer_config.empty() || py::isinstance<py::dict>(model)) {
     if (model.is_none()) throw InputError({}, "--model", "is required (or trainer_config=)");
-    const ModelSpec spec = model_from(model);
+    PlanInputs in;
+    in.model.spec = model_from(model);
     if (!flags.trainer_config.empty()) {  // a dict model: no name to resolve
       std::vector<std::string> overrides;
-      apply_trainer_config(read_trainer_config(flags.trainer_config, flags.prime_rl_version), spec,
-                           flags, overrides);
+      apply_trainer_config(read_trainer_config(flags.trainer_config, flags.prime_rl_version),
+                           in.model.spec, flags, overrides);
     }
+    in.flags = flags;
     // runs_on= as plan's --runs-on (prime_rl.h): the defaults and rules of that runtime.
-    PlanRequest request = runs_on_request(flags, !flags.trainer_config.empty());
-    request.between_candidates = raise_pending_signal;
-    return to_python(plan_to_json(make_plan(spec, topo, request)));
+    in.request = runs_on_request(flags, !flags.trainer_config.empty());
+    in.request.between_candidates = raise_pending_signal;
+    const Plan p = make_plan(in.model.spec, topo, in.request);
+    if (as_path(model, path, "model")) in.model.path = path;
+    return plan_result({form, path, flags}, forced, in, topo, p, plan_to_json(p));
   }
   if (!model.is_none() && !as_path(model, path, "model"))
     throw py::type_error("model: expected a path");
@@ -217,8 +252,9 @@ py::object plan(py::handle model, py::handle topology, const py::kwargs& options
     rethrow_at_file(*in.trainer, e, in.overrides);  // as the CLI reports it
   }
   json j = plan_to_json(p);
-  j["trainer_config"] = trainer_answer_json(in, trainer_answer(in.model.spec, topo, in, p), p);
-  return to_python(j);
+  if (form.empty())
+    j["trainer_config"] = trainer_answer_json(in, trainer_answer(in.model.spec, topo, in, p), p);
+  return plan_result({form, path, flags}, forced, in, topo, p, std::move(j));
 }
 
 py::object cost_ns(int64_t rows, int64_t cols, int64_t batch, py::handle topology,
@@ -422,16 +458,22 @@ PYBIND11_MODULE(muonplan, m) {
         py::arg("tensors") = false,
         "Parameter inventory of a model (path, HF config dict or spec dict): the keys of "
         "`muonplan inspect --json`.");
-  m.def("_plan", &plan, py::arg("model") = py::none(), py::arg("topology") = py::none());
+  m.def("_plan", &plan, py::arg("model") = py::none(), py::arg("topology") = py::none(),
+        py::arg("emit") = py::none(), py::arg("force") = false);
   m.attr("plan") = keyword_function(
       "plan", m.attr("_plan"),
-      py::cast(std::vector<std::pair<std::string, py::object>>{
-          {"model", py::none()}, {"topology", py::none()}}),
+      py::cast(
+          std::vector<std::pair<std::string, py::object>>{{"model", py::none()},
+                                                          {"topology", py::none()},
+                                                          {"emit", py::none()},
+                                                          {"force", py::bool_(false)}}),
       true,
       "Plan a model: the dict `muonplan plan --json` prints. model: a path (YAML spec, "
       "config.json or its directory), a bundled name, an HF id, or a dict; topology: a path, a "
       "dict or None (the bundled h200-ib). trainer_config=PATH plans a prime-rl config "
-      "(model=None: its [model] name) and adds the answer under 'trainer_config'.");
+      "(model=None: its [model] name) and adds the answer under 'trainer_config'. emit='prime-rl' "
+      "(or 'prime-rl-sft', 'prime-rl-diff') returns the config text `plan --emit` prints "
+      "instead; a plan that does not fit raises InputError unless force=True.");
   m.def("cost_ns", &cost_ns, py::arg("rows"), py::arg("cols"), py::arg("batch") = 1,
         py::arg("topology") = py::none(), py::arg("ns_schedule") = "quintic",
         py::arg("symmetric") = false,

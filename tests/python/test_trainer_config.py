@@ -55,5 +55,49 @@ class TrainerConfig(unittest.TestCase):
         os.unlink(f.name)
 
 
+
+def cli_emit(*args):
+    r = subprocess.run([BIN, "plan", *args], capture_output=True, text=True, cwd=ROOT)
+    return r.returncode, r.stdout
+
+
+class Emit(unittest.TestCase):
+    """plan(emit=...) returns the text `muonplan plan --emit` prints (issue 50 item 9)."""
+
+    def test_over_a_trainer_config(self):
+        for form in ("prime-rl", "prime-rl-diff"):
+            got = muonplan.plan(trainer_config=RL, nodes=2, emit=form)
+            rc, want = cli_emit("--trainer-config", RL, "--nodes", "2", "--emit", form)
+            self.assertEqual(rc, 0)
+            self.assertEqual(got, want, form)
+            self.assertIn("num_train_nodes = 2", got)
+
+    def test_from_flags(self):
+        flags = ["--nodes", "1", "--offload", "none", "--tokens-per-step", "65536",
+                 "--seq-len", "4096"]
+        got = muonplan.plan("qwen3-8b", nodes=1, offload="none", tokens_per_step=65536,
+                            seq_len=4096, emit="prime-rl")
+        rc, want = cli_emit("--model", "qwen3-8b", *flags, "--emit", "prime-rl")
+        self.assertEqual((rc, got), (0, want))
+        self.assertIn('name = "Qwen/Qwen3-8B"', got)
+
+    def test_no_fit_needs_force(self):
+        with self.assertRaisesRegex(muonplan.InputError, "does not fit.*force=True"):
+            muonplan.plan("kimi-k2", nodes=1, offload="none", emit="prime-rl")
+        rc, want = cli_emit("--model", "kimi-k2", "--nodes", "1", "--offload", "none", "--emit",
+                            "prime-rl")
+        self.assertEqual((rc, want), (3, ""))  # the CLI's exit 3: nothing written
+        got = muonplan.plan("kimi-k2", nodes=1, offload="none", emit="prime-rl", force=True)
+        self.assertIn("[model]", got)
+
+    def test_wrong_values(self):
+        with self.assertRaisesRegex(TypeError, "emit: expected str or None, got int 3"):
+            muonplan.plan("qwen3-8b", emit=3)
+        with self.assertRaisesRegex(TypeError, "force: expected bool"):
+            muonplan.plan("qwen3-8b", emit="prime-rl", force=1)
+        with self.assertRaisesRegex(muonplan.InputError, "expected prime-rl, prime-rl-diff or"):
+            muonplan.plan("qwen3-8b", emit="yaml")
+
+
 if __name__ == "__main__":
     unittest.main()
