@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "cost/candidate_context.h"
 #include "cost/workload_cost.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/units.h"
@@ -346,7 +347,7 @@ std::string explain(const Plan& best, const PlanRequest& req, const std::vector<
 // starts near the first fit instead of costing time quadratic in it. Where even the last count
 // cannot fit, only the first is evaluated, to show how far off it is.
 Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& req) {
-  const int gpn = req.options.gpus_per_node > 0 ? req.options.gpus_per_node : topo.node.gpus;
+  const int gpn = gpus_per_node(req.options, topo);
   check_request(topo, req, gpn);
   const int max_nodes = req.max_nodes > 0 ? req.max_nodes : topo.max_nodes;
   const std::vector<int> counts = node_counts_to_try(req, max_nodes, gpn);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "cost/candidate_context.h"
 #include "cost/gpu_persistent.h"
 #include "muonplan/base/units.h"
 #include "muonplan/planfile/ns_workspace.h"
@@ -65,7 +66,7 @@ std::string gib(double bytes) {
 
 SearchFloor::SearchFloor(const ParamInventory& inv, const Topology& topo, const PlanOptions& o,
                          const std::vector<OffloadMode>& modes) {
-  limit_bytes = (o.gpu_memory_gib > 0 ? o.gpu_memory_gib : topo.node.gpu.memory_gib) * kGiB;
+  limit_bytes = gpu_limit_bytes(o, topo);
   for (OffloadMode m : modes) {
     PlanOptions om = o;
     om.offload = m;
