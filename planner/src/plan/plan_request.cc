@@ -235,6 +235,18 @@ struct Entry {
 };
 
 // The search's and the optimizer's flags: the first part of the one flag table (setters()).
+// The fit's headroom by runtime, as PlanOptions::gpu_headroom_or / host_headroom_or give it.
+std::string headroom_defaults(bool gpu) {
+  std::string out;
+  for (RuntimeKind r : {RuntimeKind::pytorch, RuntimeKind::muonplan}) {
+    PlanOptions o;
+    o.runtime = r;
+    out += (out.empty() ? "" : ", ") +
+           number_text(gpu ? o.gpu_headroom_or() : o.host_headroom_or()) + " " + to_string(r);
+  }
+  return out;
+}
+
 std::vector<Entry> search_and_optimizer_entries() {
   return {
       {"nodes", text(&PlanFlags::nodes), true, "Node count, or auto", true},
@@ -267,7 +279,9 @@ std::vector<Entry> search_and_optimizer_entries() {
       {"adamw-lr", hyper(&OptimizerHyper::adamw_lr), false, "AdamW learning rate (default: --lr)"},
       {"adamw-weight-decay", hyper(&OptimizerHyper::adamw_weight_decay), true,
        "AdamW weight decay"},
-      {"adamw-betas", adamw_betas(), false, "AdamW betas b1,b2 (default: 0.9,0.95)"},
+      {"adamw-betas", adamw_betas(), false,
+       "AdamW betas b1,b2 (default: " + number_text(OptimizerHyper{}.adamw_beta1) + "," +
+           number_text(OptimizerHyper{}.adamw_beta2) + ")"},
       {"ns-schedule", text(&PlanFlags::schedule), true,
        choices_help(ns_schedule_presets()) + " | 'a,b,c;a,b,c;...'"},
       {"owners", text(&PlanFlags::owners), true, choices_help(enum_names(kOwnerStrategyNames))},
@@ -347,9 +361,9 @@ const std::vector<Entry>& setters() {
          "--trainer-config or --emit prime-rl, else muonplan. Not --runtime, which picks the "
          "memory model"},
         {"gpu-headroom", headroom(&PlanFlags::gpu_headroom), false,
-         "Fraction of GPU memory the fit keeps free (default: 0.05 pytorch, 0 muonplan)"},
+         "Fraction of GPU memory the fit keeps free (default: " + headroom_defaults(true) + ")"},
         {"host-headroom", headroom(&PlanFlags::host_headroom), false,
-         "Fraction of host RAM the fit keeps free (default: 0.05 pytorch, 0 muonplan)"},
+         "Fraction of host RAM the fit keeps free (default: " + headroom_defaults(false) + ")"},
         {"trainer-config", path(&PlanFlags::trainer_config), false,
          "prime-rl trainer config (RL or SFT; docs/trainer-config.md)"},
         {"prime-rl-version", text(&PlanFlags::prime_rl_version), false,
