@@ -49,6 +49,13 @@ constexpr double kMaxCommTimeoutS = 1e6;
 // taken for a hang, and every multi-rank run fails (docs/reliability.md).
 constexpr double kMinCommTimeoutS = 1;
 
+// A default as --help prints it: "20", "0.5".
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 // The whole text as an integer in [lo, hi] into `out`, else false ("12abc", "zz", past int64).
 bool parse_int_in(const std::string& text, int64_t lo, int64_t hi, int64_t& out) {
   const std::optional<int64_t> v = parse_int(text, lo, hi);
@@ -237,8 +244,8 @@ int run(const ExecuteFlags& f) {
 // The backend and its test hooks.
 void add_backend_flags(CLI::App* c, const std::shared_ptr<ExecuteFlags>& f) {
   c->add_option("--backend", f->backend, "cpu | cpu-async | cuda")->capture_default_str();
-  c->add_option("--async-seed", f->async.seed,
-                "cpu-async: seed of the lanes' random delays (default: 1)");
+  c->add_option("--async-seed", f->async.seed, "cpu-async: seed of the lanes' random delays")
+      ->capture_default_str();
   c->add_option_function<int64_t>(
        "--async-delay-us",
        [f](const int64_t& v) {
@@ -248,7 +255,8 @@ void add_backend_flags(CLI::App* c, const std::shared_ptr<ExecuteFlags>& f) {
          }
          f->async.max_delay_us = v;
        },
-       "cpu-async: each operation may start up to this long late unless waited for (default: 0)")
+       "cpu-async: each operation may start up to this long late unless waited for (default: " +
+           std::to_string(f->async.max_delay_us) + ")")
       ->type_name("INT");
   c->add_flag("--host-staged-exchange", f->host_staged,
               "All-to-alls through pinned host memory over MPI (automatic for cuda ranks "
@@ -273,7 +281,7 @@ void add_run_flags(CLI::App* c, const std::shared_ptr<ExecuteFlags>& f) {
                                 brief(v) + "'");
          }
        },
-       "Optimizer steps to run (default: 1)")
+       "Optimizer steps to run (default: " + std::to_string(f->options.steps) + ")")
       ->type_name("INT");
   c->add_option("--metrics", f->metrics, "Write the metrics JSON here (rank 0)")
       ->check(non_empty_path());
@@ -344,7 +352,8 @@ Runner add_execute(CLI::App& app) {
          f->comm_timeout_s = s;
        },
        "Seconds an MPI wait may last before the ranks are probed (a failed rank is then "
-       "reported; at least 1, default: 20)")
+       "reported; at least " +
+           number_text(kMinCommTimeoutS) + ", default: " + number_text(f->comm_timeout_s) + ")")
       ->type_name("FLOAT");
   return [f]() {
     check_paths(f.get());

@@ -275,7 +275,9 @@ std::vector<Entry> search_and_optimizer_entries() {
       {"momentum", hyper(&OptimizerHyper::momentum), true, "Muon momentum mu"},
       {"weight-decay", hyper(&OptimizerHyper::weight_decay), true, "Decoupled weight decay"},
       {"update-rms", positive_hyper(&OptimizerHyper::update_rms), false,
-       "Update RMS scale (default: the schedule's, 0.2 or 0.18 for deepseek-v4)"},
+       "Update RMS scale (default: the schedule's, " +
+           number_text(ns_schedule("quintic").update_rms) + " or " +
+           number_text(ns_schedule("deepseek-v4").update_rms) + " for deepseek-v4)"},
       {"adamw-lr", hyper(&OptimizerHyper::adamw_lr), false, "AdamW learning rate (default: --lr)"},
       {"adamw-weight-decay", hyper(&OptimizerHyper::adamw_weight_decay), true,
        "AdamW weight decay"},
