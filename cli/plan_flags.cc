@@ -12,8 +12,11 @@ void add_plan_flags(CLI::App* c, PlanFlags& f, bool search) {
     if (info.search_only && !search) continue;  // report sweeps the nodes and offload modes
     const std::string name = info.name;
     if (info.type == "BOOL") {
+      // --flag and --flag=true count up, --flag=false down (CLI11's flag values): the last
+      // sign says which (--ac-offload=false set it true, and a default could not be declined).
       c->add_flag_function(
-          "--" + name, [&f, name](int64_t) { set_plan_flag(f, name, "true"); }, info.help);
+          "--" + name, [&f, name](int64_t n) { set_plan_flag(f, name, n > 0 ? "true" : "false"); },
+          info.help);
       continue;
     }
     CLI::Option* o = c->add_option_function<std::string>(

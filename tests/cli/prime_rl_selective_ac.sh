@@ -66,4 +66,29 @@ grep -q "^--ac-targets: selective AC target mlp is not supported" "$work/moe.err
   bad "message: $(cat "$work/moe.err")"
 "$bin" plan --model qwen3-8b --nodes 1 --tokens-per-step 32768 --seq-len 4096 --ac none \
   --ac-targets mlp >/dev/null 2>"$work/none.err" && bad "--ac-targets without selective" || ok
+# --emit writes [model.ac] as planned (it wrote ac = "None" for selective AC): mode, targets and
+# freq, and the emitted file plans the same AC again; --ac-offload=false declines prime-rl's
+# offloading default (it set it true), which selective AC needs.
+n=0
+for extra in "--ac selective --ac-targets mlp" "--ac full --ac-freq 2" \
+    "--ac selective --ac-targets mlp,norm --ac-freq 3"; do
+  n=$((n + 1))
+  # shellcheck disable=SC2086
+  "$bin" plan --model qwen3-8b --nodes 1 --offload none --tokens-per-step 65536 --seq-len 4096 \
+    $extra --ac-offload=false --emit prime-rl >"$work/e$n.toml" 2>"$work/e$n.err" ||
+    bad "emit $extra: $(cat "$work/e$n.err")"
+  # shellcheck disable=SC2086
+  "$bin" plan --model qwen3-8b --nodes 1 --offload none --tokens-per-step 65536 --seq-len 4096 \
+    $extra --ac-offload=false --runs-on prime-rl --json >"$work/w$n.json" 2>/dev/null
+  "$bin" plan --trainer-config "$work/e$n.toml" --json >"$work/g$n.json" 2>"$work/g$n.err" ||
+    bad "re-plan $extra: $(cat "$work/g$n.err")"
+  "$py" - "$work/w$n.json" "$work/g$n.json" "$work/e$n.toml" <<'PYEOF' && ok || bad "round trip $extra"
+import json, sys, tomllib
+want, got = (json.load(open(f))["workload"] for f in sys.argv[1:3])
+keys = ("ac", "ac_targets", "ac_freq", "ac_offload")
+assert [want.get(k) for k in keys] == [got.get(k) for k in keys], (want, got)
+ac = tomllib.load(open(sys.argv[3], "rb"))["trainer"]["model"]["ac"]
+assert ac["mode"] == want["ac"], ac
+PYEOF
+done
 finish

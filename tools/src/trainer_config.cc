@@ -110,10 +110,27 @@ std::string attn_name(const std::string& kernel) {
   return kernel;  // sdpa, auto
 }
 
+// [model.ac] as the plan runs it (planner/src/cost/ac_layers.h): "None" without AC, else its
+// mode, a selective layer's targets, and freq when AC runs on every N-th layer only.
+std::string ac_table(const json& w) {
+  const std::string mode = w.at("ac");
+  if (mode != "full" && mode != "selective") return "\"None\"";
+  std::string out = "{ mode = \"" + mode + "\"";
+  if (mode == "selective") {
+    std::string targets;
+    for (const json& t : w.value("ac_targets", json::array()))
+      targets += (targets.empty() ? "\"" : ", \"") + t.get<std::string>() + "\"";
+    out += ", targets = [" + targets + "]";
+  }
+  const int64_t freq = w.value("ac_freq", int64_t{1});
+  if (freq > 1) out += ", freq = " + std::to_string(freq);
+  return out + " }";
+}
+
 void write_activations(Writer& t, const json& w, const EmitInput& in) {
-  if (given(in, {"ac"})) {
+  if (given(in, {"ac", "ac-targets", "ac-freq"})) {
     trainer_key("model", "ac.mode");
-    t.raw("model", "ac", w.at("ac") == "full" ? "{ mode = \"full\" }" : "\"None\"");
+    t.raw("model", "ac", ac_table(w));
   }
   if (given(in, {"ac", "ac-offload"})) {
     trainer_key("model", "ac_offloading.max_inflight_activations");
