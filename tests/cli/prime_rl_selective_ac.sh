@@ -91,4 +91,8 @@ ac = tomllib.load(open(sys.argv[3], "rb"))["trainer"]["model"]["ac"]
 assert ac["mode"] == want["ac"], ac
 PYEOF
 done
+# Without --ac-offload=false, prime-rl's offloading default is named as what to decline.
+EXPECT_MATCH=suffix expect selective-offload-default 2 "--ac-offload: prime-rl offloads activations by default ([model.ac_offloading]), which muonplan plans with full AC on every layer only: give --ac-offload=false (the emitted config then turns it off) or --ac full" \
+  "$bin" plan --model qwen3-8b --nodes 1 --tokens-per-step 65536 --seq-len 4096 --ac selective \
+  --ac-targets mlp --emit prime-rl
 finish

@@ -61,6 +61,18 @@ std::vector<std::string> apply_prime_rl_flag_defaults(PlanFlags& flags) {
   };
   // The keys' defaults of prime-rl's trainer config on that date (prime_rl_versions.cc).
   take("ac", d.ac ? "full" : "none", "[model.ac]");
+  // prime-rl's offloading default under selective AC or AC every few layers: what it offloads
+  // there is not modelled (workload_cost.cc), so the user declines it, which the emit writes.
+  if (d.ac && d.ac_offloading && !typed(flags, "ac-offload") &&
+      (flags.ac == "selective" || flags.ac_freq > 1)) {
+    throw InputError(
+        {}, "--ac-offload",
+        "prime-rl" +
+            std::string(flags.prime_rl_version.empty() ? "" : " of " + flags.prime_rl_version) +
+            " offloads activations by default ([model.ac_offloading]), which muonplan "
+            "plans with full AC on every layer only: give --ac-offload=false (the "
+            "emitted config then turns it off) or --ac full");
+  }
   take("ac-offload", d.ac && d.ac_offloading ? "true" : "false", "[model.ac_offloading]");
   if (flags.trainer != "sft")  // RL's fused LM head; SFT's head is its loss's
     take("lm-head-chunk", std::to_string(d.lm_head_chunk), "fused_lm_head_token_chunk_size");
