@@ -7,7 +7,8 @@ pkgs=(cmake g++ make libopenmpi-dev openmpi-bin libboost-graph-dev libyaml-cpp-d
       libopenblas-dev libdnnl-dev  # the CPU backend's GEMMs: oracle (OpenBLAS) and bf16 (oneDNN)
       clang libclang-rt-14-dev  # clang + its runtimes: libFuzzer, ASan (scripts/fuzz.sh)
       libtomlplusplus-dev  # toml++: prime-rl trainer configs (planner/src/prime_rl/toml_tree.cc)
-      patchelf xz-utils)  # bench/gpu_bundle.sh (and its test, gpu_bundle): ELF paths, oneDNN packed
+      patchelf xz-utils  # bench/gpu_bundle.sh (and its test, gpu_bundle): ELF paths, oneDNN packed
+      python3-yaml)  # the tests' and scripts' YAML (gen-matrix-runs.py, cli.doc_topology_keys)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
