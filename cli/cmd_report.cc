@@ -41,8 +41,8 @@ Runner add_report(CLI::App& app) {
       ->capture_default_str()
       ->check(non_empty_path());
   c->add_option("--nodes", f->nodes,
-                "Node counts to sweep: A..B or A,B,C (default: 1..8, at most the topology's "
-                "max_nodes)");
+                "Node counts to sweep: A..B or A,B,C (default: 1.." +
+                    std::to_string(kDefaultSweepNodes) + ", at most the topology's max_nodes)");
   add_plan_flags(c, f->flags, false);
   c->add_option("--metrics", f->metrics, "Executor metrics JSON (muonplan execute --metrics)")
       ->expected(1, -1)

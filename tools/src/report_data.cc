@@ -100,7 +100,7 @@ std::vector<int> parse_node_counts(const std::string& text, int max_nodes) {
 
 std::vector<int> default_node_counts(const Topology& topo) {
   std::vector<int> counts;
-  for (int n = 1; n <= std::max(1, std::min(8, topo.max_nodes)); ++n) counts.push_back(n);
+  for (int n = 1; n <= std::max(1, std::min(kDefaultSweepNodes, topo.max_nodes)); ++n) counts.push_back(n);
   return counts;
 }
 

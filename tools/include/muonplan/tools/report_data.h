@@ -20,6 +20,8 @@ inline constexpr const char* kReportSchema = "muonplan.report/1";
 // ascending without duplicates. InputError "--nodes: ..." otherwise.
 std::vector<int> parse_node_counts(const std::string& text, int max_nodes);
 // Without --nodes: 1..8, capped at the topology's max_nodes.
+// 1..kDefaultSweepNodes, at most the topology's max_nodes.
+inline constexpr int kDefaultSweepNodes = 8;
 std::vector<int> default_node_counts(const Topology& topo);
 // The sweep predicts at most this many node counts (x 3 offload modes x 4 optimizers): 128
 // counts are 1536 fixed plans, which a 16384-node kimi-k2 request would otherwise multiply
