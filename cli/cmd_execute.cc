@@ -16,6 +16,7 @@
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
 #include "muonplan/base/parse_int.h"
+#include "muonplan/base/units.h"
 #include "muonplan/exec/backend.h"
 #include "muonplan/exec/communicator.h"
 #include "muonplan/exec/cpu_threads.h"
@@ -48,13 +49,6 @@ constexpr double kMaxCommTimeoutS = 1e6;
 // Shortest --comm-timeout: below it an ordinary wait (a peer's Newton-Schulz, an fsync) is
 // taken for a hang, and every multi-rank run fails (docs/reliability.md).
 constexpr double kMinCommTimeoutS = 1;
-
-// A default as --help prints it: "20", "0.5".
-std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 // The whole text as an integer in [lo, hi] into `out`, else false ("12abc", "zz", past int64).
 bool parse_int_in(const std::string& text, int64_t lo, int64_t hi, int64_t& out) {
@@ -353,7 +347,7 @@ Runner add_execute(CLI::App& app) {
        },
        "Seconds an MPI wait may last before the ranks are probed (a failed rank is then "
        "reported; at least " +
-           number_text(kMinCommTimeoutS) + ", default: " + number_text(f->comm_timeout_s) + ")")
+           sig_figs(kMinCommTimeoutS, 6) + ", default: " + sig_figs(f->comm_timeout_s, 6) + ")")
       ->type_name("FLOAT");
   return [f]() {
     check_paths(f.get());

@@ -223,8 +223,9 @@ int run_plan(PlanCommand& f) {
               << " rank-window steps\n";
   }
   nlohmann::json j = plan_to_json(plan);
+  // The answer is printed with the plan, not with an emitted config (Python's emit= skips it too).
   std::optional<TrainerAnswer> answer;
-  if (in.trainer) answer = trainer_answer(in.model.spec, topo, in, plan);
+  if (in.trainer && f.emit.empty()) answer = trainer_answer(in.model.spec, topo, in, plan);
   // A config of a plan that does not fit is not written (exit 3), unless --force: prime-rl
   // would start it and run out of memory. Plain `plan` keeps exit 0 for NO FIT.
   if (!f.emit.empty() && !plan.fits && !f.force) {

@@ -68,6 +68,18 @@ TEST_CASE("plan flags from text: typed, named as on the command line", "[plan_re
   CHECK(plan_flag_names().front() == "nodes");
 }
 
+TEST_CASE("flag values compare at full precision, whatever the help prints", "[plan_request]") {
+  // plan_flag_value decides whether a flag over a trainer config differs from its default: a
+  // 6-digit form (the help's) took --lr 0.0200000001 for the default 0.02 and kept the file's.
+  PlanFlags f;
+  set_plan_flag(f, "lr", "0.0200000001");
+  CHECK(plan_flag_value(f, "lr") != plan_flag_value(PlanFlags{}, "lr"));
+  set_plan_flag(f, "lr", plan_flag_value(f, "lr"));
+  CHECK(f.hyper.lr == 0.0200000001);  // the text reads back to the same double
+  set_plan_flag(f, "adamw-betas", "0.9,0.9500000001");
+  CHECK(plan_flag_value(f, "adamw-betas") != plan_flag_value(PlanFlags{}, "adamw-betas"));
+}
+
 TEST_CASE("the plan option table: every row a flag set_plan_flag takes, defaults as read back",
           "[plan_request]") {
   const std::vector<PlanFlagInfo>& table = plan_flag_table();

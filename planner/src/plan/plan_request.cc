@@ -34,12 +34,6 @@ std::string bad_nodes_message(const std::string& got) {
 
 namespace {
 
-// Help text from the tables the code reads (issue 47 item 5): a default as the code holds it.
-std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 std::string comma_list(const std::vector<std::string>& names) {
   std::string s;
   for (const std::string& n : names) s += (s.empty() ? "" : ",") + n;
@@ -242,7 +236,7 @@ std::string headroom_defaults(bool gpu) {
     PlanOptions o;
     o.runtime = r;
     out += (out.empty() ? "" : ", ") +
-           number_text(gpu ? o.gpu_headroom_or() : o.host_headroom_or()) + " " + to_string(r);
+           sig_figs(gpu ? o.gpu_headroom_or() : o.host_headroom_or(), 6) + " " + to_string(r);
   }
   return out;
 }
@@ -276,14 +270,14 @@ std::vector<Entry> search_and_optimizer_entries() {
       {"weight-decay", hyper(&OptimizerHyper::weight_decay), true, "Decoupled weight decay"},
       {"update-rms", positive_hyper(&OptimizerHyper::update_rms), false,
        "Update RMS scale (default: the schedule's, " +
-           number_text(ns_schedule("quintic").update_rms) + " or " +
-           number_text(ns_schedule("deepseek-v4").update_rms) + " for deepseek-v4)"},
+           sig_figs(ns_schedule("quintic").update_rms, 6) + " or " +
+           sig_figs(ns_schedule("deepseek-v4").update_rms, 6) + " for deepseek-v4)"},
       {"adamw-lr", hyper(&OptimizerHyper::adamw_lr), false, "AdamW learning rate (default: --lr)"},
       {"adamw-weight-decay", hyper(&OptimizerHyper::adamw_weight_decay), true,
        "AdamW weight decay"},
       {"adamw-betas", adamw_betas(), false,
-       "AdamW betas b1,b2 (default: " + number_text(OptimizerHyper{}.adamw_beta1) + "," +
-           number_text(OptimizerHyper{}.adamw_beta2) + ")"},
+       "AdamW betas b1,b2 (default: " + sig_figs(OptimizerHyper{}.adamw_beta1, 6) + "," +
+           sig_figs(OptimizerHyper{}.adamw_beta2, 6) + ")"},
       {"ns-schedule", text(&PlanFlags::schedule), true,
        choices_help(ns_schedule_presets()) + " | 'a,b,c;a,b,c;...'"},
       {"owners", text(&PlanFlags::owners), true, choices_help(enum_names(kOwnerStrategyNames))},
@@ -340,7 +334,7 @@ const std::vector<Entry>& setters() {
         {"lora-rank", positive_int(&PlanFlags::lora_rank), false,
          "LoRA: adapters of this rank on frozen bf16 base weights (with --optimizer adamw)"},
         {"lora-alpha", positive_double(&PlanFlags::lora_alpha), false,
-         "LoRA scaling alpha (default " + number_text(kLoraDefaultAlpha) + ", prime-rl's)"},
+         "LoRA scaling alpha (default " + sig_figs(kLoraDefaultAlpha, 6) + ", prime-rl's)"},
         {"lora-targets", text(&PlanFlags::lora_targets), false,
          "LoRA target modules a,b,c (default prime-rl's: " + comma_list(lora_default_targets()) +
              ")"},
