@@ -6,6 +6,10 @@
 #include "cost/ac_layers.h"
 #include "cost/step_timeline.h"
 #include "muonplan/base/error.h"
+#include "muonplan/planner/plan_request.h"
+#include "muonplan/planner/workload.h"
+#include "plan/workload_flags.h"
+#include "test_paths.h"
 #include "test_plans.h"
 
 using namespace muonplan;
@@ -167,4 +171,65 @@ TEST_CASE("ac recompute time: the targets' forward again", "[ac]") {
   CHECK(term(all, "elementwise").value - term(none, "elementwise").value ==
         Approx((term(full, "elementwise").value - term(none, "elementwise").value) * 3601 / 5101)
             .epsilon(1e-9));
+}
+
+namespace {
+
+std::string ac_of(const Workload& w) {
+  std::string s = w.ac_selective ? "selective" : w.ac_full ? "full" : "none";
+  for (const std::string& t : w.ac_targets) s += " " + t;
+  return s + " freq " + std::to_string(w.ac_freq);
+}
+
+}  // namespace
+
+TEST_CASE("ac from a workload file and from the flags: one rule, the flags given override",
+          "[ac]") {
+  const TempFile sel("ac_selective_workload.yaml",
+                     "tokens_per_step: 131072\nseq_len: 16384\nac: selective\n"
+                     "ac_targets: [norm, mlp, norm]\nac_freq: 2\n");
+  CHECK(ac_of(load_workload(sel.path)) == "selective norm mlp freq 2");
+
+  PlanFlags f;
+  set_plan_flag(f, "workload", sel.path);
+  CHECK(ac_of(*detail::workload_from_flags(f)) == "selective norm mlp freq 2");
+  set_plan_flag(f, "ac", "full");  // the file's targets go; its freq stays
+  CHECK(ac_of(*detail::workload_from_flags(f)) == "full freq 2");
+  set_plan_flag(f, "ac", "none");  // and with none, the freq too
+  CHECK(ac_of(*detail::workload_from_flags(f)) == "none freq 1");
+  PlanFlags g;
+  set_plan_flag(g, "workload", sel.path);
+  set_plan_flag(g, "ac-targets", "attn_proj");
+  CHECK(ac_of(*detail::workload_from_flags(g)) == "selective attn_proj freq 2");
+
+  PlanFlags h;  // the flag path, by the same rule
+  for (auto [k, v] : {std::pair{"tokens-per-step", "131072"},
+                      {"seq-len", "16384"},
+                      {"ac", "selective"},
+                      {"ac-targets", "norm, mlp"},
+                      {"ac-freq", "2"}})
+    set_plan_flag(h, k, v);
+  CHECK(ac_of(*detail::workload_from_flags(h)) == "selective norm mlp freq 2");
+  set_plan_flag(h, "ac", "full");
+  CHECK(error_of([&] { detail::workload_from_flags(h); }) ==
+        "--ac-targets: applies to --ac selective only");
+
+  const TempFile none_freq("ac_none_freq.yaml",
+                           "tokens_per_step: 131072\nseq_len: 16384\nac: none\nac_freq: 2\n");
+  CHECK(error_of([&] { load_workload(none_freq.path); }) ==
+        none_freq.path + ":4:10: ac_freq: applies to ac full or selective only");
+  const TempFile full_targets("ac_full_targets.yaml",
+                              "tokens_per_step: 131072\nseq_len: 16384\nac_targets: [norm]\n");
+  CHECK(error_of([&] {
+          load_workload(full_targets.path);
+        }).find("ac_targets: applies to ac selective only") != std::string::npos);
+  const TempFile none_offload(
+      "ac_none_offload.yaml",
+      "tokens_per_step: 131072\nseq_len: 16384\nac: none\nac_offload: true\n");
+  CHECK(error_of([&] {
+          load_workload(none_offload.path);
+        }).find("ac: none contradicts ac_offload: true") != std::string::npos);
+  PlanFlags o;
+  set_plan_flag(o, "workload", full_targets.path);
+  CHECK_THROWS_AS(detail::workload_from_flags(o), InputError);
 }

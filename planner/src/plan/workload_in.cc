@@ -3,6 +3,7 @@
 #include "muonplan/base/io.h"
 #include "muonplan/planner/workload.h"
 #include "muonplan/planner/yaml_reader.h"
+#include "workload_flags.h"
 
 namespace muonplan {
 
@@ -12,10 +13,26 @@ Workload load_workload(const std::string& path) {
   w.tokens_per_step = m.get_int("tokens_per_step");
   w.seq_len = m.get_int("seq_len");
   w.micro_batch_seqs = m.get_int("micro_batch_seqs", 1);
-  const std::string ac = m.get_string("ac", "full");
-  if (ac != "full" && ac != "none") m.fail("ac", "expected full or none, got '" + ac + "'");
-  w.ac_full = ac == "full";
+  // ac: full | selective | none, ac_targets: [names] (selective), ac_freq: N, by the rule the
+  // flags use (workload_flags.h set_workload_ac).
+  std::vector<std::string> targets;
+  const YAML::Node t = m.raw("ac_targets");
+  if (t.IsDefined() && !t.IsNull()) {
+    if (!t.IsSequence()) m.fail("ac_targets", "expected a list of target names");
+    for (const YAML::Node& n : t) {
+      if (!n.IsScalar() || n.Scalar().empty())
+        m.fail_at(n, "ac_targets", "expected a target name (a string)");
+      targets.push_back(n.Scalar());
+    }
+  }
+  detail::set_workload_ac(
+      w, m.get_string("ac", "full"), targets, m.get_int("ac_freq", 1),
+      {"ac", "ac_targets", "ac_freq"},
+      [&](const char* key, const std::string& message) { m.fail(key, message); });
   w.ac_offload = m.get_bool("ac_offload", false);
+  if (w.ac_offload && !w.ac_full && !w.ac_selective)
+    m.fail("ac",
+           "none contradicts ac_offload: true (offloading keeps AC's checkpoints in host RAM)");
   w.lm_head_chunk = m.get_int("lm_head_chunk", 0);
   if (w.lm_head_chunk < 0) m.fail("lm_head_chunk", "must not be negative (0: unfused)");
   const std::string cp_style = m.get_string("cp_style", "ulysses");
@@ -38,8 +55,8 @@ Workload load_workload(const std::string& path) {
   if (w.tokens_per_step % w.seq_len != 0) {
     m.fail("tokens_per_step", "must be a multiple of seq_len (" + std::to_string(w.seq_len) + ")");
   }
-  m.check_known({"tokens_per_step", "seq_len", "micro_batch_seqs", "ac", "ac_offload",
-                 "lm_head_chunk", "cp_style", "attention"});
+  m.check_known({"tokens_per_step", "seq_len", "micro_batch_seqs", "ac", "ac_targets", "ac_freq",
+                 "ac_offload", "lm_head_chunk", "cp_style", "attention"});
   return w;
 }
 
