@@ -6,6 +6,7 @@
 #include "muonplan/planner/alternatives.h"
 #include "muonplan/planner/layout.h"
 #include "muonplan/planner/prime_rl.h"
+#include "prime_rl/prime_rl_rules.h"
 #include "test_plans.h"
 
 using namespace muonplan;

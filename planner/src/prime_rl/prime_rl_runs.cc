@@ -1,9 +1,9 @@
-// The combinations prime-rl refuses (prime_rl.h): the rule, and the search's view of it.
+// The combinations prime-rl refuses (prime_rl_rules.h): the rule, and the search's view of it.
 #include <algorithm>
 
-#include "muonplan/planner/prime_rl.h"
-#include "muonplan/planner/trainer_config_in.h"
-#include "muonplan/planner/trainer_keys.h"
+#include "prime_rl/prime_rl_rules.h"
+#include "prime_rl/trainer_config_in.h"
+#include "prime_rl/trainer_keys.h"
 
 namespace muonplan {
 

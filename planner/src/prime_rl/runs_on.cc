@@ -6,6 +6,7 @@
 
 #include "muonplan/base/error.h"
 #include "muonplan/planner/prime_rl.h"
+#include "prime_rl/prime_rl_rules.h"
 #include "trainer_file.h"
 
 namespace muonplan {

@@ -1,13 +1,13 @@
 // Plan JSON to a prime-rl config. JSON numbers, booleans and strings print as valid TOML values
 // (nlohmann writes 0.0, 1e-08, "text"), so values are copied, not retyped.
-#include "muonplan/tools/trainer_config.h"
+#include "prime_rl/trainer_config.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
 
-#include "muonplan/planner/trainer_keys.h"
-#include "muonplan/tools/prime_rl_emit_check.h"
+#include "prime_rl/prime_rl_emit_check.h"
+#include "prime_rl/trainer_keys.h"
 
 namespace muonplan {
 namespace {

@@ -1,14 +1,15 @@
-// --emit's text (trainer_emit.h): the plan as a prime-rl config, over the user's file or alone.
-#include "muonplan/tools/trainer_emit.h"
+// --emit's text (emit_config, prime_rl.h): the plan as a prime-rl config, over the user's file or alone.
+#include "muonplan/planner/prime_rl.h"
 
 #include <sstream>
 
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
 #include "muonplan/planner/plan.h"
-#include "muonplan/planner/toml_tree.h"
-#include "muonplan/planner/trainer_keys.h"
-#include "muonplan/tools/trainer_config.h"
+#include "prime_rl/toml_tree.h"
+#include "prime_rl/trainer_config.h"
+#include "prime_rl/trainer_config_in.h"
+#include "prime_rl/trainer_keys.h"
 
 namespace muonplan {
 

@@ -1,12 +1,12 @@
 // The emit's check (prime_rl_emit_check.h), on the rule the trainer answer uses (prime_rl.h).
-#include "muonplan/tools/prime_rl_emit_check.h"
+#include "prime_rl/prime_rl_emit_check.h"
 
 #include <stdexcept>
 
 #include "muonplan/base/enum_names.h"
 #include "muonplan/base/error.h"
-#include "muonplan/planner/prime_rl.h"
-#include "muonplan/planner/trainer_keys.h"
+#include "prime_rl/prime_rl_rules.h"
+#include "prime_rl/trainer_keys.h"
 
 namespace muonplan {
 
