@@ -2,6 +2,7 @@
 #include "muonplan/planner/prime_rl.h"
 
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "prime_rl/prime_rl_rules.h"
@@ -55,7 +56,7 @@ PlanInputs prepare_plan(const std::string& model, PlanFlags flags) {
                            "plan request");
   }
   try {
-    in.request = runs_on_request(flags, in.trainer != nullptr);
+    in.request = runs_on_request(flags, in.trainer != nullptr, in.trainer.get(), nullptr);
   } catch (const InputError& e) {
     if (in.trainer) rethrow_at_file(*in.trainer, e, in.overrides);
     throw;
@@ -67,13 +68,14 @@ PlanInputs prepare_plan(ModelSpec spec, PlanFlags flags) {
   PlanInputs in;
   in.model.spec = std::move(spec);
   const bool file = !flags.trainer_config.empty();
+  std::optional<TrainerConfig> tc;
   if (file) {
+    tc = read_trainer_config(flags.trainer_config, flags.prime_rl_version);
     std::vector<std::string> overrides;
-    apply_trainer_config(read_trainer_config(flags.trainer_config, flags.prime_rl_version),
-                         in.model.spec, flags, overrides);
+    apply_trainer_config(*tc, in.model.spec, flags, overrides);
   }
   in.flags = flags;
-  in.request = runs_on_request(flags, file);
+  in.request = runs_on_request(flags, file, tc ? &*tc : nullptr, nullptr);
   return in;
 }
 
@@ -95,7 +97,7 @@ PlanRequest report_request(const PlanInputs& in, const PlanFlags& given, std::st
   flags.layout = flags.layout.substr(comma + 1);  // "cp=C,ep=E"
   note = in.trainer->path + "'s layout (" + in.flags.layout + ") swept as " + flags.layout +
          ", FSDP over each node count's GPUs";
-  return runs_on_request(flags, true);
+  return runs_on_request(flags, true, in.trainer.get(), nullptr);
 }
 
 }  // namespace muonplan
