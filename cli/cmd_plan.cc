@@ -21,12 +21,7 @@
 #include "muonplan/planner/cost_model.h"
 #include "muonplan/planner/model_io.h"
 #include "muonplan/planner/plan.h"
-#include "muonplan/planner/plan_inputs.h"
-#include "muonplan/planner/toml_tree.h"
-#include "muonplan/planner/trainer_keys.h"
-#include "muonplan/tools/trainer_answer.h"
-#include "muonplan/tools/trainer_config.h"
-#include "muonplan/tools/trainer_emit.h"
+#include "muonplan/planner/prime_rl.h"
 #include "paths.h"
 
 namespace muonplan::cli {
@@ -204,9 +199,7 @@ int run_plan(PlanCommand& f) {
   std::vector<PathArg> inputs = plan_inputs(f.model, f.topology, f.flags);
   inputs.push_back(resolved_model_input(f.model, in.model));
   refuse_overlaps(without_config(f, inputs), plan_outputs(f));
-  if (in.trainer) {
-    for (const std::string& w : in.trainer->warnings) std::cerr << "warning: " << w << "\n";
-  }
+  for (const std::string& w : trainer_warnings(in)) std::cerr << "warning: " << w << "\n";
   for (const std::string& o : in.overrides) std::cerr << "note: " << o << "\n";
   const Topology topo = load_topology(f.topology);
   warn_gpu_limit(in, topo);
@@ -214,8 +207,7 @@ int run_plan(PlanCommand& f) {
   try {
     plan = make_plan(in.model.spec, topo, in.request);
   } catch (const InputError& e) {
-    if (in.trainer) rethrow_at_file(*in.trainer, e, in.overrides);
-    throw;
+    rethrow_at_file(in, e);
   }
   if (std::getenv("MUONPLAN_WORK_STATS")) {
     const CostWork w = cost_work();

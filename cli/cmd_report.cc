@@ -9,7 +9,7 @@
 #include "muonplan/planner/data_dir.h"
 #include "muonplan/planner/model_io.h"
 #include "muonplan/planner/model_resolve.h"
-#include "muonplan/planner/plan_inputs.h"
+#include "muonplan/planner/prime_rl.h"
 #include "muonplan/tools/report_data.h"
 #include "paths.h"
 
@@ -64,9 +64,7 @@ Runner add_report(CLI::App& app) {
     const PlanInputs plan_in = prepare_plan(f->model, f->flags);
     inputs.push_back(resolved_model_input(f->model, plan_in.model));
     refuse_overlaps(inputs, {{"--out", f->out, true}});  // again with the model's file
-    if (plan_in.trainer) {
-      for (const std::string& w : plan_in.trainer->warnings) std::cerr << "warning: " << w << "\n";
-    }
+    for (const std::string& w : trainer_warnings(plan_in)) std::cerr << "warning: " << w << "\n";
     for (const std::string& o : plan_in.overrides) std::cerr << "note: " << o << "\n";
     const ModelSpec& spec = plan_in.model.spec;
     const Topology topo = load_topology(f->topology);

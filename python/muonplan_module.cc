@@ -25,12 +25,9 @@
 #include "muonplan/planner/model_io.h"
 #include "muonplan/planner/model_resolve.h"
 #include "muonplan/planner/plan.h"
-#include "muonplan/planner/plan_inputs.h"
 #include "muonplan/planner/plan_request.h"
-#include "muonplan/planner/trainer_config_in.h"
+#include "muonplan/planner/prime_rl.h"
 #include "muonplan/tools/report_data.h"
-#include "muonplan/tools/trainer_answer.h"
-#include "muonplan/tools/trainer_emit.h"
 
 namespace py = pybind11;
 using nlohmann::json;
@@ -191,7 +188,7 @@ void raise_pending_signal() {
 }
 
 // emit="prime-rl" (or prime-rl-sft, prime-rl-diff): the config text `plan --emit` prints, from
-// the same code (trainer_emit.h); a plan that does not fit raises InputError unless force=True,
+// the same code (emit_config, prime_rl.h); a plan that does not fit raises InputError unless force=True,
 // as the CLI exits 3.
 std::string emit_form(py::handle emit, py::handle force, PlanFlags& flags) {
   if (emit.is_none()) return "";
@@ -226,16 +223,9 @@ py::object plan(py::handle model, py::handle topology, py::handle emit, py::hand
   std::string path;
   if (flags.trainer_config.empty() || py::isinstance<py::dict>(model)) {
     if (model.is_none()) throw InputError({}, "--model", "is required (or trainer_config=)");
-    PlanInputs in;
-    in.model.spec = model_from(model);
-    if (!flags.trainer_config.empty()) {  // a dict model: no name to resolve
-      std::vector<std::string> overrides;
-      apply_trainer_config(read_trainer_config(flags.trainer_config, flags.prime_rl_version),
-                           in.model.spec, flags, overrides);
-    }
-    in.flags = flags;
-    // runs_on= as plan's --runs-on (prime_rl.h): the defaults and rules of that runtime.
-    in.request = runs_on_request(flags, !flags.trainer_config.empty());
+    // A dict model: no name to resolve; runs_on= as plan's --runs-on (prime_rl.h).
+    PlanInputs in = prepare_plan(model_from(model), flags);
+    flags = in.flags;
     in.request.between_candidates = raise_pending_signal;
     const Plan p = make_plan(in.model.spec, topo, in.request);
     if (as_path(model, path, "model")) in.model.path = path;
@@ -249,7 +239,7 @@ py::object plan(py::handle model, py::handle topology, py::handle emit, py::hand
   try {
     p = make_plan(in.model.spec, topo, in.request);
   } catch (const InputError& e) {
-    rethrow_at_file(*in.trainer, e, in.overrides);  // as the CLI reports it
+    rethrow_at_file(in, e);  // as the CLI reports it
   }
   json j = plan_to_json(p);
   if (form.empty())

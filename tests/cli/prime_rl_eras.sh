@@ -24,8 +24,8 @@ expect head-renamed 2 "$e/rl-2026-02-20.toml:17:1: trainer.model.fused_lm_head_c
   "$bin" plan --trainer-config $e/rl-2026-02-20.toml --prime-rl-version 2026-04-01
 expect offload-before 2 "$e/rl-2026-02-20.toml:18:1: trainer.model.optim_cpu_offload: prime-rl of 2026-01-20 has no such key (it forbids extra keys): its era is from 2026-02-03, e41036a16 (#1694)" \
   "$bin" plan --trainer-config $e/rl-2026-02-20.toml --prime-rl-version 2026-01-20
-expect head-before 2 "$e/rl-2026-04-01.toml:16:1: trainer.model.fused_lm_head_token_chunk_size: prime-rl of 2026-02-20 has no such key (it forbids extra keys): its era is from 2026-03-09, 93cd1fa37 (#1987); on 2026-02-20 the key is fused_lm_head_chunk_size" \
-  "$bin" plan --trainer-config $e/rl-2026-04-01.toml --prime-rl-version 2026-02-20
+expect head-before 2 "$e/rl-2026-04-01.toml:16:1: trainer.model.fused_lm_head_token_chunk_size: prime-rl of 2026-03-01 has no such key (it forbids extra keys): its era is from 2026-03-09, 93cd1fa37 (#1987); on 2026-03-01 the key is fused_lm_head_chunk_size" \
+  "$bin" plan --trainer-config $e/rl-2026-04-01.toml --prime-rl-version 2026-03-01
 EXPECT_MATCH=suffix expect full-offload-before 2 "trainer.model.full_offload: prime-rl of 2026-08-01 has no such key (it forbids extra keys): its era is from 2026-08-15, b8d9553c0 (#3234)" \
   "$bin" plan --trainer-config $e/rl-2026-08-20-full-offload.toml --prime-rl-version 2026-08-01
 expect sft-nodes-before 2 "$e/sft-2026-08-18.toml:8:1: deployment.num_train_nodes: prime-rl of 2026-08-01 has no such key (it forbids extra keys): its era is from 2026-08-17, 15d6c8197 (#3256); on 2026-08-01 the key is num_nodes" \

@@ -12,7 +12,8 @@
 #include "muonplan/planner/plan_request.h"
 #include "muonplan/planner/prime_rl.h"
 #include "muonplan/tools/report_data.h"
-#include "muonplan/tools/trainer_config.h"
+#include "prime_rl/prime_rl_rules.h"
+#include "prime_rl/trainer_config.h"
 #include "test_paths.h"
 
 using namespace muonplan;

@@ -6,8 +6,8 @@
 #include <map>
 #include <string>
 
-#include "muonplan/planner/plan_inputs.h"
 #include "muonplan/planner/prime_rl.h"
+#include "prime_rl/prime_rl_rules.h"
 #include "test_plans.h"
 
 using namespace muonplan;

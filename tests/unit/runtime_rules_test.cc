@@ -6,6 +6,7 @@
 #include "muonplan/planner/alternatives.h"
 #include "muonplan/planner/layout.h"
 #include "muonplan/planner/prime_rl.h"
+#include "prime_rl/prime_rl_rules.h"
 #include "test_plans.h"
 
 using namespace muonplan;
@@ -79,4 +80,40 @@ TEST_CASE("runtime rules: the alternatives rank only what the runtime runs", "[r
   }
   // The rule removed something the default runtime chose.
   CHECK(other_mode);
+}
+
+TEST_CASE("runtime rules: prime-rl's CP, SFT and optimizer rules of a run", "[runtime_rules]") {
+  const Layout cp2 = parse_layout("fsdp=8,cp=2"), cp1 = parse_layout("fsdp=8");
+  const auto none = OffloadMode::none;
+  const auto muon = OptimizerKind::muon;
+  PrimeRlRun run;
+  run.attention = "sdpa";
+  CHECK(prime_rl_cannot_run(none, muon, cp2, run).find("cp_only_with_flash_attn") !=
+        std::string::npos);
+  CHECK(prime_rl_cannot_run(none, muon, cp1, run).empty());
+  run.version = "2025-10-01";  // before ring-flash-attn (#1305): CP ran on SDPA
+  CHECK(prime_rl_cannot_run(none, muon, cp2, run).empty());
+  run = PrimeRlRun{};
+  run.vlm = true;
+  run.cp_style = "ring";
+  CHECK(prime_rl_cannot_run(none, muon, cp2, run).find("vlm_cp_requires_ulysses") !=
+        std::string::npos);
+  run.cp_style = "ulysses";
+  CHECK(prime_rl_cannot_run(none, muon, cp2, run).empty());
+  run = PrimeRlRun{};
+  run.sft = true;
+  run.micro_batch_seqs = 8;
+  CHECK(prime_rl_cannot_run(none, muon, cp2, run).find("validate_cp_micro_batch_size") !=
+        std::string::npos);
+  CHECK(prime_rl_cannot_run(none, muon, cp1, run).empty());
+  run.micro_batch_seqs = 1;
+  run.version = "2025-08-20";  // SFT cp from 2025-08-31 (#739); muon from 2025-08-12 (#690)
+  CHECK(prime_rl_cannot_run(none, muon, cp2, run).find("#739") != std::string::npos);
+  CHECK(prime_rl_cannot_run(none, muon, cp1, run).empty());
+  CHECK(prime_rl_cannot_run(none, muon, cp1, "2025-08-01").find("#690") != std::string::npos);
+  CHECK(prime_rl_cannot_run(none, OptimizerKind::signsgd, cp1, "2026-03-01").find("#2148") !=
+        std::string::npos);
+  CHECK(prime_rl_cannot_run(OffloadMode::full, OptimizerKind::signsgd, cp1, "2026-08-16")
+            .find("#3303") != std::string::npos);
+  CHECK(prime_rl_cannot_run(OffloadMode::full, OptimizerKind::signsgd, cp1, "2026-08-18").empty());
 }

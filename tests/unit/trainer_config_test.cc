@@ -8,11 +8,11 @@
 
 #include "muonplan/base/error.h"
 #include "muonplan/planner/model_io.h"
-#include "muonplan/planner/plan_inputs.h"
 #include "muonplan/planner/prime_rl.h"
-#include "muonplan/planner/trainer_config_in.h"
-#include "muonplan/planner/trainer_keys.h"
-#include "muonplan/tools/trainer_config.h"
+#include "prime_rl/prime_rl_answer.h"
+#include "prime_rl/trainer_config.h"
+#include "prime_rl/trainer_config_in.h"
+#include "prime_rl/trainer_keys.h"
 #include "test_paths.h"
 
 using namespace muonplan;

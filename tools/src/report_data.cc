@@ -14,7 +14,6 @@
 #include "muonplan/base/parse_int.h"
 #include "muonplan/planfile/plan_checks.h"
 #include "muonplan/planfile/trace.h"
-#include "muonplan/planner/prime_rl.h"
 #include "muonplan/tools/child_process.h"
 
 namespace muonplan {
@@ -100,7 +99,8 @@ std::vector<int> parse_node_counts(const std::string& text, int max_nodes) {
 
 std::vector<int> default_node_counts(const Topology& topo) {
   std::vector<int> counts;
-  for (int n = 1; n <= std::max(1, std::min(kDefaultSweepNodes, topo.max_nodes)); ++n) counts.push_back(n);
+  for (int n = 1; n <= std::max(1, std::min(kDefaultSweepNodes, topo.max_nodes)); ++n)
+    counts.push_back(n);
   return counts;
 }
 
@@ -175,17 +175,6 @@ json owner_strategies_json(const Plan& chosen) {
 }
 
 }  // namespace
-
-PlanRequest report_request(const PlanInputs& in, const PlanFlags& given, std::string& note) {
-  if (!in.trainer || !given.layout.empty() || in.trainer->dp_replicate > 1) return in.request;
-  PlanFlags flags = in.flags;
-  const size_t comma = flags.layout.find(',');
-  if (flags.layout.rfind("fsdp=", 0) != 0 || comma == std::string::npos) return in.request;
-  flags.layout = flags.layout.substr(comma + 1);  // "cp=C,ep=E"
-  note = in.trainer->path + "'s layout (" + in.flags.layout + ") swept as " + flags.layout +
-         ", FSDP over each node count's GPUs";
-  return runs_on_request(flags, true);
-}
 
 json report_data(const ModelSpec& spec, const Topology& topo, const PlanRequest& base,
                  const ReportInputs& inputs) {

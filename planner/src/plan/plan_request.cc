@@ -469,7 +469,7 @@ LoraConfig lora_options(const PlanFlags& f) {
 PlanRequest to_plan_request(const PlanFlags& flags) {
   if (!flags.trainer_config.empty()) {  // it needs the model: prepare_plan applies it
     throw InputError({}, "--trainer-config",
-                     "is applied by prepare_plan (plan_inputs.h), which resolves the model first");
+                     "is applied by prepare_plan (prime_rl.h), which resolves the model first");
   }
   const PlanFlags& f = flags;
   PlanRequest r;

@@ -357,11 +357,20 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
   const PlanOptions& in = req.options;
   // A mode the target runtime refuses whatever the layout: asked for, an input error; searched,
   // left out of the floor's modes (its candidates are listed as not evaluated).
+  // The refusal is the mode's when the mode alone is refused (on a one-GPU layout), else the
+  // given layout's (CP's rules, ep % cp).
   if (!req.auto_offload) {
     if (const std::string why = runtime_refuses(req, in.offload, in.optimizer, in.layout);
-        !why.empty())
-      throw InputError({}, "--offload", why);
+        !why.empty()) {
+      const bool mode = !runtime_refuses(req, in.offload, in.optimizer, Layout{}).empty();
+      throw InputError({}, mode ? "--offload" : "--layout", why);
+    }
   }
+  // The runtime refuses the optimizer itself (no offload, one GPU: prime-rl of a date before
+  // it had the optimizer): an input error, not a search with no candidate.
+  if (const std::string why = runtime_refuses(req, OffloadMode::none, in.optimizer, Layout{});
+      !why.empty())
+    throw InputError({}, "--optimizer", why);
   std::vector<OffloadMode> allowed;  // the modes whose candidates are predicted
   for (OffloadMode m : modes) {
     if ((!in.nesterov || nesterov_supported(m)) && !lora_offload_refused(in.lora, m) &&

@@ -1,13 +1,20 @@
-#include "muonplan/planner/plan_inputs.h"
-
+// prepare_plan and the other front-door steps on a trainer config's inputs (prime_rl.h).
 #include "muonplan/planner/prime_rl.h"
+
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "prime_rl/prime_rl_rules.h"
+#include "prime_rl/trainer_config_in.h"
 
 namespace muonplan {
 
 PlanInputs prepare_plan(const std::string& model, PlanFlags flags) {
   PlanInputs in;
   if (!flags.trainer_config.empty())
-    in.trainer = read_trainer_config(flags.trainer_config, flags.prime_rl_version);
+    in.trainer = std::make_shared<const TrainerConfig>(
+        read_trainer_config(flags.trainer_config, flags.prime_rl_version));
   if (model.empty() && !in.trainer) {
     throw InputError({}, "--model",
                      "is required (a path, a bundled name, an HF id), or --trainer-config "
@@ -36,7 +43,7 @@ PlanInputs prepare_plan(const std::string& model, PlanFlags flags) {
   if (in.trainer) apply_trainer_config(*in.trainer, in.model.spec, flags, in.overrides);
   // --runs-on prime-rl on the flag path: prime-rl's defaults where no flag was given, kept in
   // in.flags (the emit re-plans from them); runs_on_request below finds them set.
-  const bool prime = runs_on(flags, in.trainer.has_value()) == "prime-rl";
+  const bool prime = runs_on(flags, in.trainer != nullptr) == "prime-rl";
   if (prime && !in.trainer) {
     for (const std::string& d : apply_prime_rl_flag_defaults(flags))
       in.overrides.push_back("--runs-on prime-rl: " + d + ", prime-rl's default");
@@ -49,12 +56,48 @@ PlanInputs prepare_plan(const std::string& model, PlanFlags flags) {
                            "plan request");
   }
   try {
-    in.request = runs_on_request(flags, in.trainer.has_value());
+    in.request = runs_on_request(flags, in.trainer != nullptr, in.trainer.get(), nullptr);
   } catch (const InputError& e) {
     if (in.trainer) rethrow_at_file(*in.trainer, e, in.overrides);
     throw;
   }
   return in;
+}
+
+PlanInputs prepare_plan(ModelSpec spec, PlanFlags flags) {
+  PlanInputs in;
+  in.model.spec = std::move(spec);
+  const bool file = !flags.trainer_config.empty();
+  std::optional<TrainerConfig> tc;
+  if (file) {
+    tc = read_trainer_config(flags.trainer_config, flags.prime_rl_version);
+    std::vector<std::string> overrides;
+    apply_trainer_config(*tc, in.model.spec, flags, overrides);
+  }
+  in.flags = flags;
+  in.request = runs_on_request(flags, file, tc ? &*tc : nullptr, nullptr);
+  return in;
+}
+
+const std::vector<std::string>& trainer_warnings(const PlanInputs& in) {
+  static const std::vector<std::string> kNone;
+  return in.trainer ? in.trainer->warnings : kNone;
+}
+
+void rethrow_at_file(const PlanInputs& in, const InputError& e) {
+  if (in.trainer) rethrow_at_file(*in.trainer, e, in.overrides);
+  throw e;
+}
+
+PlanRequest report_request(const PlanInputs& in, const PlanFlags& given, std::string& note) {
+  if (!in.trainer || !given.layout.empty() || in.trainer->dp_replicate > 1) return in.request;
+  PlanFlags flags = in.flags;
+  const size_t comma = flags.layout.find(',');
+  if (flags.layout.rfind("fsdp=", 0) != 0 || comma == std::string::npos) return in.request;
+  flags.layout = flags.layout.substr(comma + 1);  // "cp=C,ep=E"
+  note = in.trainer->path + "'s layout (" + in.flags.layout + ") swept as " + flags.layout +
+         ", FSDP over each node count's GPUs";
+  return runs_on_request(flags, true, in.trainer.get(), nullptr);
 }
 
 }  // namespace muonplan

@@ -1,8 +1,11 @@
 // The answer to a prime-rl config (prime_rl.h): the alternatives' sweep under prime-rl's rules,
 // and the keys of the config that turn it into each alternative.
+#include "prime_rl/prime_rl_answer.h"
 #include "muonplan/planner/layout.h"
 #include "muonplan/planner/prime_rl.h"
-#include "muonplan/planner/trainer_keys.h"
+#include "prime_rl/prime_rl_rules.h"
+#include "prime_rl/trainer_config_in.h"
+#include "prime_rl/trainer_keys.h"
 
 namespace muonplan {
 namespace {

@@ -198,6 +198,9 @@ void read_parallel(const TrainerFile& f, TrainerConfig& tc) {
     f.fail("model", "cp_style", "expected ring or ulysses, got '" + style + "'");
   tc.values.push_back(f.value("cp-style", style, "model", "cp_style"));
   read_attention(f, tc);
+  // [model.vlm] (RL: the shared [model] or [trainer.model]): prime-rl's CP rules differ for a
+  // VLM (prime_rl_runs.cc); the plan is the language model's.
+  tc.vlm = f.section("model", "vlm", false) || f.section("shared", "vlm", false);
   if (const TomlNode* ep = f.get("model", "ep")) {
     if (ep->kind == TomlNode::Kind::string && ep->str == "auto") {
       tc.ep = 0;

@@ -48,12 +48,23 @@ const std::vector<KeyEra>& key_eras() {
       // #3156, whose date the table lacks): only group_size's start is an era.
       {"orchestrator", "group_size", false, "2026-05-22", "", "rollouts_per_example",
        "20f6449e1 (#2599)"},
+      // SFT's cp: the date issue 50 gives; #739 (opened 2025-08-16) added cp and tp to the
+      // config, and its merge commit is not in the sources searched.
+      {"model", "cp", true, "2025-08-31", "", "", "#739"},
+      // A whole table ("*"): [deployment] came with #1859 (opened 2026-02-23, the date issue 50
+      // gives as 2026-02-24), which merged the rl and rl_slurm launchers; before it an RL
+      // file's world is trainer_gpu_ids or rl_slurm's top-level keys.
+      {"deployment", "*", false, "2026-02-24", "", "", "#1859"},
   };
   return eras;
 }
 
+bool inside(const KeyEra& e, const std::string& date) {
+  return date >= e.since && (!*e.until || date < e.until);  // ISO dates compare as text
+}
+
 // The row of `key` or of the section it sits in ("full_offload.numa_bind" -> "full_offload").
-const KeyEra* find_era(const std::string& table, const std::string& key, bool sft) {
+const KeyEra* find_key_era(const std::string& table, const std::string& key, bool sft) {
   const std::string head = key.substr(0, key.find('.'));
   for (const KeyEra& e : key_eras()) {
     if (table == e.table && head == e.key && (sft || !e.sft_only)) return &e;
@@ -61,8 +72,13 @@ const KeyEra* find_era(const std::string& table, const std::string& key, bool sf
   return nullptr;
 }
 
-bool inside(const KeyEra& e, const std::string& date) {
-  return date >= e.since && (!*e.until || date < e.until);  // ISO dates compare as text
+// The table's row ("*") where `date` lies outside it (every key of it is then outside), else
+// the key's own row.
+const KeyEra* find_era(const std::string& table, const std::string& key, bool sft,
+                       const std::string& date) {
+  const KeyEra* whole = find_key_era(table, "*", sft);
+  if (whole && !date.empty() && !inside(*whole, date)) return whole;
+  return find_key_era(table, key, sft);
 }
 
 }  // namespace
@@ -72,10 +88,10 @@ namespace muonplan {
 
 std::string prime_rl_key_on(const std::string& table, const std::string& key, bool sft,
                             const std::string& date) {
-  const detail::KeyEra* e = date.empty() ? nullptr : detail::find_era(table, key, sft);
+  const detail::KeyEra* e = date.empty() ? nullptr : detail::find_era(table, key, sft, date);
   if (!e || detail::inside(*e, date)) return key;
   if (!*e->renamed) return "";
-  const detail::KeyEra* other = detail::find_era(table, e->renamed, sft);
+  const detail::KeyEra* other = detail::find_era(table, e->renamed, sft, date);
   if (other && !detail::inside(*other, date)) return "";
   const size_t dot = key.find('.');  // a section's sub-key keeps its tail
   return e->renamed + (dot == std::string::npos ? "" : key.substr(dot));
@@ -87,8 +103,12 @@ namespace muonplan::detail {
 
 std::string key_era_problem(const std::string& table, const std::string& key, bool sft,
                             const std::string& date) {
-  const KeyEra* e = find_era(table, key, sft);
+  const KeyEra* e = find_era(table, key, sft, date);
   if (!e || inside(*e, date)) return "";
+  if (std::string(e->key) == "*") {
+    return "prime-rl of " + date + " has no [" + table +
+           "] table (it forbids extra keys): its era is from " + e->since + ", " + e->commit;
+  }
   const std::string era = *e->since ? std::string("from ") + e->since : "";
   const std::string end = *e->until ? std::string("until ") + e->until : "";
   std::string why = "prime-rl of " + date +

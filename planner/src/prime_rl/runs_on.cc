@@ -2,10 +2,13 @@
 // is for, and under prime-rl the flag path's defaults at the --prime-rl-version date and the
 // rules the search takes (prime_rl_runs.cc). The search itself knows no runtime by name.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "muonplan/base/error.h"
 #include "muonplan/planner/prime_rl.h"
+#include "prime_rl/prime_rl_rules.h"
+#include "prime_rl/trainer_config_in.h"
 #include "trainer_file.h"
 
 namespace muonplan {
@@ -26,9 +29,23 @@ std::string runs_on(const PlanFlags& flags, bool prime_rl_input) {
   return flags.runs_on;
 }
 
-std::shared_ptr<const RuntimeRules> runtime_rules_for(const PlanFlags& flags, bool prime_rl_input) {
+PrimeRlRun prime_rl_run(const PlanFlags& flags, const TrainerConfig* tc) {
+  check_prime_rl_version(flags.prime_rl_version);
+  PrimeRlRun run;
+  run.version = flags.prime_rl_version;
+  run.sft = tc ? tc->sft : flags.trainer == "sft";
+  run.attention = flags.attention;
+  run.cp_style = flags.cp_style;
+  run.vlm = tc && tc->vlm;
+  run.micro_batch_seqs = flags.micro_batch_seqs;
+  run.seq_len = flags.seq_len;
+  return run;
+}
+
+std::shared_ptr<const RuntimeRules> runtime_rules_for(const PlanFlags& flags, bool prime_rl_input,
+                                                      const TrainerConfig* tc) {
   if (runs_on(flags, prime_rl_input) != "prime-rl") return nullptr;
-  return prime_rl_rules_on(flags.prime_rl_version);
+  return prime_rl_rules_for(prime_rl_run(flags, tc));
 }
 
 bool prime_rl_ep_auto(const std::string& version) {
@@ -37,13 +54,18 @@ bool prime_rl_ep_auto(const std::string& version) {
 
 PlanRequest runs_on_request(PlanFlags flags, bool prime_rl_input,
                             std::vector<std::string>* defaults_set) {
+  return runs_on_request(std::move(flags), prime_rl_input, nullptr, defaults_set);
+}
+
+PlanRequest runs_on_request(PlanFlags flags, bool prime_rl_input, const TrainerConfig* tc,
+                            std::vector<std::string>* defaults_set) {
   const bool prime = runs_on(flags, prime_rl_input) == "prime-rl";
   if (prime && !prime_rl_input) {
     const std::vector<std::string> set = apply_prime_rl_flag_defaults(flags);
     if (defaults_set) *defaults_set = set;
   }
   PlanRequest r = to_plan_request(flags);
-  r.rules = runtime_rules_for(flags, prime_rl_input);
+  r.rules = runtime_rules_for(flags, prime_rl_input, tc);
   // prime-rl's ep = "auto" where the flags name no ep (a trainer config's layout names one).
   r.ep_by_runtime = prime && !prime_rl_input && flags.layout.find("ep=") == std::string::npos &&
                     prime_rl_ep_auto(flags.prime_rl_version);

@@ -9,8 +9,8 @@
 
 #include "muonplan/base/error.h"
 #include "muonplan/base/json_bounds.h"
-#include "muonplan/planner/toml_tree.h"
 #include "muonplan/planner/yaml_reader.h"
+#include "prime_rl/toml_tree.h"
 
 namespace muonplan {
 namespace {

@@ -1,6 +1,6 @@
 // toml++ into TomlNode. toml++ keeps a table's keys sorted; the tree keeps them in the order
 // they are written, so warnings come out in the file's order.
-#include "muonplan/planner/toml_tree.h"
+#include "prime_rl/toml_tree.h"
 
 #include <toml++/toml.h>
 #include <algorithm>

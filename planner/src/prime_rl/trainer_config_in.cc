@@ -1,6 +1,6 @@
 // `--trainer-config FILE`: toml++'s tree (toml_tree.h) checked against the key table
 // (trainer_keys.h), then read table by table (prime_rl_in.cc) and applied to the plan flags.
-#include "muonplan/planner/trainer_config_in.h"
+#include "prime_rl/trainer_config_in.h"
 
 #include <algorithm>
 #include <cctype>

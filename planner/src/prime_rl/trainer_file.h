@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "muonplan/planner/toml_tree.h"
-#include "muonplan/planner/trainer_config_in.h"
-#include "muonplan/planner/trainer_keys.h"
+#include "prime_rl/toml_tree.h"
+#include "prime_rl/trainer_config_in.h"
+#include "prime_rl/trainer_keys.h"
 
 namespace muonplan::detail {
 

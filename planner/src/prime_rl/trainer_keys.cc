@@ -1,6 +1,6 @@
 // The key table. Defaults are prime-rl's (main at v0.8.1.dev67); the reader applies them
 // where a file is silent.
-#include "muonplan/planner/trainer_keys.h"
+#include "prime_rl/trainer_keys.h"
 
 #include <stdexcept>
 

@@ -6,7 +6,7 @@
 
 #include "training_figures.h"
 
-#include "muonplan/planner/plan_inputs.h"
+#include "muonplan/planner/prime_rl.h"
 
 #include <cmath>
 #include <cstdio>

@@ -1,67 +1,96 @@
-// The prime-rl importer (planner/src/prime_rl/, docs/trainer-config.md): what the rest of the
-// program asks of it. Reading a trainer config into plan flags is prepare_plan's
-// (plan_inputs.h, trainer_config_in.h); here are prime-rl's rules for the search, and the
-// answer to a config: its plan's best alternatives, each with the keys to change.
+// The prime-rl importer's front door (planner/src/prime_rl/, docs/trainer-config.md): everything
+// the rest of the program asks of a prime-rl trainer config, and of prime-rl as the runtime a
+// plan is for. Reading the file, its versions, keys, batch and LoRA, prime-rl's rules for the
+// search, the answer and the writer (--emit) live in the room, behind this one header; the
+// search and the plan request know no TOML and no prime-rl (they take RuntimeRules).
 #pragma once
 
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "muonplan/base/error.h"
 #include "muonplan/planner/alternatives.h"
-#include "muonplan/planner/plan_inputs.h"
-#include "muonplan/planner/runtime_rules.h"
+#include "muonplan/planner/model_resolve.h"
+#include "muonplan/planner/plan.h"
+#include "muonplan/planner/plan_request.h"
+#include "muonplan/planner/topology.h"
 
 namespace muonplan {
 
-// What prime-rl (main) can run: the one rule that the trainer answer's alternatives and
-// `muonplan plan --emit prime-rl` share, so the emit never writes a config that differs from
-// its plan (prime-rl's trainer config: full_offload accepts only AdamW and SignSGD; ep needs
-// ep % cp == 0). Why prime-rl cannot run this combination, the trainer change that would allow
-// it and the flags that plan one it can run; "" when it can.
-// `version` (YYYY-MM-DD; "" the newest known) adds the eras of the version table: full offload
-// before prime-rl had full_offload.
-std::string prime_rl_cannot_run(OffloadMode offload, OptimizerKind optimizer, const Layout& layout,
-                                const std::string& version = "");
-// The same rule as the search asks it (runtime_rules.h): prime-rl's newest, and the prime-rl of
-// `version` (--prime-rl-version; InputError on a bad date), which `--runs-on prime-rl` sets as
-// the plan request's rules (prepare_plan).
-const RuntimeRules& prime_rl_rules();
-std::shared_ptr<const RuntimeRules> prime_rl_rules_on(const std::string& version);
+// A trainer config as read (the room's trainer_config_in.h): opaque outside the room.
+struct TrainerConfig;
 
-// --runs-on: "prime-rl" or "muonplan" as given; else prime-rl for a prime-rl input (a trainer
-// config, --emit prime-rl) and muonplan otherwise. InputError "--runs-on: ..." for another name.
-// It is the runtime a plan is for (what it can run, and its defaults), not --runtime's memory
-// model (muonplan | pytorch).
-std::string runs_on(const PlanFlags& flags, bool prime_rl_input);
-// Under --runs-on prime-rl without a trainer config: prime-rl's defaults at the
-// --prime-rl-version date (prime_rl_versions.cc) for every flag the user did not give (AC, AC
-// offload, the fused LM head, expandable segments); each default set, "--FLAG VALUE (key)".
-std::vector<std::string> apply_prime_rl_flag_defaults(PlanFlags& flags);
-// The plan request's rules for that runtime: prime-rl's of --prime-rl-version, or null (every
-// candidate) for muonplan.
-std::shared_ptr<const RuntimeRules> runtime_rules_for(const PlanFlags& flags, bool prime_rl_input);
-// Whether prime-rl of `version` defaults to ep = "auto" (from 2026-06-26; before it, 1).
-bool prime_rl_ep_auto(const std::string& version);
+// What every front end (CLI plan and report, Python, calibrate --training-run) does before
+// make_plan: resolve the model (--model or the file's [model] name, model_resolve.h), apply the
+// trainer config to the flags, apply --runs-on's defaults and build the request.
+struct PlanInputs {
+  ResolvedModel model;
+  std::string model_name;  // as resolved: --model's argument, else the file's [model] name
+  std::shared_ptr<const TrainerConfig> trainer;  // null without --trainer-config
+  PlanFlags flags;                               // the trainer config applied
+  std::vector<std::string> overrides;            // "--nodes 3 overrides FILE:LINE (key = value)"
+  PlanRequest request;
+};
+
+// InputError "--model: is required ..." when neither --model nor a trainer config names one.
+PlanInputs prepare_plan(const std::string& model, PlanFlags flags);
+// The same for a model given as a spec (Python's dict model): the trainer config, if any,
+// sets the flags as above, and the inputs keep no file (no name to resolve, nothing to write
+// over): the plan and the emit are those of the flags the file gave.
+PlanInputs prepare_plan(ModelSpec spec, PlanFlags flags);
+
+// The trainer config's warnings ("FILE:LINE:COL: key: ..."); none without one.
+const std::vector<std::string>& trainer_warnings(const PlanInputs& in);
+// Reports an InputError make_plan raised for a flag the file set at the file's line (a flag
+// given instead keeps its error); rethrows `e` as it is without a trainer config.
+[[noreturn]] void rethrow_at_file(const PlanInputs& in, const InputError& e);
+
 // to_plan_request for the runtime --runs-on names (every front end: plan, report, Python):
-// under prime-rl without a prime-rl input, its flag defaults first (each listed in
-// *defaults_set when given), then its rules and its ep = "auto".
+// under prime-rl without a prime-rl input (a trainer config, --emit prime-rl), its flag defaults
+// at the --prime-rl-version date first (each listed in *defaults_set when given), then its rules
+// (what that prime-rl can run) and its ep = "auto". --runs-on is the runtime a plan is for, not
+// --runtime's memory model (muonplan | pytorch).
 PlanRequest runs_on_request(PlanFlags flags, bool prime_rl_input,
                             std::vector<std::string>* defaults_set = nullptr);
 
-using TrainerAnswer = Alternatives;
+// The report's base request from prepare_plan's inputs. With a trainer config, the file's
+// layout names its own world (fsdp = its GPUs / dp_replicate): the sweep holds its cp and ep
+// and lets FSDP span each count's world, unless `given` (the flags as the user typed them)
+// has --layout or the file replicates (dp_replicate > 1), whose layout is held as written.
+// `note` says which, when the layout was changed.
+PlanRequest report_request(const PlanInputs& in, const PlanFlags& given, std::string& note);
 
-// The config's plan `written` (its nodes, layout and offload) and its best alternatives under
-// prime_rl_rules, keeping the config's optimizer and workload; a one-node file also tries more
-// of its node's GPUs (those inference leaves).
+// The answer to a trainer config: the config's plan `written` (its nodes, layout and offload)
+// and its best alternatives under the rules of its prime-rl, keeping the config's optimizer and
+// workload, each with the keys to change; a one-node file also tries more of its node's GPUs.
+using TrainerAnswer = Alternatives;
 TrainerAnswer trainer_answer(const ModelSpec& spec, const Topology& topo, const PlanInputs& in,
                              const Plan& written);
+// The answer as text for `muonplan plan` and as --json's "trainer_config" object
+// (docs/cli-contract.md).
+std::string trainer_answer_text(const PlanInputs& in, const TrainerAnswer& a, const Plan& written,
+                                bool explain);
+nlohmann::json trainer_answer_json(const PlanInputs& in, const TrainerAnswer& a,
+                                   const Plan& written);
 
-// The keys that turn the config into candidate `c` on `gpus_per_node` GPUs per node (0: the
-// written plan's); empty when it is the config as written. Keys are named as prime-rl of
-// `date` (--prime-rl-version; "" the newest) names them, or as the file does where it uses
-// the older SFT [deployment] names; a key that date lacks says so.
-std::vector<std::string> keys_to_change(const TrainerConfig& tc, const ModelSpec& spec,
-                                        const Plan& written, const Candidate& c,
-                                        int gpus_per_node = 0, const std::string& date = "");
+// --emit (docs/trainer-config.md, "The writer"). The form: prime-rl (the input's kind),
+// prime-rl-sft, prime-rl-diff; `toml` is the old name of prime-rl. Normalizes `form`, and sets
+// what an emitted plan implies on `flags`: runs on prime-rl unless --runs-on says otherwise;
+// SFT unfused LM head. InputError on another form.
+void check_emit_form(std::string& form, PlanFlags& flags);
+
+struct EmitRequest {
+  std::string form;   // after check_emit_form
+  std::string model;  // --model as given ("" when the trainer config names it)
+  PlanFlags flags;    // the plan's flags (check_emit_form's)
+};
+
+// `plan` (plan_to_json of the plan made from `in`) as the config the form names: the chosen
+// plan as a prime-rl config, laid over the user's file when the plan read one. InputError
+// ("--emit: ...") when prime-rl (of --prime-rl-version) cannot run it as planned.
+std::string emit_config(const EmitRequest& request, const PlanInputs& in, const Topology& topo,
+                        const nlohmann::json& plan);
 
 }  // namespace muonplan

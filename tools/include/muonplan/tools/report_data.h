@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "muonplan/planner/plan.h"
-#include "muonplan/planner/plan_inputs.h"
+#include "muonplan/planner/plan_request.h"
+#include "muonplan/planner/topology.h"
 
 namespace muonplan {
 
@@ -38,13 +39,6 @@ struct OptimizerVariant {
   bool bf16_momentum = false;
 };
 const std::vector<OptimizerVariant>& report_optimizer_variants();
-
-// The report's base request from prepare_plan's inputs. With a trainer config, the file's
-// layout names its own world (fsdp = its GPUs / dp_replicate): the sweep holds its cp and ep
-// and lets FSDP span each count's world, unless `given` (the flags as the user typed them)
-// has --layout or the file replicates (dp_replicate > 1), whose layout is held as written.
-// `note` says which, when the layout was changed.
-PlanRequest report_request(const PlanInputs& in, const PlanFlags& given, std::string& note);
 
 struct ReportInputs {
   std::string model_path, topology_path;

@@ -1,14 +1,16 @@
-// --emit's text (trainer_emit.h): the plan as a prime-rl config, over the user's file or alone.
-#include "muonplan/tools/trainer_emit.h"
+// --emit's text (emit_config, prime_rl.h): the plan as a prime-rl config, over the user's file or
+// alone.
+#include "muonplan/planner/prime_rl.h"
 
 #include <sstream>
 
 #include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
 #include "muonplan/planner/plan.h"
-#include "muonplan/planner/toml_tree.h"
-#include "muonplan/planner/trainer_keys.h"
-#include "muonplan/tools/trainer_config.h"
+#include "prime_rl/toml_tree.h"
+#include "prime_rl/trainer_config.h"
+#include "prime_rl/trainer_config_in.h"
+#include "prime_rl/trainer_keys.h"
 
 namespace muonplan {
 
@@ -42,6 +44,7 @@ EmitInput emit_input(const EmitRequest& f, const PlanInputs& in) {
   e.only_given = !in.trainer;
   for (const auto& [flag, value] : f.flags.typed) e.given.insert(flag);
   e.fsdp_group_key = in.trainer && in.trainer->fsdp_group_key;
+  e.vlm = in.trainer && in.trainer->vlm;
   return e;
 }
 
@@ -61,6 +64,30 @@ std::vector<std::string> forced_keys(const PlanInputs& in, const nlohmann::json&
   return out;
 }
 
+// A file of an era before [deployment] that names no launcher world (trainer_gpu_ids,
+// rl_slurm's keys) has no key for another world: the plan's is not written into a table that
+// prime-rl of its date lacks (prime_rl_versions.cc, key eras).
+void refuse_world_before_deployment(const PlanInputs& in, const nlohmann::json& plan,
+                                    const std::string& date) {
+  const TrainerConfig& tc = *in.trainer;
+  const int world = plan.at("world_size");
+  const FileValue* nodes = tc.value("nodes");  // the local launcher's trainer_gpu_ids
+  if (nodes && nodes->shown.rfind("trainer_gpu_ids", 0) == 0) return;
+  if (tc.world_table != "deployment" || tc.standalone ||
+      !prime_rl_key_on("deployment", "type", tc.sft, date).empty() ||
+      (world == tc.nodes * tc.gpus_per_node && plan.at("nodes").get<int>() == tc.nodes))
+    return;
+  throw InputError({}, "--emit",
+                   "prime-rl of " + date +
+                       " has no [deployment] table (from 2026-02-24, #1859), "
+                       "and " +
+                       tc.path + " names no world of its launcher, so the plan's " +
+                       std::to_string(plan.at("nodes").get<int>()) + " node(s) of " +
+                       std::to_string(plan.at("gpus_per_node").get<int>()) +
+                       " GPUs have no key there; no config written: plan the file's world, or give "
+                       "--prime-rl-version 2026-02-24 or later");
+}
+
 // --emit over a trainer config: its own file with the keys the plan changes (prime-rl), or
 // only those keys (prime-rl-diff). A key changes where the fragment of the plan differs from
 // the fragment of the file's own plan (its flags alone); without a file, the fragment.
@@ -70,6 +97,7 @@ std::string emit_config(const EmitRequest& f, const PlanInputs& in, const Topolo
                         const nlohmann::json& plan) {
   const std::string chosen = prime_rl_config(plan, emit_input(f, in));
   if (!in.trainer || f.form == "prime-rl-sft") return chosen;
+  refuse_world_before_deployment(in, plan, f.flags.prime_rl_version);
   PlanFlags own;
   own.trainer_config = f.flags.trainer_config;
   own.prime_rl_version = f.flags.prime_rl_version;

@@ -1,13 +1,14 @@
 // Plan JSON to a prime-rl config. JSON numbers, booleans and strings print as valid TOML values
 // (nlohmann writes 0.0, 1e-08, "text"), so values are copied, not retyped.
-#include "muonplan/tools/trainer_config.h"
+#include "prime_rl/trainer_config.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
 
-#include "muonplan/planner/trainer_keys.h"
-#include "muonplan/tools/prime_rl_emit_check.h"
+#include "muonplan/base/error.h"
+#include "prime_rl/prime_rl_emit_check.h"
+#include "prime_rl/trainer_keys.h"
 
 namespace muonplan {
 namespace {
@@ -24,7 +25,10 @@ std::string toml_value(const json& v) {
 class Writer {
  public:
   explicit Writer(const EmitInput& in)
-      : top_level_(in.sft || in.standalone), sft_(in.sft), date_(in.prime_rl_version) {}
+      : top_level_(in.sft || in.standalone),
+        sft_(in.sft),
+        over_file_(!in.only_given),
+        date_(in.prime_rl_version) {}
   void comment(const std::string& text) { out_ << "# " << text << "\n"; }
   // The header is written with the table's first line: a table with no key gets none.
   void table(const std::string& role) {
@@ -36,7 +40,10 @@ class Writer {
   void raw(const std::string& role, const std::string& name, const std::string& value,
            const std::string& note = "") {
     trainer_key(role, name);
-    const std::string dated = prime_rl_key_on(role, name, sft_, date_);
+    std::string dated = prime_rl_key_on(role, name, sft_, date_);
+    // Over a file of an era before [deployment], the world lines are the patch's to map onto
+    // the file's own launcher keys (trainer_config_patch.cc), so they are kept here.
+    if (dated.empty() && role == "deployment" && over_file_) dated = name;
     if (dated.empty()) return;
     trainer_key(role, dated);
     line(dated + " = " + value, note);
@@ -60,7 +67,7 @@ class Writer {
     out_ << pending_ << text << "\n";
     pending_.clear();
   }
-  bool top_level_, sft_;
+  bool top_level_, sft_, over_file_;
   std::string date_, pending_;
   std::ostringstream out_;
 };
@@ -263,8 +270,21 @@ void write_trainer_file(Writer& t, const json& plan, const EmitInput& in) {
 }
 
 std::string prime_rl_config(const json& plan, const EmitInput& in) {
-  check_prime_rl_runs(plan);
+  check_prime_rl_runs(plan, in.prime_rl_version, in.sft, in.vlm);
   check_prime_rl_keys_on(plan, in.prime_rl_version, in.sft);
+  // A fragment alone carries its world in [deployment], which prime-rl of an older date lacks
+  // (over a file, the file's own launcher keys take it: trainer_config_patch.cc).
+  if (in.only_given && !in.standalone &&
+      prime_rl_key_on("deployment", "type", in.sft, in.prime_rl_version).empty()) {
+    throw InputError({}, "--emit",
+                     "prime-rl of " + in.prime_rl_version +
+                         " has no [deployment] table (from 2026-02-24, #1859; docs/"
+                         "trainer-config.md, \"Key eras\"): its world is its launcher's keys "
+                         "(trainer_gpu_ids, or rl_slurm's num_train_nodes), which muonplan writes "
+                         "only over a file that has them; no config written: give "
+                         "--trainer-config FILE of that era, or --prime-rl-version 2026-02-24 or "
+                         "later");
+  }
   Writer t(in);
   t.comment(std::string("prime-rl ") +
             (in.sft          ? "SFT"

@@ -36,7 +36,8 @@ struct TrainerConfig {
   std::string world_table = "deployment";  // where the nodes are: "" (rl_slurm era), "slurm"
   bool fsdp_group_key = false;             // dp_replicate came from nodes_per_fsdp_group
   int dp_replicate = 1, cp = 1;
-  int ep = 0;  // 0: "auto", resolved against the model (resolved_ep)
+  int ep = 0;        // 0: "auto", resolved against the model (resolved_ep)
+  bool vlm = false;  // [model.vlm]: prime-rl takes CP for it only with cp_style = "ulysses"
   SourceLoc layout_at;
   std::vector<FileValue> values;  // every flag but --layout
   std::string batch_key;          // token_batch_size or batch_size: what --emit writes back

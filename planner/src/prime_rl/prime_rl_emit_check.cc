@@ -1,16 +1,17 @@
-// The emit's check (prime_rl_emit_check.h), on the rule the trainer answer uses (prime_rl.h).
-#include "muonplan/tools/prime_rl_emit_check.h"
+// The emit's check (prime_rl_emit_check.h), on the rule the search and the trainer answer use
+// (prime_rl_rules.h).
+#include "prime_rl/prime_rl_emit_check.h"
 
 #include <stdexcept>
 
 #include "muonplan/base/enum_names.h"
 #include "muonplan/base/error.h"
-#include "muonplan/planner/prime_rl.h"
-#include "muonplan/planner/trainer_keys.h"
+#include "prime_rl/prime_rl_rules.h"
+#include "prime_rl/trainer_keys.h"
 
 namespace muonplan {
 
-void check_prime_rl_runs(const nlohmann::json& plan) {
+void check_prime_rl_runs(const nlohmann::json& plan, const std::string& date, bool sft, bool vlm) {
   const nlohmann::json& l = plan.at("layout");
   Layout layout;
   layout.fsdp = l.at("fsdp");
@@ -19,7 +20,19 @@ void check_prime_rl_runs(const nlohmann::json& plan) {
   const auto offload = enum_from_name(kOffloadModeNames, plan.at("offload").get<std::string>());
   const auto optimizer = enum_from_name(kOptimizerNames, plan.at("optimizer").get<std::string>());
   if (!offload || !optimizer) throw std::runtime_error("plan JSON: unknown offload or optimizer");
-  const std::string why = prime_rl_cannot_run(*offload, *optimizer, layout);
+  // The run as the plan has it: the rules of `date`, with the workload's CP inputs.
+  PrimeRlRun run;
+  run.version = date;
+  run.sft = sft;
+  run.vlm = vlm;
+  const nlohmann::json w = plan.value("workload", nlohmann::json());
+  if (w.is_object()) {
+    run.attention = w.value("attention", "");
+    run.cp_style = w.value("cp_style", "");
+    run.micro_batch_seqs = w.value("micro_batch_seqs", int64_t{1});
+    run.seq_len = w.value("seq_len", int64_t{0});
+  }
+  const std::string why = prime_rl_cannot_run(*offload, *optimizer, layout, run);
   if (why.empty()) return;
   throw InputError({}, "--emit",
                    "prime-rl cannot run this plan (" + std::to_string(plan.at("nodes").get<int>()) +

@@ -1,4 +1,4 @@
-#include "muonplan/tools/trainer_answer.h"
+#include "muonplan/planner/prime_rl.h"
 
 #include <cstdio>
 #include <optional>
@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "muonplan/base/units.h"
+#include "prime_rl/trainer_config_in.h"
 
 namespace muonplan {
 namespace {

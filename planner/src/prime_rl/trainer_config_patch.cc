@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "muonplan/base/error.h"
-#include "muonplan/planner/toml_tree.h"
-#include "muonplan/tools/trainer_config.h"
+#include "prime_rl/toml_tree.h"
+#include "prime_rl/trainer_config.h"
 
 namespace muonplan {
 namespace {

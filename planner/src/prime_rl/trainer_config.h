@@ -34,6 +34,8 @@ struct EmitInput {
   std::set<std::string> given;
   // The file gives dp_replicate as nodes / nodes_per_fsdp_group: that key is written instead.
   bool fsdp_group_key = false;
+  // The input's [model.vlm]: prime-rl's CP rules for a VLM apply to the emit check.
+  bool vlm = false;
 };
 
 // `plan` is plan_to_json's output. Throws nlohmann::json::exception when a key is missing.
