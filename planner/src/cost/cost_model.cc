@@ -16,6 +16,7 @@
 #include "muonplan/planfile/ns_workspace.h"
 #include "muonplan/planfile/offload_policy.h"
 #include "muonplan/planfile/stage_names.h"
+#include "muonplan/planfile/step_buffers.h"
 #include "muonplan/planner/layout.h"
 #include "muonplan/planner/ns_model.h"
 #include "muonplan/planner/owners.h"
@@ -104,7 +105,7 @@ int add_gpu_memory(Prediction& p, const ParamInventory& inv, const Topology& top
   const double per_all = sum(persistent_terms(f, 1, 0, 0)),
                per_mu = sum(persistent_terms(f, 0, 1, 0)),
                per_aw = sum(persistent_terms(f, 0, 0, 1));
-  const double check_bytes = 4.0 * double(plan.chunks.size() + inv.tensors.size());
+  const double check_bytes = double(nonfinite_check_bytes(plan.chunks.size(), inv.tensors.size()));
   auto staged = [&](int r) {
     return f.pol.staging == OffloadStaging::whole ? state_bytes(o, local.muon[r], local.adamw[r])
                                                   : 0;
@@ -317,6 +318,7 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   predictions.fetch_add(1, std::memory_order_relaxed);
   rank_window_steps.fetch_add(chunks.windows.steps(), std::memory_order_relaxed);
   const int peak_rank = add_gpu_memory(p, inv, topo, f, plan, chunks.windows);
+  p.gpu_peak_rank = peak_rank;
   add_host_memory(p, topo, f, plan);
   add_traffic(p, f, plan);
   add_step_time(p, f, chunks.stages);

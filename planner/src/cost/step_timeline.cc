@@ -47,6 +47,21 @@ void StepTimeline::free(int tensor) {
   if (tensor >= 0) events.push_back({tensor, false, int(phases.size()) - 1});
 }
 
+TimelineTermList timeline_term_list(std::string_view kind, const TimelineInputs& in) {
+  // The kinds record_persistent, post_backward and record_optimizer_step give what a rank
+  // keeps between steps (a gradient shard of the first micro step lives to zero_grad).
+  for (const char* k : {"params_fp32", "params_bf16", "params_master_bf16", "frozen_params",
+                        "grads_fp32", "grads_bf16", "muon_momentum", "adamw_moments"}) {
+    if (kind == k) return TimelineTermList::persistent;
+  }
+  if (kind == "adamw_foreach_temporaries") return TimelineTermList::transient;
+  for (const Term& t : in.step_transient) {
+    if (kind == t.name) return TimelineTermList::transient;
+  }
+  if (kind == "cublas_workspace") return TimelineTermList::runtime;
+  return TimelineTermList::workload;
+}
+
 namespace timeline {
 
 double FsdpUnit::unsharded() const {
