@@ -111,7 +111,7 @@ int add_gpu_memory(Prediction& p, const ParamInventory& inv, const Topology& top
                                                   : 0;
   };
   // LoRA's frozen base weights: FSDP-sharded as trained ones are (gpu_persistent.h).
-  const double frozen_b = frozen_weight_bytes(o, f.pol);
+  const double frozen_b = param_array(o, f.pol, false).bytes;
   const LocalElems frozen = count_local(inv.frozen, o, f.cc.world);
   int peak_rank = 0;
   double best_peak = -1, best_transient = -1;
@@ -129,7 +129,7 @@ int add_gpu_memory(Prediction& p, const ParamInventory& inv, const Topology& top
       persistent_terms(f, local.all(peak_rank), local.muon[peak_rank], local.adamw[peak_rank]);
   if (!inv.frozen.empty()) {
     p.gpu_persistent_bytes.push_back(
-        {"frozen_params", frozen_b * frozen.all(peak_rank),
+        {param_array(o, f.pol, false).name, frozen_b * frozen.all(peak_rank),
          std::to_string(int(frozen_b)) +
              " B x local frozen base params (LoRA: no gradient or optimizer state)"});
   }

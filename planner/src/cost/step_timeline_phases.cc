@@ -232,13 +232,12 @@ void post_backward(Recorder& r, const FsdpUnit& u, std::vector<int>& params,
   r.rs_input = r.tl.alloc(layer_part(u.layer, "reduce_scatter_input"), "fsdp2_rs_input",
                           r.o.reduce_bytes() * u.trained(false));
   free_all(r, wgrads);
+  // Full offload: the bf16 shards leave for the host as backward goes (a workload kind).
   const bool master = r.pol.master == Residence::gpu;
-  const char* kind = !master                   ? "grads_bf16_in_flight"
-                     : r.o.master_bytes() == 4 ? "grads_fp32"
-                                               : "grads_bf16";
+  const ElemArray g = grad_array(r.o, r.pol);
   const int out =
-      r.tl.alloc(layer_part(u.layer, "grad_shard"), kind,
-                 (master ? r.o.master_bytes() : 2) * u.trained(true), kReduceScatterStream);
+      r.tl.alloc(layer_part(u.layer, "grad_shard"), master ? g.name : "grads_bf16_in_flight",
+                 g.bytes * u.trained(true), kReduceScatterStream);
   if (master && first_micro) {
     r.grads.push_back(out);
   } else if (master) {
