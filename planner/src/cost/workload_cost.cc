@@ -245,16 +245,23 @@ void add_workload_memory(Prediction& p, const ModelSpec& s, const PlanOptions& o
     for (int64_t i = 0; i < layers; ++i) all += layer_activation_bytes(s, i, t, o.layout.ep);
     p.gpu_workload_bytes.push_back({"activations", all, "every layer's activations (no AC)"});
   }
+  // The head's bytes per logit at its peak: the one table the step timeline allocates by
+  // (activation_sizes.h): fused, one [token chunk, vocab block] block at a time.
   const double vocab = double(s.vocab_size);
   if (w.lm_head_chunk > 0) {
     const double chunk = std::min(double(w.lm_head_chunk), t);
-    p.gpu_workload_bytes.push_back(
-        {"lm_head_chunk_logits", chunk * vocab * 10,
-         "fused LM head: bf16 logits, fp32 upcast and fp32 gradient of " +
-             std::to_string(int64_t(chunk)) + " tokens at a time"});
+    const double per = lm_head_peak_bytes_per_elem(fused_lm_head_block_tensors());
+    p.gpu_workload_bytes.push_back({"lm_head_chunk_logits", chunk * vocab_block(s) * per,
+                                    "fused LM head: " + std::to_string(int64_t(per)) +
+                                        " B x one block of " + std::to_string(int64_t(chunk)) +
+                                        " tokens x " + std::to_string(int64_t(vocab_block(s))) +
+                                        " vocabulary entries"});
   } else {
-    p.gpu_workload_bytes.push_back(
-        {"logits", t * vocab * 10, "bf16 logits, fp32 upcast and fp32 gradient of every token"});
+    const double per = lm_head_peak_bytes_per_elem(unfused_lm_head_tensors());
+    p.gpu_workload_bytes.push_back({"logits", t * vocab * per,
+                                    std::to_string(int64_t(per)) +
+                                        " B x tokens x vocabulary: the fp32 logits the trainer "
+                                        "holds, log_softmax and the two fp32 gradients"});
   }
   p.gpu_workload_bytes.push_back(
       {"lm_head_io", 2 * 2 * t * h, "bf16 final hidden states and their gradient"});
