@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 
+#include "cost/activation_sizes.h"
 #include "cost/candidate_context.h"
 #include "cost/step_timeline.h"
 #include "muonplan/base/units.h"
@@ -257,7 +258,7 @@ void add_host_terms(const ModelSpec& spec, const ParamInventory& inv, const Cand
   if (o.workload && o.workload->ac_full && o.workload->ac_offload) {
     const Workload& w = *o.workload;
     const double in =
-        2 * double(w.seq_len) / o.layout.cp * double(w.micro_batch_seqs) * double(spec.hidden_size);
+        hidden_state_bytes(spec, double(w.seq_len) / o.layout.cp * double(w.micro_batch_seqs));
     const int64_t layers = spec.num_layers + (o.include_mtp ? spec.mtp_layers : 0);
     pinned_extra += double(layers) * gpn * (pinned_block_bytes(in) - in);
   }
