@@ -50,12 +50,10 @@ void print_gpu_total(const Prediction& p, TermSum s) {
     std::printf("  = GPU allocated %.4f GiB\n", p.gpu_allocated_bytes() / kGiB);
   if (s == TermSum::gpu_reserved) {
     std::printf("  = GPU reserved %.4f GiB\n", p.gpu_reserved_bytes() / kGiB);
-    if (!p.gpu_allocated_peak_at.empty()) {  // the simulated allocator's peaks
+    // The simulated allocator's peaks; the allocated terms above are what is live at the first.
+    if (!p.gpu_allocated_peak_at.empty())
       std::printf("  allocated peak at %s; reserved peak at %s\n", p.gpu_allocated_peak_at.c_str(),
                   p.gpu_reserved_peak_at.c_str());
-      print_terms("GPU live at the allocated peak (simulated allocator blocks)",
-                  p.gpu_live_at_peak_bytes, kGiB, "GiB");
-    }
   }
   if (s == TermSum::gpu_peak) std::printf("  = GPU peak %.4f GiB\n", p.gpu_peak_bytes() / kGiB);
 }

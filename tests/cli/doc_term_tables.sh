@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # docs/planner.md's training-step term tables against the terms plans print (issue 47 item 5):
 # over plans that between them take every branch (offload modes, optimizers, LoRA, CP, EP, HSDP,
-# the LM head's forms, selective AC), the workload memory, traffic and time tables
+# the LM head's forms, selective AC, both runtimes), the workload memory, traffic and time tables
 # ("**GPU memory**", "**Traffic per GPU per step**", "**Time**") name exactly the terms the
 # plans print under predicted.breakdown's gpu_workload_gib, traffic_per_gpu_gb (less the
 # optimizer step's, section 6) and training_step_s.
@@ -15,6 +15,8 @@ plan --model qwen3-30b-a3b --nodes 2 --offload optimizer --layout fsdp=16,cp=2,e
 plan --model qwen3-30b-a3b --nodes 2 --offload full --optimizer adamw "${wl[@]}" --ac-offload
 plan --model qwen3-30b-a3b --nodes 2 --offload none --layout fsdp=8 "${wl[@]}" --ac none
 plan --model glm-4.5-air --nodes 1 --offload full "${wl[@]}" --runs-on muonplan
+# The closed-form terms (--runtime muonplan; under pytorch the timeline's at its peak).
+plan --model qwen3-8b --nodes 1 --offload none "${wl[@]}" --runtime muonplan --lm-head-chunk 2048
 plan --model qwen3-8b --nodes 1 --offload none "${wl[@]}" --lora-rank 16 --optimizer adamw \
   --ac selective --ac-targets mlp --cp-style ring --layout fsdp=4,cp=2
 plan --model qwen3-8b --nodes 1 --offload optimizer --optimizer signsgd "${wl[@]}" --trainer rl \

@@ -29,14 +29,15 @@ assert abs(pa["grads_fp32"] - 4 * n_gib) < 1e-9 and abs(pa["adamw_moments"] - 8 
 assert abs(pb["params_master_bf16"] - 2 * n_gib) < 1e-9, pb
 assert abs(pb["grads_bf16"] - 2 * n_gib) < 1e-9 and abs(pb["adamw_moments"] - 4 * n_gib) < 1e-9, pb
 wa, wb = terms(a, "gpu_workload_gib"), terms(b, "gpu_workload_gib")
-assert abs(wb["unsharded_layer_grads"] * 2 - wa["unsharded_layer_grads"]) < 1e-9, (wa, wb)
+# The timeline's terms at the allocated peak: FSDP2's reduce-scatter input in reduce_dtype.
+assert abs(wb["fsdp2_rs_input"] * 2 - wa["fsdp2_rs_input"]) < 1e-9, (wa, wb)
 ta, tb = terms(a, "traffic_per_gpu_gb"), terms(b, "traffic_per_gpu_gb")
 assert abs(tb["fsdp_reduce_scatter"] * 2 - ta["fsdp_reduce_scatter"]) < 1e-6, (ta, tb)
 assert ta["fsdp_all_gather"] == tb["fsdp_all_gather"], (ta, tb)  # bf16 weights either way
 # The allocated figure falls by the persistent 8 B per param and half the reduce-scatter input:
 # 22.69 -> 14.70 GiB (22.64 -> 14.65 with backward_temporaries_fraction 0.7844).
 fall = a["predicted"]["gpu_allocated_gib"] - b["predicted"]["gpu_allocated_gib"]
-want = 8 * n_gib + wa["unsharded_layer_grads"] / 2
+want = 8 * n_gib + wa["fsdp2_rs_input"] / 2
 assert abs(fall - want) < 0.01, (fall, want)
 assert abs(a["predicted"]["gpu_allocated_gib"] - 22.69) < 0.01, a["predicted"]["gpu_allocated_gib"]
 assert abs(b["predicted"]["gpu_allocated_gib"] - 14.70) < 0.01, b["predicted"]["gpu_allocated_gib"]
@@ -58,10 +59,11 @@ assert a["offload"] == b["offload"] == "optimizer", (a["offload"], b["offload"])
 ha, hb = ({t["name"]: t["gib"] for t in d["predicted"]["breakdown"]["host_per_node_gib"]} for d in (a, b))
 assert abs(ha["optimizer_state"] - 61.03) < 0.01 and abs(hb["optimizer_state"] * 2 - ha["optimizer_state"]) < 1e-6, (ha, hb)
 PYEOF
-# --explain prints each term with its bytes per element.
+# --explain prints each term: the state by its dtype, live at the allocated peak (its bytes per
+# element are checked above), and the traffic with its dtype.
 "$bin" plan --trainer-config $d/rl-dtypes.toml --explain >"$work/explain.txt" 2>/dev/null
-for t in "params_master_bf16.*2 B x local params (FSDP master, optimization_dtype bfloat16)" \
-  "adamw_moments.*4 B x local params" "fsdp_reduce_scatter.*bfloat16 gradients (reduce_dtype)"; do
+for t in "params_master_bf16.*tensor(s) live" "adamw_moments.*tensor(s) live" \
+  "fsdp_reduce_scatter.*bfloat16 gradients (reduce_dtype)"; do
   grep -q "$t" "$work/explain.txt" && ok || bad "explain lacks '$t'"
 done
 # The emit writes the dtypes back, and the emitted file plans the same.

@@ -16,17 +16,24 @@ sed '/^\[trainer.model.ac\]/,$d' $d/rl-selective-ac.toml >"$work/flags.toml"
   --ac-freq 2 --json >"$work/flags.json" 2>"$work/flags.err" && ok || bad "flags: $(cat "$work/flags.err")"
 "$bin" plan --trainer-config "$work/flags.toml" --ac full --json >"$work/full.json" 2>/dev/null && ok ||
   bad "full"
+# The closed-form workload terms (the hand counts below) are the plan's under --runtime muonplan;
+# under pytorch the terms are the timeline's tensors live at its allocated peak.
+for n in toml:$d/rl-selective-ac.toml full:"$work/flags.toml --ac full"; do
+  # shellcheck disable=SC2086
+  "$bin" plan --trainer-config ${n#*:} --runtime muonplan --json >"$work/${n%%:*}-cf.json" 2>/dev/null &&
+    ok || bad "${n%%:*} closed form"
+done
 grep -q "ac\\.\\(mode\\|freq\\|targets\\)" "$work/toml.err" && bad "AC warned: $(cat "$work/toml.err")" || ok
-"$py" - "$work/toml.json" "$work/flags.json" "$work/full.json" <<'PYEOF' && ok || bad "selective terms"
+"$py" - "$work/toml.json" "$work/flags.json" "$work/toml-cf.json" "$work/full-cf.json" <<'PYEOF' && ok || bad "selective terms"
 import json, sys
-t, f, full = (json.load(open(p)) for p in sys.argv[1:])
+t, f, tcf, full = (json.load(open(p)) for p in sys.argv[1:])
 assert t["workload"]["ac"] == "selective", t["workload"]
 assert t["workload"]["ac_targets"] == ["mlp", "attn_proj"] and t["workload"]["ac_freq"] == 2, t["workload"]
 assert t["workload"] == f["workload"], (t["workload"], f["workload"])
 assert t["predicted"] == f["predicted"], "the TOML and the flags plan differently"
 def terms(d, group):
     return {x["name"]: x.get("gib", x.get("gb", x.get("s"))) for x in d["predicted"]["breakdown"][group]}
-wt, wf = terms(t, "gpu_workload_gib"), terms(full, "gpu_workload_gib")
+wt, wf = terms(tcf, "gpu_workload_gib"), terms(full, "gpu_workload_gib")
 # Layers 0, 2, ... 34 selective (18 of 36), the others keep everything: more activations than
 # full AC keeps, no checkpointed inputs, a smaller recompute (the MLP's three ffn-wide tensors).
 assert "checkpointed_layer_inputs" not in wt and "activations" in wt, wt
@@ -49,12 +56,14 @@ sed '/^mode = /d; /^targets = /d' $d/rl-selective-ac.toml >"$work/freq.toml"
   bad "freq: $(cat "$work/freq.err")"
 "$bin" plan --trainer-config "$work/flags.toml" --ac full --ac-freq 2 --json >"$work/freq-flags.json" \
   2>/dev/null && ok || bad "freq flags"
-"$py" - "$work/freq.json" "$work/freq-flags.json" <<'PYEOF' && ok || bad "freq terms"
+"$bin" plan --trainer-config "$work/freq.toml" --runtime muonplan --json >"$work/freq-cf.json" \
+  2>/dev/null && ok || bad "freq closed form"
+"$py" - "$work/freq.json" "$work/freq-flags.json" "$work/freq-cf.json" <<'PYEOF' && ok || bad "freq terms"
 import json, sys
-t, f = (json.load(open(p)) for p in sys.argv[1:])
+t, f, cf = (json.load(open(p)) for p in sys.argv[1:])
 assert (t["workload"]["ac"], t["workload"]["ac_freq"]) == ("full", 2), t["workload"]
 assert t["predicted"] == f["predicted"], "freq: the TOML and the flags plan differently"
-w = {x["name"]: x["gib"] for x in t["predicted"]["breakdown"]["gpu_workload_gib"]}
+w = {x["name"]: x["gib"] for x in cf["predicted"]["breakdown"]["gpu_workload_gib"]}
 # 18 of 36 layers keep their bf16 input (2 t h = 32 MiB each), 18 everything (464.5 MiB each).
 assert abs(w["checkpointed_layer_inputs"] - 18 * 32 / 1024) < 1e-9, w
 assert abs(w["activations"] - 18 * 464.5 / 1024) < 1e-9, w

@@ -32,6 +32,9 @@ TEST_CASE("the step's buffers and state bytes have their worked values", "[step_
   CHECK(local_chunk_bytes(3, 4, 8) == 192);
   CHECK(staged_state(false, true, 5).total() == 40);
   CHECK(staged_state(true, true, 5).total() == 10);
+  // The non-finite check: one fp32 sum per chunk and per tensor.
+  CHECK(nonfinite_check_bytes(3, 5) == 32);
+  CHECK(nonfinite_check_bytes(0, 0) == 0);
 }
 
 namespace {

@@ -7,6 +7,7 @@ holds) or by a line under the legend, and a plan without a workload says "optimi
 in every plot's title (issue 50 item 10)."""
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -103,7 +104,11 @@ class PlotText(unittest.TestCase):
         texts = self.texts[(GLM_WORKLOAD, "memory_breakdown.png")]
         workload = [t for t in texts if t.startswith("GPU workload: ")]
         self.assertEqual(len(workload), 1, texts)
-        self.assertRegex(workload[0], r"^GPU workload: \d+\.\d\d GiB \(7 terms\)$")
+        # Under the pytorch runtime the terms are the timeline's kinds live at the allocated
+        # peak (a layer's backward): at least the layer's tensors, FSDP2's buffers, the inputs.
+        m = re.match(r"^GPU workload: \d+\.\d\d GiB \((\d+) terms\)$", workload[0])
+        self.assertTrue(m, workload[0])
+        self.assertGreaterEqual(int(m.group(1)), 5)
 
 
     def test_without_a_workload_every_title_says_optimizer_step_only(self):
@@ -218,9 +223,13 @@ class MemoryGroups(unittest.TestCase):
     def test_gpu_groups_are_the_plans_lists_and_add_up_to_the_peak(self):
         plan = plan_json("glm-4.5-air", "--tokens-per-step", "262144", "--seq-len", "4096")
         gpu = report.memory_groups(bar_lists(plan, lambda g: g.startswith("gpu_")))
+        # Each non-empty list, in the plan's order (the step transient is empty when the
+        # allocated peak falls in backward, outside the optimizer step).
+        lists = ["gpu_persistent_gib", "gpu_transient_gib", "gpu_workload_gib",
+                 "gpu_runtime_gib", "gpu_reserve_gib", "gpu_fixed_gib"]
         self.assertEqual([g[0] for g in gpu],
-                         ["gpu_persistent_gib", "gpu_transient_gib", "gpu_workload_gib",
-                          "gpu_runtime_gib", "gpu_reserve_gib", "gpu_fixed_gib"])
+                         [k for k in lists if plan["predicted"]["breakdown"][k]])
+        self.assertIn("gpu_workload_gib", [g[0] for g in gpu])
         self.assertLessEqual(len(gpu), report.MAX_MEMORY_GROUPS)
         self.assertAlmostEqual(sum(g[2] for g in gpu), plan["predicted"]["gpu_peak_gib"], 2)
         host = report.memory_groups(bar_lists(plan, lambda g: g == "host"))

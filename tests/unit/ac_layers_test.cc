@@ -42,6 +42,13 @@ Plan tiny_plan(const std::string& model_name, const PlanOptions& o) {
   return plan_fixed(model_name, 1, OffloadMode::none, o);
 }
 
+// The closed-form workload terms (workload_cost.cc) are the plan's under `--runtime muonplan`;
+// under `pytorch` the terms are the timeline's at its allocated peak (memory_terms_test.cc).
+Plan closed_form(const std::string& model_name, PlanOptions o) {
+  o.runtime = RuntimeKind::muonplan;
+  return tiny_plan(model_name, o);
+}
+
 double workload(const Plan& p, const std::string& name) {
   return term(p.predicted.gpu_workload_bytes, name).value;
 }
@@ -76,25 +83,25 @@ TEST_CASE("ac layers: freq picks layers 0 N 2N; selective tensors by target", "[
 TEST_CASE("ac memory terms: hand counts per target at freq 1 and 2", "[ac]") {
   // Selective mlp, every layer: each keeps all but gate, up and act; one layer's three
   // recomputed, with their gradients.
-  Plan p = tiny_plan("tiny-dense", tiny("selective", {"mlp"}, 1));
+  Plan p = closed_form("tiny-dense", tiny("selective", {"mlp"}, 1));
   CHECK(workload(p, "activations") == Approx(5 * (kLayerBytes - kMlpBytes)));
   CHECK(workload(p, "recomputed_layer_activations") == Approx(2 * kMlpBytes));
   CHECK_FALSE(has(p.predicted.gpu_workload_bytes, "checkpointed_layer_inputs"));
   // Selective norm (the default): the table lists no tensor inside a norm, so nothing is
   // recomputed and every layer keeps everything, as without AC.
-  p = tiny_plan("tiny-dense", tiny("selective", {}, 1));
+  p = closed_form("tiny-dense", tiny("selective", {}, 1));
   CHECK(workload(p, "activations") == Approx(5 * kLayerBytes));
   CHECK(workload(p, "recomputed_layer_activations") == 0);
   // attn_proj: the projections' outputs are saved by attention, the input by the checkpoint.
-  p = tiny_plan("tiny-dense", tiny("selective", {"attn_proj"}, 1));
+  p = closed_form("tiny-dense", tiny("selective", {"attn_proj"}, 1));
   CHECK(workload(p, "activations") == Approx(5 * kLayerBytes));
   // Full AC every 2nd layer: layers 0, 2, 4 keep their input, 1 and 3 everything.
-  p = tiny_plan("tiny-dense", tiny("full", {}, 2));
+  p = closed_form("tiny-dense", tiny("full", {}, 2));
   CHECK(workload(p, "checkpointed_layer_inputs") == Approx(3 * kInputBytes));
   CHECK(workload(p, "activations") == Approx(2 * kLayerBytes));
   CHECK(workload(p, "recomputed_layer_activations") == Approx(2 * kLayerBytes));
   // Selective mlp every 2nd layer.
-  p = tiny_plan("tiny-dense", tiny("selective", {"mlp"}, 2));
+  p = closed_form("tiny-dense", tiny("selective", {"mlp"}, 2));
   CHECK(workload(p, "activations") == Approx(3 * (kLayerBytes - kMlpBytes) + 2 * kLayerBytes));
   CHECK(workload(p, "recomputed_layer_activations") == Approx(2 * kMlpBytes));
 }
@@ -105,12 +112,12 @@ TEST_CASE("ac memory: tiny-moe routed experts recomputed and the shared expert k
   // routed_tokens 2 x 4176 x 250, expert gate, up and act 2 x 4096 x 125 each and the fp32
   // routed output 4 x 4096 x 250 (the rest are temporaries of its forward).
   const double routed = 2 * 4176 * 250.0 + 3 * 2 * 4096 * 125.0 + 4 * 4096 * 250.0;
-  const Plan none = tiny_plan("tiny-moe", tiny("none", {}, 1));
-  const Plan sel = tiny_plan("tiny-moe", tiny("selective", {"routed_experts"}, 1));
+  const Plan none = closed_form("tiny-moe", tiny("none", {}, 1));
+  const Plan sel = closed_form("tiny-moe", tiny("selective", {"routed_experts"}, 1));
   CHECK(workload(none, "activations") - workload(sel, "activations") == Approx(4 * routed));
   CHECK(workload(sel, "recomputed_layer_activations") == Approx(2 * routed));
   // mlp and routed_experts together: layer 0 (dense) drops its MLP as well.
-  const Plan both = tiny_plan("tiny-moe", tiny("selective", {"mlp", "routed_experts"}, 1));
+  const Plan both = closed_form("tiny-moe", tiny("selective", {"mlp", "routed_experts"}, 1));
   CHECK(workload(none, "activations") - workload(both, "activations") ==
         Approx(4 * routed + kMlpBytes));
 }

@@ -240,7 +240,9 @@ TEST_CASE("timeline: LoRA moments and the optimizer step for the active runs onl
       if (tl.tensors[size_t(e.tensor)].kind != "grads_fp32") continue;
       (e.alloc ? c.grads_alloc : c.grads_free) += 1;
     }
-    c.moment_term = term(plan.predicted.gpu_persistent_bytes, "adamw_moments").value;
+    // The moments live at the allocated peak (none: no term).
+    for (const Term& t : plan.predicted.gpu_persistent_bytes)
+      c.moment_term += t.name == "adamw_moments" ? t.value : 0;
     c.adapters = plan.inventory.tensors.size();  // A and B of every target, 4 slots
     return c;
   };

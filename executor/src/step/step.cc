@@ -294,7 +294,9 @@ void MuonStep::run(int64_t step) {
   // One float per chunk, then one per tensor for AdamW's weights, zero-filled: chunks this rank
   // does not orthogonalize stay 0.
   const size_t slots = plan.chunks.chunks.size() + plan.inventory.tensors.size();
-  check_sums_ = static_cast<float*>(backend_.alloc(slots * sizeof(float)));
+  const size_t check_bytes =
+      nonfinite_check_bytes(plan.chunks.chunks.size(), plan.inventory.tensors.size());
+  check_sums_ = static_cast<float*>(backend_.alloc(check_bytes));
   // Zero-filled on the current lane, written on every lane: no lane may write a sum before the
   // zeroing has run (a late zero-fill would erase a NaN).
   backend_.join_lanes();
@@ -337,9 +339,9 @@ void MuonStep::run(int64_t step) {
   // Reading the sums is the check's, not the step's traffic: on the unwrapped backend, timed whole.
   Timed t(counters_.check_s);
   // Into pinned memory, as every copy of the step: a pageable one would stage it (CUDA).
-  const std::unique_ptr<float, HostFree> sums(
-      static_cast<float*>(untimed_.alloc_host(slots * sizeof(float))), HostFree{&untimed_});
-  untimed_.copy_to_host(sums.get(), check_sums_, slots * sizeof(float));
+  const std::unique_ptr<float, HostFree> sums(static_cast<float*>(untimed_.alloc_host(check_bytes)),
+                                              HostFree{&untimed_});
+  untimed_.copy_to_host(sums.get(), check_sums_, check_bytes);
   untimed_.synchronize();
   untimed_.free(check_sums_);
   check_sums_ = nullptr;

@@ -42,6 +42,14 @@ struct ActivationTensor {
 // `ep`: the MoE block's hidden-width rows of torchtitan's ep-1 path (the expert_parallel
 // wrapper's copies, the fp32 routed output) are ep 1's; at ep > 1 the routed tokens' copies
 // are the all-to-all buffers (layer_a2a_buffers).
+// A bf16 hidden state of `t` tokens, 2 B x t x hidden: a layer's input (AC's checkpoint, what AC
+// offload moves to the host), its output, the final norm's output and each of their gradients.
+// The one rule for them: the step timeline, the closed-form workload terms and the host's AC
+// offload buffers size them by it.
+inline double hidden_state_bytes(const ModelSpec& s, double t) {
+  return 2 * t * double(s.hidden_size);
+}
+
 std::vector<ActivationTensor> layer_activation_tensors(const ModelSpec& s, int64_t layer, double t,
                                                        int ep);
 // The saved ones' sum: the layer's activation bytes without recomputation.

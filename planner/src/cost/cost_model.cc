@@ -16,6 +16,7 @@
 #include "muonplan/planfile/ns_workspace.h"
 #include "muonplan/planfile/offload_policy.h"
 #include "muonplan/planfile/stage_names.h"
+#include "muonplan/planfile/step_buffers.h"
 #include "muonplan/planner/layout.h"
 #include "muonplan/planner/ns_model.h"
 #include "muonplan/planner/owners.h"
@@ -104,13 +105,13 @@ int add_gpu_memory(Prediction& p, const ParamInventory& inv, const Topology& top
   const double per_all = sum(persistent_terms(f, 1, 0, 0)),
                per_mu = sum(persistent_terms(f, 0, 1, 0)),
                per_aw = sum(persistent_terms(f, 0, 0, 1));
-  const double check_bytes = 4.0 * double(plan.chunks.size() + inv.tensors.size());
+  const double check_bytes = double(nonfinite_check_bytes(plan.chunks.size(), inv.tensors.size()));
   auto staged = [&](int r) {
     return f.pol.staging == OffloadStaging::whole ? state_bytes(o, local.muon[r], local.adamw[r])
                                                   : 0;
   };
   // LoRA's frozen base weights: FSDP-sharded as trained ones are (gpu_persistent.h).
-  const double frozen_b = frozen_weight_bytes(o, f.pol);
+  const double frozen_b = param_array(o, f.pol, false).bytes;
   const LocalElems frozen = count_local(inv.frozen, o, f.cc.world);
   int peak_rank = 0;
   double best_peak = -1, best_transient = -1;
@@ -128,7 +129,7 @@ int add_gpu_memory(Prediction& p, const ParamInventory& inv, const Topology& top
       persistent_terms(f, local.all(peak_rank), local.muon[peak_rank], local.adamw[peak_rank]);
   if (!inv.frozen.empty()) {
     p.gpu_persistent_bytes.push_back(
-        {"frozen_params", frozen_b * frozen.all(peak_rank),
+        {param_array(o, f.pol, false).name, frozen_b * frozen.all(peak_rank),
          std::to_string(int(frozen_b)) +
              " B x local frozen base params (LoRA: no gradient or optimizer state)"});
   }
@@ -317,6 +318,7 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   predictions.fetch_add(1, std::memory_order_relaxed);
   rank_window_steps.fetch_add(chunks.windows.steps(), std::memory_order_relaxed);
   const int peak_rank = add_gpu_memory(p, inv, topo, f, plan, chunks.windows);
+  p.gpu_peak_rank = peak_rank;
   add_host_memory(p, topo, f, plan);
   add_traffic(p, f, plan);
   add_step_time(p, f, chunks.stages);

@@ -25,27 +25,37 @@ double state_bytes(const PlanOptions& o, double muon_elems, double adamw_elems) 
   return muon_elems * muon_state_bytes(o) + adamw_elems * adamw_state_bytes(o);
 }
 
+ElemArray param_array(const PlanOptions& o, const OffloadPolicy& pol, bool trains) {
+  if (!trains) return {"frozen_params", frozen_weight_bytes(o, pol)};
+  if (pol.master != Residence::gpu) return {"params_bf16", double(elem_bytes::kComputeCopy)};
+  const double mb = double(o.master_bytes());
+  return {mb == elem_bytes::kMaster ? "params_fp32" : "params_master_bf16", mb};
+}
+
+ElemArray grad_array(const PlanOptions& o, const OffloadPolicy& pol) {
+  if (pol.master != Residence::gpu) return {"grads_bf16", double(elem_bytes::kComputeCopy)};
+  const double mb = double(o.master_bytes());
+  return {mb == elem_bytes::kMaster ? "grads_fp32" : "grads_bf16", mb};
+}
+
 std::vector<Term> gpu_persistent_terms(const PlanOptions& o, const OffloadPolicy& pol, double n_all,
                                        double n_mu, double n_aw) {
   std::vector<Term> t;
-  if (pol.bf16_compute_copy) {
-    t.push_back(
-        {"params_bf16", elem_bytes::kComputeCopy * n_all, "2 B x local params (compute copy)"});
+  const ElemArray param = param_array(o, pol), grad = grad_array(o, pol);
+  if (pol.master != Residence::gpu) {
+    t.push_back({param.name, param.bytes * n_all, "2 B x local params (compute copy)"});
     // In a training step each unit's gradients leave during backward (workload_cost.cc
     // counts the units in flight); the optimizer step alone holds them until its chunks copy
     // them.
     if (!o.workload)
-      t.push_back({"grads_bf16", elem_bytes::kComputeCopy * n_all,
-                   "2 B x local params, until copied to host"});
-  }
-  if (pol.master == Residence::gpu) {
+      t.push_back({grad.name, grad.bytes * n_all, "2 B x local params, until copied to host"});
+  } else {
     // optimization_dtype bfloat16: the masters and their gradient shards are bf16.
-    const double mb = double(o.master_bytes());
-    const bool fp32 = mb == elem_bytes::kMaster;
-    const std::string b = std::to_string(int(mb)) + " B x local params";
-    t.push_back({fp32 ? "params_fp32" : "params_master_bf16", mb * n_all,
-                 b + " (FSDP master, optimization_dtype " + dtype_name(int64_t(mb)) + ")"});
-    t.push_back({fp32 ? "grads_fp32" : "grads_bf16", mb * n_all, b});
+    const std::string b = std::to_string(int(param.bytes)) + " B x local params";
+    t.push_back(
+        {param.name, param.bytes * n_all,
+         b + " (FSDP master, optimization_dtype " + dtype_name(int64_t(param.bytes)) + ")"});
+    t.push_back({grad.name, grad.bytes * n_all, b});
   }
   if (o.optimizer == OptimizerKind::muon) {
     if (pol.muon_momentum == Residence::gpu) {

@@ -23,6 +23,20 @@ double state_bytes(const PlanOptions& o, double muon_elems, double adamw_elems);
 // model to bf16 once the masters are on the host: 2 B, where the compute copy is.
 double frozen_weight_bytes(const PlanOptions& o, const OffloadPolicy& pol);
 
+// A parameter's shard as the rank keeps it between steps, and its gradient shard: the term (or
+// timeline kind) each is counted under and its bytes per element. The one rule for both, which
+// gpu_persistent_terms, the cost model's frozen weights and the step timeline
+// (step_timeline*.cc) name and size them by. Parameters: LoRA's frozen base weights
+// (frozen_weight_bytes); under full offload the bf16 compute copy; else the FSDP master in
+// optimization_dtype (float32 unless set). Gradients: the master's dtype, or bf16 under full
+// offload (the optimizer step alone holds them until its chunks copy them to the host).
+struct ElemArray {
+  const char* name;
+  double bytes;
+};
+ElemArray param_array(const PlanOptions& o, const OffloadPolicy& pol, bool trains = true);
+ElemArray grad_array(const PlanOptions& o, const OffloadPolicy& pol);
+
 // Persistent bytes of a rank holding `n_all` elements, `n_mu` of them Muon's and `n_aw`
 // AdamW's, where `pol` (the offload mode's policy) keeps each array. Linear in the counts.
 std::vector<Term> gpu_persistent_terms(const PlanOptions& o, const OffloadPolicy& pol, double n_all,

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 
+#include "cost/activation_sizes.h"
 #include "cost/candidate_context.h"
 #include "cost/step_timeline.h"
 #include "muonplan/base/units.h"
@@ -111,6 +112,27 @@ double pinned_block_bytes(double bytes) {
   return std::exp2(std::ceil(std::log2(bytes)));
 }
 
+TimelineInputs step_timeline_inputs(const Prediction& p, const PytorchRuntime& rt, int peak_rank) {
+  TimelineInputs in;
+  in.step_transient = p.gpu_transient_bytes;
+  in.cublas_workspace_bytes = term_value(p.gpu_runtime_bytes, "cublas_workspace");
+  in.ac_offload_inflight = rt.ac_offload_inflight_layers;
+  in.backward_temporaries_fraction = rt.backward_temporaries_fraction;
+  in.peak_rank = peak_rank;
+  return in;
+}
+
+AllocatorConfig step_allocator_config(const Prediction& p, const PlanOptions& o,
+                                      const PytorchRuntime& rt) {
+  AllocatorConfig cfg;
+  cfg.expandable_segments = o.expandable_segments.value_or(rt.expandable_segments);
+  cfg.round_bytes = int64_t(rt.allocator_round_bytes);
+  // The allocator may reserve what the device has beside the memory outside it; past that it
+  // frees its unused cached segments and retries, as the source does before raising OOM.
+  cfg.capacity = int64_t(std::max(0.0, p.gpu_limit_bytes - sum(p.gpu_fixed_bytes)));
+  return cfg;
+}
+
 void add_pytorch_runtime_terms(const ModelSpec& spec, const ParamInventory& inv,
                                const CandidateContext& cc, const ChunkPlan& plan, int peak_rank,
                                bool replay, Prediction& p) {
@@ -170,33 +192,30 @@ std::string gib(double bytes) {
   return buf;
 }
 
-// The step's allocations replayed through the caching-allocator model (step_timeline.h): the
-// allocated figure becomes its allocated peak (the terms above, less what is not live at that
-// point, plus the blocks' rounding) and the reserve its reserved peak less that.
+// The step's allocations replayed through the caching-allocator model (step_timeline.h). The
+// GPU allocated terms become the tensors live at the replay's allocated peak, by kind (their
+// requested bytes), and the blocks' rounding: they sum to the simulated max_memory_allocated.
+// The closed-form terms computed before (cost_model.cc, workload_cost.cc) go; the optimizer
+// step's buffers among them are the timeline's input (step_timeline_inputs). The reserve is the
+// replay's reserved peak less its allocated peak.
 void add_simulated_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
                          const PlanOptions& o, const ChunkPlan& plan, int peak_rank,
                          Prediction& p) {
-  const PytorchRuntime& rt = topo.pytorch;
-  TimelineInputs in;
-  in.step_transient = p.gpu_transient_bytes;
-  in.cublas_workspace_bytes = term_value(p.gpu_runtime_bytes, "cublas_workspace");
-  in.ac_offload_inflight = rt.ac_offload_inflight_layers;
-  in.backward_temporaries_fraction = rt.backward_temporaries_fraction;
-  in.peak_rank = peak_rank;
-  AllocatorConfig cfg;
-  cfg.expandable_segments = o.expandable_segments.value_or(rt.expandable_segments);
-  cfg.round_bytes = int64_t(rt.allocator_round_bytes);
-  // The allocator may reserve what the device has beside the memory outside it; past that it
-  // frees its unused cached segments and retries, as the source does before raising OOM.
-  cfg.capacity = int64_t(std::max(0.0, p.gpu_limit_bytes - sum(p.gpu_fixed_bytes)));
+  const TimelineInputs in = step_timeline_inputs(p, topo.pytorch, peak_rank);
+  const AllocatorConfig cfg = step_allocator_config(p, o, topo.pytorch);
   const TimelineReplay r = replay_timeline(build_step_timeline(spec, inv, o, plan, in), cfg);
-  const double listed = p.gpu_allocated_bytes();
   const double allocated = double(r.allocated.bytes), reserved = double(r.reserved.bytes);
+  // In TimelineTermList's order.
+  std::vector<Term>* lists[] = {&p.gpu_persistent_bytes, &p.gpu_transient_bytes,
+                                &p.gpu_runtime_bytes, &p.gpu_workload_bytes};
+  for (std::vector<Term>* list : lists) list->clear();
+  for (const Term& t : r.allocated.requested)
+    lists[int(timeline_term_list(t.name, in))]->push_back(t);
   p.gpu_runtime_bytes.push_back(
-      {"allocation_timeline", allocated - listed,
-       "simulated max_memory_allocated " + gib(allocated) + " (at " + r.allocated.where +
-           ") less the terms above: what they list that is not live at that point, and the "
-           "blocks' rounding"});
+      {"allocator_block_rounding", double(r.allocated.rounding),
+       "at " + r.allocated.where +
+           ": the live blocks' bytes past their requests (512 B rounding, and what a block "
+           "keeps unsplit: caching_allocator.h)"});
   std::string pools;
   for (const auto& [stream, bytes] : r.reserved_by_stream) {
     if (bytes > 0)
@@ -207,7 +226,7 @@ void add_simulated_terms(const ModelSpec& spec, const ParamInventory& inv, const
       {"allocator_simulated_reserve", reserved - allocated,
        std::string(cfg.expandable_segments ? "expandable segments; " : "") +
            "simulated max_memory_reserved " + gib(reserved) + " (reached at " + r.reserved.where +
-           "; segments by stream: " + pools + ") less max_memory_allocated" +
+           "; segments by stream: " + pools + ") less max_memory_allocated " + gib(allocated) +
            (r.out_of_memory ? "; the allocator ran out of memory" : "")});
   p.gpu_allocated_peak_at = r.allocated.where;
   p.gpu_reserved_peak_at = r.reserved.where;
@@ -239,7 +258,7 @@ void add_host_terms(const ModelSpec& spec, const ParamInventory& inv, const Cand
   if (o.workload && o.workload->ac_full && o.workload->ac_offload) {
     const Workload& w = *o.workload;
     const double in =
-        2 * double(w.seq_len) / o.layout.cp * double(w.micro_batch_seqs) * double(spec.hidden_size);
+        hidden_state_bytes(spec, double(w.seq_len) / o.layout.cp * double(w.micro_batch_seqs));
     const int64_t layers = spec.num_layers + (o.include_mtp ? spec.mtp_layers : 0);
     pinned_extra += double(layers) * gpn * (pinned_block_bytes(in) - in);
   }

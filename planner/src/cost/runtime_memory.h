@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cost/step_timeline.h"
 #include "muonplan/planner/cost_model.h"
 
 namespace muonplan {
@@ -31,6 +32,14 @@ double nccl_device_bytes(const NcclComm& c, const PytorchRuntime& rt, bool nvlin
 
 // The pinned host allocator's block for a request: the next power of two.
 double pinned_block_bytes(double bytes);
+
+// The step timeline's inputs and the allocator's settings, from a prediction's terms before the
+// replay (the optimizer step's buffers, the cuBLAS workspace and what is outside the allocator,
+// as add_pytorch_runtime_terms has made them; PredictParts::without_allocator_replay leaves
+// them so) and the rank the GPU terms are for.
+TimelineInputs step_timeline_inputs(const Prediction& p, const PytorchRuntime& rt, int peak_rank);
+AllocatorConfig step_allocator_config(const Prediction& p, const PlanOptions& o,
+                                      const PytorchRuntime& rt);
 
 // Replaces the executor's fixed overheads with the pytorch runtime's terms: allocated extras,
 // the allocator reserve, outside-the-allocator bytes and the host terms. `peak_rank` is the rank

@@ -47,6 +47,21 @@ void StepTimeline::free(int tensor) {
   if (tensor >= 0) events.push_back({tensor, false, int(phases.size()) - 1});
 }
 
+TimelineTermList timeline_term_list(std::string_view kind, const TimelineInputs& in) {
+  // The kinds record_persistent, post_backward and record_optimizer_step give what a rank
+  // keeps between steps (a gradient shard of the first micro step lives to zero_grad).
+  for (const char* k : {"params_fp32", "params_bf16", "params_master_bf16", "frozen_params",
+                        "grads_fp32", "grads_bf16", "muon_momentum", "adamw_moments"}) {
+    if (kind == k) return TimelineTermList::persistent;
+  }
+  if (kind == "adamw_foreach_temporaries") return TimelineTermList::transient;
+  for (const Term& t : in.step_transient) {
+    if (kind == t.name) return TimelineTermList::transient;
+  }
+  if (kind == "cublas_workspace") return TimelineTermList::runtime;
+  return TimelineTermList::workload;
+}
+
 namespace timeline {
 
 double FsdpUnit::unsharded() const {
@@ -115,26 +130,14 @@ std::string layer_name(int64_t layer) {
   return layer < 0 ? std::string("root") : "layers." + std::to_string(layer);
 }
 
-// Bytes per element of a parameter's sharded copy, and of its gradient shard. LoRA's frozen
-// base weights: as prime-rl holds them (gpu_persistent.h: an optimization_dtype shard, bf16
-// only when gathered). Masters and their gradients: optimization_dtype (Workload::master_bytes).
-double param_bytes(const PlanOptions& o, const OffloadPolicy& pol, bool trains) {
-  if (!trains) return frozen_weight_bytes(o, pol);
-  return pol.master == Residence::gpu ? double(o.master_bytes()) : 2;
-}
-
 // Model init: every parameter's shard is its own tensor; the cuBLAS workspace comes with the
 // first GEMM.
 void record_persistent(Recorder& r) {
   r.tl.phase("model init");
   for (const auto& [layer, u] : r.units) {
     for (const FsdpParam& p : u.params) {
-      const double b = param_bytes(r.o, r.pol, p.trains);
-      const char* kind = !p.trains                        ? "frozen_params"
-                         : r.pol.master != Residence::gpu ? "params_bf16"
-                         : b == 4                         ? "params_fp32"
-                                                          : "params_master_bf16";
-      r.tl.alloc(param_name(p), kind, p.shard * b);
+      const ElemArray a = param_array(r.o, r.pol, p.trains);
+      r.tl.alloc(param_name(p), a.name, p.shard * a.bytes);
     }
   }
   if (r.in.cublas_workspace_bytes > 0)
@@ -199,9 +202,8 @@ StepTimeline build_step_timeline(const ModelSpec& spec, const ParamInventory& in
       for (const auto& [layer, u] : r.units) {
         for (const FsdpParam& p : u.params) {
           if (!p.trains) continue;
-          const double b = param_bytes(o, pol, true);
-          r.grads.push_back(
-              tl.alloc(param_name(p, ".grad"), b == 4 ? "grads_fp32" : "grads_bf16", p.shard * b));
+          const ElemArray g = grad_array(o, pol);
+          r.grads.push_back(tl.alloc(param_name(p, ".grad"), g.name, p.shard * g.bytes));
         }
       }
     }

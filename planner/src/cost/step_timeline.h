@@ -75,6 +75,13 @@ struct TimelineInputs {
   int peak_rank = 0;
 };
 
+// The Prediction list the term of a tensor kind goes in: the state a rank keeps between steps
+// (parameters, gradients, optimizer state), the optimizer step's buffers (`in.step_transient`
+// and AdamW's foreach temporaries), the runtime's own (the cuBLAS workspace), or the
+// workload's (every other kind: activations, the LM head, FSDP2's buffers, ...).
+enum class TimelineTermList { persistent, transient, runtime, workload };
+TimelineTermList timeline_term_list(std::string_view kind, const TimelineInputs& in);
+
 // The timeline of `steps` training steps (the first creates the optimizer state lazily, the
 // second runs with it, as steady state does) of one micro step each, or two when the step
 // has more (the first creates the gradients, the rest accumulate into them). Without a
@@ -83,11 +90,15 @@ StepTimeline build_step_timeline(const ModelSpec& spec, const ParamInventory& in
                                  const PlanOptions& o, const ChunkPlan& plan,
                                  const TimelineInputs& in, int steps = 2);
 
-// One peak of a replay: its bytes, where it fell and the live tensors there, summed by kind.
+// One peak of a replay: its bytes, where it fell and the live tensors there, summed by kind:
+// their blocks (`live`), or the bytes they requested (`requested`, each formula saying where)
+// and the blocks' rounding beside them. Either way the sum is the allocated bytes there.
 struct TimelinePeak {
   int64_t bytes = 0;
   std::string where;
-  std::vector<Term> live;  // per kind; values sum to the allocated bytes at that point
+  std::vector<Term> live;       // per kind, block bytes
+  std::vector<Term> requested;  // per kind, requested bytes
+  int64_t rounding = 0;         // the live blocks' bytes past their requests
   int live_tensors = 0;
 };
 

@@ -31,10 +31,6 @@ struct MicroState {
   int grad = -1;                        // the gradient flowing back
 };
 
-double h_of(const Recorder& r) {
-  return double(r.spec.hidden_size);
-}
-
 // The kind of a layer's tensor: recomputed in backward (ac_layers.h) or kept from forward.
 const char* act_kind(const Recorder& r, int64_t layer, const ActivationTensor& a) {
   return recomputed(*r.o.workload, layer, a) ? "recomputed_layer_activations" : "activations";
@@ -98,14 +94,14 @@ void offload_inputs(Recorder& r, MicroState& m, size_t upto) {
 }
 
 void record_forward(Recorder& r, MicroState& m) {
-  const double h = h_of(r);
   r.tl.phase("forward: root unit");
   int flat = -1;
   if (r.units.count(-1)) {
     flat = gather_flat(r, r.units.at(-1));
     m.root_params = unshard(r, r.units.at(-1));
   }
-  int in = r.tl.alloc({.head = "embeddings.output"}, "checkpointed_layer_inputs", 2 * r.t * h);
+  int in = r.tl.alloc({.head = "embeddings.output"}, "checkpointed_layer_inputs",
+                      hidden_state_bytes(r.spec, r.t));
   for (size_t k = 0; k < m.layers.size(); ++k) {
     const FsdpUnit& u = r.units.at(m.layers[k]);
     r.tl.phase("forward layer " + std::to_string(u.layer));
@@ -115,8 +111,8 @@ void record_forward(Recorder& r, MicroState& m) {
     std::vector<int> params = unshard(r, u);
     std::vector<int> acts = alloc_activations(r, u.layer);
     std::vector<int> a2a = alloc_a2a(r, u.layer, "", kBothBlocks);
-    const int out =
-        r.tl.alloc(layer_part(u.layer, "output"), "checkpointed_layer_inputs", 2 * r.t * h);
+    const int out = r.tl.alloc(layer_part(u.layer, "output"), "checkpointed_layer_inputs",
+                               hidden_state_bytes(r.spec, r.t));
     const LayerAc ac = layer_ac(*r.o.workload, u.layer);
     if (ac == LayerAc::full) {
       // Under checkpointing the forward's tensors are dropped as it goes.
@@ -190,9 +186,10 @@ void fused_lm_head(Recorder& r, double vocab) {
 // drops it.
 void record_lm_head(Recorder& r, MicroState& m) {
   const Workload& w = *r.o.workload;
-  const double h = h_of(r), vocab = double(r.spec.vocab_size);
+  const double vocab = double(r.spec.vocab_size);
   r.tl.phase("LM head");
-  const int normed = r.tl.alloc({.head = "final_norm.output"}, "lm_head_io", 2 * r.t * h);
+  const int normed =
+      r.tl.alloc({.head = "final_norm.output"}, "lm_head_io", hidden_state_bytes(r.spec, r.t));
   std::vector<int> frozen_head_grad;
   const char* head = r.spec.tie_embeddings ? "embed_tokens" : "lm_head";
   if (r.units.count(-1)) {
@@ -205,14 +202,16 @@ void record_lm_head(Recorder& r, MicroState& m) {
             r.tl.alloc(param_name(p, ".grad_weight (dropped)"), "lm_head_io", 2 * p.unsharded));
     }
   }
-  m.grad = r.tl.alloc({.head = "final_norm.output.grad"}, "lm_head_io", 2 * r.t * h);
+  m.grad =
+      r.tl.alloc({.head = "final_norm.output.grad"}, "lm_head_io", hidden_state_bytes(r.spec, r.t));
   if (w.lm_head_chunk <= 0)
     lm_head_pass(r, unfused_lm_head_tensors(), r.t * vocab, nullptr, "logits");
   else
     fused_lm_head(r, vocab);
   free_all(r, frozen_head_grad);
   // The final norm's backward: the gradient into the last layer's output.
-  const int g = r.tl.alloc({.head = "layers.output.grad"}, "activation_grads", 2 * r.t * h);
+  const int g = r.tl.alloc({.head = "layers.output.grad"}, "activation_grads",
+                           hidden_state_bytes(r.spec, r.t));
   r.tl.free(m.grad);
   r.tl.free(normed);
   r.tl.free(m.hidden);
@@ -232,13 +231,12 @@ void post_backward(Recorder& r, const FsdpUnit& u, std::vector<int>& params,
   r.rs_input = r.tl.alloc(layer_part(u.layer, "reduce_scatter_input"), "fsdp2_rs_input",
                           r.o.reduce_bytes() * u.trained(false));
   free_all(r, wgrads);
+  // Full offload: the bf16 shards leave for the host as backward goes (a workload kind).
   const bool master = r.pol.master == Residence::gpu;
-  const char* kind = !master                   ? "grads_bf16_in_flight"
-                     : r.o.master_bytes() == 4 ? "grads_fp32"
-                                               : "grads_bf16";
+  const ElemArray g = grad_array(r.o, r.pol);
   const int out =
-      r.tl.alloc(layer_part(u.layer, "grad_shard"), kind,
-                 (master ? r.o.master_bytes() : 2) * u.trained(true), kReduceScatterStream);
+      r.tl.alloc(layer_part(u.layer, "grad_shard"), master ? g.name : "grads_bf16_in_flight",
+                 g.bytes * u.trained(true), kReduceScatterStream);
   if (master && first_micro) {
     r.grads.push_back(out);
   } else if (master) {
@@ -288,8 +286,8 @@ void backward_layer(Recorder& r, MicroState& m, size_t k, std::vector<int>& acts
   if (!mlp_done) alloc_wgrads(r, u, true, wgrads);
   if (!attn_done) alloc_wgrads(r, u, false, wgrads);
   free_all(r, a2a);
-  const int g =
-      r.tl.alloc(layer_part(u.layer, "input.grad"), "activation_grads", 2 * r.t * h_of(r));
+  const int g = r.tl.alloc(layer_part(u.layer, "input.grad"), "activation_grads",
+                           hidden_state_bytes(r.spec, r.t));
   r.tl.free(m.grad);
   r.tl.free(m.inputs[k]);
   m.inputs[k] = -1;
@@ -312,7 +310,7 @@ void record_backward(Recorder& r, MicroState& m, bool first_micro) {
     for (size_t j : {k, k - 1}) {
       if (reload && j < m.layers.size() && m.inputs[j] < 0)
         m.inputs[j] = r.tl.alloc(layer_part(m.layers[j], "input (reloaded)"),
-                                 "checkpointed_layer_inputs", 2 * r.t * h_of(r));
+                                 "checkpointed_layer_inputs", hidden_state_bytes(r.spec, r.t));
     }
     // The recompute: a full-AC layer's forward again; a selective layer's targets' functions
     // (autograd reaches the MLP block's first, at the layer's start; the tensors of the

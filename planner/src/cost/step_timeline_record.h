@@ -56,8 +56,6 @@ struct Recorder {
 bool has_optimizer(const PlanOptions& o, const FsdpParam& p);
 bool runs_optimizer_step(const PlanOptions& o);
 
-// Bytes per element of a parameter's sharded copy and of its gradient shard.
-double param_bytes(const PlanOptions& o, const OffloadPolicy& pol, bool trains);
 int gather_flat(Recorder& r, const FsdpUnit& u);           // all-gather output, all-gather stream
 std::vector<int> unshard(Recorder& r, const FsdpUnit& u);  // each param's bf16 copy
 void free_all(Recorder& r, std::vector<int>& ids);

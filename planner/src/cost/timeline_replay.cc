@@ -12,14 +12,15 @@ namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
 
-// The tensors live after event `upto`, summed by kind, largest first.
+// The tensors live after event `upto`, summed by kind, largest first: their blocks (`live`),
+// and what they requested (`requested`, the blocks' rounding beside it).
 TimelinePeak peak_at(const StepTimeline& tl, const std::vector<int64_t>& block, size_t upto,
                      int64_t bytes) {
   std::vector<char> live(tl.tensors.size(), 0);
   for (size_t i = 0; i <= upto && i < tl.events.size(); ++i)
     live[size_t(tl.events[i].tensor)] = tl.events[i].alloc ? 1 : 0;
   struct Kind {
-    double bytes = 0;
+    double block = 0, requested = 0;
     int count = 0;
     int largest = -1;
   };
@@ -30,7 +31,9 @@ TimelinePeak peak_at(const StepTimeline& tl, const std::vector<int64_t>& block, 
   for (size_t t = 0; t < live.size(); ++t) {
     if (!live[t]) continue;
     Kind& k = kinds[tl.tensors[t].kind];
-    k.bytes += double(block[t]);
+    k.block += double(block[t]);
+    k.requested += double(tl.tensors[t].bytes);
+    p.rounding += block[t] - tl.tensors[t].bytes;
     ++k.count;
     if (k.largest < 0 || block[t] > block[size_t(k.largest)]) k.largest = int(t);
     ++p.live_tensors;
@@ -38,12 +41,17 @@ TimelinePeak peak_at(const StepTimeline& tl, const std::vector<int64_t>& block, 
   for (const auto& [name, k] : kinds) {
     char buf[64];
     std::snprintf(buf, sizeof buf, " (%.1f MiB)", double(block[size_t(k.largest)]) / kMiB);
-    p.live.push_back({std::string(name), k.bytes,
-                      std::to_string(k.count) + " tensor(s) live; largest " +
-                          tl.tensors[size_t(k.largest)].name() + buf});
+    const std::string what = std::to_string(k.count) + " tensor(s) live; largest " +
+                             tl.tensors[size_t(k.largest)].name() + buf;
+    p.live.push_back({std::string(name), k.block, what});
+    p.requested.push_back({std::string(name), k.requested, "at " + p.where + ": " + what});
   }
-  std::stable_sort(p.live.begin(), p.live.end(),
-                   [](const Term& a, const Term& b) { return a.value > b.value; });
+  auto largest_first = [](std::vector<Term>& terms) {
+    std::stable_sort(terms.begin(), terms.end(),
+                     [](const Term& a, const Term& b) { return a.value > b.value; });
+  };
+  largest_first(p.live);
+  largest_first(p.requested);
   return p;
 }
 

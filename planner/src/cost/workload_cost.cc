@@ -177,7 +177,7 @@ StepShape step_shape(const ModelSpec& s, const ParamInventory& inv, const Candid
     throw InputError({}, "--ac-offload",
                      "planned with full AC on every layer only (--ac full --ac-freq 1): what "
                      "prime-rl offloads under selective AC or AC every few layers is not modelled");
-  sh.stored_inputs = double(sh.layers) * 2 * sh.t * sh.h;
+  sh.stored_inputs = double(sh.layers) * hidden_state_bytes(s, sh.t);
   return sh;
 }
 
@@ -201,7 +201,7 @@ void add_partial_ac_memory(Prediction& p, const ModelSpec& s, const PlanOptions&
       else
         kept += a.bytes;
     }
-    if (ac == LayerAc::full) inputs += 2 * sh.t * sh.h;
+    if (ac == LayerAc::full) inputs += hidden_state_bytes(s, sh.t);
     recompute_max = std::max(recompute_max, again);
     (ac == LayerAc::full ? full : ac == LayerAc::selective ? selective : none) += 1;
   }
@@ -226,14 +226,14 @@ void add_partial_ac_memory(Prediction& p, const ModelSpec& s, const PlanOptions&
 void add_workload_memory(Prediction& p, const ModelSpec& s, const PlanOptions& o,
                          const StepShape& sh) {
   const Workload& w = sh.w;
-  const double t = sh.t, h = sh.h, max_layer = sh.max_layer, stored_inputs = sh.stored_inputs;
+  const double t = sh.t, max_layer = sh.max_layer, stored_inputs = sh.stored_inputs;
   const int64_t layers = sh.layers;
   if (w.ac_full && w.ac_freq == 1) {
     double act_max = 0;
     for (int64_t i = 0; i < layers; ++i)
       act_max = std::max(act_max, layer_activation_bytes(s, i, t, o.layout.ep));
     p.gpu_workload_bytes.push_back(
-        {"checkpointed_layer_inputs", w.ac_offload ? 2 * 2 * t * h : stored_inputs,
+        {"checkpointed_layer_inputs", w.ac_offload ? 2 * hidden_state_bytes(s, t) : stored_inputs,
          w.ac_offload ? "2 layers' bf16 inputs (the rest offloaded to host)"
                       : "bf16 input of every layer (full AC)"});
     p.gpu_workload_bytes.push_back(
@@ -245,19 +245,26 @@ void add_workload_memory(Prediction& p, const ModelSpec& s, const PlanOptions& o
     for (int64_t i = 0; i < layers; ++i) all += layer_activation_bytes(s, i, t, o.layout.ep);
     p.gpu_workload_bytes.push_back({"activations", all, "every layer's activations (no AC)"});
   }
+  // The head's bytes per logit at its peak: the one table the step timeline allocates by
+  // (activation_sizes.h): fused, one [token chunk, vocab block] block at a time.
   const double vocab = double(s.vocab_size);
   if (w.lm_head_chunk > 0) {
     const double chunk = std::min(double(w.lm_head_chunk), t);
-    p.gpu_workload_bytes.push_back(
-        {"lm_head_chunk_logits", chunk * vocab * 10,
-         "fused LM head: bf16 logits, fp32 upcast and fp32 gradient of " +
-             std::to_string(int64_t(chunk)) + " tokens at a time"});
+    const double per = lm_head_peak_bytes_per_elem(fused_lm_head_block_tensors());
+    p.gpu_workload_bytes.push_back({"lm_head_chunk_logits", chunk * vocab_block(s) * per,
+                                    "fused LM head: " + std::to_string(int64_t(per)) +
+                                        " B x one block of " + std::to_string(int64_t(chunk)) +
+                                        " tokens x " + std::to_string(int64_t(vocab_block(s))) +
+                                        " vocabulary entries"});
   } else {
-    p.gpu_workload_bytes.push_back(
-        {"logits", t * vocab * 10, "bf16 logits, fp32 upcast and fp32 gradient of every token"});
+    const double per = lm_head_peak_bytes_per_elem(unfused_lm_head_tensors());
+    p.gpu_workload_bytes.push_back({"logits", t * vocab * per,
+                                    std::to_string(int64_t(per)) +
+                                        " B x tokens x vocabulary: the fp32 logits the trainer "
+                                        "holds, log_softmax and the two fp32 gradients"});
   }
   p.gpu_workload_bytes.push_back(
-      {"lm_head_io", 2 * 2 * t * h, "bf16 final hidden states and their gradient"});
+      {"lm_head_io", 2 * hidden_state_bytes(s, t), "bf16 final hidden states and their gradient"});
   p.gpu_workload_bytes.push_back(
       {"gathered_layer_weights", 2 * 2 * max_layer, "bf16 weights of 2 layers (one prefetched)"});
   const double rb = double(o.reduce_bytes());  // reduce_dtype: 4 float32, 2 bfloat16

@@ -9,6 +9,7 @@
 #include "muonplan/base/units.h"
 #include "muonplan/planfile/ns_workspace.h"
 #include "muonplan/planfile/offload_policy.h"
+#include "muonplan/planfile/step_buffers.h"
 
 namespace muonplan {
 namespace {
@@ -26,7 +27,7 @@ double largest_owner_bytes(const ParamInventory& inv, const PlanOptions& o) {
       owner_bytes = std::max(owner_bytes, gathered_bytes + ns_bytes);
     }
   }
-  const double check_bytes = 4;  // one chunk's fp32 non-finite sum
+  const double check_bytes = double(nonfinite_check_bytes(1, 0));  // one chunk's sum at least
   return owner_bytes + check_bytes;
 }
 

@@ -43,7 +43,8 @@ struct StageSpan {
 };
 
 struct Prediction {
-  // Per GPU, busiest rank.
+  // Per GPU, busiest rank: the rank the GPU terms are for.
+  int gpu_peak_rank = 0;
   std::vector<Term> gpu_persistent_bytes;
   std::vector<Term> gpu_transient_bytes;
   std::vector<Term> gpu_fixed_bytes;

@@ -65,4 +65,11 @@ constexpr size_t local_chunk_bytes(int64_t count, int64_t rows, int64_t cols) {
   return static_cast<size_t>(count * rows * cols) * elem_bytes::kExchanged;
 }
 
+// The step's non-finite check (docs/muon-step.md section 6; MuonStep::run): one fp32 sum per
+// chunk of the plan and one per tensor (AdamW's weights), zero-filled on the device before the
+// step and read back after it.
+constexpr size_t nonfinite_check_bytes(size_t chunks, size_t tensors) {
+  return (chunks + tensors) * sizeof(float);
+}
+
 }  // namespace muonplan
