@@ -62,7 +62,12 @@ for us in "${costs[@]}"; do
     fit "$data" "$k"
     echo "  $k: $(fitted "$data/topologies/$k.yaml" | tr '\n' ' ')"
   done
+  # The held-out B200 run carries h200-ib's fitted GEMM efficiency (as shipped) and the cost.
+  eff="$(fitted "$data/topologies/h200-ib.yaml" | sed -n 's/^training_gemm_efficiency //p')"
+  sed -i -E "s/^(  layer_overhead_us:) [0-9.]+/\1 $us/; s/^(  training_gemm_efficiency:) [0-9.]+/\1 $eff/" \
+    "$data/topologies/b200-ib.yaml"
   MUONPLAN_DATA_DIR="$data" bash "$root/scripts/validate-matrix.sh" "$bin" >"$data/matrix.txt" || true
+  echo "  held-out B200: $(grep '^bench-intellect-3-b200' "$data/matrix.txt" | awk '{print $4}')"
   echo "  matrix: $(tail -1 "$data/matrix.txt")"
   # tests/cli/step_order.sh's pairs (RL/SFT or LoRA/full, all else equal): how many out of order.
   MUONPLAN_DATA_DIR="$data" bash "$root/scripts/validate-matrix.sh" "$bin" --json >"$data/matrix.json" || true

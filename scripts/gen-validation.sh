@@ -267,7 +267,8 @@ GLM-4.5-Air, explains most of the misses, and the GEMM efficiency then rises tow
 cuBLAS sustains. At 1 ms the three runs still out are the June 2026 A6000 64K run (+16.5%: that
 era's trainer) and Qwen3-30B-A3B full fine-tuning at 16K (RL on H100 -18.4%, SFT on H200
 -22.8%), which train the experts' weights: their weight-grad grouped GEMMs (k = 1024 tokens per
-expert at 16K) are the next candidate. The cost is not shipped: a constant fitted to these rows
+expert at 16K) are the next candidate. The held-out B200 run, carrying h200-ib's refit
+efficiency and the cost, is -13.5% (shipped: -13.8%). The cost is not shipped: a constant fitted to these rows
 is not allowed, and no mechanism with a cited figure gives it yet. The candidates are host work
 per FSDP2 unit (pytorch/pytorch#173680, Torch 2.10, January 2026: `FSDP::pre_forward` taking
 about 1 ms per module) made additive by syncs that stop the host running ahead: prime-rl sets
