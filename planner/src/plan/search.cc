@@ -414,9 +414,12 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
   if (left.count > 0) left.last_bound_gib = floor.min_gpu_bytes(int64_t(left.last) * gpn) / kGiB;
   Plan& best = search.best;
   if (!search.have_best) {
-    throw InputError(
-        {}, "--layout",
-        "no candidate node count can take this layout (" + search.last_layout_error + ")");
+    // No candidate resolved: say why, the layout's own error or the runtime's rule that left
+    // every candidate out (a fixed layout prime-rl refuses: CP on SDPA, say).
+    std::string why = search.last_layout_error;
+    for (const Candidate& c : search.best.candidates)
+      if (why.empty() && !c.note.empty()) why = c.note;
+    throw InputError({}, "--layout", "no candidate node count can take this layout (" + why + ")");
   }
   best.inventory = inv;
   resolve_for_executor(best);

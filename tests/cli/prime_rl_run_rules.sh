@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# prime-rl's rules of a whole run (planner/src/prime_rl/runs_on.cc, issue 50 item 1) refuse by name
+# on the flag path under --runs-on prime-rl, and the key eras of [deployment] and SFT cp refuse an
+# older file: each refusal names the rule and the prime-rl change that lifts it; the allowed
+# neighbour plans.
+set -u
+source "$(dirname "$0")/lib.sh"
+e=tests/data/prime-rl/eras
+export HF_HUB_CACHE="$work/hub" HF_HOME="$work/no-home"
+mkdir -p "$HF_HUB_CACHE"
+# refuses NAME CODE SUFFIX COMMAND...: exit CODE and the last stderr line ends in SUFFIX (the line
+# before it is --runs-on's note on prime-rl's allocator default).
+refuses() {
+  local name="$1" code="$2" want="$3"; shift 3
+  "$@" >"$work/out" 2>"$work/err"
+  local rc=$? last; last="$(tail -n 1 "$work/err")"
+  if [ "$rc" = "$code" ] && [[ "$last" == *"$want" ]]; then ok
+  else bad "$name: exit $rc (want $code), last stderr line: ${last:0:400} (want ...$want)"; fi
+}
+flags=(plan --model qwen3-0.6b --topology h100-ib --nodes 1 --tokens-per-step 131072 --seq-len 16384
+       --runs-on prime-rl)
+refuses sdpa-cp 2 'prime-rl runs CP only with flash attention (ModelConfig.cp_only_with_flash_attn, since ring-flash-attn, #1305; it would run once a ring kernel for SDPA returns); plan with --attention fa2 or fa3, or a layout of cp=1)' \
+  "$bin" "${flags[@]}" --attention sdpa --layout fsdp=4,cp=2
+refuses fa3-cp 0 'prime-rl'"'"'s default' "$bin" "${flags[@]}" --attention fa3 --layout fsdp=4,cp=2
+refuses sft-cp-micro-batch 2 "prime-rl's SFT takes CP only with one row per micro batch (validate_cp_micro_batch_size, sft.py); plan with --micro-batch-seqs 1, or a layout of cp=1)" \
+  "$bin" "${flags[@]}" --trainer sft --micro-batch-seqs 2 --layout fsdp=4,cp=2
+refuses muon-before 2 'prime-rl of 2025-08-01 has no optim.type = "muon" (it came with #690 (add muon, reviewed 2025-08-12): --prime-rl-version 2025-08-12 or later runs it); plan with --optimizer adamw' \
+  "$bin" "${flags[@]}" --optimizer muon --prime-rl-version 2025-08-01
+refuses muon-after 0 'prime-rl'"'"'s default' "$bin" "${flags[@]}" --optimizer muon --prime-rl-version 2025-08-12
+# [deployment] came on 2026-02-24 (#1859): a file of today's form is refused at an older date.
+EXPECT_MATCH=suffix expect deployment-before 2 'deployment.type: prime-rl of 2025-08-01 has no [deployment] table (it forbids extra keys): its era is from 2026-02-24, #1859' \
+  "$bin" plan --trainer-config $e/sft-2026-08-18.toml --prime-rl-version 2025-08-01
+finish
