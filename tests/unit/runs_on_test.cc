@@ -8,6 +8,7 @@
 
 #include "muonplan/planner/prime_rl.h"
 #include "prime_rl/prime_rl_rules.h"
+#include "prime_rl/trainer_config_in.h"
 #include "test_plans.h"
 
 using namespace muonplan;
@@ -125,4 +126,18 @@ TEST_CASE("runs-on prime-rl: ep auto as prime-rl resolves it", "[runs_on]") {
   CHECK(rules.default_ep(moe, 6, 3) == 1);   // no multiple of 3 divides 128
   CHECK(rules.default_ep(dense, 8, 1) == 1);
   CHECK(any_runtime().default_ep(moe, 8, 1) == 1);
+}
+
+TEST_CASE("ep = auto: one rule for --runs-on and a trainer config (prime_rl_auto_ep)",
+          "[runs_on]") {
+  const ModelSpec moe = model("qwen3-30b-a3b");  // 128 experts
+  CHECK(prime_rl_auto_ep(moe, 8, 1) == 8);
+  CHECK(prime_rl_auto_ep(moe, 12, 1) == 4);  // 8 does not divide the island of 12
+  CHECK(prime_rl_auto_ep(moe, 6, 1) == 2);   // nor 6 the 128 experts
+  CHECK(prime_rl_auto_ep(moe, 8, 3) == 1);   // ep a multiple of cp
+  CHECK(prime_rl_auto_ep(model("qwen3-8b"), 8, 1) == 1);
+  TrainerConfig tc;
+  tc.dp_replicate = 2;  // a trainer config's ep = "auto" takes the same rule over world / 2
+  CHECK(tc.resolved_ep(moe, 24) == 4);
+  CHECK(tc.resolved_ep(moe, 16) == 8);
 }

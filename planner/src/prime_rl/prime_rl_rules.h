@@ -44,6 +44,10 @@ std::string prime_rl_cannot_run(OffloadMode offload, OptimizerKind optimizer, co
 // `version` (--prime-rl-version; InputError on a bad date), and of a whole run, which
 // `--runs-on prime-rl` sets as the plan request's rules (prepare_plan).
 const RuntimeRules& prime_rl_rules();
+// prime-rl's ep = "auto" (parallel_dims.py resolve_ep): the largest ep up to 8 that divides the
+// expert count and the FSDP island (`fsdp` = world / dp_replicate) and is a multiple of cp; 1
+// for a dense model. The rules' default_ep and a trainer config's ep = "auto" both take it.
+int prime_rl_auto_ep(const ModelSpec& spec, int fsdp, int cp);
 std::shared_ptr<const RuntimeRules> prime_rl_rules_on(const std::string& version);
 std::shared_ptr<const RuntimeRules> prime_rl_rules_for(const PrimeRlRun& run);
 

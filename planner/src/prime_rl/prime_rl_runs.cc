@@ -141,14 +141,8 @@ class PrimeRlRules final : public RuntimeRules {
                          const Layout& layout) const override {
     return prime_rl_cannot_run(offload, optimizer, layout, run_);
   }
-  // prime-rl's ep = "auto" (parallel_dims.py resolve_ep): the largest ep up to 8 that divides
-  // the expert count and the FSDP island (world / dp_replicate) and is a multiple of cp.
   int default_ep(const ModelSpec& spec, int fsdp, int cp) const override {
-    const int experts = static_cast<int>(spec.moe.num_experts);
-    for (int ep = std::min(experts, 8); ep > 1; --ep) {
-      if (experts % ep == 0 && fsdp % ep == 0 && ep % cp == 0) return ep;
-    }
-    return 1;
+    return prime_rl_auto_ep(spec, fsdp, cp);
   }
 
  private:
@@ -156,6 +150,14 @@ class PrimeRlRules final : public RuntimeRules {
 };
 
 }  // namespace
+
+int prime_rl_auto_ep(const ModelSpec& spec, int fsdp, int cp) {
+  const int experts = static_cast<int>(spec.moe.num_experts);
+  for (int ep = std::min(experts, 8); ep > 1; --ep) {
+    if (experts % ep == 0 && fsdp % ep == 0 && ep % cp == 0) return ep;
+  }
+  return 1;
+}
 
 const RuntimeRules& prime_rl_rules() {
   static const PrimeRlRules rules{PrimeRlRun{}};

@@ -11,6 +11,7 @@
 
 #include "muonplan/base/io.h"
 #include "muonplan/planfile/plan_checks.h"
+#include "prime_rl/prime_rl_rules.h"
 #include "trainer_file.h"
 
 namespace muonplan {
@@ -245,7 +246,7 @@ void read_model_name(const TrainerFile& f, TrainerConfig& tc) {
 
 int TrainerConfig::resolved_ep(const ModelSpec& spec, int world) const {
   if (ep > 0) return ep;
-  return spec.moe.num_experts > 0 ? std::min(world / dp_replicate, 8) : 1;
+  return prime_rl_auto_ep(spec, world / dp_replicate, cp);
 }
 
 const FileValue* TrainerConfig::value(const std::string& flag) const {

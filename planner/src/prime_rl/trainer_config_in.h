@@ -52,7 +52,7 @@ struct TrainerConfig {
   // "rl", "sft" or "trainer"; [model] and [optim] sit at the top of SFT and trainer files.
   const char* kind() const { return sft ? "sft" : standalone ? "trainer" : "rl"; }
   bool top_level() const { return sft || standalone; }
-  // ep = "auto": min(world / dp_replicate, 8) for a MoE model, else 1.
+  // ep = "auto": prime_rl_auto_ep (prime_rl_rules.h) over the FSDP island world / dp_replicate.
   int resolved_ep(const ModelSpec& spec, int world) const;
   const FileValue* value(const std::string& flag) const;
 };
