@@ -245,6 +245,8 @@ json plan_to_json(const Plan& plan) {
                  {"alpha", o.lora.alpha},
                  {"target_modules", o.lora.target_modules},
                  {"adapters", o.lora.adapters}};
+    // Written only when fewer runs than slots train (--lora-active-runs), as plans read before.
+    if (o.lora.active_runs_or() < o.lora.adapters) j["lora"]["active_runs"] = o.lora.active_runs;
   }
   // What forward/backward the plan covers; null: the optimizer step alone.
   j["workload"] = workload_to_json(o.workload);

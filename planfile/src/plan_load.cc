@@ -84,7 +84,7 @@ void read_options(const Node& root, Plan& plan) {
   // LoRA: absent in plans without it (and in plans older than the key).
   if (root.has("lora")) {
     const Node l = root["lora"];
-    l.only({"rank", "alpha", "target_modules", "adapters"});
+    l.only({"rank", "alpha", "target_modules", "adapters", "active_runs"});
     o.lora.rank = l["rank"].integer(1);
     o.lora.alpha = l["alpha"].number();
     if (!(o.lora.alpha >= 0)) l["alpha"].fail("must not be negative (0: prime-rl's 32)");
@@ -93,6 +93,7 @@ void read_options(const Node& root, Plan& plan) {
     for (size_t i = 0; i < targets.size(); ++i)
       o.lora.target_modules.push_back(targets[i].string());
     o.lora.adapters = l["adapters"].integer(1, kMaxLoraAdapters);
+    if (l.has("active_runs")) o.lora.active_runs = l["active_runs"].integer(0, o.lora.adapters);
     if (o.optimizer == OptimizerKind::muon)
       root["optimizer"].fail("muon with LoRA: the planner plans LoRA with adamw only");
   }

@@ -30,4 +30,10 @@ refuses muon-after 0 'prime-rl'"'"'s default' "$bin" "${flags[@]}" --optimizer m
 # [deployment] came on 2026-02-24 (#1859): a file of today's form is refused at an older date.
 EXPECT_MATCH=suffix expect deployment-before 2 'deployment.type: prime-rl of 2025-08-01 has no [deployment] table (it forbids extra keys): its era is from 2026-02-24, #1859' \
   "$bin" plan --trainer-config $e/sft-2026-08-18.toml --prime-rl-version 2025-08-01
+# Settings prime-rl has no key for go in the emitted header comment, not in a key.
+"$bin" plan --trainer-config examples/prime-rl/qwen3-4b-lora-rl.toml --lora-active-runs 1 \
+  --emit prime-rl >"$work/lora.toml" 2>/dev/null || bad "lora-emit: exit $?"
+grep -qx "# planned with --lora-active-runs 1 of the 4 adapter slots: prime-rl has no key for it (a run's AdamW is made when its orchestrator's run directory appears); give the flag again to re-plan it" \
+  "$work/lora.toml" && ok || bad "lora-emit: no active-runs header line"
+grep -q "active_runs" <(grep -v '^#' "$work/lora.toml") && bad "lora-emit: active_runs written as a key" || ok
 finish

@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "muonplan/base/error.h"
 #include "muonplan/base/units.h"
 #include "muonplan/planner/plan.h"
 #include "test_plans.h"
@@ -131,4 +132,22 @@ TEST_CASE("plan JSON: the runtime, its headroom and the fit margin round-trip", 
   const Plan legacy = plan_from_json(old, "old.json");
   CHECK(legacy.options.runtime == RuntimeKind::muonplan);
   CHECK(legacy.predicted.gpu_headroom == 0);
+}
+
+TEST_CASE("plan JSON: LoRA's active runs round-trip, written only when fewer than the slots",
+          "[plan_json]") {
+  PlanOptions o;
+  o.optimizer = OptimizerKind::adamw;
+  o.lora.rank = 8;
+  o.lora.adapters = 4;
+  const nlohmann::json all = plan_to_json(plan_fixed("tiny-dense", 1, OffloadMode::none, o));
+  CHECK_FALSE(all["lora"].contains("active_runs"));  // every slot trains: as plans read before
+  CHECK(plan_from_json(all, "p.json").options.lora.active_runs_or() == 4);
+  o.lora.active_runs = 1;
+  const nlohmann::json one = plan_to_json(plan_fixed("tiny-dense", 1, OffloadMode::none, o));
+  CHECK(one["lora"]["active_runs"] == 1);
+  CHECK(plan_from_json(one, "p.json").options.lora.active_runs == 1);
+  nlohmann::json bad = one;
+  bad["lora"]["active_runs"] = 5;  // more runs than slots
+  CHECK_THROWS_AS(plan_from_json(bad, "p.json"), InputError);
 }

@@ -309,6 +309,13 @@ std::string prime_rl_config(const json& plan, const EmitInput& in) {
                   load.size(), total > 0 ? busiest * load.size() / total : 0.0);
     t.comment(line);
   }
+  const json lora = plan.value("lora", json());
+  if (lora.is_object() && lora.contains("active_runs")) {
+    t.comment("planned with --lora-active-runs " + lora.at("active_runs").dump() + " of the " +
+              lora.at("adapters").dump() +
+              " adapter slots: prime-rl has no key for it (a run's AdamW is made when its "
+              "orchestrator's run directory appears); give the flag again to re-plan it");
+  }
   if (in.standalone) {
     write_trainer_file(t, plan, in);
     return t.str();
