@@ -431,9 +431,7 @@ describe). Fitted constants and the rows they were fitted to are named in each s
 GPU kind the training GEMM efficiency and one efficiency per attention kernel, fitted to that
 kind's runs of prime-rl's benchmark matrix (section "Trainer benchmark runs"), and the GPU
 peak's `backward_temporaries_fraction`, fitted to three H200 runs (section "GPU peak"); each
-section gives its leave-one-out figures, which are the check. The fitted values live in one
-file, `data/calibration/fitted.yaml`, a section per fit, which each topology names by `fitted:`
-(docs/topology.md). Every other figure is predicted
+section gives its leave-one-out figures, which are the check. Every other figure is predicted
 from constants not fitted to it: the time model's constants are the topology's `calibration`
 section, documented in docs/planner.md.
 
