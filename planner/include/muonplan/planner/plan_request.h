@@ -24,8 +24,8 @@ struct PlanFlags {
   std::string attention;  // fa2 | fa3 | sdpa | auto; empty: the workload file's, else auto
   // prime-rl's optimization_dtype and reduce_dtype (Workload::master_bytes, reduce_bytes).
   std::string optimization_dtype = "float32", reduce_dtype = "float32";
-  // A prime-rl trainer config; apply_trainer_config (trainer_config_in.h) turns it into the
-  // flags below before to_plan_request, which refuses one not applied.
+  // A prime-rl trainer config's path: prepare_plan (prime_rl.h) turns it into the flags below
+  // before to_plan_request, which refuses one not applied; the plan request reads no TOML.
   std::string trainer_config;
   std::string prime_rl_version;  // the trainer config's prime-rl date (YYYY-MM-DD); empty: newest
   std::string trainer;           // rl | sft: the prime-rl trainer running the workload; empty: none
@@ -56,7 +56,7 @@ struct PlanFlags {
 };
 
 // Validates the flags and builds the request. InputError names the offending flag. A
-// trainer_config file is applied first (apply_trainer_config, trainer_config_in.h).
+// trainer_config file is applied first, by prepare_plan (prime_rl.h).
 PlanRequest to_plan_request(const PlanFlags& flags);
 
 // Sets one flag from text. `name` is the flag without its dashes ("bf16-momentum"; "_" may
