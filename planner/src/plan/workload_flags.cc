@@ -52,8 +52,6 @@ void apply_ac_flags(const PlanFlags& f, Workload& w, bool from_file) {
       [](const char* field, const std::string& message) { throw InputError({}, field, message); });
 }
 
-// The training workload the flags describe (--workload FILE, or --tokens-per-step and its
-// companions), with the trainer, attention kernel and dtypes; nullopt: the optimizer step only.
 }  // namespace
 
 void set_workload_ac(Workload& w, const std::string& mode, const std::vector<std::string>& targets,
@@ -76,6 +74,8 @@ void set_workload_ac(Workload& w, const std::string& mode, const std::vector<std
   w.ac_freq = freq;
 }
 
+// The training workload the flags describe (--workload FILE, or --tokens-per-step and its
+// companions), with the trainer, attention kernel and dtypes; nullopt: the optimizer step only.
 std::optional<Workload> workload_from_flags(const PlanFlags& f) {
   std::optional<Workload> w;
   if (!f.workload.empty()) {
