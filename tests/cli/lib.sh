@@ -5,7 +5,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 # `execute` without mpiexec: one MPI process (singleton mode, without its helper daemon).
 export OMPI_MCA_ess_singleton_isolated=1 OMP_NUM_THREADS=1
 # expect NAME CODE LINE COMMAND...: exit CODE and stderr exactly the one line LINE ("": no
-# stderr at all; EXPECT_MATCH=suffix: one line ending in LINE), within EXPECT_TIMEOUT seconds (60) and, when
+# stderr at all; EXPECT_MATCH=suffix: one line ending in LINE; EXPECT_MATCH=last: the last line
+# ending in LINE, after notes), within EXPECT_TIMEOUT seconds (60) and, when
 # EXPECT_VMEM_KB is set, that address-space cap (a regression fails instead of filling memory).
 # Under AddressSanitizer (scripts/sanitize.sh) no address-space cap: ASan reserves terabytes of
 # shadow memory at start. The command's stdout is left in $work/out for the caller's checks.
@@ -19,6 +20,8 @@ expect() {
   local matched=0
   if [ "${EXPECT_MATCH:-exact}" = suffix ]; then
     [ "$lines" = 1 ] && [[ "$err" == *"$want" ]] && matched=1
+  elif [ "${EXPECT_MATCH:-exact}" = last ]; then
+    [[ "$(tail -n 1 "$work/err")" == *"$want" ]] && matched=1
   else
     [ "$err" = "$want" ] && matched=1
   fi
