@@ -2,8 +2,10 @@
 #include <string>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
 #include "muonplan/base/error.h"
 #include "muonplan/planner/topology.h"
+#include "test_paths.h"
 #include "test_plans.h"
 
 using namespace muonplan;
@@ -236,4 +238,58 @@ TEST_CASE("in-node traffic has a route: NVLink, or one PCIe switch without it", 
   const Route host = in_node_route(t, 4);
   CHECK(host.bottleneck_gbps == std::min(t.node.pcie_h2d_gbps, t.node.pcie_d2h_gbps));
   CHECK(host.latency_us == 4 * t.node.pcie_latency_us);
+}
+
+TEST_CASE("fitted: a topology takes its fitted constants from fitted.yaml's sections",
+          "[topology]") {
+  // kMinimal has no fitted: the defaults of topology_spec.h.
+  const Topology plain = parse_topology(kMinimal, "t.yaml");
+  CHECK(plain.pytorch.backward_temporaries_fraction ==
+        PytorchRuntime{}.backward_temporaries_fraction);
+
+  const Topology t =
+      parse_topology(std::string(kMinimal) + "fitted: [every_gpu, h100_matrix]\n", "t.yaml");
+  CHECK(t.pytorch.backward_temporaries_fraction == 0.895);
+  CHECK(t.calibration.training_gemm_efficiency == 0.3788);
+  CHECK(t.calibration.step_time_calibrated_on.find("20 H100 runs") == 0);
+  CHECK(t.calibration.training_gemm_efficiency != plain.calibration.training_gemm_efficiency);
+
+  // The topology's own keys override a section's, whichever comes first in the file.
+  const Topology own = parse_topology(
+      std::string(kMinimal) +
+          "calibration: {training_gemm_efficiency: 0.5, step_time_calibrated_on: mine}\n"
+          "fitted: h100_matrix\n",
+      "t.yaml");
+  CHECK(own.calibration.training_gemm_efficiency == 0.5);
+  CHECK(own.calibration.step_time_calibrated_on == "mine");
+
+  CHECK(error_of(std::string(kMinimal) + "fitted: [h900_matrix]\n")
+            .find("t.yaml:11:1: fitted: no section 'h900_matrix' in ") == 0);
+  CHECK(error_of(std::string(kMinimal) + "fitted: {a: 1}\n").find("fitted: expected a section") !=
+        std::string::npos);
+}
+
+TEST_CASE("fitted: the bundled topologies hold no fitted value of their own", "[topology]") {
+  // One place for every fitted constant: a key of fitted.yaml appears in no bundled topology.
+  const YAML::Node fitted = YAML::LoadFile(repo_path("data/calibration/fitted.yaml"));
+  std::vector<std::string> keys;
+  for (const auto& section : fitted)
+    for (const auto& block : section.second)
+      for (const auto& kv : block.second) keys.push_back(kv.first.as<std::string>());
+  REQUIRE(keys.size() >= 5);
+  for (const char* name : {"h100-ib", "h200-ib", "b200-ib", "a100-ib", "rtx-a6000"}) {
+    const YAML::Node topo = YAML::LoadFile(repo_path(std::string("topologies/") + name + ".yaml"));
+    for (const char* block : {"calibration", "pytorch"}) {
+      for (const std::string& key : keys) {
+        // b200-ib names what it carries from H200 in its own step_time_calibrated_on.
+        if (std::string(name) == "b200-ib" && key == "step_time_calibrated_on") continue;
+        INFO(name << " " << block << "." << key);
+        CHECK_FALSE(topo[block][key].IsDefined());
+      }
+    }
+  }
+  CHECK(load_topology(repo_path("topologies/h200-ib.yaml")).calibration.training_gemm_efficiency ==
+        0.4175);
+  CHECK(load_topology(repo_path("topologies/b200-ib.yaml")).calibration.training_gemm_efficiency ==
+        0.4175);
 }

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "muonplan/base/error.h"
 #include "muonplan/base/io.h"
 #include "muonplan/base/units.h"
 #include "muonplan/planfile/plan_checks.h"
@@ -204,7 +205,7 @@ void read_calibration(const YamlMap& m, Calibration& c) {
   c.eager_op_us = non_negative(m, "eager_op_us", c.eager_op_us);
   c.python_iteration_ns = non_negative(m, "python_iteration_ns", c.python_iteration_ns);
   c.layer_overhead_us = non_negative(m, "layer_overhead_us", c.layer_overhead_us);
-  c.step_time_calibrated_on = m.get_string("step_time_calibrated_on", "");
+  c.step_time_calibrated_on = m.get_string("step_time_calibrated_on", c.step_time_calibrated_on);
   for (auto [key, field] : {std::pair{"ep_comm_overlap", &c.ep_comm_overlap},
                             std::pair{"cp_comm_overlap", &c.cp_comm_overlap}}) {
     *field = non_negative(m, key, *field);
@@ -244,11 +245,50 @@ void read_pytorch_runtime(const YamlMap& m, PytorchRuntime& r) {
                                         as_written(m, "allocator_round_bytes"));
 }
 
+// `fitted: [SECTION, ...]`: sections of the bundled data/calibration/fitted.yaml, each the
+// constants one fit determined (its `calibration:` and `pytorch:` keys), read in order before the
+// topology's own sections, whose keys override. The fitted values live in that one file, with
+// their bounds and runs (docs/validation.md), rather than copied across topology files.
+void read_fitted(const YamlMap& root, Topology& t) {
+  std::vector<std::string> names;
+  const YAML::Node list = root.raw("fitted");
+  if (list.IsScalar()) {
+    names.push_back(list.Scalar());
+  } else if (list.IsSequence()) {
+    for (const YAML::Node& n : list) {
+      if (!n.IsScalar()) root.fail_at(n, "fitted", "expected a section name of fitted.yaml");
+      names.push_back(n.Scalar());
+    }
+  } else {
+    root.fail("fitted", "expected a section name of fitted.yaml, or a list of them");
+  }
+  std::string path;
+  try {
+    path = data_path("calibration/fitted.yaml");
+  } catch (const std::exception& e) {
+    root.fail("fitted", std::string("needs the bundled calibration/fitted.yaml: ") + e.what());
+  }
+  const YamlMap file(detail::parse_yaml_text(read_input_file(path), path), path, "");
+  for (const std::string& name : names) {
+    if (!file.has(name)) {
+      std::string known;
+      for (const auto& kv : file.node()) known += (known.empty() ? "" : ", ") + kv.first.Scalar();
+      root.fail("fitted",
+                "no section '" + brief(name) + "' in " + path + " (it has " + known + ")");
+    }
+    const YamlMap section = file.get_map(name);
+    section.check_known({"calibration", "pytorch"});
+    if (auto c = section.get_optional_map("calibration")) read_calibration(*c, t.calibration);
+    if (auto r = section.get_optional_map("pytorch")) read_pytorch_runtime(*r, t.pytorch);
+  }
+}
+
 }  // namespace
 
 Topology parse_topology(const std::string& text, const std::string& path_for_errors) {
   const YamlMap root(detail::parse_yaml_text(text, path_for_errors), path_for_errors, "");
-  root.check_known({"name", "max_nodes", "node", "fabric", "overheads", "calibration", "pytorch"});
+  root.check_known(
+      {"name", "max_nodes", "node", "fabric", "overheads", "fitted", "calibration", "pytorch"});
   Topology t;
   t.name = root.get_string("name");
   if (const std::string why = name_problem(t.name); !why.empty()) root.fail("name", why);
@@ -269,6 +309,7 @@ Topology parse_topology(const std::string& text, const std::string& path_for_err
   fabric.check_known({"latency_us"});
   t.fabric_latency_us = non_negative(fabric, "latency_us");
   if (auto o = root.get_optional_map("overheads")) read_overheads(*o, t.overheads);
+  if (root.has("fitted")) read_fitted(root, t);
   if (auto c = root.get_optional_map("calibration")) read_calibration(*c, t.calibration);
   if (auto r = root.get_optional_map("pytorch")) read_pytorch_runtime(*r, t.pytorch);
   return t;
