@@ -39,17 +39,13 @@ struct Ctx {
   double flops[kClasses]{};
 };
 
-// One GEMM [m, k] x [k, n], batch of them (a grouped GEMM's groups under `grouped`): every
-// GEMM of the step is timed here. Adds its FLOPs to `cls` and returns seconds: the tiles' time
-// at the fitted rate (gemm_shape_efficiency: tile and wave quantization, short K) or the HBM
-// floor of its bytes, whichever is longer.
-double gemm_s(Ctx& c, OpClass cls, double batch, double m, double n, double k,
-              GemmKernel kernel = GemmKernel::library) {
+// One GEMM [m, k] x [k, n], batch of them; adds its FLOPs to `cls` and returns seconds.
+double gemm_s(Ctx& c, OpClass cls, double batch, double m, double n, double k) {
   if (batch <= 0 || m <= 0 || n <= 0 || k <= 0) return 0;
   const double fl = 2 * batch * m * n * k;
-  const GemmShapeEfficiency e = gemm_shape_efficiency(c.topo, batch, m, n, k, kernel);
-  const double bytes = kBf16 * batch * (m * k + k * n + m * n) + e.split_bytes;
-  const double rate = c.peak * c.topo.calibration.training_gemm_efficiency * e.factor();
+  const double bytes = kBf16 * batch * (m * k + k * n + m * n);
+  const GemmShapeEfficiency e = gemm_shape_efficiency(c.topo, batch, m, n, k);
+  const double rate = c.peak * c.topo.calibration.training_gemm_efficiency * e.wave * e.k;
   c.flops[cls] += fl;
   return std::max(fl / rate, bytes / c.hbm);
 }
@@ -77,10 +73,10 @@ double launches_s(const Ctx& c, double n) {
 // A weight [out, in] over m tokens per copy, `batch` copies (`share` of them on this rank when
 // under one): forward, input grad, and the weight grad unless the weight is frozen.
 Passes weight_gemms(Ctx& c, OpClass cls, double batch, double m, double out, double in, bool frozen,
-                    double share = 1, GemmKernel kernel = GemmKernel::library) {
-  const double f = gemm_s(c, cls, batch, m, out, in, kernel);
-  const double b = gemm_s(c, cls, batch, m, in, out, kernel) +
-                   (frozen ? 0 : gemm_s(c, cls, batch, out, in, m, kernel));
+                    double share = 1) {
+  const double f = gemm_s(c, cls, batch, m, out, in);
+  const double b =
+      gemm_s(c, cls, batch, m, in, out) + (frozen ? 0 : gemm_s(c, cls, batch, out, in, m));
   return add(c, cls, f * share, b * share);
 }
 
@@ -300,11 +296,6 @@ UnitWork decoder_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, con
   const double experts = double(std::max<int64_t>(1, s.moe.num_experts));
   const ExpertLoad load = s.moe.num_experts > 0 ? expert_load(s, *o.workload, sh, k) : ExpertLoad{};
   u.busy_experts = load.busy;
-  // The experts run as torch._grouped_mm, but under LoRA off SM90 as prime-rl's per-expert loop
-  // (lora_expert_loop): one cuBLAS GEMM per expert.
-  const GemmKernel experts_kernel = lora_expert_loop(s, o, c.topo.node.gpu.compute_capability)
-                                        ? GemmKernel::library
-                                        : GemmKernel::grouped;
   inv.for_each_weight([&](const ParamTensor& pt, bool trained) {
     if (pt.layer != layer || pt.shape.size() < 2 || (pt.mtp && !o.include_mtp)) return;
     const double out = double(pt.rows()), in = double(pt.cols());
@@ -319,7 +310,7 @@ UnitWork decoder_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, con
       // The busy ones of them and their tokens each (expert_load; balanced: all, evenly).
       const double busy = std::min(std::max(1.0, local), load.busy);
       const Passes p = weight_gemms(c, adapter ? adapter_gemm : expert_gemm, busy, load.tokens_each,
-                                    out, in, frozen, std::min(1.0, local), experts_kernel);
+                                    out, in, frozen, std::min(1.0, local));
       u.p.add(p.fwd, p.bwd);
       u.experts.add(p.fwd, p.bwd);
       u.expert_adapters |= adapter;
