@@ -275,6 +275,26 @@ about 1 ms per module) made additive by syncs that stop the host running ahead: 
 FSDP2's forward prefetch explicitly only with EP, because "d2h syncs ... can interfere with FSDP
 prefetch" (trainer/model.py, setup_fsdp), and `MultiLoRALinear` syncs in every adapted linear.
 
+GEMM time by shape does not explain the misses (issue 49, tried and not shipped: commit 67d082f,
+reverted by the next). It added to the shared GEMM rule (`gemm_shape_efficiency`, ns_model.h)
+tile quantization (the last row and column of output tiles compute padding), cuBLAS's choice
+among 128x256, 128x128 and 64x128 tiles, split-K for few tiles over a long K (LoRA's and the
+small models' weight grads), and torch._grouped_mm's own tiles for the routed experts
+(aten/src/ATen/native/cuda/GroupMM.cu: 64x128 when a group's M or N is at most 128, else
+128x256, no split). Refit as above (`bench/layer_overhead_scan.sh BIN 0`): GEMM efficiency
+0.3648 / 0.4169 / 0.4468, 34 of 42 within 15%, 3 of 14 pairs out of order, 17 of 35 left out,
+B200 -13.9%; each part alone gives 33 of 42. Shape effects scale with the tokens; the shortfall
+is fixed per layer, so the fitted efficiency fell instead of rising.
+
+The attention terms were checked against FlashAttention's own accounting: the causal forward
+counts half the S^2 score FLOPs, backward 2.5x forward, and full AC runs the forward once more.
+The rates are the FA3 paper's 16K plateau (arXiv 2407.08608, H100, head dim 128, causal: 616
+forward and 561 backward; FA2 335 and 322). A transcription of the paper's H100 head-dim-128
+forward chart elsewhere reads 648 (FA3) and 370 (FA2) at 16K; it does not say whether that
+chart is the causal one, so the rates are unchanged. The efficiencies at their bound of 1 are
+the fit asking for attention faster than published, which a per-layer shortfall charged to the
+GEMMs (short rows) and not to attention (the 64K rows) would also produce.
+
 TEXT
 }
 
