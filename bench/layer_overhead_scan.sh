@@ -53,9 +53,8 @@ for us in "${costs[@]}"; do
   data="$work/data-$us"
   cp -rL "$root/build/share/muonplan" "$data"  # -L: its topologies/ links the source tree's
   for k in "${kinds[@]}"; do
-    # The step-time fit starts from the defaults: the kind's `*_matrix` section of
-    # data/calibration/fitted.yaml dropped from its `fitted:` line.
-    sed -i -E "s/^(  layer_overhead_us:) [0-9.]+/\1 $us/; /^fitted:/s/, *[a-z0-9_]+_matrix//" \
+    # The step-time fit from defaults: the `fitted:` list without its *_matrix section.
+    sed -i -E "s/^(  layer_overhead_us:) [0-9.]+/\1 $us/; /^fitted:/{s/ *[a-z0-9_]+_matrix,?//g; s/, *\]/]/}" \
       "$data/topologies/$k.yaml"
   done
   cp -r "$data" "$data-start"
@@ -64,12 +63,11 @@ for us in "${costs[@]}"; do
     fit "$data" "$k"
     echo "  $k: $(fitted "$data/topologies/$k.yaml" | tr '\n' ' ')"
   done
-  # The held-out B200 run carries h200-ib's fitted efficiencies (as shipped) and the cost.
-  sed -i -E "s/^(  layer_overhead_us:) [0-9.]+/\1 $us/; /^fitted:/s/, *[a-z0-9_]+_matrix//" \
+  # The held-out B200 run carries h200-ib's fitted GEMM efficiency (as shipped) and the cost.
+  eff="$(fitted "$data/topologies/h200-ib.yaml" | sed -n 's/^training_gemm_efficiency //p')"
+  # (b200-ib takes h200_matrix from fitted.yaml: its own key, written here, overrides it.)
+  sed -i -E "s/^(  layer_overhead_us:) [0-9.]+/\1 $us/; s/^calibration:.*/&\n  training_gemm_efficiency: $eff/" \
     "$data/topologies/b200-ib.yaml"
-  fitted "$data/topologies/h200-ib.yaml" | while read -r key value; do
-    sed -i -E "s/^(calibration:.*)$/\1\n  $key: $value/" "$data/topologies/b200-ib.yaml"
-  done
   MUONPLAN_DATA_DIR="$data" bash "$root/scripts/validate-matrix.sh" "$bin" >"$data/matrix.txt" || true
   echo "  held-out B200: $(grep '^bench-intellect-3-b200' "$data/matrix.txt" | awk '{print $4}')"
   echo "  matrix: $(tail -1 "$data/matrix.txt")"

@@ -15,8 +15,9 @@ grid=(0 0.4 0.6 0.7 0.7844 0.9 1.0 1.2)
 for f in "${grid[@]}"; do
   d="$work/data-$f"
   cp -rL "$root/build/share/muonplan" "$d"  # -L: real copies, never the tree's own files
-  sed -i "s/^  backward_temporaries_fraction: [0-9.]*/  backward_temporaries_fraction: $f/" \
-    "$d"/topologies/*.yaml
+  # The one value every bundled topology takes (fitted.yaml's every_gpu), and any topology's own.
+  sed -i -E "s/^( *backward_temporaries_fraction:) [0-9.]*/\1 $f/" \
+    "$d"/calibration/fitted.yaml "$d"/topologies/*.yaml
   MUONPLAN_DATA_DIR="$d" bash "$root/scripts/validate-matrix.sh" "$bin" --json >"$work/$f.json" || true
 done
 python3 - "$work" "${grid[@]}" <<'PY'

@@ -9,12 +9,11 @@ run=tests/data/training-runs/glm-4.5-air-1n-full-muon.yaml
 wl=(--tokens-per-step 1048576 --seq-len 131072 --ac full --ac-offload --lm-head-chunk 1024)
 glm=(--model models/glm-4.5-air.yaml --nodes 1 --offload full --layout fsdp=8,cp=4,ep=8)
 
-# The shipped topology with the fitted constants back at their defaults.
-sed -e 's/^  backward_temporaries_fraction: .*/  backward_temporaries_fraction: 0/' \
-    -e 's/^  host_per_rank_gib: .*/  host_per_rank_gib: 2.0/' \
-    -e 's/^  host_pass_efficiency: .*/  host_pass_efficiency: 0.8/' \
-    -e 's/^  training_gemm_efficiency: .*/  training_gemm_efficiency: 0.75/' \
-    topologies/h200-ib.yaml >"$work/start.yaml"
+# The shipped topology with the fitted constants back at their defaults: without its `fitted:`
+# sections (data/calibration/fitted.yaml), it keeps no fitted value of its own.
+sed -e '/^fitted:/d' topologies/h200-ib.yaml >"$work/start.yaml"
+grep -q 'backward_temporaries_fraction\|training_gemm_efficiency\|host_pass_efficiency' "$work/start.yaml" &&
+  bad "h200-ib.yaml holds a fitted value of its own"
 # (It held the same run out too, which only repeated the fit: refused since issue 46 item 20.)
 # One run alone determines no constant unless --force: each stays at its value and says why.
 expect calibrate-one 0 "" "$bin" calibrate --topology "$work/start.yaml" --training-run "$run" --json
@@ -97,9 +96,10 @@ expect bad-headroom 2 "--gpu-headroom: a fraction in [0, 1), got '1.5'" \
 # The trainer-benchmark runs: by bundled topology name; the H100 run fits its topology, the runs
 # of other topologies are named and skipped.
 tr=tests/data/training-runs
-# The shipped h100-ib with its step constants back at their defaults (the name stays h100-ib).
-sed -e 's/^  training_gemm_efficiency: .*/  training_gemm_efficiency: 0.75/' \
-  topologies/h100-ib.yaml >"$work/h100.yaml"
+# The shipped h100-ib with its step constants back at their defaults (the name stays h100-ib):
+# its `fitted:` list without the matrix's step-time section.
+sed -E '/^fitted:/{s/ *[a-z0-9_]+_matrix,?//g; s/, *\]/]/}' topologies/h100-ib.yaml >"$work/h100.yaml"
+grep -q '^fitted: \[every_gpu\]$' "$work/h100.yaml" || bad "h100-ib.yaml's fitted: line is not [every_gpu, h100_matrix]"
 expect bench-h100 0 "skipped $tr/bench-qwen3-0.6b-a6000-sft.yaml: measured on rtx-a6000, not h100-ib
 skipped $tr/bench-qwen3-4b-h200-rl-lora.yaml: measured on h200-ib, not h100-ib" \
   "$bin" calibrate --topology "$work/h100.yaml" --json \

@@ -134,7 +134,7 @@ int CachingAllocator::map_block(int id, int64_t size, bool force) {
   b.mapped = true;
   if (map < b.size) {
     const int rest = int(blocks_.size());
-    Block r = b;
+    Block r = b;  // unmapped: in neither free set
     r.ptr = b.ptr + map;
     r.size = b.size - map;
     r.mapped = false;
@@ -202,19 +202,24 @@ bool CachingAllocator::releasable(int id) const {
 
 void CachingAllocator::cache_free(int id) {
   const FreeKey k = key(id);
-  free_.insert(k);
+  Block& b = blocks_[size_t(id)];
+  b.free_at = free_.insert(k).first;
+  b.cached = true;
   if (releasable(id)) {
-    releasable_.insert(k);
-    blocks_[size_t(id)].indexed = true;
+    b.rel_at = releasable_.insert(k).first;
+    b.indexed = true;
   }
 }
 
 void CachingAllocator::uncache(int id) {
-  const FreeKey k = key(id);
-  free_.erase(k);
-  if (blocks_[size_t(id)].indexed) {
-    releasable_.erase(k);
-    blocks_[size_t(id)].indexed = false;
+  Block& b = blocks_[size_t(id)];
+  if (b.cached) {
+    free_.erase(b.free_at);
+    b.cached = false;
+  }
+  if (b.indexed) {
+    releasable_.erase(b.rel_at);
+    b.indexed = false;
   }
 }
 
