@@ -417,12 +417,20 @@ other 27 runs 0.4 and 0.6 differ only by the June 4-GPU run (+5.0% at 0.4, +12.1
 +22.7% at 0.9), so the count picks 0.4. At 0.4 Qwen3-4B's RL runs on 8 GPUs are 7.0-12.2% low
 (H100 and H200 alike), its 1-GPU LoRA runs -6.5% to +1.2% and its SFT runs +1.7%: those 8-GPU
 RL rows need about 0.9, the June 4-GPU run less than 0.45, GLM-4.5-Air and Qwen3-30B-A3B 0.4 to
-0.8. The fraction stands for tensors whose share of a layer differs between models and GPU
-counts. One candidate was checked and does not explain the spread: the flash-attention
+0.8. In GiB the Qwen3-4B deficit has two parts. The LoRA pairs planned alike on 1 and 8 H100s
+are short at 0.4 by 0.05 and 1.04 GiB (16K) and by 2.73 and 3.51 GiB (64K): a part that grows
+with the length and is the same on 1 and 8 GPUs (the fraction's own: Qwen3-4B's layers need
+more backward temporaries per saved byte than Qwen3-0.6B's), and 0.8-1.0 GiB on 8 GPUs only,
+at both lengths. The 8-GPU rows leave 10% first because their peak is the smaller (10.3 and
+28.8 GiB against 23.3 and 42.0). The 8-GPU part, which does not grow with the length, is
+where a tensor is missing for them: a buffer per FSDP unit or collective rather than an
+activation (for scale: Qwen3-4B's root unit, the tied 151936 x 2560 embedding, is 742 MiB in
+bf16); it is not identified here. One candidate for the first part was checked and does not
+explain the spread between models: the flash-attention
 backward's workspace (the fp32 `dq_accum`, and FA2's expanded or FA3's fp32 dk/dv buffers under
 GQA), which the timeline does not list, is about 0.47 of a Qwen3-0.6B layer's saved activations
 but 0.28-0.37 of a Qwen3-4B layer's: listing it would raise the 0.6B rows more than the 4B rows.
-Which tensor the 8-GPU Qwen3-4B RL rows lack is open; no constant is added for it.
+No constant is added for either part.
 
 Runs outside 10% (GPU reserved), and the mechanism believed missing:
 
