@@ -25,6 +25,16 @@ MODEL = {"Qwen/Qwen3-0.6B": "qwen3-0.6b", "Qwen/Qwen3-4B-Instruct-2507": "qwen3-
          "Qwen/Qwen3-30B-A3B-Instruct-2507": "qwen3-30b-a3b",
          "PrimeIntellect/INTELLECT-3": "glm-4.5-air"}
 SHORT = {"flash_attention_2": "fa2", "flash_attention_3": "fa3", "sdpa": "sdpa"}
+# A run's `date:` is its prime-rl era (--prime-rl-version: the trainer's defaults of that date,
+# prime_rl_versions.cc), the matrix's date unless the run's commit is known to carry defaults
+# that main had only later. c88d08fdf (2026-06-24) ran RL Qwen3-0.6B at 65536 tokens per micro
+# step in 11.7 GiB (1 GPU) and 6.3 GiB (4 GPUs), passing no fused-head chunk (the benchmark's
+# command line). Main's RL trainer of that date has the fused head "disabled" (#1904, 2026-02-26,
+# until c5afcaa2e, #2868, 2026-06-26), whose whole logits alone are 65536 x 151936 x 2 B =
+# 18.5 GiB (bf16): so the trainer that ran had #2868's defaults (fused head 1024 tokens,
+# optim_cpu_offload, ac_offloading), a commit of that change before its merge. Planned at
+# #2868's date. A bound from the head's size, not a fit: no constant follows from it.
+ERA = {"c88d08fdf": ("2026-06-26", "#2868's defaults (gen-matrix-runs.py, ERA)")}
 
 
 def name(run):
@@ -33,6 +43,13 @@ def name(run):
              f"lora{run['lora_rank']}" if run.get("lora_rank") else "full",
              f"{run['seq_len'] // 1024}k", run["ac"], SHORT[run["attention"]], str(run["date"])]
     return "-".join(parts) + ".yaml"
+
+
+def era_line(run):
+    era = ERA.get(str(run.get("commit")))
+    if not era:
+        return f"date: '{run['date']}'"
+    return f"date: '{era[0]}'  # the era of {run['commit']} (run {run['date']}): {era[1]}"
 
 
 def text(run):
@@ -50,7 +67,7 @@ def text(run):
         f"ac: {run['ac']}",
         f"attention: {run['attention']}",
         f"micro_batches: {run['micro_batches']}",
-        f"date: '{run['date']}'",
+        era_line(run),
         "measured:",
     ]
     if run.get("oom"):

@@ -78,9 +78,10 @@ grep -qx "num_gpus = 4" "$work/sft-2026-08.toml" && ! grep -q "^num_train_gpus" 
   ok || bad "sft-2026-08: not the date's name: $(grep gpus "$work/sft-2026-08.toml")"
 json_check sft-2026-08-gpus "$work/sft-2026-08.b.json" 'assert d["gpus_per_node"] == 4, d["gpus_per_node"]'
 # The emit check knows the era: prime-rl of 2026-01-20 has no optim_cpu_offload, so a plan of
-# optimizer offload is not written (that prime-rl would run it without offload).
+# optimizer offload is not written (that prime-rl would run it without offload). Two GPUs: on
+# one, Qwen3-8B's staged AdamW state and its foreach temporaries do not fit an H200.
 "$bin" plan --trainer-config $e/sft-2026-08-01.toml --prime-rl-version 2026-01-20 --offload optimizer \
-  --emit prime-rl >"$work/emit-before.toml" 2>"$work/emit-before.err"
+  --gpus-per-node 2 --emit prime-rl >"$work/emit-before.toml" 2>"$work/emit-before.err"
 rc=$?
 [ "$rc" = 2 ] && grep -qx -- '--emit: prime-rl of 2026-01-20 has no key optim_cpu_offload (docs/trainer-config.md, "Key eras"), so it would not run this plan'"'"'s offload optimizer; no config written: re-plan with --offload none or a later --prime-rl-version' \
   "$work/emit-before.err" && [ ! -s "$work/emit-before.toml" ] && ok || bad "offload-emit-before: exit $rc $(cat "$work/emit-before.err")"

@@ -410,8 +410,12 @@ void record_optimizer_step(Recorder& r) {
   std::vector<int> buffers;
   // torch's AdamW (foreach, its CUDA default) makes sqrt(exp_avg_sq) for every parameter at
   // once (_multi_tensor_adamw: _foreach_sqrt, then in place _foreach_div_, _foreach_add_ and
-  // _foreach_addcdiv_): one fp32 temporary per element of the rank's AdamW shards.
-  if (o.optimizer == OptimizerKind::adamw && r.pol.adamw_moments == Residence::gpu) {
+  // _foreach_addcdiv_): one fp32 temporary per element of the rank's AdamW shards. Also with
+  // the moments staged whole for the step: prime-rl's CPUOffloadOptimizer moves them to the GPU
+  // and steps the same AdamW (optim.py builds it without fused= under optim_cpu_offload).
+  const bool moments_on_gpu =
+      r.pol.adamw_moments == Residence::gpu || r.pol.staging == OffloadStaging::whole;
+  if (o.optimizer == OptimizerKind::adamw && moments_on_gpu) {
     for (const auto& [layer, u] : r.units) {
       for (const FsdpParam& p : u.params) {
         if (p.trains && has_optimizer(o, p))

@@ -72,8 +72,8 @@ void read_activations(const TrainerFile& f, TrainerConfig& tc) {
                               "ac_offloading.max_inflight_activations"));
 }
 
-// RL: prime-rl's default of the version (8192 tokens now), "disabled" off; older files' "auto"
-// meant 8192. SFT ignores the key.
+// RL: prime-rl's default of the version (8192 tokens now), "disabled" off; a written "auto" is
+// the era's (2048 before #1892, 8192 after: prime_rl_versions.cc). SFT ignores the key.
 void read_lm_head(const TrainerFile& f, TrainerConfig& tc) {
   const std::string key = f.get("model", "fused_lm_head_chunk_size") &&
                                   !f.get("model", "fused_lm_head_token_chunk_size")
@@ -84,7 +84,7 @@ void read_lm_head(const TrainerFile& f, TrainerConfig& tc) {
     f.fail("model", "fused_lm_head_chunk_size",
            "older name of fused_lm_head_token_chunk_size; give one of them");
   const TomlNode* n = f.get("model", key);
-  int64_t chunk = n ? 8192 : f.defaults().lm_head_chunk;  // "auto" meant 8192
+  int64_t chunk = n ? f.defaults().lm_head_auto_chunk : f.defaults().lm_head_chunk;
   if (n && n->kind == TomlNode::Kind::string) {
     if (n->str == "disabled") {
       chunk = 0;

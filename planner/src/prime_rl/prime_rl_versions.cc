@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/calendar_date.h"
+#include "muonplan/planner/prime_rl.h"
 #include "trainer_file.h"
 
 namespace muonplan::detail {
@@ -13,8 +14,16 @@ namespace {
 
 constexpr const char* kNewest = "2026-08-21";      // v0.8.1.dev67, the schema the key table follows
 constexpr const char* kDefaultsOn = "2026-06-26";  // c5afcaa2e (#2868): AC, offload, ep auto on
-constexpr const char* kHead1024 = "2026-06-26";    // c5afcaa2e: fused head 1024 by default
-constexpr const char* kHead8192 = "2026-08-19";    // 2acb19ecc (#3302): fused head 8192
+// RL's fused LM head when the file is silent. #1544 (2026-01-05, the changelog's date) made the
+// RL trainer set 2048 (vocabulary rows, roofline.cc) where unset; #1649 (2026-01-23) kept that as
+// the default "auto"; #1904 (2026-02-26) made the default "disabled" (the vanilla head, whole
+// logits) until c5afcaa2e made it 1024 tokens.
+constexpr const char* kHead2048 = "2026-01-05";  // #1544: RL auto-sets 2048 rows
+constexpr const char* kHeadOff = "2026-02-26";   // #1904: default "disabled"
+constexpr const char* kHead1024 = "2026-06-26";  // c5afcaa2e: fused head 1024 by default
+constexpr const char* kHead8192 = "2026-08-19";  // 2acb19ecc (#3302): fused head 8192
+// A written "auto": 2048 until 83c21ddac (#1892, 2026-02-26) made the RL validator set 8192.
+constexpr const char* kAuto8192 = "2026-02-26";
 
 // The eras of the keys whose presence changed (docs/trainer-config.md, "Key eras"): a key is
 // in prime-rl's schema from `since` (inclusive) until `until` (exclusive); "" is open. `renamed`
@@ -128,7 +137,12 @@ PrimeRlDefaults prime_rl_defaults(const std::string& version) {
   d.newest = date >= kNewest;
   const bool on = date >= kDefaultsOn;  // ISO dates compare as text
   d.optim_cpu_offload = d.ac = d.ac_offloading = d.ep_auto = on;
-  d.lm_head_chunk = date >= kHead8192 ? 8192 : date >= kHead1024 ? 1024 : 0;
+  d.lm_head_chunk = date >= kHead8192   ? 8192
+                    : date >= kHead1024 ? 1024
+                    : date >= kHeadOff  ? 0
+                    : date >= kHead2048 ? 2048
+                                        : 0;
+  d.lm_head_auto_chunk = date >= kAuto8192 ? 8192 : 2048;
   return d;
 }
 
@@ -137,6 +151,11 @@ PrimeRlDefaults prime_rl_defaults(const std::string& version) {
 namespace muonplan {
 void check_prime_rl_version(const std::string& version) {
   detail::prime_rl_defaults(version);
+}
+
+PrimeRlEra prime_rl_era(const std::string& date) {
+  const detail::PrimeRlDefaults d = detail::prime_rl_defaults(date);
+  return {d.optim_cpu_offload, d.ac, d.ac_offloading, d.lm_head_chunk};
 }
 }  // namespace muonplan
 
@@ -153,9 +172,9 @@ std::vector<std::string> default_differences(const PrimeRlDefaults& now,
   if (now.ac != then.ac) out.push_back("ac " + on(then.ac) + " (activations, step time)");
   if (now.ac_offloading != then.ac_offloading)
     out.push_back("ac_offloading " + on(then.ac_offloading) + " (GPU peak, host RAM)");
-  if (now.lm_head_chunk != then.lm_head_chunk)
-    out.push_back("fused_lm_head_token_chunk_size " +
-                  (then.lm_head_chunk ? std::to_string(then.lm_head_chunk) : "disabled") +
+  if (now.lm_head_chunk != then.lm_head_chunk)  // the key's name on `then` (key_eras)
+    out.push_back(prime_rl_key_on("model", "fused_lm_head_token_chunk_size", false, then.date) +
+                  " " + (then.lm_head_chunk ? std::to_string(then.lm_head_chunk) : "disabled") +
                   " (GPU peak)");
   return out;
 }

@@ -18,7 +18,8 @@ struct PrimeRlDefaults {
   bool newest = true;  // the newest version the table knows
   bool dated = false;  // --prime-rl-version given: keys outside their era are refused
   bool optim_cpu_offload = true, ac = true, ac_offloading = true, ep_auto = true;
-  int64_t lm_head_chunk = 8192;  // RL's fused head; 0: disabled
+  int64_t lm_head_chunk = 8192;       // RL's fused head; 0: disabled
+  int64_t lm_head_auto_chunk = 8192;  // what a written "auto" meant for RL
 };
 // InputError "--prime-rl-version: ..." unless `version` is empty (the newest) or YYYY-MM-DD.
 PrimeRlDefaults prime_rl_defaults(const std::string& version);

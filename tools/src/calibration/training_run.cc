@@ -229,13 +229,18 @@ void read_measured(const YamlMap& m, TrainingRun& r) {
 
 // The benchmark's LoRA (published.yaml's header): `--model.lora.rank R --max-concurrent-runs 4`,
 // four adapter slots resident with the tokens all on the first; prime-rl's default alpha and
-// target modules.
-void read_benchmark_lora(const YamlMap& root, PlanFlags& f) {
+// target modules. `era_offload`: optim_cpu_offload's default at the run's date, which prime-rl
+// refuses beside max_concurrent_runs > 1 (prime_rl_lora.cc).
+void read_benchmark_lora(const YamlMap& root, PlanFlags& f, bool era_offload) {
   const int64_t rank = root.get_int("lora_rank", 0);
   if (rank < 0) root.fail("lora_rank", "must be 0 (none) or a positive rank");
   if (rank == 0) return;
   f.lora_rank = int(rank);
   f.lora_adapters = int(root.get_int("lora_adapters", 4));
+  if (f.lora_adapters > 1 && era_offload && !root.has("offload"))
+    root.fail("lora_rank",
+              "prime-rl of the run's date defaults to optim_cpu_offload, which it refuses with "
+              "max_concurrent_runs > 1: give offload: (what the run set)");
   // MultiLoRAOptimizer makes a run's AdamW when the run's directory appears; the benchmark
   // (--max-concurrent-runs 4, fake data, no orchestrator) creates no run directory, so no
   // slot holds moments and no optimizer step runs (trainer/runs.py, optim.py).
@@ -243,28 +248,34 @@ void read_benchmark_lora(const YamlMap& root, PlanFlags& f) {
 }
 
 // The trainer-benchmark form (docs/planner.md, "From a measured training step"): one node of
-// `gpus` GPUs, FSDP over all of them, AdamW without offload, `micro_batches` rows of seq_len
-// tokens per GPU; `type` rl fuses the LM head in 2048-token chunks, sft leaves it unfused;
-// `ac` recompute (full AC) or offload (full AC, inputs in host RAM); `attention` prime-rl's name.
+// `gpus` GPUs, FSDP over all of them, AdamW, `micro_batches` rows of seq_len tokens per GPU;
+// `ac` recompute (--model.ac: full AC) or offload (--model.ac-offloading: full AC, inputs in
+// host RAM) or none (neither flag); `attention` prime-rl's name. What run_single_benchmark.py
+// does not pass is the trainer's default at the run's `date:` (prime_rl_era, the version
+// table): optim_cpu_offload (offload optimizer), ac_offloading, RL's fused LM head (SFT's is
+// unfused at every date).
 void read_benchmark(const YamlMap& root, PlanFlags& f) {
   const int64_t gpus = root.get_int("gpus"), rows = root.get_int("micro_batches");
+  const PrimeRlEra era = prime_rl_era(root.get_string("date", ""));
   f.nodes = std::to_string(root.get_int("nodes", 1));
   f.gpus_per_node = int(gpus);
   f.layout = "fsdp=" + std::to_string(gpus);
-  f.offload = root.get_string("offload", "none");
+  f.offload = root.get_string("offload", era.optim_cpu_offload ? "optimizer" : "none");
   f.optimizer = root.get_string("optimizer", "adamw");
   f.seq_len = root.get_int("seq_len");
   f.tokens_per_step = rows * gpus * root.get_int("nodes", 1) * f.seq_len;
   f.micro_batch_seqs = 1;
   const std::string type = root.get_string("type");
   if (type != "rl" && type != "sft") root.fail("type", "expected rl or sft, got '" + type + "'");
-  f.lm_head_chunk = type == "rl" ? 2048 : 0;  // vocabulary rows before 2026-03-09 (roofline.cc)
-  f.trainer = type;                           // its host work by the run's era (date:, below)
+  // Vocabulary rows before 2026-03-09, tokens after (roofline.cc).
+  f.lm_head_chunk = type == "rl" ? era.rl_lm_head_chunk : 0;
+  f.trainer = type;  // its host work by the run's era (date:, below)
   const std::string ac = root.get_string("ac", "recompute");
   if (ac != "recompute" && ac != "offload" && ac != "none")
     root.fail("ac", "expected recompute, offload or none, got '" + ac + "'");
-  f.ac = ac == "none" ? "none" : "full";
-  f.ac_offload = ac == "offload";
+  const bool ac_on = ac != "none" || era.ac;
+  f.ac = ac_on ? "full" : "none";
+  f.ac_offload = ac == "offload" || (ac_on && era.ac_offloading);
   const std::string attn = root.get_string("attention", "auto");
   static const std::map<std::string, std::string> kKernels = {{"flash_attention_2", "fa2"},
                                                               {"flash_attention_3", "fa3"},
@@ -278,7 +289,7 @@ void read_benchmark(const YamlMap& root, PlanFlags& f) {
   // The benchmark workflow (and prime-rl's launcher) sets
   // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (.github/workflows/benchmarks.yaml).
   f.allocator = root.get_string("allocator", "expandable");
-  read_benchmark_lora(root, f);
+  read_benchmark_lora(root, f, era.optim_cpu_offload);
 }
 
 }  // namespace

@@ -55,6 +55,16 @@ const std::vector<std::string>& trainer_warnings(const PlanInputs& in);
 PlanRequest runs_on_request(PlanFlags flags, bool prime_rl_input,
                             std::vector<std::string>* defaults_set = nullptr);
 
+// prime-rl's trainer defaults on `date` (YYYY-MM-DD; "" the newest), where nothing sets the key:
+// the one version table (prime_rl_versions.cc) that --prime-rl-version and the trainer-config
+// reader take, for readers of runs made without a config (the trainer-benchmark form of
+// --training-run). InputError "--prime-rl-version: ..." on a date that is not one.
+struct PrimeRlEra {
+  bool optim_cpu_offload = true, ac = true, ac_offloading = true;
+  int64_t rl_lm_head_chunk = 8192;  // RL's fused head; 0: the vanilla head (whole logits)
+};
+PrimeRlEra prime_rl_era(const std::string& date);
+
 // The report's base request from prepare_plan's inputs. With a trainer config, the file's
 // layout names its own world (fsdp = its GPUs / dp_replicate): the sweep holds its cp and ep
 // and lets FSDP span each count's world, unless `given` (the flags as the user typed them)
