@@ -26,7 +26,6 @@ namespace {
 using namespace roofline_ops;  // the operation classes and the constants their formulas quote
 
 constexpr double kBf16 = 2;
-constexpr double kHfOpsAfterSync = 62;
 
 struct Ctx {
   const CandidateContext& cand;  // top-k, the vocabulary block
@@ -38,8 +37,6 @@ struct Ctx {
   // AC (each decoder layer's forward again, inside backward).
   double fwd[kClasses]{}, bwd[kClasses]{}, rec[kClasses]{};
   double flops[kClasses]{};
-  bool dense = false;
-  int64_t layers = 0;
 };
 
 // One GEMM [m, k] x [k, n], batch of them; adds its FLOPs to `cls` and returns seconds.
@@ -448,20 +445,6 @@ void host_terms(const Ctx& c, const PlanOptions& o, RooflineStep& r) {
                        "prime-rl RL before #2723 (get_response_lengths): tokens x "
                        "(python_iteration_ns + 2 x eager_op_us + host_sync_us)"});
   }
-  // EXPERIMENT (issue 49, hostsync): transformers' flash-attention path syncs once per
-  // attention call (_flash_attention_forward: `is_fa_with_varlen_kwargs or
-  // is_fa_with_position_ids`, a CUDA tensor's bool()); prime-rl ran dense Qwen3 on HF's model
-  // until #2505 (2026-05-15). Per layer and forward pass (forward, full AC's recompute):
-  // host_sync_us + kHfOpsAfterSync x eager_op_us.
-  if (!w.trainer.empty() && !w.prime_rl_date.empty() && w.prime_rl_date < "2026-05-15" &&
-      c.attn.resolved != AttentionKernel::sdpa && c.dense) {
-    double passes = 0;
-    for (int64_t layer = 0; layer < c.layers; ++layer)
-      passes += layer_ac(w, layer) == LayerAc::full ? 2 : 1;
-    const double per_s = cal.host_sync_us * 1e-6 + kHfOpsAfterSync * cal.eager_op_us * 1e-6;
-    r.terms.push_back({"hf_attention_sync", sh.n_micro * passes * per_s,
-                       "EXPERIMENT: HF flash-attention's sync per layer and forward pass"});
-  }
   const HostCounts n = host_counts(w, o, double(sh.fsdp) * sh.cp);
   if (w.trainer.empty()) return;
   const bool across = sh.fsdp > sh.gpn;
@@ -493,8 +476,6 @@ RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv,
   c.attn.backward *= attn_eff;
   RooflineStep r;
   const int64_t layers = s.num_layers + (o.include_mtp ? s.mtp_layers : 0);
-  c.dense = s.moe.num_experts == 0;
-  c.layers = layers;
   for (int64_t layer = 0; layer < layers; ++layer) {
     double before[kClasses];
     std::copy(std::begin(c.fwd), std::end(c.fwd), before);
