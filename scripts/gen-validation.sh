@@ -286,6 +286,50 @@ small models' weight grads), and torch._grouped_mm's own tiles for the routed ex
 B200 -13.9%; each part alone gives 33 of 42. Shape effects scale with the tokens; the shortfall
 is fixed per layer, so the fitted efficiency fell instead of rising.
 
+A device sync per layer in transformers' flash-attention path is real but does not explain the
+misses either (issue 49, tried and not shipped: commit d0925a2, reverted by the next). What the
+sources say: from prime-rl #1488 (2025-12-27) `model.impl` defaults to `auto`, the custom model
+where `supports_custom_impl` (trainer/models/__init__.py) lists the config, else Hugging Face's.
+Qwen3-MoE and GLM-4-MoE had custom models then; dense Qwen3 had none until #2505 (2026-05-15),
+so the matrix's Qwen3-0.6B and Qwen3-4B ran transformers' `modeling_qwen3.py`. Its
+`_flash_attention_forward` (modeling_flash_attention_utils.py) computes `_is_packed_sequence`
+(a CUDA tensor for a one-row micro batch, prime-rl's packing) and branches on it (`elif
+is_fa_with_varlen_kwargs or is_fa_with_position_ids`): a sync in every attention call, in the
+forward and in full AC's recompute (backward runs in autograd's engine, without it); a row
+packing several sequences adds `.nonzero()` and `.item()` (`prepare_fa_kwargs_from_position_ids`).
+prime-rl's custom models derive `cu_seqlens` and `max_seqlen` once per forward (one `.item()`).
+With `--model.compile` prime-rl compiles each decoder layer (`fullgraph` false,
+`capture_scalar_outputs` true): the branch is a graph break, the sync stays, and after it the
+host launches the flash kernel and then the resumed graph's fused kernels. The host ops of one
+eager `Qwen3DecoderLayer.forward` (views, transposes and slices not counted):
+
+| block | ops |
+| --- | ---: |
+| 4 `Qwen3RMSNorm` (input, post-attention, q, k): to fp32, pow, mean, add eps, rsqrt, mul, to bf16, weight mul | 32 |
+| q, k, v, o projections | 4 |
+| `apply_rotary_pos_emb`, q and k: mul cos, neg, cat, mul sin, add | 10 |
+| `_is_packed_sequence`: arange, min, add, sub, abs, sum, bool (the sync) | 7 |
+| the flash kernel, the output's contiguous | 2 |
+| `Qwen3MLP`: gate, up, SiLU, mul, down | 5 |
+| residual adds | 2 |
+| total | 62 |
+
+Costed per layer and forward pass (dense models on HF's implementation before #2505, flash
+attention) as `host_sync_us` + N x `eager_op_us` and refit as above (`bench/layer_overhead_scan.sh
+BIN 0`): N = 1, the sync and the flash kernel's launch as the compiled benchmark runs (12.3 us;
+1.4 ms of Qwen3-0.6B SFT 8K's 0.62 s): GEMM efficiency 0.3793 / 0.4176 / 0.4969, 33 of 42
+within 15%, 3 of 14 pairs out of order, 17 of 35 left out, B200 -13.8%, the shipped figures.
+N = 62, every op of the layer issued after the sync with nothing queued (an eager upper bound,
+397 us; 44 ms of that run): 0.3959 / 0.4207 / 0.505, 34 of 42, 3 of 14, 17 of 35, B200 -13.9%.
+A sync exposes the host's issue time only where the host is slower than the GPU work it issues,
+and a layer's forward at 8K-16K tokens (about 1.5 ms for Qwen3-0.6B at 8K on an H100 by the
+roofline) outlasts its compiled launches. The shortfall is also on Qwen3-30B-A3B, whose custom
+model has no per-layer sync. Its shape points to a host floor rather than an added cost:
+Qwen3-0.6B SFT at 8K is +0.2% on the RTX A6000 and -24.7% on the H100, the same host work under
+a GPU that runs the step 4 times faster (2.46 s against 0.62 s); each layer and pass taking the longer of its GPU and host time would
+give that, but the host time of a compiled layer under FSDP2's hooks has no published figure
+for these runs (pytorch/pytorch#173680 is one user's model): a profile of one matrix run would.
+
 The attention terms were checked against FlashAttention's own accounting: the causal forward
 counts half the S^2 score FLOPs, backward 2.5x forward, and full AC runs the forward once more.
 The rates are the FA3 paper's 16K plateau (arXiv 2407.08608, H100, head dim 128, causal: 616
