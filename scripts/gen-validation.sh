@@ -325,10 +325,11 @@ A sync exposes the host's issue time only where the host is slower than the GPU 
 and a layer's forward at 8K-16K tokens (about 1.5 ms for Qwen3-0.6B at 8K on an H100 by the
 roofline) outlasts its compiled launches. The shortfall is also on Qwen3-30B-A3B, whose custom
 model has no per-layer sync. Its shape points to a host floor rather than an added cost:
-Qwen3-0.6B SFT at 8K is +0.2% on the RTX A6000 and -24.7% on the H100, the same host work under
-a GPU that runs the step 4 times faster (2.46 s against 0.62 s); each layer and pass taking the longer of its GPU and host time would
-give that, but the host time of a compiled layer under FSDP2's hooks has no published figure
-for these runs (pytorch/pytorch#173680 is one user's model): a profile of one matrix run would.
+Qwen3-0.6B SFT at 8K is +0.2% on the RTX A6000 and -24.7% on the H100, the same host work
+under a GPU that runs the step 4 times faster (2.46 s against 0.62 s). Each layer and pass
+taking the longer of its GPU and host time would give that, but the host time of a compiled
+layer under FSDP2's hooks has no published figure for these runs (pytorch/pytorch#173680 is one
+user's model): a profile of one matrix run would give it.
 
 The attention terms were checked against FlashAttention's own accounting: the causal forward
 counts half the S^2 score FLOPs, backward 2.5x forward, and full AC runs the forward once more.
