@@ -34,109 +34,109 @@ PlanOptions training(OffloadMode mode, RuntimeKind runtime = RuntimeKind::pytorc
   return o;
 }
 
-}  // namespace
-
-TEST_CASE("memory terms: the GPU allocated terms sum to the replay's allocated peak",
-          "[runtime][memory_terms]") {
+// Every bundled model in every offload mode, planned for a training step under `runtime`, and
+// the same candidate predicted without the replay (the closed-form inputs of the timeline).
+template <class Check>
+void each_training_plan(RuntimeKind runtime, Check check) {
   const std::vector<std::string> models = bundled_models();
   REQUIRE(models.size() >= 10);
-  const Topology topo = h200();
   for (const std::string& name : models) {
     for (OffloadMode mode : {OffloadMode::none, OffloadMode::optimizer, OffloadMode::full}) {
       INFO(name << ", offload " << to_string(mode));
-      const Plan plan = plan_fixed(name, 1, mode, training(mode));
-      const Prediction& p = plan.predicted;
-      REQUIRE(p.allocator_replayed);
-      // The same candidate without the replay: the closed-form inputs of the timeline.
+      const Plan plan = plan_fixed(name, 1, mode, training(mode, runtime));
+      const Topology topo = h200();
       const Prediction before = predict(model(name), plan.inventory, topo, plan.options,
                                         plan.chunks, PredictParts::without_allocator_replay);
       CHECK_FALSE(before.allocator_replayed);
-      const TimelineInputs in =
-          step_timeline_inputs(before, RuntimeKind::pytorch, topo.pytorch, p.gpu_peak_rank);
-      const TimelineReplay r = replay_timeline(
-          build_step_timeline(model(name), plan.inventory, plan.options, plan.chunks, in),
-          step_allocator_config(before, plan.options, topo.pytorch));
-      REQUIRE(r.allocated.bytes > 0);
-      // To the byte: every term is a whole number of bytes.
-      CHECK(p.gpu_allocated_bytes() == double(r.allocated.bytes));
-      CHECK(p.gpu_reserved_bytes() == double(r.reserved.bytes));
-      // No leftover term; the rounding is named, and it is what the blocks add.
-      CHECK_FALSE(has(p.gpu_runtime_bytes, "allocation_timeline"));
-      CHECK(term(p.gpu_runtime_bytes, "allocator_block_rounding").value ==
-            double(r.allocated.rounding));
-      double blocks = 0;
-      for (const Term& t : r.allocated.live) blocks += t.value;
-      CHECK(blocks == double(r.allocated.bytes));
-      // Each term is one kind of the timeline's, with where it was live.
-      for (const auto* list : {&p.gpu_persistent_bytes, &p.gpu_transient_bytes,
-                               &p.gpu_workload_bytes, &p.gpu_runtime_bytes}) {
-        for (const Term& t : *list) {
-          CHECK(t.value >= 0);
-          CHECK(t.formula.find("at " + p.gpu_allocated_peak_at) == 0);
-        }
-      }
-      // The parameters are live throughout the step.
-      double params = 0;
-      for (const Term& t : p.gpu_persistent_bytes)
-        params += t.name.rfind("params_", 0) == 0 ? t.value : 0;
-      CHECK(params > 0);
+      check(name, topo, plan, before);
     }
   }
 }
 
+}  // namespace
+
+TEST_CASE("memory terms: the GPU allocated terms sum to the replay's allocated peak",
+          "[runtime][memory_terms]") {
+  each_training_plan(RuntimeKind::pytorch, [](const std::string& name, const Topology& topo,
+                                              const Plan& plan, const Prediction& before) {
+    const Prediction& p = plan.predicted;
+    REQUIRE(p.allocator_replayed);
+    const TimelineInputs in =
+        step_timeline_inputs(before, RuntimeKind::pytorch, topo.pytorch, p.gpu_peak_rank);
+    const TimelineReplay r = replay_timeline(
+        build_step_timeline(model(name), plan.inventory, plan.options, plan.chunks, in),
+        step_allocator_config(before, plan.options, topo.pytorch));
+    REQUIRE(r.allocated.bytes > 0);
+    // To the byte: every term is a whole number of bytes.
+    CHECK(p.gpu_allocated_bytes() == double(r.allocated.bytes));
+    CHECK(p.gpu_reserved_bytes() == double(r.reserved.bytes));
+    // No leftover term; the rounding is named, and it is what the blocks add.
+    CHECK_FALSE(has(p.gpu_runtime_bytes, "allocation_timeline"));
+    CHECK(term(p.gpu_runtime_bytes, "allocator_block_rounding").value ==
+          double(r.allocated.rounding));
+    double blocks = 0;
+    for (const Term& t : r.allocated.live) blocks += t.value;
+    CHECK(blocks == double(r.allocated.bytes));
+    // Each term is one kind of the timeline's, with where it was live.
+    for (const auto* list : {&p.gpu_persistent_bytes, &p.gpu_transient_bytes, &p.gpu_workload_bytes,
+                             &p.gpu_runtime_bytes}) {
+      for (const Term& t : *list) {
+        CHECK(t.value >= 0);
+        CHECK(t.formula.find("at " + p.gpu_allocated_peak_at) == 0);
+      }
+    }
+    // The parameters are live throughout the step.
+    double params = 0;
+    for (const Term& t : p.gpu_persistent_bytes)
+      params += t.name.rfind("params_", 0) == 0 ? t.value : 0;
+    CHECK(params > 0);
+  });
+}
+
 TEST_CASE("memory terms: under --runtime muonplan they sum to the timeline's live peak",
           "[runtime][memory_terms]") {
-  const std::vector<std::string> models = bundled_models();
-  REQUIRE(models.size() >= 10);
-  const Topology topo = h200();
-  for (const std::string& name : models) {
-    for (OffloadMode mode : {OffloadMode::none, OffloadMode::optimizer, OffloadMode::full}) {
-      INFO(name << ", offload " << to_string(mode));
-      const Plan plan = plan_fixed(name, 1, mode, training(mode, RuntimeKind::muonplan));
-      const Prediction& p = plan.predicted;
-      CHECK_FALSE(p.allocator_replayed);
-      // The executor's optimizer step (its closed-form buffers) is the timeline's input.
-      const Prediction before = predict(model(name), plan.inventory, topo, plan.options,
-                                        plan.chunks, PredictParts::without_allocator_replay);
-      CHECK(before.gpu_workload_bytes.empty());  // no closed-form workload term left
-      const TimelineInputs in =
-          step_timeline_inputs(before, RuntimeKind::muonplan, topo.pytorch, p.gpu_peak_rank);
-      CHECK_FALSE(in.adamw_foreach_temporaries);
-      CHECK(in.backward_temporaries_fraction == 0);
-      const StepTimeline tl =
-          build_step_timeline(model(name), plan.inventory, plan.options, plan.chunks, in);
-      const TimelinePeak peak = live_peak(tl);
-      REQUIRE(peak.bytes > 0);
-      CHECK(peak.rounding == 0);
-      // To the byte, and no runtime term: the muonplan runtime has no allocator model.
-      CHECK(p.gpu_allocated_bytes() == double(peak.bytes));
-      CHECK(p.gpu_runtime_bytes.empty());
-      CHECK(p.gpu_reserve_bytes.empty());
-      // The peak is the most bytes ever live: no event of the timeline has more.
-      std::vector<char> live(tl.tensors.size(), 0);
-      int64_t now = 0, most = 0;
-      for (const TimelineEvent& e : tl.events) {
-        const size_t t = size_t(e.tensor);
-        if (e.alloc != bool(live[t])) now += e.alloc ? tl.tensors[t].bytes : -tl.tensors[t].bytes;
-        live[t] = e.alloc;
-        most = std::max(most, now);
-      }
-      CHECK(most == peak.bytes);
-      for (const auto* list :
-           {&p.gpu_persistent_bytes, &p.gpu_transient_bytes, &p.gpu_workload_bytes}) {
-        for (const Term& t : *list) {
-          CHECK(t.value >= 0);
-          CHECK(t.formula.find("at " + peak.where) == 0);
-          CHECK(t.name != "adamw_foreach_temporaries");
-          CHECK(t.name != "backward_temporaries");
-        }
-      }
-      // The slack is on every allocated byte, the workload's included.
-      CHECK(
-          term(p.gpu_fixed_bytes, "allocator_slack").value ==
-          Approx(p.gpu_allocated_bytes() * topo.overheads.allocator_slack_fraction).epsilon(1e-12));
+  each_training_plan(RuntimeKind::muonplan, [](const std::string& name, const Topology& topo,
+                                               const Plan& plan, const Prediction& before) {
+    const Prediction& p = plan.predicted;
+    CHECK_FALSE(p.allocator_replayed);
+    // The executor's optimizer step (its closed-form buffers) is the timeline's input.
+    CHECK(before.gpu_workload_bytes.empty());  // no closed-form workload term left
+    const TimelineInputs in =
+        step_timeline_inputs(before, RuntimeKind::muonplan, topo.pytorch, p.gpu_peak_rank);
+    CHECK_FALSE(in.adamw_foreach_temporaries);
+    CHECK(in.backward_temporaries_fraction == 0);
+    const StepTimeline tl =
+        build_step_timeline(model(name), plan.inventory, plan.options, plan.chunks, in);
+    const TimelinePeak peak = live_peak(tl);
+    REQUIRE(peak.bytes > 0);
+    CHECK(peak.rounding == 0);
+    // To the byte, and no runtime term: the muonplan runtime has no allocator model.
+    CHECK(p.gpu_allocated_bytes() == double(peak.bytes));
+    CHECK(p.gpu_runtime_bytes.empty());
+    CHECK(p.gpu_reserve_bytes.empty());
+    // The peak is the most bytes ever live: no event of the timeline has more.
+    std::vector<char> live(tl.tensors.size(), 0);
+    int64_t now = 0, most = 0;
+    for (const TimelineEvent& e : tl.events) {
+      const size_t t = size_t(e.tensor);
+      if (e.alloc != bool(live[t])) now += e.alloc ? tl.tensors[t].bytes : -tl.tensors[t].bytes;
+      live[t] = e.alloc;
+      most = std::max(most, now);
     }
-  }
+    CHECK(most == peak.bytes);
+    for (const auto* list :
+         {&p.gpu_persistent_bytes, &p.gpu_transient_bytes, &p.gpu_workload_bytes}) {
+      for (const Term& t : *list) {
+        CHECK(t.value >= 0);
+        CHECK(t.formula.find("at " + peak.where) == 0);
+        CHECK(t.name != "adamw_foreach_temporaries");
+        CHECK(t.name != "backward_temporaries");
+      }
+    }
+    // The slack is on every allocated byte, the workload's included.
+    CHECK(term(p.gpu_fixed_bytes, "allocator_slack").value ==
+          Approx(p.gpu_allocated_bytes() * topo.overheads.allocator_slack_fraction).epsilon(1e-12));
+  });
 }
 
 TEST_CASE("memory terms: the executor's optimizer step is the timeline's without a workload",
