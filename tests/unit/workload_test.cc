@@ -4,6 +4,7 @@
 #include <set>
 
 #include "cost/roofline.h"
+#include "cost/step_timeline.h"
 #include "muonplan/base/error.h"
 #include "muonplan/planner/model_io.h"
 #include "muonplan/planner/plan.h"
@@ -423,9 +424,31 @@ TEST_CASE("a workload adds activations and a training-step time", "[workload]") 
         49.0 * 2 * 4096 * 2048);
   o.workload->ac_offload = true;
   const Plan off = plan_fixed("qwen3-30b-a3b", 2, OffloadMode::none, o);
-  CHECK(term(off.predicted.host_bytes_per_node, "ac_offload").value ==
-        Approx(8 * 48.0 * 2 * 4096 * 2048));
+  CHECK(term(off.predicted.host_bytes_per_node, "ac_offload").value == 8 * 48.0 * 2 * 4096 * 2048);
   CHECK(off.predicted.gpu_peak_bytes() < p.predicted.gpu_peak_bytes());
+  // One table: the host buffers are the timeline's layer inputs, the tensors it frees as it
+  // offloads them (the embeddings' output and layers 0-46's outputs, 48 of 2 t h each) and
+  // brings back in backward, once per layer.
+  TimelineInputs in;
+  in.step_transient = off.predicted.gpu_transient_bytes;
+  const StepTimeline tl =
+      build_step_timeline(model("qwen3-30b-a3b"), off.inventory, off.options, off.chunks, in, 1);
+  double inputs = 0;
+  int reloaded = 0;
+  for (const TimelineEvent& e : tl.events) {
+    const TimelineTensor& t = tl.tensors[size_t(e.tensor)];
+    if (!e.alloc || t.kind != "checkpointed_layer_inputs") continue;
+    const std::string name = t.name();
+    if (name == "embeddings.output" ||
+        (name.find(".output") != std::string::npos && name.rfind("layers.47.", 0) != 0))
+      inputs += double(t.bytes);
+    reloaded += name.find("(reloaded)") != std::string::npos ? 1 : 0;
+  }
+  const int micro = 2;  // 4M tokens / (16 ranks x 4096) = 64 micro steps: two recorded
+  CHECK(8 * inputs / micro == term(off.predicted.host_bytes_per_node, "ac_offload").value);
+  // Those that left the GPU come back: at most 5 in flight (TimelineInputs' default), so layer
+  // k's input goes once layer k + 4 is done, layers 0-43's, 44 per micro step.
+  CHECK(reloaded == micro * 44);
 }
 
 namespace {
