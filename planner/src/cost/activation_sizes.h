@@ -1,5 +1,5 @@
-// Activation sizes of one decoder layer, stated once for the training step's memory terms
-// (workload_cost.cc) and its allocation timeline (step_timeline.cc): Korthikanti et al. (2022)
+// Activation sizes of one decoder layer, stated once for the training step's allocation
+// timeline (step_timeline.cc), whence its memory terms: Korthikanti et al. (2022)
 // with flash attention (no s^2 score tensors) and SwiGLU/MoE MLPs (docs/planner.md section 8).
 #pragma once
 

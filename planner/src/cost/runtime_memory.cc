@@ -220,8 +220,8 @@ void set_allocated_terms(const TimelinePeak& peak, const TimelineInputs& in, Pre
 // The step's allocations replayed through the caching-allocator model (step_timeline.h). The
 // GPU allocated terms become the tensors live at the replay's allocated peak, by kind (their
 // requested bytes), and the blocks' rounding: they sum to the simulated max_memory_allocated.
-// The closed-form terms computed before (cost_model.cc, workload_cost.cc) go; the optimizer
-// step's buffers among them are the timeline's input (step_timeline_inputs). The reserve is the
+// The closed-form terms computed before (cost_model.cc) go; the optimizer step's buffers among
+// them are the timeline's input (step_timeline_inputs). The reserve is the
 // replay's reserved peak less its allocated peak.
 void add_simulated_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
                          const PlanOptions& o, const ChunkPlan& plan, int peak_rank,

@@ -1,7 +1,6 @@
-// Workload terms: memory, traffic and time of the training step around the optimizer step.
-// Activation bytes follow Korthikanti et al. ("Reducing Activation Recomputation in Large
-// Transformer Models", 2022) with flash attention (no s^2 score tensors) and SwiGLU/MoE MLPs;
-// compute is each operation's roofline (roofline.cc). Every figure is per micro step first,
+// Workload terms: traffic, time and AC offload's host RAM of the training step around the
+// optimizer step; its GPU bytes are the step timeline's (step_timeline.h, runtime_memory.h).
+// Compute is each operation's roofline (roofline.cc). Every figure is per micro step first,
 // then summed over the step's micro steps (docs/planner.md section 8).
 #include "cost/workload_cost.h"
 
