@@ -22,12 +22,11 @@
 namespace muonplan {
 namespace {
 
-// Parameters by FSDP unit (a decoder layer; -1: embeddings, final norm and LM head).
+// Parameters by FSDP unit (a decoder layer; -1: embeddings, final norm and LM head): the trained
+// elements on one rank (its share), Muon's and all. A unit of LoRA's frozen weights only has
+// none, and still its backward (add_offloaded_backward).
 struct Unit {
-  double non_expert = 0, expert = 0;  // elements, trained
-  double muon = 0, all = 0;           // elements on one rank (its share), trained
-  // LoRA's frozen base weights (lora.h): elements (gathered, no gradient)
-  double frozen_non_expert = 0, frozen_expert = 0;
+  double muon = 0, all = 0;
 };
 
 double link_for_group(int group, int gpn, const step_cost::Rates& r) {
@@ -130,11 +129,9 @@ void count_units(StepShape& sh, const ParamInventory& inv, const PlanOptions& o)
     Unit& u = units[pt.layer];
     const bool expert = pt.stack_dim == 0 || pt.routed_expert;
     if (!trained) {  // LoRA's frozen base weights: gathered, but no gradient
-      (expert ? u.frozen_expert : u.frozen_non_expert) += n;
       (expert ? sh.frozen_expert : sh.frozen_non_expert) += n;
       return;
     }
-    (expert ? u.expert : u.non_expert) += n;
     // Every param is split over the F ranks of a shard group, experts as ep x (F / ep), and
     // the world / F replica groups hold alike (prime-rl's HSDP mesh; shards.h).
     const double share = n / l.fsdp;
