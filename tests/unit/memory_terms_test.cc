@@ -34,22 +34,66 @@ PlanOptions training(OffloadMode mode, RuntimeKind runtime = RuntimeKind::pytorc
   return o;
 }
 
-// Every bundled model in every offload mode, planned for a training step under `runtime`, and
-// the same candidate predicted without the replay (the closed-form inputs of the timeline).
-template <class Check>
-void each_training_plan(RuntimeKind runtime, Check check) {
+struct Case {
+  std::string model, what;
+  PlanOptions o;
+};
+
+// Every bundled model in every offload mode, and on two models the other paths of a training
+// step (selective AC every second layer, no AC with the unfused head, AC offload, LoRA with
+// fewer active runs than slots, CP and EP's all-to-all buffers), planned under `runtime`.
+std::vector<Case> training_cases(RuntimeKind runtime) {
   const std::vector<std::string> models = bundled_models();
   REQUIRE(models.size() >= 10);
+  std::vector<Case> cases;
   for (const std::string& name : models) {
-    for (OffloadMode mode : {OffloadMode::none, OffloadMode::optimizer, OffloadMode::full}) {
-      INFO(name << ", offload " << to_string(mode));
-      const Plan plan = plan_fixed(name, 1, mode, training(mode, runtime));
-      const Topology topo = h200();
-      const Prediction before = predict(model(name), plan.inventory, topo, plan.options,
-                                        plan.chunks, PredictParts::without_allocator_replay);
-      CHECK_FALSE(before.allocator_replayed);
-      check(name, topo, plan, before);
+    for (OffloadMode mode : {OffloadMode::none, OffloadMode::optimizer, OffloadMode::full})
+      cases.push_back({name, "offload " + std::string(to_string(mode)), training(mode, runtime)});
+  }
+  for (const std::string name : {"qwen3-8b", "qwen3-30b-a3b"}) {
+    const bool moe = name == "qwen3-30b-a3b";
+    PlanOptions o = training(OffloadMode::none, runtime);
+    Workload& w = *o.workload;
+    w.ac_full = false;
+    w.ac_selective = true;
+    w.ac_targets = {moe ? "routed_experts" : "mlp", "attn_proj"};
+    w.ac_freq = 2;
+    cases.push_back({name, "selective AC, freq 2", o});
+    w.ac_selective = false;
+    w.ac_targets.clear();
+    w.ac_freq = 1;
+    w.lm_head_chunk = 0;
+    cases.push_back({name, "no AC, unfused LM head", o});
+    o = training(OffloadMode::optimizer, runtime);
+    o.workload->ac_offload = true;
+    cases.push_back({name, "AC offload", o});
+    o = training(OffloadMode::none, runtime);
+    o.optimizer = OptimizerKind::adamw;
+    o.lora.rank = 16;
+    o.lora.adapters = 2;
+    o.lora.active_runs = 1;
+    cases.push_back({name, "LoRA rank 16, 1 of 2 runs active", o});
+    if (moe) {
+      o = training(OffloadMode::none, runtime);
+      o.layout = Layout{8, 2, 4};
+      cases.push_back({name, "Ulysses cp 2, ep 4", o});
     }
+  }
+  return cases;
+}
+
+// Each case, and the same candidate predicted without the replay (the closed-form inputs of
+// the timeline).
+template <class Check>
+void each_training_plan(RuntimeKind runtime, Check check) {
+  for (const Case& c : training_cases(runtime)) {
+    INFO(c.model << ", " << c.what);
+    const Plan plan = plan_fixed(c.model, 1, c.o.offload, c.o);
+    const Topology topo = h200();
+    const Prediction before = predict(model(c.model), plan.inventory, topo, plan.options,
+                                      plan.chunks, PredictParts::without_allocator_replay);
+    CHECK_FALSE(before.allocator_replayed);
+    check(c.model, topo, plan, before);
   }
 }
 
