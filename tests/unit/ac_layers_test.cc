@@ -12,6 +12,7 @@
 #include "plan/workload_flags.h"
 #include "test_paths.h"
 #include "test_plans.h"
+#include "timeline_probe.h"
 
 using namespace muonplan;
 using namespace muonplan::test;
@@ -45,39 +46,18 @@ Plan tiny_plan(const std::string& model_name, const PlanOptions& o) {
 
 // The step timeline of a plan (the terms of every runtime are its tensors at its peak).
 StepTimeline timeline_of(const std::string& model_name, const PlanOptions& o) {
-  const Plan plan = tiny_plan(model_name, o);
-  TimelineInputs in;
-  in.step_transient = plan.predicted.gpu_transient_bytes;
-  return build_step_timeline(model(model_name), plan.inventory, plan.options, plan.chunks, in);
+  return test::timeline_of(model(model_name), tiny_plan(model_name, o));
 }
 
 // Bytes of `kind` live when the first micro step's forward ends (before the LM head's first
 // event): what the layers keep for backward.
 double after_forward(const StepTimeline& tl, const std::string& kind) {
-  std::vector<char> live(tl.tensors.size(), 0);
-  double bytes = 0;
-  for (const TimelineEvent& e : tl.events) {
-    if (tl.phases[size_t(e.where)].find("LM head") != std::string::npos) break;
-    const TimelineTensor& t = tl.tensors[size_t(e.tensor)];
-    if (std::string(t.kind) == kind && e.alloc != bool(live[size_t(e.tensor)]))
-      bytes += e.alloc ? double(t.bytes) : -double(t.bytes);
-    live[size_t(e.tensor)] = e.alloc;
-  }
-  return bytes;
+  return kind_bytes(tl, kind, "LM head").last;
 }
 
 // The most bytes of `kind` live at once over the whole timeline.
 double most_live(const StepTimeline& tl, const std::string& kind) {
-  std::vector<char> live(tl.tensors.size(), 0);
-  double bytes = 0, most = 0;
-  for (const TimelineEvent& e : tl.events) {
-    const TimelineTensor& t = tl.tensors[size_t(e.tensor)];
-    if (std::string(t.kind) == kind && e.alloc != bool(live[size_t(e.tensor)]))
-      bytes += e.alloc ? double(t.bytes) : -double(t.bytes);
-    live[size_t(e.tensor)] = e.alloc;
-    most = std::max(most, bytes);
-  }
-  return most;
+  return kind_bytes(tl, kind).most;
 }
 
 int allocs_of(const StepTimeline& tl, const std::string& name) {
