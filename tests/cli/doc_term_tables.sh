@@ -15,8 +15,9 @@ plan --model qwen3-30b-a3b --nodes 2 --offload optimizer --layout fsdp=16,cp=2,e
 plan --model qwen3-30b-a3b --nodes 2 --offload full --optimizer adamw "${wl[@]}" --ac-offload
 plan --model qwen3-30b-a3b --nodes 2 --offload none --layout fsdp=8 "${wl[@]}" --ac none
 plan --model glm-4.5-air --nodes 1 --offload full "${wl[@]}" --runs-on muonplan
-# The closed-form terms (--runtime muonplan; under pytorch the timeline's at its peak).
-plan --model qwen3-8b --nodes 1 --offload none "${wl[@]}" --runtime muonplan --lm-head-chunk 2048
+# --runtime muonplan: the timeline's terms at its live peak, here in the fused LM head's block.
+plan --model qwen3-0.6b --nodes 1 --offload none --tokens-per-step 262144 --seq-len 32768 \
+  --runtime muonplan --lm-head-chunk 8192
 plan --model qwen3-8b --nodes 1 --offload none "${wl[@]}" --lora-rank 16 --optimizer adamw \
   --ac selective --ac-targets mlp --cp-style ring --layout fsdp=4,cp=2
 plan --model qwen3-8b --nodes 1 --offload optimizer --optimizer signsgd "${wl[@]}" --trainer rl \

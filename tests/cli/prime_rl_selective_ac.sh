@@ -16,8 +16,9 @@ sed '/^\[trainer.model.ac\]/,$d' $d/rl-selective-ac.toml >"$work/flags.toml"
   --ac-freq 2 --json >"$work/flags.json" 2>"$work/flags.err" && ok || bad "flags: $(cat "$work/flags.err")"
 "$bin" plan --trainer-config "$work/flags.toml" --ac full --json >"$work/full.json" 2>/dev/null && ok ||
   bad "full"
-# The closed-form workload terms (the hand counts below) are the plan's under --runtime muonplan;
-# under pytorch the terms are the timeline's tensors live at its allocated peak.
+# The hand counts below are of --runtime muonplan's terms: the step timeline's tensors live at
+# its peak of requested bytes (no allocator, no fitted backward temporaries); under pytorch the
+# same timeline's at the allocator replay's peak.
 for n in toml:$d/rl-selective-ac.toml full:"$work/flags.toml --ac full"; do
   # shellcheck disable=SC2086
   "$bin" plan --trainer-config ${n#*:} --runtime muonplan --json >"$work/${n%%:*}-cf.json" 2>/dev/null &&
@@ -34,21 +35,32 @@ assert t["predicted"] == f["predicted"], "the TOML and the flags plan differentl
 def terms(d, group):
     return {x["name"]: x.get("gib", x.get("gb", x.get("s"))) for x in d["predicted"]["breakdown"][group]}
 wt, wf = terms(tcf, "gpu_workload_gib"), terms(full, "gpu_workload_gib")
-# Layers 0, 2, ... 34 selective (18 of 36), the others keep everything: more activations than
-# full AC keeps, no checkpointed inputs, a smaller recompute (the MLP's three ffn-wide tensors).
-assert "checkpointed_layer_inputs" not in wt and "activations" in wt, wt
-assert wt["activations"] > wf["checkpointed_layer_inputs"], (wt, wf)
-assert wt["recomputed_layer_activations"] < wf["recomputed_layer_activations"], (wt, wf)
 # Qwen3-8B, t = 4096 tokens per micro step: a layer keeps 2 t x (5 h (its input, q, the
 # attention output, two norm inputs; heads x qk = h) + 2 kv qk (k, v)) + 4 t heads (softmax
-# statistics) + 3 x 2 t f (gate, up, act: the mlp target's) = 464.5 MiB, 288 MiB of them the
-# MLP's; 18 layers keep 176.5 MiB, 18 all of it: 11.2676 GiB.
+# statistics) + 3 x 2 t f (gate, up, act: the mlp target's) = 464.5 MiB, 32 MiB of them its
+# input (a checkpoint, not an activation) and 288 MiB the MLP's.
 h, heads, kv, qk, f, tk = 4096, 32, 8, 128, 12288, 4096
-layer = 2 * tk * (5 * h + 2 * kv * qk) + 4 * tk * heads + 3 * 2 * tk * f
-mlp = 3 * 2 * tk * f
-want = (18 * (layer - mlp) + 18 * layer) / 2**30
-assert abs(wt["activations"] - want) < 1e-6, (wt["activations"], want)
-assert abs(wt["recomputed_layer_activations"] - 2 * mlp / 2**30) < 1e-6, wt
+MiB = 2**20
+layer = (2 * tk * (5 * h + 2 * kv * qk) + 4 * tk * heads + 3 * 2 * tk * f) / MiB
+inp, mlp = 2 * tk * h / MiB, 3 * 2 * tk * f / MiB
+assert (layer, inp, mlp) == (464.5, 32, 288), (layer, inp, mlp)
+# Both peak at the start of layer 34's autograd walk (the last layer, 35, done): the inputs of
+# layers 0-34 live (35 x 32 MiB), and layer 34's recompute.
+for d in (tcf, full):
+    for x in d["predicted"]["breakdown"]["gpu_workload_gib"]:
+        assert "micro step 2: backward layer 34:" in x["formula"], x
+gib = lambda mib: mib / 1024
+assert abs(wt["checkpointed_layer_inputs"] - gib(35 * inp)) < 1e-9, wt
+assert abs(wf["checkpointed_layer_inputs"] - gib(35 * inp)) < 1e-9, wf
+# Selective (layers 0, 2, ... 34, 18 of 36): each keeps all but its input and the MLP's three
+# ffn-wide tensors, and layer 34 has made those three again; layers 1, 3, ... 33 keep
+# everything. Full AC: nothing kept, layer 34's tensors made again.
+assert abs(wt["activations"] - gib(18 * (layer - inp - mlp) + 17 * (layer - inp))) < 1e-9, wt
+assert abs(wt["recomputed_layer_activations"] - gib(mlp)) < 1e-9, wt
+assert "activations" not in wf, wf
+assert abs(wf["recomputed_layer_activations"] - gib(layer - inp)) < 1e-9, wf
+# The gradients in hand: the MLP act's (96 MiB) and the layer output's (32 MiB).
+assert abs(wt["activation_grads"] - gib(96 + 32)) < 1e-9, wt
 PYEOF
 # freq alone (the era before mode and targets): full AC on every second layer, as the flags.
 sed '/^mode = /d; /^targets = /d' $d/rl-selective-ac.toml >"$work/freq.toml"
@@ -64,9 +76,13 @@ t, f, cf = (json.load(open(p)) for p in sys.argv[1:])
 assert (t["workload"]["ac"], t["workload"]["ac_freq"]) == ("full", 2), t["workload"]
 assert t["predicted"] == f["predicted"], "freq: the TOML and the flags plan differently"
 w = {x["name"]: x["gib"] for x in cf["predicted"]["breakdown"]["gpu_workload_gib"]}
-# 18 of 36 layers keep their bf16 input (2 t h = 32 MiB each), 18 everything (464.5 MiB each).
-assert abs(w["checkpointed_layer_inputs"] - 18 * 32 / 1024) < 1e-9, w
-assert abs(w["activations"] - 18 * 464.5 / 1024) < 1e-9, w
+# Full AC on layers 0, 2, ... 34 (their input kept), the other 18 keep everything (464.5 MiB a
+# layer, 32 of it the input). At the peak (layer 34's recompute made, layer 35 done) the inputs
+# of layers 0-34 are live (35 x 32 MiB), the activations of layers 1, 3, ... 33 (17 x 432.5 MiB)
+# and layer 34's recompute (432.5 MiB).
+assert abs(w["checkpointed_layer_inputs"] - 35 * 32 / 1024) < 1e-9, w
+assert abs(w["activations"] - 17 * 432.5 / 1024) < 1e-9, w
+assert abs(w["recomputed_layer_activations"] - 432.5 / 1024) < 1e-9, w
 PYEOF
 # mlp on a model of MoE layers only: prime-rl's apply_ac raises.
 "$bin" plan --model qwen3-30b-a3b --nodes 1 --tokens-per-step 32768 --seq-len 4096 --ac selective \

@@ -1,6 +1,7 @@
 // Activation checkpointing as prime-rl's apply_ac runs it (planner/src/cost/ac_layers.h): which
-// layers get AC (freq), what a selective layer keeps and recomputes per target, in the memory
-// terms, the timeline and the recompute time, against hand counts on tiny-dense and tiny-moe.
+// layers get AC (freq), what a selective layer keeps and recomputes per target, in the step
+// timeline (whence the memory terms) and the recompute time, against hand counts on tiny-dense
+// and tiny-moe.
 #include <catch2/catch.hpp>
 
 #include "cost/ac_layers.h"
@@ -11,6 +12,7 @@
 #include "plan/workload_flags.h"
 #include "test_paths.h"
 #include "test_plans.h"
+#include "timeline_probe.h"
 
 using namespace muonplan;
 using namespace muonplan::test;
@@ -42,15 +44,20 @@ Plan tiny_plan(const std::string& model_name, const PlanOptions& o) {
   return plan_fixed(model_name, 1, OffloadMode::none, o);
 }
 
-// The closed-form workload terms (workload_cost.cc) are the plan's under `--runtime muonplan`;
-// under `pytorch` the terms are the timeline's at its allocated peak (memory_terms_test.cc).
-Plan closed_form(const std::string& model_name, PlanOptions o) {
-  o.runtime = RuntimeKind::muonplan;
-  return tiny_plan(model_name, o);
+// The step timeline of a plan (the terms of every runtime are its tensors at its peak).
+StepTimeline timeline_of(const std::string& model_name, const PlanOptions& o) {
+  return test::timeline_of(model(model_name), tiny_plan(model_name, o));
 }
 
-double workload(const Plan& p, const std::string& name) {
-  return term(p.predicted.gpu_workload_bytes, name).value;
+// Bytes of `kind` live when the first micro step's forward ends (before the LM head's first
+// event): what the layers keep for backward.
+double after_forward(const StepTimeline& tl, const std::string& kind) {
+  return kind_bytes(tl, kind, "LM head").last;
+}
+
+// The most bytes of `kind` live at once over the whole timeline.
+double most_live(const StepTimeline& tl, const std::string& kind) {
+  return kind_bytes(tl, kind).most;
 }
 
 int allocs_of(const StepTimeline& tl, const std::string& name) {
@@ -80,30 +87,38 @@ TEST_CASE("ac layers: freq picks layers 0 N 2N; selective tensors by target", "[
   CHECK_FALSE(recomputed(w, 0, q));     // saved by attention under every target
 }
 
-TEST_CASE("ac memory terms: hand counts per target at freq 1 and 2", "[ac]") {
-  // Selective mlp, every layer: each keeps all but gate, up and act; one layer's three
-  // recomputed, with their gradients.
-  Plan p = closed_form("tiny-dense", tiny("selective", {"mlp"}, 1));
-  CHECK(workload(p, "activations") == Approx(5 * (kLayerBytes - kMlpBytes)));
-  CHECK(workload(p, "recomputed_layer_activations") == Approx(2 * kMlpBytes));
-  CHECK_FALSE(has(p.predicted.gpu_workload_bytes, "checkpointed_layer_inputs"));
+TEST_CASE("ac memory: what each target keeps and recomputes, hand counts at freq 1 and 2", "[ac]") {
+  // The timeline's tensors (whence every runtime's memory terms): at the end of forward a
+  // layer's input is its checkpoint (`checkpointed_layer_inputs`: the embeddings' output and
+  // each layer's output, the last one the LM head's input: 6 x 2 t h), the rest of what it
+  // keeps is `activations`, and what is made again in backward `recomputed_layer_activations`
+  // (its gradients are `activation_grads`).
+  // Selective mlp, every layer: each keeps all but its input, gate, up and act; one layer's
+  // three at a time (forward, recompute).
+  StepTimeline tl = timeline_of("tiny-dense", tiny("selective", {"mlp"}, 1));
+  CHECK(after_forward(tl, "activations") == 5 * (kLayerBytes - kMlpBytes - kInputBytes));
+  CHECK(after_forward(tl, "checkpointed_layer_inputs") == 6 * kInputBytes);
+  CHECK(after_forward(tl, "recomputed_layer_activations") == 0);
+  CHECK(most_live(tl, "recomputed_layer_activations") == kMlpBytes);
   // Selective norm (the default): the table lists no tensor inside a norm, so nothing is
   // recomputed and every layer keeps everything, as without AC.
-  p = closed_form("tiny-dense", tiny("selective", {}, 1));
-  CHECK(workload(p, "activations") == Approx(5 * kLayerBytes));
-  CHECK(workload(p, "recomputed_layer_activations") == 0);
+  tl = timeline_of("tiny-dense", tiny("selective", {}, 1));
+  CHECK(after_forward(tl, "activations") == 5 * (kLayerBytes - kInputBytes));
+  CHECK(most_live(tl, "recomputed_layer_activations") == 0);
   // attn_proj: the projections' outputs are saved by attention, the input by the checkpoint.
-  p = closed_form("tiny-dense", tiny("selective", {"attn_proj"}, 1));
-  CHECK(workload(p, "activations") == Approx(5 * kLayerBytes));
-  // Full AC every 2nd layer: layers 0, 2, 4 keep their input, 1 and 3 everything.
-  p = closed_form("tiny-dense", tiny("full", {}, 2));
-  CHECK(workload(p, "checkpointed_layer_inputs") == Approx(3 * kInputBytes));
-  CHECK(workload(p, "activations") == Approx(2 * kLayerBytes));
-  CHECK(workload(p, "recomputed_layer_activations") == Approx(2 * kLayerBytes));
+  tl = timeline_of("tiny-dense", tiny("selective", {"attn_proj"}, 1));
+  CHECK(after_forward(tl, "activations") == 5 * (kLayerBytes - kInputBytes));
+  // Full AC every 2nd layer: layers 0, 2, 4 keep their input only, 1 and 3 everything; a
+  // full-AC layer's tensors (all but its input), one layer at a time.
+  tl = timeline_of("tiny-dense", tiny("full", {}, 2));
+  CHECK(after_forward(tl, "activations") == 2 * (kLayerBytes - kInputBytes));
+  CHECK(after_forward(tl, "checkpointed_layer_inputs") == 6 * kInputBytes);
+  CHECK(most_live(tl, "recomputed_layer_activations") == kLayerBytes - kInputBytes);
   // Selective mlp every 2nd layer.
-  p = closed_form("tiny-dense", tiny("selective", {"mlp"}, 2));
-  CHECK(workload(p, "activations") == Approx(3 * (kLayerBytes - kMlpBytes) + 2 * kLayerBytes));
-  CHECK(workload(p, "recomputed_layer_activations") == Approx(2 * kMlpBytes));
+  tl = timeline_of("tiny-dense", tiny("selective", {"mlp"}, 2));
+  CHECK(after_forward(tl, "activations") ==
+        3 * (kLayerBytes - kMlpBytes - kInputBytes) + 2 * (kLayerBytes - kInputBytes));
+  CHECK(most_live(tl, "recomputed_layer_activations") == kMlpBytes);
 }
 
 TEST_CASE("ac memory: tiny-moe routed experts recomputed and the shared expert kept", "[ac]") {
@@ -112,14 +127,19 @@ TEST_CASE("ac memory: tiny-moe routed experts recomputed and the shared expert k
   // routed_tokens 2 x 4176 x 250, expert gate, up and act 2 x 4096 x 125 each and the fp32
   // routed output 4 x 4096 x 250 (the rest are temporaries of its forward).
   const double routed = 2 * 4176 * 250.0 + 3 * 2 * 4096 * 125.0 + 4 * 4096 * 250.0;
-  const Plan none = closed_form("tiny-moe", tiny("none", {}, 1));
-  const Plan sel = closed_form("tiny-moe", tiny("selective", {"routed_experts"}, 1));
-  CHECK(workload(none, "activations") - workload(sel, "activations") == Approx(4 * routed));
-  CHECK(workload(sel, "recomputed_layer_activations") == Approx(2 * routed));
+  const StepTimeline none = timeline_of("tiny-moe", tiny("none", {}, 1));
+  const StepTimeline sel = timeline_of("tiny-moe", tiny("selective", {"routed_experts"}, 1));
+  CHECK(after_forward(none, "activations") - after_forward(sel, "activations") == 4 * routed);
+  CHECK(after_forward(sel, "recomputed_layer_activations") == 0);
+  // Made again in backward: once in forward and once in the recompute, per micro step.
+  const int micro = allocs_of(none, "layers.1.routed_output_fp32");
+  REQUIRE(micro > 0);
+  CHECK(allocs_of(sel, "layers.1.routed_output_fp32") == 2 * micro);
   // mlp and routed_experts together: layer 0 (dense) drops its MLP as well.
-  const Plan both = closed_form("tiny-moe", tiny("selective", {"mlp", "routed_experts"}, 1));
-  CHECK(workload(none, "activations") - workload(both, "activations") ==
-        Approx(4 * routed + kMlpBytes));
+  const StepTimeline both =
+      timeline_of("tiny-moe", tiny("selective", {"mlp", "routed_experts"}, 1));
+  CHECK(after_forward(none, "activations") - after_forward(both, "activations") ==
+        4 * routed + kMlpBytes);
 }
 
 TEST_CASE("ac targets: prime-rl's ValueError for a target no checkpointed layer has", "[ac]") {

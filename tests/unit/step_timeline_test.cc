@@ -33,6 +33,21 @@ PlanOptions tiny_workload() {
   o.workload = Workload{4096, 2048, 1, true, false, 0, CpStyle::ulysses};
   return o;
 }
+
+// The most bytes per element live at once in a head's order (a held tensor stays live): the
+// figure docs/planner.md states for each head.
+double lm_head_peak_bytes_per_elem(const std::vector<LmHeadTensor>& tensors) {
+  double live = 0, peak = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    live += tensors[i].bytes_per_elem;
+    peak = std::max(peak, live);
+    for (const LmHeadTensor& t : tensors) {
+      if (t.freed_after == int(i)) live -= t.bytes_per_elem;
+    }
+  }
+  return peak;
+}
+
 }  // namespace
 
 TEST_CASE("timeline replay: peaks, where they fall and what is live", "[timeline]") {

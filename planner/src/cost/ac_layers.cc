@@ -70,4 +70,15 @@ void check_ac_targets(const ModelSpec& s, const Workload& w, int64_t layers) {
   }
 }
 
+bool offloads_layer_inputs(const Workload& w) {
+  return w.ac_full && w.ac_offload && w.ac_freq == 1;
+}
+
+std::vector<double> ac_offload_host_buffers(const ModelSpec& s, const PlanOptions& o) {
+  if (!o.workload || !offloads_layer_inputs(*o.workload)) return {};
+  const int64_t layers = s.num_layers + (o.include_mtp ? s.mtp_layers : 0);
+  return std::vector<double>(size_t(layers),
+                             hidden_state_bytes(s, micro_step_tokens(*o.workload, o.layout)));
+}
+
 }  // namespace muonplan

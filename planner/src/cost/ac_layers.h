@@ -1,7 +1,7 @@
 // Activation checkpointing per decoder layer as prime-rl's trainer applies it (model.py apply_ac,
 // models/layers/checkpointing.py; docs/planner.md, "Activation checkpointing"): the one rule the
-// step's memory terms (workload_cost.cc), its timeline (step_timeline_phases.cc), its traffic
-// and its recompute time (roofline.cc) read.
+// step's timeline (step_timeline_phases.cc, whence its memory terms), its traffic, its recompute
+// time (roofline.cc) and AC offload's host buffers read.
 #pragma once
 
 #include <cstdint>
@@ -42,5 +42,14 @@ std::vector<std::string> supported_ac_targets(const ModelSpec& s, int64_t layer)
 // apply_ac's checks: an unknown target, or one no checkpointed layer supports, is prime-rl's
 // ValueError; InputError naming --ac-targets with the model's supported targets.
 void check_ac_targets(const ModelSpec& s, const Workload& w, int64_t layers);
+
+// AC offload (prime-rl's ac_offloading; planned with full AC on every layer only,
+// workload_cost.cc refuses the rest): each decoder layer's checkpointed input goes to a pinned
+// host buffer in forward and comes back in backward.
+bool offloads_layer_inputs(const Workload& w);
+// Those host buffers of one micro step, one per layer input in forward order (its
+// hidden_state_bytes, the tensor the step timeline checkpoints and frees as it offloads it);
+// empty without AC offload. The host RAM term, its pinned rounding and the copies' time read them.
+std::vector<double> ac_offload_host_buffers(const ModelSpec& s, const PlanOptions& o);
 
 }  // namespace muonplan

@@ -132,16 +132,4 @@ const std::vector<LmHeadTensor>& unfused_lm_head_tensors() {
   return v;
 }
 
-double lm_head_peak_bytes_per_elem(const std::vector<LmHeadTensor>& tensors) {
-  double live = 0, peak = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    live += tensors[i].bytes_per_elem;
-    peak = std::max(peak, live);
-    for (const LmHeadTensor& t : tensors) {
-      if (t.freed_after == int(i)) live -= t.bytes_per_elem;
-    }
-  }
-  return peak;
-}
-
 }  // namespace muonplan

@@ -1,5 +1,5 @@
-// Activation sizes of one decoder layer, stated once for the training step's memory terms
-// (workload_cost.cc) and its allocation timeline (step_timeline.cc): Korthikanti et al. (2022)
+// Activation sizes of one decoder layer, stated once for the training step's allocation
+// timeline (step_timeline.cc), whence its memory terms: Korthikanti et al. (2022)
 // with flash attention (no s^2 score tensors) and SwiGLU/MoE MLPs (docs/planner.md section 8).
 #pragma once
 
@@ -44,10 +44,14 @@ struct ActivationTensor {
 // are the all-to-all buffers (layer_a2a_buffers).
 // A bf16 hidden state of `t` tokens, 2 B x t x hidden: a layer's input (AC's checkpoint, what AC
 // offload moves to the host), its output, the final norm's output and each of their gradients.
-// The one rule for them: the step timeline, the closed-form workload terms and the host's AC
-// offload buffers size them by it.
+// The one rule for them: the step timeline and the host's AC offload buffers (ac_layers.h) size
+// them by it.
 inline double hidden_state_bytes(const ModelSpec& s, double t) {
   return 2 * t * double(s.hidden_size);
+}
+// Tokens per rank per micro step, t: seq_len / cp x micro_batch_seqs.
+inline double micro_step_tokens(const Workload& w, const Layout& l) {
+  return double(w.seq_len) / l.cp * double(w.micro_batch_seqs);
 }
 
 std::vector<ActivationTensor> layer_activation_tensors(const ModelSpec& s, int64_t layer, double t,
@@ -97,7 +101,5 @@ const std::vector<LmHeadTensor>& fused_lm_head_block_tensors();
 // after the label gather) and of the logits (4): 16 B per logit at the peak with the held
 // copy; the bf16 cast (2) comes as the log_softmax gradients go.
 const std::vector<LmHeadTensor>& unfused_lm_head_tensors();
-// The most bytes per element live at once in that order (a held tensor stays live).
-double lm_head_peak_bytes_per_elem(const std::vector<LmHeadTensor>& tensors);
 
 }  // namespace muonplan

@@ -95,10 +95,9 @@ std::vector<Term> persistent_terms(const StepFigures& f, double n_all, double n_
 }
 
 // GPU bytes: the rank whose allocations peak highest, persistent plus transient, its own (ties:
-// the larger transient, then the lower rank); its terms are the prediction's, and the fixed
-// overheads on them. Returns that rank.
-int add_gpu_memory(Prediction& p, const ParamInventory& inv, const Topology& topo,
-                   const StepFigures& f, const ChunkPlan& plan, const RankWindows& windows) {
+// the larger transient, then the lower rank); its terms are the prediction's. Returns that rank.
+int add_gpu_memory(Prediction& p, const ParamInventory& inv, const StepFigures& f,
+                   const ChunkPlan& plan, const RankWindows& windows) {
   const PlanOptions& o = f.o;
   const LocalElems& local = f.local;
   // The terms are linear in the element counts: per-element bytes, to sum a rank's quickly.
@@ -149,15 +148,16 @@ int add_gpu_memory(Prediction& p, const ParamInventory& inv, const Topology& top
     p.gpu_transient_bytes.push_back({"staged_optimizer_state", staged(peak_rank),
                                      "whole optimizer state of the rank, on GPU for the step"});
   }
+  return peak_rank;
+}
 
-  // Fixed overheads
-  const double allocated = sum(p.gpu_persistent_bytes) + sum(p.gpu_transient_bytes);
+// The muonplan runtime's fixed overheads, on the GPU allocated terms once they are all there.
+void add_fixed_overheads(Prediction& p, const Topology& topo) {
   p.gpu_fixed_bytes.push_back(
       {"cuda_context", topo.overheads.cuda_context_gib * kGiB, "per GPU, outside the allocator"});
   p.gpu_fixed_bytes.push_back({"allocator_slack",
-                               allocated * topo.overheads.allocator_slack_fraction,
+                               p.gpu_allocated_bytes() * topo.overheads.allocator_slack_fraction,
                                "fragmentation reserve on allocated bytes"});
-  return peak_rank;
 }
 
 // Host RAM per node: the busiest node.
@@ -317,7 +317,7 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   const ChunkCosts chunks = chunk_costs(inv, topo, f, plan);
   predictions.fetch_add(1, std::memory_order_relaxed);
   rank_window_steps.fetch_add(chunks.windows.steps(), std::memory_order_relaxed);
-  const int peak_rank = add_gpu_memory(p, inv, topo, f, plan, chunks.windows);
+  const int peak_rank = add_gpu_memory(p, inv, f, plan, chunks.windows);
   p.gpu_peak_rank = peak_rank;
   add_host_memory(p, topo, f, plan);
   add_traffic(p, f, plan);
@@ -330,9 +330,15 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   if (o.workload) add_workload_terms(spec, inv, cc, plan, optimizer_phases(f, chunks.stages), p);
   p.gpu_headroom = o.gpu_headroom_or();
   p.host_headroom = o.host_headroom_or();
-  if (o.runtime == RuntimeKind::pytorch)
-    add_pytorch_runtime_terms(spec, inv, cc, plan, peak_rank,
-                              parts != PredictParts::without_allocator_replay, p);
+  // A training step's GPU allocated terms are its timeline's, under either runtime (under
+  // pytorch through the allocator replay); without the replay they are not read.
+  const bool replay = parts != PredictParts::without_allocator_replay;
+  if (o.runtime == RuntimeKind::muonplan) {
+    if (o.workload && replay) add_muonplan_timeline_terms(spec, inv, cc, plan, peak_rank, p);
+    add_fixed_overheads(p, topo);
+  } else {
+    add_pytorch_runtime_terms(spec, inv, cc, plan, peak_rank, replay, p);
+  }
   return p;
 }
 

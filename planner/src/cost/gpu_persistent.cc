@@ -44,9 +44,8 @@ std::vector<Term> gpu_persistent_terms(const PlanOptions& o, const OffloadPolicy
   const ElemArray param = param_array(o, pol), grad = grad_array(o, pol);
   if (pol.master != Residence::gpu) {
     t.push_back({param.name, param.bytes * n_all, "2 B x local params (compute copy)"});
-    // In a training step each unit's gradients leave during backward (workload_cost.cc
-    // counts the units in flight); the optimizer step alone holds them until its chunks copy
-    // them.
+    // In a training step each unit's gradients leave during backward (the step timeline's
+    // grads_bf16_in_flight); the optimizer step alone holds them until its chunks copy them.
     if (!o.workload)
       t.push_back({grad.name, grad.bytes * n_all, "2 B x local params, until copied to host"});
   } else {

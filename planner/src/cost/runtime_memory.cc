@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <map>
 
-#include "cost/activation_sizes.h"
+#include "cost/ac_layers.h"
 #include "cost/candidate_context.h"
 #include "cost/step_timeline.h"
 #include "muonplan/base/units.h"
@@ -53,6 +53,7 @@ std::string mib(double bytes) {
   return buf;
 }
 
+void set_allocated_terms(const TimelinePeak& peak, const TimelineInputs& in, Prediction& p);
 void add_gpu_terms(const CandidateContext& cc, const ChunkPlan& plan, Prediction& p);
 void add_host_terms(const ModelSpec& spec, const ParamInventory& inv, const CandidateContext& cc,
                     const ChunkPlan& plan, Prediction& p);
@@ -112,12 +113,18 @@ double pinned_block_bytes(double bytes) {
   return std::exp2(std::ceil(std::log2(bytes)));
 }
 
-TimelineInputs step_timeline_inputs(const Prediction& p, const PytorchRuntime& rt, int peak_rank) {
+TimelineInputs step_timeline_inputs(const Prediction& p, RuntimeKind runtime,
+                                    const PytorchRuntime& rt, int peak_rank) {
   TimelineInputs in;
   in.step_transient = p.gpu_transient_bytes;
   in.cublas_workspace_bytes = term_value(p.gpu_runtime_bytes, "cublas_workspace");
+  // The trainer's offload (prime-rl's max_inflight_activations) under either runtime.
   in.ac_offload_inflight = rt.ac_offload_inflight_layers;
-  in.backward_temporaries_fraction = rt.backward_temporaries_fraction;
+  const bool torch = runtime == RuntimeKind::pytorch;
+  // The fitted stand-in for PyTorch autograd's unlisted temporaries, and torch's foreach AdamW:
+  // the pytorch runtime's; the muonplan executor's optimizer step is its step buffers alone.
+  in.backward_temporaries_fraction = torch ? rt.backward_temporaries_fraction : 0;
+  in.adamw_foreach_temporaries = torch;
   in.peak_rank = peak_rank;
   return in;
 }
@@ -131,6 +138,14 @@ AllocatorConfig step_allocator_config(const Prediction& p, const PlanOptions& o,
   // frees its unused cached segments and retries, as the source does before raising OOM.
   cfg.capacity = int64_t(std::max(0.0, p.gpu_limit_bytes - sum(p.gpu_fixed_bytes)));
   return cfg;
+}
+
+void add_muonplan_timeline_terms(const ModelSpec& spec, const ParamInventory& inv,
+                                 const CandidateContext& cc, const ChunkPlan& plan, int peak_rank,
+                                 Prediction& p) {
+  const TimelineInputs in =
+      step_timeline_inputs(p, RuntimeKind::muonplan, cc.topo.pytorch, peak_rank);
+  set_allocated_terms(live_peak(build_step_timeline(spec, inv, cc.o, plan, in)), in, p);
 }
 
 void add_pytorch_runtime_terms(const ModelSpec& spec, const ParamInventory& inv,
@@ -192,25 +207,30 @@ std::string gib(double bytes) {
   return buf;
 }
 
-// The step's allocations replayed through the caching-allocator model (step_timeline.h). The
-// GPU allocated terms become the tensors live at the replay's allocated peak, by kind (their
-// requested bytes), and the blocks' rounding: they sum to the simulated max_memory_allocated.
-// The closed-form terms computed before (cost_model.cc, workload_cost.cc) go; the optimizer
-// step's buffers among them are the timeline's input (step_timeline_inputs). The reserve is the
-// replay's reserved peak less its allocated peak.
-void add_simulated_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
-                         const PlanOptions& o, const ChunkPlan& plan, int peak_rank,
-                         Prediction& p) {
-  const TimelineInputs in = step_timeline_inputs(p, topo.pytorch, peak_rank);
-  const AllocatorConfig cfg = step_allocator_config(p, o, topo.pytorch);
-  const TimelineReplay r = replay_timeline(build_step_timeline(spec, inv, o, plan, in), cfg);
-  const double allocated = double(r.allocated.bytes), reserved = double(r.reserved.bytes);
+// The GPU allocated terms from a timeline's peak: the tensors live there by kind (their requested
+// bytes), each in its list (timeline_term_list); what the lists held before goes.
+void set_allocated_terms(const TimelinePeak& peak, const TimelineInputs& in, Prediction& p) {
   // In TimelineTermList's order.
   std::vector<Term>* lists[] = {&p.gpu_persistent_bytes, &p.gpu_transient_bytes,
                                 &p.gpu_runtime_bytes, &p.gpu_workload_bytes};
   for (std::vector<Term>* list : lists) list->clear();
-  for (const Term& t : r.allocated.requested)
-    lists[int(timeline_term_list(t.name, in))]->push_back(t);
+  for (const Term& t : peak.requested) lists[int(timeline_term_list(t.name, in))]->push_back(t);
+}
+
+// The step's allocations replayed through the caching-allocator model (step_timeline.h). The
+// GPU allocated terms become the tensors live at the replay's allocated peak, by kind (their
+// requested bytes), and the blocks' rounding: they sum to the simulated max_memory_allocated.
+// The closed-form terms computed before (cost_model.cc) go; the optimizer step's buffers among
+// them are the timeline's input (step_timeline_inputs). The reserve is the
+// replay's reserved peak less its allocated peak.
+void add_simulated_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
+                         const PlanOptions& o, const ChunkPlan& plan, int peak_rank,
+                         Prediction& p) {
+  const TimelineInputs in = step_timeline_inputs(p, RuntimeKind::pytorch, topo.pytorch, peak_rank);
+  const AllocatorConfig cfg = step_allocator_config(p, o, topo.pytorch);
+  const TimelineReplay r = replay_timeline(build_step_timeline(spec, inv, o, plan, in), cfg);
+  const double allocated = double(r.allocated.bytes), reserved = double(r.reserved.bytes);
+  set_allocated_terms(r.allocated, in, p);
   p.gpu_runtime_bytes.push_back(
       {"allocator_block_rounding", double(r.allocated.rounding),
        "at " + r.allocated.where +
@@ -255,13 +275,8 @@ void add_host_terms(const ModelSpec& spec, const ParamInventory& inv, const Cand
       }
     }
   }
-  if (o.workload && o.workload->ac_full && o.workload->ac_offload) {
-    const Workload& w = *o.workload;
-    const double in =
-        hidden_state_bytes(spec, double(w.seq_len) / o.layout.cp * double(w.micro_batch_seqs));
-    const int64_t layers = spec.num_layers + (o.include_mtp ? spec.mtp_layers : 0);
-    pinned_extra += double(layers) * gpn * (pinned_block_bytes(in) - in);
-  }
+  for (double b : ac_offload_host_buffers(spec, o))
+    pinned_extra += gpn * (pinned_block_bytes(b) - b);
   const double staging = term_value(p.host_bytes_per_node, "pinned_staging");
   if (staging > 0) {
     double largest = 0;

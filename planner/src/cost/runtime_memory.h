@@ -36,15 +36,26 @@ double pinned_block_bytes(double bytes);
 // The step timeline's inputs and the allocator's settings, from a prediction's terms before the
 // replay (the optimizer step's buffers, the cuBLAS workspace and what is outside the allocator,
 // as add_pytorch_runtime_terms has made them; PredictParts::without_allocator_replay leaves
-// them so) and the rank the GPU terms are for.
-TimelineInputs step_timeline_inputs(const Prediction& p, const PytorchRuntime& rt, int peak_rank);
+// them so), the runtime whose step it is (the muonplan executor's optimizer step makes only its
+// step buffers, and no fitted stand-in for PyTorch's backward temporaries is added) and the
+// rank the GPU terms are for.
+TimelineInputs step_timeline_inputs(const Prediction& p, RuntimeKind runtime,
+                                    const PytorchRuntime& rt, int peak_rank);
 AllocatorConfig step_allocator_config(const Prediction& p, const PlanOptions& o,
                                       const PytorchRuntime& rt);
+
+// The muonplan runtime's GPU allocated terms of a training step: the step timeline with the
+// executor's optimizer step, at its live peak (live_peak: no caching allocator), the tensors
+// live there by kind in their lists, summing to that peak; `p`'s closed-form persistent and
+// transient terms (the executor's, section 4) are the timeline's input and go.
+struct CandidateContext;
+void add_muonplan_timeline_terms(const ModelSpec& spec, const ParamInventory& inv,
+                                 const CandidateContext& cc, const ChunkPlan& plan, int peak_rank,
+                                 Prediction& p);
 
 // Replaces the executor's fixed overheads with the pytorch runtime's terms: allocated extras,
 // the allocator reserve, outside-the-allocator bytes and the host terms. `peak_rank` is the rank
 // the GPU terms are for; `replay`: whether to replay the allocation timeline (PredictParts).
-struct CandidateContext;
 void add_pytorch_runtime_terms(const ModelSpec& spec, const ParamInventory& inv,
                                const CandidateContext& cc, const ChunkPlan& plan, int peak_rank,
                                bool replay, Prediction& p);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "cost/activation_sizes.h"
 #include "cost/gpu_persistent.h"
 #include "cost/step_timeline_record.h"
 
@@ -190,7 +191,7 @@ StepTimeline build_step_timeline(const ModelSpec& spec, const ParamInventory& in
   }
   if (o.workload) {
     const Workload& w = *o.workload;
-    r.t = double(w.seq_len) / o.layout.cp * double(w.micro_batch_seqs);
+    r.t = micro_step_tokens(w, o.layout);
   }
   record_persistent(r);
   const int64_t micro = o.workload ? micro_steps(*o.workload, plan.world, o.layout) : 0;

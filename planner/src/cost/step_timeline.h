@@ -66,12 +66,16 @@ struct StepTimeline {
 };
 
 // Inputs of the timeline that the cost model already computed: the optimizer step's buffers
-// (its gpu_transient_bytes terms) and the runtime's workspace.
+// (its gpu_transient_bytes terms) and the runtime's workspace; and what differs by runtime
+// (step_timeline_inputs, runtime_memory.h).
 struct TimelineInputs {
   std::vector<Term> step_transient;  // allocated for the optimizer step, freed after
   double cublas_workspace_bytes = 0;
   int ac_offload_inflight = 5;  // layer inputs on the GPU while they stream to the host
   double backward_temporaries_fraction = 0;  // PytorchRuntime's: of a layer's activations
+  // torch's foreach AdamW's sqrt(exp_avg_sq) temporaries (the pytorch runtime); the muonplan
+  // executor's AdamW makes none: its step buffers are step_transient.
+  bool adamw_foreach_temporaries = true;
   int peak_rank = 0;
 };
 
@@ -110,5 +114,10 @@ struct TimelineReplay {
 };
 
 TimelineReplay replay_timeline(const StepTimeline& tl, const AllocatorConfig& cfg);
+
+// The timeline's allocated peak without a caching allocator (the muonplan runtime: every tensor
+// its requested bytes, no rounding, no reserve): the most bytes live at once, the first event
+// that reaches it, and the live tensors there by kind.
+TimelinePeak live_peak(const StepTimeline& tl);
 
 }  // namespace muonplan

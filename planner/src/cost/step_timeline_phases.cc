@@ -85,7 +85,7 @@ constexpr int kBothBlocks = -1;
 // AC offload keeps at most `inflight` layer inputs on the GPU while they stream to the host.
 void offload_inputs(Recorder& r, MicroState& m, size_t upto) {
   const Workload& w = *r.o.workload;
-  if (!(w.ac_full && w.ac_offload && w.ac_freq == 1)) return;
+  if (!offloads_layer_inputs(w)) return;
   const size_t keep = size_t(std::max(1, r.in.ac_offload_inflight));
   if (upto + 1 < keep) return;
   const size_t k = upto + 1 - keep;
@@ -297,7 +297,7 @@ void backward_layer(Recorder& r, MicroState& m, size_t k, std::vector<int>& acts
 
 void record_backward(Recorder& r, MicroState& m, bool first_micro) {
   const Workload& w = *r.o.workload;
-  const bool reload = w.ac_full && w.ac_offload && w.ac_freq == 1;
+  const bool reload = offloads_layer_inputs(w);
   int flat = -1;
   for (size_t k = m.layers.size(); k-- > 0;) {
     const FsdpUnit& u = r.units.at(m.layers[k]);
@@ -415,7 +415,7 @@ void record_optimizer_step(Recorder& r) {
   // and steps the same AdamW (optim.py builds it without fused= under optim_cpu_offload).
   const bool moments_on_gpu =
       r.pol.adamw_moments == Residence::gpu || r.pol.staging == OffloadStaging::whole;
-  if (o.optimizer == OptimizerKind::adamw && moments_on_gpu) {
+  if (o.optimizer == OptimizerKind::adamw && moments_on_gpu && r.in.adamw_foreach_temporaries) {
     for (const auto& [layer, u] : r.units) {
       for (const FsdpParam& p : u.params) {
         if (p.trains && has_optimizer(o, p))

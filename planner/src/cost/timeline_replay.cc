@@ -57,6 +57,22 @@ TimelinePeak peak_at(const StepTimeline& tl, const std::vector<int64_t>& block, 
 
 }  // namespace
 
+TimelinePeak live_peak(const StepTimeline& tl) {
+  std::vector<int64_t> bytes(tl.tensors.size(), 0);
+  std::vector<char> live(tl.tensors.size(), 0);
+  int64_t now = 0, best = -1;
+  size_t at = 0;
+  for (size_t i = 0; i < tl.events.size(); ++i) {
+    const TimelineEvent& e = tl.events[i];
+    const size_t t = size_t(e.tensor);
+    bytes[t] = tl.tensors[t].bytes;
+    if (e.alloc != bool(live[t])) now += e.alloc ? bytes[t] : -bytes[t];
+    live[t] = e.alloc ? 1 : 0;
+    if (now > best) best = now, at = i;
+  }
+  return peak_at(tl, bytes, at, std::max<int64_t>(0, best));
+}
+
 TimelineReplay replay_timeline(const StepTimeline& tl, const AllocatorConfig& cfg) {
   CachingAllocator a(cfg);
   std::vector<int> handle(tl.tensors.size(), -1);

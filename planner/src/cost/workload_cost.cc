@@ -1,7 +1,6 @@
-// Workload terms: memory, traffic and time of the training step around the optimizer step.
-// Activation bytes follow Korthikanti et al. ("Reducing Activation Recomputation in Large
-// Transformer Models", 2022) with flash attention (no s^2 score tensors) and SwiGLU/MoE MLPs;
-// compute is each operation's roofline (roofline.cc). Every figure is per micro step first,
+// Workload terms: traffic, time and AC offload's host RAM of the training step around the
+// optimizer step; its GPU bytes are the step timeline's (step_timeline.h, runtime_memory.h).
+// Compute is each operation's roofline (roofline.cc). Every figure is per micro step first,
 // then summed over the step's micro steps (docs/planner.md section 8).
 #include "cost/workload_cost.h"
 
@@ -23,12 +22,11 @@
 namespace muonplan {
 namespace {
 
-// Parameters by FSDP unit (a decoder layer; -1: embeddings, final norm and LM head).
+// Parameters by FSDP unit (a decoder layer; -1: embeddings, final norm and LM head): the trained
+// elements on one rank (its share), Muon's and all. A unit of LoRA's frozen weights only has
+// none, and still its backward (add_offloaded_backward).
 struct Unit {
-  double non_expert = 0, expert = 0;  // elements, trained
-  double muon = 0, all = 0;           // elements on one rank (its share), trained
-  // LoRA's frozen base weights (lora.h): elements (gathered, no gradient)
-  double frozen_non_expert = 0, frozen_expert = 0;
+  double muon = 0, all = 0;
 };
 
 double link_for_group(int group, int gpn, const step_cost::Rates& r) {
@@ -116,9 +114,7 @@ struct StepShape {
   std::map<int64_t, Unit> units{};
   double expert_total = 0, non_expert = 0;          // trained elements
   double frozen_expert = 0, frozen_non_expert = 0;  // LoRA's frozen elements
-  double max_layer = 0;                             // gathered, trained or not
-  double max_layer_trained = 0;                     // the part with gradients
-  double stored_inputs = 0;  // bf16 input of every layer (the checkpoints of full AC)
+  double offloaded_inputs = 0;  // AC offload's bytes to the host per micro step (ac_layers.h)
 };
 
 // Parameters per FSDP unit, and each rank's share of them.
@@ -133,11 +129,9 @@ void count_units(StepShape& sh, const ParamInventory& inv, const PlanOptions& o)
     Unit& u = units[pt.layer];
     const bool expert = pt.stack_dim == 0 || pt.routed_expert;
     if (!trained) {  // LoRA's frozen base weights: gathered, but no gradient
-      (expert ? u.frozen_expert : u.frozen_non_expert) += n;
       (expert ? sh.frozen_expert : sh.frozen_non_expert) += n;
       return;
     }
-    (expert ? u.expert : u.non_expert) += n;
     // Every param is split over the F ranks of a shard group, experts as ep x (F / ep), and
     // the world / F replica groups hold alike (prime-rl's HSDP mesh; shards.h).
     const double share = n / l.fsdp;
@@ -145,12 +139,6 @@ void count_units(StepShape& sh, const ParamInventory& inv, const PlanOptions& o)
     if (pt.rule == UpdateRule::muon) u.muon += share;
     (expert ? expert_total : non_expert) += n;
   });
-  for (const auto& [layer, u] : units) {
-    if (layer < 0) continue;
-    const double trained = u.non_expert + u.expert / l.ep;
-    sh.max_layer_trained = std::max(sh.max_layer_trained, trained);
-    sh.max_layer = std::max(sh.max_layer, trained + u.frozen_non_expert + u.frozen_expert / l.ep);
-  }
 }
 
 StepShape step_shape(const ModelSpec& s, const ParamInventory& inv, const CandidateContext& cc,
@@ -167,7 +155,7 @@ StepShape step_shape(const ModelSpec& s, const ParamInventory& inv, const Candid
   const Layout& l = plan.layout;
   StepShape sh{cc, w, world, cc.gpus_per_node, l};
   sh.n_micro = double(micro_steps(w, world, l));
-  sh.t = double(w.seq_len) / l.cp * double(w.micro_batch_seqs);  // per micro step
+  sh.t = micro_step_tokens(w, l);
   sh.h = double(s.hidden_size);
   sh.layers = s.num_layers + (o.include_mtp ? s.mtp_layers : 0);
   sh.a = heads_of(s);
@@ -177,111 +165,20 @@ StepShape step_shape(const ModelSpec& s, const ParamInventory& inv, const Candid
     throw InputError({}, "--ac-offload",
                      "planned with full AC on every layer only (--ac full --ac-freq 1): what "
                      "prime-rl offloads under selective AC or AC every few layers is not modelled");
-  sh.stored_inputs = double(sh.layers) * hidden_state_bytes(s, sh.t);
+  for (double b : ac_offload_host_buffers(s, o)) sh.offloaded_inputs += b;
   return sh;
 }
 
-// Selective AC or AC every freq layers (ac_layers.h): the inputs of the full-AC layers, what
-// the others keep (a selective layer all but its targets' tensors, a layer without AC all), and
-// the largest recompute with its gradients.
-void add_partial_ac_memory(Prediction& p, const ModelSpec& s, const PlanOptions& o,
-                           const StepShape& sh) {
-  const Workload& w = sh.w;
-  double inputs = 0, kept = 0, recompute_max = 0;
-  int64_t full = 0, selective = 0, none = 0;
-  for (int64_t i = 0; i < sh.layers; ++i) {
-    const LayerAc ac = layer_ac(w, i);
-    double again = 0;
-    for (const ActivationTensor& a : layer_activation_tensors(s, i, sh.t, o.layout.ep)) {
-      if (!a.saved()) continue;
-      if (ac == LayerAc::full)
-        again += a.bytes;
-      else if (recomputed(w, i, a))
-        again += a.bytes;
-      else
-        kept += a.bytes;
-    }
-    if (ac == LayerAc::full) inputs += hidden_state_bytes(s, sh.t);
-    recompute_max = std::max(recompute_max, again);
-    (ac == LayerAc::full ? full : ac == LayerAc::selective ? selective : none) += 1;
-  }
-  std::string targets;
-  for (const std::string& t : ac_targets(w)) targets += (targets.empty() ? "" : ", ") + t;
-  if (full > 0)
-    p.gpu_workload_bytes.push_back({"checkpointed_layer_inputs", inputs,
-                                    "bf16 input of the " + std::to_string(full) +
-                                        " full-AC layers (every " + std::to_string(w.ac_freq) +
-                                        ")"});
-  p.gpu_workload_bytes.push_back(
-      {"activations", kept,
-       selective > 0 ? "saved activations of the " + std::to_string(selective) +
-                           " selective-AC layers (all but the tensors of " + targets +
-                           ") and of the " + std::to_string(none) + " layers without AC"
-                     : "every activation of the " + std::to_string(none) + " layers without AC"});
-  p.gpu_workload_bytes.push_back({"recomputed_layer_activations", 2 * recompute_max,
-                                  "the largest recompute of one layer, and its gradients"});
-}
-
-// GPU memory of one micro step, and host RAM of offloaded activation checkpoints.
-void add_workload_memory(Prediction& p, const ModelSpec& s, const PlanOptions& o,
-                         const StepShape& sh) {
-  const Workload& w = sh.w;
-  const double t = sh.t, max_layer = sh.max_layer, stored_inputs = sh.stored_inputs;
-  const int64_t layers = sh.layers;
-  if (w.ac_full && w.ac_freq == 1) {
-    double act_max = 0;
-    for (int64_t i = 0; i < layers; ++i)
-      act_max = std::max(act_max, layer_activation_bytes(s, i, t, o.layout.ep));
-    p.gpu_workload_bytes.push_back(
-        {"checkpointed_layer_inputs", w.ac_offload ? 2 * hidden_state_bytes(s, t) : stored_inputs,
-         w.ac_offload ? "2 layers' bf16 inputs (the rest offloaded to host)"
-                      : "bf16 input of every layer (full AC)"});
-    p.gpu_workload_bytes.push_back(
-        {"recomputed_layer_activations", 2 * act_max, "one layer recomputed, and its gradients"});
-  } else if (w.ac_full || w.ac_selective) {
-    add_partial_ac_memory(p, s, o, sh);
-  } else {
-    double all = 0;
-    for (int64_t i = 0; i < layers; ++i) all += layer_activation_bytes(s, i, t, o.layout.ep);
-    p.gpu_workload_bytes.push_back({"activations", all, "every layer's activations (no AC)"});
-  }
-  // The head's bytes per logit at its peak: the one table the step timeline allocates by
-  // (activation_sizes.h): fused, one [token chunk, vocab block] block at a time.
-  const double vocab = double(s.vocab_size);
-  if (w.lm_head_chunk > 0) {
-    const double chunk = std::min(double(w.lm_head_chunk), t);
-    const double per = lm_head_peak_bytes_per_elem(fused_lm_head_block_tensors());
-    p.gpu_workload_bytes.push_back({"lm_head_chunk_logits", chunk * vocab_block(s) * per,
-                                    "fused LM head: " + std::to_string(int64_t(per)) +
-                                        " B x one block of " + std::to_string(int64_t(chunk)) +
-                                        " tokens x " + std::to_string(int64_t(vocab_block(s))) +
-                                        " vocabulary entries"});
-  } else {
-    const double per = lm_head_peak_bytes_per_elem(unfused_lm_head_tensors());
-    p.gpu_workload_bytes.push_back({"logits", t * vocab * per,
-                                    std::to_string(int64_t(per)) +
-                                        " B x tokens x vocabulary: the fp32 logits the trainer "
-                                        "holds, log_softmax and the two fp32 gradients"});
-  }
-  p.gpu_workload_bytes.push_back(
-      {"lm_head_io", 2 * hidden_state_bytes(s, t), "bf16 final hidden states and their gradient"});
-  p.gpu_workload_bytes.push_back(
-      {"gathered_layer_weights", 2 * 2 * max_layer, "bf16 weights of 2 layers (one prefetched)"});
-  const double rb = double(o.reduce_bytes());  // reduce_dtype: 4 float32, 2 bfloat16
-  p.gpu_workload_bytes.push_back(
-      {"unsharded_layer_grads", rb * sh.max_layer_trained,
-       std::string(dtype_name(int64_t(rb))) + " gradients of one layer before reduce-scatter"});
-  const OffloadPolicy& pol = offload_policy(o.offload, o.optimizer_staging);
-  if (pol.bf16_compute_copy) {
-    double max_unit = 0;
-    for (const auto& [layer, u] : sh.units) max_unit = std::max(max_unit, u.all);
-    p.gpu_workload_bytes.push_back({"grads_bf16_in_flight", 2 * 2 * max_unit,
-                                    "bf16 gradient shards of 2 units on their way to the host"});
-  }
-  if (w.ac_full && w.ac_offload && w.ac_freq == 1) {
-    p.host_bytes_per_node.push_back(
-        {"ac_offload", stored_inputs * sh.gpn, "checkpointed layer inputs of the node's ranks"});
-  }
+// Host RAM of AC offload's buffers (ac_layers.h): every layer input of a micro step, on each of
+// the node's ranks. The GPU bytes of a training step are its timeline's (runtime_memory.h).
+void add_workload_host_memory(Prediction& p, const ModelSpec& s, const PlanOptions& o,
+                              const StepShape& sh) {
+  const std::vector<double> buffers = ac_offload_host_buffers(s, o);
+  if (buffers.empty()) return;
+  double bytes = 0;
+  for (double b : buffers) bytes += b;
+  p.host_bytes_per_node.push_back(
+      {"ac_offload", bytes * sh.gpn, "checkpointed layer inputs of the node's ranks"});
 }
 
 // Seconds of a training step's collectives per GPU, before overlap with compute.
@@ -396,9 +293,8 @@ void add_compute_terms(Prediction& p, const StepShape& sh, const CommSeconds& co
   const Calibration& cal = topo.calibration;
   const double compute_s = c.compute_s, attn_s = c.attn_s;
   const double fsdp_s = comm.fsdp_s, ep_s = comm.ep_s, cp_s = comm.cp_s;
-  const double ac_s = w.ac_full && w.ac_offload
-                          ? sh.n_micro * 2 * sh.stored_inputs / sh.cc.rates.pinned_d2h_bps
-                          : 0;
+  // Each offloaded input out in forward and back in backward.
+  const double ac_s = sh.n_micro * 2 * sh.offloaded_inputs / sh.cc.rates.pinned_d2h_bps;
 
   auto hidden = [](double comm_s, double cover) { return std::min(comm_s, std::max(0.0, cover)); };
   const double ep_hidden = hidden(ep_s * cal.ep_comm_overlap, compute_s);
@@ -489,7 +385,7 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Can
                         const ChunkPlan& plan, const OptimizerPhases& opt, Prediction& p) {
   const PlanOptions& o = cc.o;
   const StepShape sh = step_shape(s, inv, cc, plan);
-  add_workload_memory(p, s, o, sh);
+  add_workload_host_memory(p, s, o, sh);
   const CommSeconds comm = add_workload_traffic(p, s, sh);
   const ComputeSeconds c = compute_seconds(s, inv, sh);
   add_compute_terms(p, sh, comm, c);

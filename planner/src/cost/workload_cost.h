@@ -32,8 +32,9 @@ HostPasses host_passes(const PlanOptions& o);
 // "cpu 8.1 s of 9.0 s": the resource busiest in a simulated pipeline.
 std::string bounding_resource(const PipelineResult& r);
 
-// Adds activation, gathered-weight and logits bytes, AC-offload host bytes, FSDP, expert- and
-// context-parallel traffic and the training-step terms to p (docs/planner.md section 8).
+// Adds AC-offload host bytes, FSDP, expert- and context-parallel traffic and the training-step
+// terms to p (docs/planner.md section 8). Its GPU bytes are the step timeline's
+// (runtime_memory.h), under either runtime.
 struct CandidateContext;
 void add_workload_terms(const ModelSpec& spec, const ParamInventory& inv,
                         const CandidateContext& cc, const ChunkPlan& plan,
