@@ -67,7 +67,9 @@ TEST_CASE("a fixed node count says what fixed the layout and where it looked", "
   given["layout"] = "fsdp=8";
   const Plan as_given =
       make_plan(model("kimi-k2"), h200(), to_plan_request(plan_flags_from_map(given)));
-  CHECK_THAT(as_given.reason, Catch::Contains("layout fixed by the layout given (fsdp=8)"));
+  CHECK_THAT(as_given.reason,
+             Catch::Contains("layout fixed by the layout given (fsdp=8,cp=1,ep=1): "
+                             "`--layout auto` searches the layouts"));
   given["layout"] = "auto";
   const Plan searched =
       make_plan(model("kimi-k2"), h200(), to_plan_request(plan_flags_from_map(given)));

@@ -501,7 +501,7 @@ PlanRequest to_plan_request(const PlanFlags& flags) {
     r.search_cp = f.layout.find("cp=") == std::string::npos;
   } else {
     r.layout_fixed_by = f.layout.empty() ? "--nodes " + f.nodes + " with no --layout"
-                                         : "the layout given (" + f.layout + ")";
+                                         : "the layout given";  // the message adds which
   }
   o.optimizer = parse_optimizer(f.optimizer);
   o.optimizer_staging = parse_offload_staging(f.staging);
