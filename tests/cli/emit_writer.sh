@@ -63,7 +63,8 @@ replan attn "$work/attn.toml" '"fa2"' workload.attention
 # Item 9: a BOM stays at byte 0; the rest of the file byte for byte but the changed key and
 # the [slurm] table a multi-node world needs (prime-rl runs multi_node only under SLURM).
 printf '\xef\xbb\xbf' >"$work/bom.toml"
-cat $E/qwen3-30b-a3b-rl.toml >>"$work/bom.toml"
+# without its [slurm] table, which the writer adds for the multi-node world
+sed "/^# prime-rl runs a multi_node/,/^job_name/d" $E/qwen3-30b-a3b-rl.toml >>"$work/bom.toml"
 emit bom.out --trainer-config "$work/bom.toml" --nodes 2
 [ "$(head -c 3 "$work/bom.out" | od -An -tx1 | tr -d ' ')" = efbbbf ] && ok || bad "bom: not at byte 0"
 replan bom "$work/bom.out" '2' nodes

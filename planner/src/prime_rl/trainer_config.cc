@@ -270,7 +270,7 @@ void write_trainer_file(Writer& t, const json& plan, const EmitInput& in) {
 }
 
 std::string prime_rl_config(const json& plan, const EmitInput& in) {
-  check_prime_rl_runs(plan, in.prime_rl_version, in.sft, in.vlm);
+  check_prime_rl_runs(plan, in.prime_rl_version, in.sft, in.vlm, in.standalone);
   check_prime_rl_keys_on(plan, in.prime_rl_version, in.sft);
   // A fragment alone carries its world in [deployment], which prime-rl of an older date lacks
   // (over a file, the file's own launcher keys take it: trainer_config_patch.cc).

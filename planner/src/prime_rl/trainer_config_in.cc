@@ -332,6 +332,24 @@ void read_allocator(const TomlNode& root, TrainerConfig& tc) {
                        std::string(conf_name) + " = " + conf->shown()});
 }
 
+// prime-rl refuses a multi_node [deployment] without a [slurm] table (validate_deployment:
+// "Must use SLURM for multi-node deployment.", since #1859 made [deployment], 2026-02-23): with
+// --prime-rl-version, as its era checks refuse a key, the file is refused; without, a warning.
+void check_slurm(const TomlNode& root, const TrainerFile& f, TrainerConfig& tc) {
+  if (tc.standalone || tc.single_node || tc.world_table != "deployment" || root.get("slurm"))
+    return;
+  const TomlNode* type = f.get("deployment", "type");
+  if (!type || f.string("deployment", "type", "") != "multi_node") return;
+  const std::string why =
+      "multi_node runs only under SLURM: prime-rl refuses it without a [slurm] table "
+      "(validate_deployment, #1859, 2026-02-23); add [slurm] (each field has a default, "
+      "job_name = \"prime-rl\")";
+  if (f.defaults().dated) f.fail("deployment", "type", why);
+  tc.warnings.push_back(tc.path + ":" + std::to_string(type->key_line) + ":" +
+                        std::to_string(type->key_col) + ": " + f.field("deployment", "type") +
+                        ": " + why);
+}
+
 }  // namespace
 
 TrainerConfig read_trainer_config(const std::string& path, const std::string& version) {
@@ -354,6 +372,7 @@ TrainerConfig read_trainer_config(const std::string& path, const std::string& ve
   collect(f, tc, "muonplan", comments, "");
   read_model_name(f, tc);
   detail::read_deployment(f, tc);
+  check_slurm(root, f, tc);
   detail::read_parallel(f, tc);
   detail::read_offload_and_optimizer(f, tc);
   detail::read_lora(f, tc);
