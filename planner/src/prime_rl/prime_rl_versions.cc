@@ -15,6 +15,8 @@ constexpr const char* kNewest = "2026-08-21";      // v0.8.1.dev67, the schema t
 constexpr const char* kDefaultsOn = "2026-06-26";  // c5afcaa2e (#2868): AC, offload, ep auto on
 constexpr const char* kHead1024 = "2026-06-26";    // c5afcaa2e: fused head 1024 by default
 constexpr const char* kHead8192 = "2026-08-19";    // 2acb19ecc (#3302): fused head 8192
+// #1480 (opened 2025-12-24): rl.py starts the trainer with expandable segments.
+constexpr const char* kExpandable = "2025-12-24";
 
 // The eras of the keys whose presence changed (docs/trainer-config.md, "Key eras"): a key is
 // in prime-rl's schema from `since` (inclusive) until `until` (exclusive); "" is open. `renamed`
@@ -55,6 +57,10 @@ const std::vector<KeyEra>& key_eras() {
       // gives as 2026-02-24), which merged the rl and rl_slurm launchers; before it an RL
       // file's world is trainer_gpu_ids or rl_slurm's top-level keys.
       {"deployment", "*", false, "2026-02-24", "", "", "#1859"},
+      // The trainer's env table: [trainer.env_vars] (#2863, opened 2026-06-24, "configurable
+      // env vars"; top-level [env_vars] followed in #2897, 2026-06-28). The writer writes the
+      // allocator there from this date only.
+      {"trainer", "env_vars", false, "2026-06-24", "", "", "#2863"},
   };
   return eras;
 }
@@ -129,6 +135,7 @@ PrimeRlDefaults prime_rl_defaults(const std::string& version) {
   const bool on = date >= kDefaultsOn;  // ISO dates compare as text
   d.optim_cpu_offload = d.ac = d.ac_offloading = d.ep_auto = on;
   d.lm_head_chunk = date >= kHead8192 ? 8192 : date >= kHead1024 ? 1024 : 0;
+  d.expandable_segments = date >= kExpandable;
   return d;
 }
 

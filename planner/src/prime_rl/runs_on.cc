@@ -102,8 +102,12 @@ std::vector<std::string> apply_prime_rl_flag_defaults(PlanFlags& flags) {
   // prime-rl's CP style: ring from its first CP (the ring-flash-attn kernel) and the default
   // of [model] cp_style since that key came (#2418); muonplan's own default is ulysses.
   take("cp-style", "ring", "[model] cp_style");
-  // prime-rl's launcher starts every trainer with expandable segments (read_allocator).
-  take("allocator", "expandable", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+  // prime-rl's launcher starts every trainer with expandable segments (read_allocator), from
+  // #1480 (2025-12-24); before it with PyTorch's default allocator.
+  if (d.expandable_segments)
+    take("allocator", "expandable", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+  else
+    take("allocator", "default", "the launcher set no PYTORCH_CUDA_ALLOC_CONF before #1480");
   return set;
 }
 

@@ -303,9 +303,10 @@ void note_version(const TrainerFile& f, TrainerConfig& tc, bool given) {
 
 // The trainer's allocator: prime-rl's launcher starts every trainer with
 // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (utils/process.py DEFAULT_TRAINER_ENV_VARS;
-// rl.py before it), then merges the config's env_vars and trainer.env_vars over it, so a file
-// that sets the variable decides. PyTorch reads PYTORCH_ALLOC_CONF before the CUDA name.
-void read_allocator(const TomlNode& root, TrainerConfig& tc) {
+// rl.py before it, from #1480, 2025-12-24: before that date PyTorch's default), then merges the
+// config's env_vars and trainer.env_vars over it, so a file that sets the variable decides.
+// PyTorch reads PYTORCH_ALLOC_CONF before the CUDA name.
+void read_allocator(const TomlNode& root, const TrainerFile& f, TrainerConfig& tc) {
   const TomlNode* conf = nullptr;
   const char* conf_name = nullptr;
   const TomlNode* trainer = root.get("trainer");
@@ -317,9 +318,15 @@ void read_allocator(const TomlNode& root, TrainerConfig& tc) {
     }
   }
   if (!conf) {
-    tc.values.push_back(
-        {"allocator", "expandable", SourceLoc{tc.path, 0, 0},
-         "prime-rl's launcher sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"});
+    if (f.defaults().expandable_segments) {
+      tc.values.push_back(
+          {"allocator", "expandable", SourceLoc{tc.path, 0, 0},
+           "prime-rl's launcher sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"});
+    } else {
+      tc.values.push_back({"allocator", "default", SourceLoc{tc.path, 0, 0},
+                           "prime-rl's launcher of " + f.defaults().date +
+                               " sets no PYTORCH_CUDA_ALLOC_CONF (from #1480, 2025-12-24)"});
+    }
     return;
   }
   std::string c = conf->str;
@@ -377,7 +384,7 @@ TrainerConfig read_trainer_config(const std::string& path, const std::string& ve
   detail::read_offload_and_optimizer(f, tc);
   detail::read_lora(f, tc);
   detail::read_batch(f, tc);
-  read_allocator(root, tc);
+  read_allocator(root, f, tc);
   detail::warn_unmodelled(f, tc);
   if (tc.unknown_keys > kMaxListedUnknownKeys)
     tc.warnings.push_back(path + ": " + std::to_string(tc.unknown_keys - kMaxListedUnknownKeys) +
