@@ -45,6 +45,9 @@ expect no-slurm-undated 0 "warning: $work/no-slurm.toml:14:1: deployment.type: m
   "$bin" plan --trainer-config "$work/no-slurm.toml" --quiet
 expect slurm 0 "" "$bin" plan --trainer-config examples/prime-rl/qwen3-8b-sft.toml \
   --prime-rl-version 2026-08-21 --quiet
+# --help tells --runs-on (the runtime a plan is for) from --runtime (the memory model).
+"$bin" plan --help 2>&1 | tr -s ' \n' ' ' | grep -q -- "--runs-on TEXT The runtime the plan is for: prime-rl .* Not --runtime, which picks the memory model" &&
+  ok || bad "help: --runs-on does not say it is not --runtime"
 # Settings prime-rl has no key for go in the emitted header comment, not in a key.
 "$bin" plan --trainer-config examples/prime-rl/qwen3-4b-lora-rl.toml --lora-active-runs 1 \
   --emit prime-rl >"$work/lora.toml" 2>/dev/null || bad "lora-emit: exit $?"
