@@ -159,9 +159,12 @@ std::vector<PathArg> without_config(const PlanCommand& f, std::vector<PathArg> i
 
 // The command's own flags and paths, before anything is read.
 void check_plan_command(PlanCommand& f) {
-  refuse_overlaps(plan_inputs(f.model, f.topology, f.flags),
-                  {{"--out", f.out}, {"--trace", f.trace}});
-  refuse_overlaps(without_config(f, plan_inputs(f.model, f.topology, f.flags)), plan_outputs(f));
+  // Every input (the trainer config too) against --out and --trace, and standard output; then,
+  // with --emit-out, every output against every input but the trainer config, which --emit-out
+  // may replace (without it that second pass would repeat the first: plan_outputs is the same).
+  const std::vector<PathArg> inputs = plan_inputs(f.model, f.topology, f.flags);
+  refuse_overlaps(inputs, {{"--out", f.out}, {"--trace", f.trace}});
+  if (!f.emit_out.empty()) refuse_overlaps(without_config(f, inputs), plan_outputs(f));
   if (!f.emit_out.empty() && f.emit.empty()) f.emit = "prime-rl";
   if (!f.emit_out.empty() && same_path(f.emit_out, f.flags.trainer_config) &&
       f.emit == "prime-rl-diff") {

@@ -119,7 +119,8 @@ def make(name, impl, fixed, options, doc):
 
 std::string keyword_message(const std::string& message) {
   static const std::set<std::string> known = [] {
-    std::set<std::string> names = {"model", "topology"};
+    // plan()'s own keywords besides the plan flags: emit= and force= (the CLI's --emit, --force).
+    std::set<std::string> names = {"model", "topology", "emit", "force"};
     for (const std::string& n : plan_flag_names()) names.insert(n);
     return names;
   }();

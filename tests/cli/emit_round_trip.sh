@@ -11,8 +11,17 @@ source "$(dirname "$0")/lib.sh"
 export HF_HUB_CACHE="$work/hub" HF_HOME="$work/no-home"
 mkdir -p "$HF_HUB_CACHE"
 # The date the key table follows (prime_rl_versions.cc, kNewest): the examples are of it.
-date=2026-08-21
-# Alternatives the list offers that prime-rl of that date cannot run as planned, so no config
+newest=2026-08-21
+# Files of older eras, each at its own date (done-when 2 at older dates): the rl_slurm launcher
+# (top-level world keys, before [deployment] of 2026-02-24), the local launcher's
+# trainer_gpu_ids (one node) at and before rl_slurm (2026-02-17), SFT's [deployment] num_nodes
+# (until 2026-08-17), an SFT file with no world key before SFT cp (2025-08-31) and a standalone
+# trainer file at that date.
+d=tests/data/prime-rl
+older=("$d/rl-slurm-era.toml 2026-02-20" "$d/eras/rl-2026-02-20.toml 2026-02-20"
+       "$d/rl-gpu-ids.toml 2026-02-01" "$d/sft-old-deployment.toml 2026-08-01"
+       "$d/eras/sft-2026-08-01.toml 2025-08-20" "examples/prime-rl/qwen3-8b-trainer.toml 2025-08-20")
+# Alternatives the list offers that prime-rl of the date cannot run as planned, so no config
 # can round-trip them; the `--runs-on prime-rl` rules (branch runson) filter them from the
 # list. "EXAMPLE NODESxGPUS LAYOUT OFFLOAD: why"; turn a line off once the filter is merged.
 expected_failures=(
@@ -47,8 +56,9 @@ round_trip() {  # NAME EXAMPLE FLAGS...: emit over EXAMPLE with FLAGS, plan it a
     bad "$name: the plan failed: $(head -c 300 "$t.err")"
     return
   fi
-  # --force: a plan that does not fit is written too (qwen3-8b-trainer.toml on its one GPU:
-  # the staged AdamW state and its foreach temporaries), and must round-trip as well.
+  # --force: a plan that does not fit is written too, and must round-trip as well: a file as
+  # written may not fit at its era, or at all (qwen3-8b-trainer.toml on its one GPU: the staged
+  # AdamW state and its foreach temporaries).
   if ! "$bin" plan --trainer-config "$ex" "$@" --prime-rl-version "$date" --emit prime-rl --force \
     >"$t.toml" 2>"$t.err"; then
     echo "$name: emit failed: $(head -c 300 "$t.err")" >"$t.why"
@@ -72,11 +82,12 @@ expected() {  # KEY: the reason, when KEY is listed
   return 1
 }
 checked=0
-for ex in examples/prime-rl/*.toml; do
-  base="$(basename "$ex" .toml)"
+each() {  # FILE DATE: the file and every alternative its plan offers, at that date
+  local ex="$1" base; base="$(basename "$1" .toml)-$2"
+  date="$2"
   round_trip "$base" "$ex" && ok || bad "$(cat "$work/$base.why")"
   "$bin" plan --trainer-config "$ex" --prime-rl-version "$date" --json >"$work/$base.alts.json" 2>/dev/null ||
-    { bad "$base: no plan"; continue; }
+    { bad "$base: no plan"; return; }
   while read -r nodes gpn layout offload; do
     key="$base ${nodes}x$gpn $layout $offload"
     name="$base-$nodes-$gpn-${layout//[=,]/_}-$offload"
@@ -97,6 +108,8 @@ for ex in examples/prime-rl/*.toml; do
   done < <("$py" -c 'import json, sys
 for a in json.load(open(sys.argv[1]))["trainer_config"]["alternatives"]:
     print(a["nodes"], a["gpus_per_node"], a["layout"], a["offload"])' "$work/$base.alts.json" | sort -u)
-done
+}
+for ex in examples/prime-rl/*.toml; do each "$ex" "$newest"; done
+for e in "${older[@]}"; do each ${e% *} ${e#* }; done
 [ "$checked" -ge 7 ] && ok || bad "only $checked alternatives checked"
 finish

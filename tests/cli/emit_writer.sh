@@ -63,7 +63,8 @@ replan attn "$work/attn.toml" '"fa2"' workload.attention
 # Item 9: a BOM stays at byte 0; the rest of the file byte for byte but the changed key and
 # the [slurm] table a multi-node world needs (prime-rl runs multi_node only under SLURM).
 printf '\xef\xbb\xbf' >"$work/bom.toml"
-cat $E/qwen3-30b-a3b-rl.toml >>"$work/bom.toml"
+# without its [slurm] table, which the writer adds for the multi-node world
+sed "/^# prime-rl runs a multi_node/,/^job_name/d" $E/qwen3-30b-a3b-rl.toml >>"$work/bom.toml"
 emit bom.out --trainer-config "$work/bom.toml" --nodes 2
 [ "$(head -c 3 "$work/bom.out" | od -An -tx1 | tr -d ' ')" = efbbbf ] && ok || bad "bom: not at byte 0"
 replan bom "$work/bom.out" '2' nodes
@@ -90,6 +91,31 @@ seq 100 227 >"$work/load.txt"
   >"$work/load.toml" 2>/dev/null
 grep -q '^# planned with --expert-load (128 experts, the busiest at 1.39x the mean)' "$work/load.toml" &&
   grep -q 'no key changes' "$work/load.toml" && ok || bad "expert load: $(head -c 600 "$work/load.toml")"
+# The allocator in the trainer's env table ([trainer.env_vars], from #2863, 2026-06-24): written
+# when it is not prime-rl's launcher default (expandable segments), read back the same; a
+# file's own PYTORCH_CUDA_ALLOC_CONF is replaced in place; an older era says it in a comment.
+reserved() {  # FLAGS...: the plan's GPU reserved GiB
+  "$bin" plan "$@" --json 2>/dev/null | "$py" -c 'import json, sys; print(json.load(sys.stdin)["predicted"]["gpu_reserved_gib"])'
+}
+emit alloc.toml --trainer-config $E/qwen3-30b-a3b-rl.toml --allocator default
+want="$(reserved --trainer-config $E/qwen3-30b-a3b-rl.toml --allocator default)"
+diff $E/qwen3-30b-a3b-rl.toml <(tail -n +4 "$work/alloc.toml") | grep '^[<>] *[^ ]' >"$work/alloc.diff"
+[ "$(cat "$work/alloc.diff")" = '> [trainer.env_vars]
+> PYTORCH_CUDA_ALLOC_CONF = "expandable_segments:False"' ] &&
+  [ "$(reserved --trainer-config "$work/alloc.toml")" = "$want" ] &&
+  [ "$want" != "$(reserved --trainer-config $E/qwen3-30b-a3b-rl.toml)" ] && ok ||
+  bad "allocator: $(cat "$work/alloc.diff"), reserved $(reserved --trainer-config "$work/alloc.toml") want $want"
+{ cat $E/qwen3-30b-a3b-rl.toml; printf '\n[trainer.env_vars]\nPYTORCH_CUDA_ALLOC_CONF = "expandable_segments:False"\n'; } >"$work/alloc-off.toml"
+emit alloc-on.toml --trainer-config "$work/alloc-off.toml" --allocator expandable
+diff "$work/alloc-off.toml" <(tail -n +4 "$work/alloc-on.toml") >"$work/alloc-on.diff"
+grep -qx '> PYTORCH_CUDA_ALLOC_CONF = "expandable_segments:True"' "$work/alloc-on.diff" &&
+  [ "$(grep -c '^[<>]' "$work/alloc-on.diff")" = 2 ] &&
+  [ "$(reserved --trainer-config "$work/alloc-on.toml")" = "$(reserved --trainer-config $E/qwen3-30b-a3b-rl.toml)" ] &&
+  ok || bad "allocator replaced: $(cat "$work/alloc-on.diff")"
+"$bin" plan --trainer-config $E/qwen3-30b-a3b-rl.toml --allocator default --prime-rl-version 2026-06-01 \
+  --emit prime-rl --force >"$work/alloc-old.toml" 2>/dev/null
+grep -q '^# planned with --allocator default: muonplan writes the trainer.s PYTORCH_CUDA_ALLOC_CONF only into an RL config.s \[trainer.env_vars\] (from #2863, 2026-06-24)' "$work/alloc-old.toml" &&
+  ! grep -q 'env_vars\]$' "$work/alloc-old.toml" && ok || bad "allocator before #2863: $(head -c 600 "$work/alloc-old.toml")"
 # NO FIT: exit 3, nothing written (stdout empty, --emit-out's file absent); --force writes it.
 nofit=(plan --model qwen3-30b-a3b --nodes 1 --gpus-per-node 1 --offload none)
 "$bin" "${nofit[@]}" >/dev/null 2>&1 && ok || bad "no-fit: plain plan is not exit 0"

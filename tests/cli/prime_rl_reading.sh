@@ -14,7 +14,7 @@ json_check slim-sft "$work/out" 'assert d["trainer_config"]["kind"] == "sft", d[
 vlm='[model.vlm]\nvision_encoder_attr = "model.visual"\nlanguage_model_attr = "model.language_model"\nfreeze_vision_encoder = true\n'
 printf '[model]\nname = "Qwen/Qwen3-8B"\n\n[data]\nbatch_size = 8\n\n'"$vlm" >"$work/vlm-sft.toml"
 expect vlm-sft 0 "" "$bin" plan --trainer-config "$work/vlm-sft.toml" --quiet
-printf '[model]\nname = "Qwen/Qwen3-8B"\n\n'"$vlm"'\n[trainer.model.vlm]\nvision_encoder_attr = "model.visual"\nlanguage_model_attr = "model.language_model"\n\n[deployment]\ntype = "multi_node"\nnum_train_nodes = 1\n' \
+printf '[model]\nname = "Qwen/Qwen3-8B"\n\n'"$vlm"'\n[trainer.model.vlm]\nvision_encoder_attr = "model.visual"\nlanguage_model_attr = "model.language_model"\n\n[deployment]\ntype = "multi_node"\nnum_train_nodes = 1\n[slurm]\n' \
   >"$work/vlm-rl.toml"
 expect vlm-rl 0 "" "$bin" plan --trainer-config "$work/vlm-rl.toml" --json
 json_check vlm-rl "$work/out" 'assert d["trainer_config"]["kind"] == "rl", d["trainer_config"]["kind"]'

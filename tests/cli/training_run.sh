@@ -60,9 +60,10 @@ assert d["decision"]["candidates"][0]["fit_margin"] == q["fit_margin"]'
 # emit with the offload muonplan's own comment names (as an older --emit wrote it). That plan
 # does not fit, so the emit needs --force (without it: exit 3, nothing written).
 EXPECT_MATCH=suffix expect emit-refused 2 "--offload: Muon under full offload: prime-rl's full_offload accepts only adamw and sign_sgd (it would run once full_offload's CPU step supports Muon's Newton-Schulz update); plan with --offload optimizer or --offload none, or with --optimizer adamw" \
-  "$bin" plan "${glm[@]}" "${wl[@]}" --emit toml --allocator expandable
+  "$bin" plan "${glm[@]}" "${wl[@]}" --emit toml --allocator expandable --cp-style ulysses
+# The run's CP is Ulysses (prime-rl's default is ring, so the emit writes cp_style).
 expect emit 0 "" "$bin" plan "${glm[@]/full/optimizer}" "${wl[@]}" --emit toml --force \
-  --allocator expandable  # prime-rl's default given: no note
+  --allocator expandable --cp-style ulysses  # prime-rl's defaults or the run's given: no note
 sed 's/^optim_cpu_offload = true\(.*\)$/optim_cpu_offload = false\1\n# muonplan: offload = "full"/' \
   "$work/out" >"$work/run.toml"
 # allocator: the flags run's (the topology's), not prime-rl's launcher's expandable segments.

@@ -82,7 +82,7 @@ class Emit(unittest.TestCase):
         self.assertIn('name = "Qwen/Qwen3-8B"', got)
 
     def test_no_fit_needs_force(self):
-        with self.assertRaisesRegex(muonplan.InputError, "does not fit.*force=True"):
+        with self.assertRaisesRegex(muonplan.InputError, "^emit: the plan does not fit.*force=True"):
             muonplan.plan("kimi-k2", nodes=1, offload="none", emit="prime-rl")
         rc, want = cli_emit("--model", "kimi-k2", "--nodes", "1", "--offload", "none", "--emit",
                             "prime-rl")
@@ -95,7 +95,7 @@ class Emit(unittest.TestCase):
             muonplan.plan("qwen3-8b", emit=3)
         with self.assertRaisesRegex(TypeError, "force: expected bool"):
             muonplan.plan("qwen3-8b", emit="prime-rl", force=1)
-        with self.assertRaisesRegex(muonplan.InputError, "expected prime-rl, prime-rl-diff or"):
+        with self.assertRaisesRegex(muonplan.InputError, "^emit: expected prime-rl, prime-rl-diff or"):
             muonplan.plan("qwen3-8b", emit="yaml")
 
 

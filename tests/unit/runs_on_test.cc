@@ -52,8 +52,13 @@ TEST_CASE("runs-on prime-rl: the flag path takes prime-rl's defaults of its date
   CHECK(w.lm_head_chunk == 8192);
   CHECK(*now.request.options.expandable_segments);
   CHECK(now.request.ep_by_runtime);
-  // muonplan keeps its own: no AC offload, an unfused head, ep 1.
+  // prime-rl's CP is ring unless cp_style = "ulysses" (muonplan's own default is ulysses).
+  CHECK(w.cp_style == CpStyle::ring);
+  CHECK(flag_inputs(with(kWorkload, {{"runs-on", "prime-rl"}, {"cp-style", "ulysses"}}))
+            .request.options.workload->cp_style == CpStyle::ulysses);
+  // muonplan keeps its own: no AC offload, an unfused head, ep 1, ulysses CP.
   const PlanInputs own = flag_inputs(kWorkload);
+  CHECK(own.request.options.workload->cp_style == CpStyle::ulysses);
   CHECK_FALSE(own.request.options.workload->ac_offload);
   CHECK(own.request.options.workload->lm_head_chunk == 0);
   CHECK_FALSE(own.request.ep_by_runtime);

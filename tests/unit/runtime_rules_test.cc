@@ -117,3 +117,34 @@ TEST_CASE("runtime rules: prime-rl's CP, SFT and optimizer rules of a run", "[ru
             .find("#3303") != std::string::npos);
   CHECK(prime_rl_cannot_run(OffloadMode::full, OptimizerKind::signsgd, cp1, "2026-08-18").empty());
 }
+
+TEST_CASE("runtime rules: prime-rl's RL config runs one node before rl_slurm", "[runtime_rules]") {
+  PrimeRlRun run;
+  run.version = "2026-02-16";  // the day before rl_slurm's (#1774) last thread date
+  const std::string why = prime_rl_cannot_run_nodes(2, run);
+  CHECK(why.rfind("2 nodes: prime-rl of 2026-02-16's rl launcher runs the trainer on one node",
+                  0) == 0);
+  CHECK(why.find("--prime-rl-version 2026-02-17 or later runs it") != std::string::npos);
+  CHECK(prime_rl_cannot_run_nodes(1, run).empty());
+  run.sft = true;  // SFT ran on more nodes under torchrun --nnodes
+  CHECK(prime_rl_cannot_run_nodes(2, run).empty());
+  run.sft = false;
+  run.standalone = true;  // so did a trainer file
+  CHECK(prime_rl_cannot_run_nodes(2, run).empty());
+  run.standalone = false;
+  run.version = "2026-02-17";
+  CHECK(prime_rl_cannot_run_nodes(2, run).empty());
+  run.version = "";  // the newest
+  CHECK(prime_rl_cannot_run_nodes(8, run).empty());
+  // The search's rules take it: a 2-node candidate is refused at that date, 1 node taken.
+  run.version = "2026-02-16";
+  const auto rules = prime_rl_rules_for(run);
+  Candidate c{};
+  c.layout = "fsdp=8,cp=1,ep=1";
+  c.offload = OffloadMode::none;
+  c.evaluated = true;
+  c.nodes = 2;
+  CHECK_FALSE(rules->takes(c, OptimizerKind::adamw));
+  c.nodes = 1;
+  CHECK(rules->takes(c, OptimizerKind::adamw));
+}

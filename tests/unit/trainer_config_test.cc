@@ -188,6 +188,16 @@ PYTORCH_CUDA_ALLOC_CONF = "expandable_segments:False"
 PYTORCH_ALLOC_CONF = "expandable_segments:True"
 )");
   CHECK(read_trainer_config(on).value("allocator")->text == "expandable");
+  // The launcher's expandable segments came with #1480 (2025-12-24): a file of an earlier date
+  // that sets nothing runs PyTorch's default allocator, and so does --runs-on's flag path.
+  const std::string bare = write_temp("env-none.toml", "[model]\nname = \"Qwen/Qwen3-0.6B\"\n");
+  CHECK(read_trainer_config(bare, "2025-12-23").value("allocator")->text == "default");
+  CHECK(read_trainer_config(bare, "2025-12-24").value("allocator")->text == "expandable");
+  PlanFlags old;
+  old.runs_on = "prime-rl";
+  old.prime_rl_version = "2025-12-01";
+  CHECK_FALSE(
+      *prepare_plan(repo_path("models/qwen3-0.6b.yaml"), old).request.options.expandable_segments);
   // --allocator on the command line wins.
   PlanFlags f;
   f.trainer_config = off;

@@ -15,7 +15,8 @@ class AnyRuntime final : public RuntimeRules {
 
 bool RuntimeRules::takes(const Candidate& c, OptimizerKind optimizer) const {
   if (!c.evaluated) return false;
-  return cannot_run(c.offload, optimizer, parse_layout(c.layout)).empty();
+  return cannot_run_nodes(c.nodes).empty() &&
+         cannot_run(c.offload, optimizer, parse_layout(c.layout)).empty();
 }
 
 const RuntimeRules& any_runtime() {

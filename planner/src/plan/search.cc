@@ -178,6 +178,7 @@ struct Search {
   double best_key = 0;
   int predictions = 0;  // candidates predicted so far (PlanRequest::max_predictions)
   std::string last_layout_error;
+  std::string nodes_refused;  // the runtime's rule for the node counts it cannot run
 
   // Fitting beats not fitting; among fits, fewer nodes then fewer GPU-seconds; among misfits,
   // the one closest to fitting.
@@ -197,8 +198,15 @@ struct Search {
     best.fits = c.fits;
   }
 
-  // Every layout and mode at `nodes`; whether one of them fits.
+  // Every layout and mode at `nodes`; whether one of them fits. A node count the target
+  // runtime cannot run is listed with its rule, not evaluated.
   bool evaluate(int nodes, int gpn) {
+    if (const std::string why = req.rules ? req.rules->cannot_run_nodes(nodes) : ""; !why.empty()) {
+      for (OffloadMode m : modes)
+        best.candidates.push_back({nodes, m, "", false, false, 0, 0, 0, 0, why});
+      if (nodes_refused.empty()) nodes_refused = why;  // the first count refused
+      return false;
+    }
     const int world = nodes * gpn;
     PlanOptions o = req.options;
     o.nodes = nodes;
@@ -366,6 +374,12 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
       throw InputError({}, mode ? "--offload" : "--layout", why);
     }
   }
+  // A node count asked for that the runtime cannot run (prime-rl's rl launcher before
+  // rl_slurm ran one node): an input error, not a search with no candidate.
+  if (!req.auto_nodes && req.rules) {
+    if (const std::string why = req.rules->cannot_run_nodes(in.nodes); !why.empty())
+      throw InputError({}, "--nodes", why);
+  }
   // The runtime refuses the optimizer itself (no offload, one GPU: prime-rl of a date before
   // it had the optimizer): an input error, not a search with no candidate.
   if (const std::string why = runtime_refuses(req, OffloadMode::none, in.optimizer, Layout{});
@@ -419,6 +433,8 @@ Plan make_plan(const ModelSpec& spec, const Topology& topo, const PlanRequest& r
     std::string why = search.last_layout_error;
     for (const Candidate& c : search.best.candidates)
       if (why.empty() && !c.note.empty()) why = c.note;
+    if (!search.nodes_refused.empty() && why != search.nodes_refused)
+      why += "; and more nodes: " + search.nodes_refused;
     throw InputError({}, "--layout", "no candidate node count can take this layout (" + why + ")");
   }
   best.inventory = inv;

@@ -15,6 +15,7 @@ namespace {
 struct Era {
   std::string date;
   bool sft = false, older_names = false;
+  std::string missing;  // why the era has no key for a change (the first one)
 };
 thread_local Era era;
 
@@ -25,8 +26,11 @@ std::string line(const std::string& table, bool top_level, const std::string& ke
   if (era.date.empty() && era.older_names && table == "deployment")
     dated = prime_rl_key_on(table, key, era.sft, "2026-08-16");  // the file's own names
   const std::string head = "[" + prime_rl_table(table, top_level) + "] ";
-  if (dated.empty())
-    return head + key + " = " + value + " (prime-rl of " + era.date + " has no such key)";
+  if (dated.empty()) {
+    const std::string why = "prime-rl of " + era.date + " has no such key";
+    if (era.missing.empty()) era.missing = head + key + ": " + why;
+    return head + key + " = " + value + " (" + why + ")";
+  }
   trainer_key(table, dated);
   return head + dated + " = " + value;
 }
@@ -41,6 +45,16 @@ void world_keys(const TrainerConfig& tc, const Plan& written, const Candidate& c
   if (tc.standalone) {
     out.push_back("torchrun --nnodes " + std::to_string(c.nodes) + " --nproc-per-node " +
                   std::to_string(gpn) + " (the world is not in a trainer file)");
+    return;
+  }
+  // The local launcher's trainer_gpu_ids (before [deployment]): its GPUs on one node, no key
+  // for more nodes (the writer's set_gpu_ids takes the first ids inference leaves).
+  const FileValue* ids = tc.value("nodes");
+  if (ids && ids->shown.rfind("trainer_gpu_ids", 0) == 0) {
+    trainer_key("", "trainer_gpu_ids");
+    out.push_back("(top level) trainer_gpu_ids = " + std::to_string(gpn) + " GPU ids");
+    if (c.nodes > 1 && era.missing.empty())
+      era.missing = "trainer_gpu_ids: the local launcher runs one node";
     return;
   }
   if (tc.single_node && c.nodes == 1) {
@@ -62,9 +76,10 @@ void world_keys(const TrainerConfig& tc, const Plan& written, const Candidate& c
 
 std::vector<std::string> keys_to_change(const TrainerConfig& tc, const ModelSpec& spec,
                                         const Plan& written, const Candidate& c, int gpus_per_node,
-                                        const std::string& date) {
+                                        const std::string& date, std::string* inexpressible) {
   std::vector<std::string> out;
   era.date = date;
+  era.missing.clear();
   era.sft = tc.sft;
   era.older_names = false;
   for (const char* flag : {"nodes", "gpus-per-node"}) {
@@ -109,6 +124,7 @@ std::vector<std::string> keys_to_change(const TrainerConfig& tc, const ModelSpec
       out.push_back(line("model", sft, "full_offload", full(c.offload) ? "true" : "false"));
     }
   }
+  if (inexpressible) *inexpressible = era.missing;
   return out;
 }
 
@@ -120,9 +136,17 @@ TrainerAnswer trainer_answer(const ModelSpec& spec, const Topology& topo, const 
   // The rules of the config's prime-rl (--prime-rl-version): no full offload before it existed.
   const RuntimeRules& rules = in.request.rules ? *in.request.rules : prime_rl_rules();
   TrainerAnswer a = best_alternatives(spec, topo, in.request, written, rules, one_node_gpus);
-  for (Alternative& alt : a.alternatives)
+  // An alternative the file's era has no keys for (a world before [deployment] where the file
+  // names no launcher world, more nodes than trainer_gpu_ids runs) is not offered: no config of
+  // that era could say it (docs/trainer-config.md, "The answer").
+  std::vector<Alternative> kept;
+  for (Alternative& alt : a.alternatives) {
+    std::string missing;
     alt.keys = keys_to_change(tc, spec, written, alt.candidate, alt.gpus_per_node,
-                              in.flags.prime_rl_version);
+                              in.flags.prime_rl_version, &missing);
+    if (missing.empty()) kept.push_back(std::move(alt));
+  }
+  a.alternatives = std::move(kept);
   return a;
 }
 

@@ -11,7 +11,8 @@
 
 namespace muonplan {
 
-void check_prime_rl_runs(const nlohmann::json& plan, const std::string& date, bool sft, bool vlm) {
+void check_prime_rl_runs(const nlohmann::json& plan, const std::string& date, bool sft, bool vlm,
+                         bool standalone) {
   const nlohmann::json& l = plan.at("layout");
   Layout layout;
   layout.fsdp = l.at("fsdp");
@@ -25,6 +26,7 @@ void check_prime_rl_runs(const nlohmann::json& plan, const std::string& date, bo
   run.version = date;
   run.sft = sft;
   run.vlm = vlm;
+  run.standalone = standalone;
   const nlohmann::json w = plan.value("workload", nlohmann::json());
   if (w.is_object()) {
     run.attention = w.value("attention", "");
@@ -32,7 +34,8 @@ void check_prime_rl_runs(const nlohmann::json& plan, const std::string& date, bo
     run.micro_batch_seqs = w.value("micro_batch_seqs", int64_t{1});
     run.seq_len = w.value("seq_len", int64_t{0});
   }
-  const std::string why = prime_rl_cannot_run(*offload, *optimizer, layout, run);
+  std::string why = prime_rl_cannot_run_nodes(plan.at("nodes").get<int>(), run);
+  if (why.empty()) why = prime_rl_cannot_run(*offload, *optimizer, layout, run);
   if (why.empty()) return;
   throw InputError({}, "--emit",
                    "prime-rl cannot run this plan (" + std::to_string(plan.at("nodes").get<int>()) +

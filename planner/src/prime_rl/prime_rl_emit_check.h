@@ -10,8 +10,10 @@ namespace muonplan {
 
 // `plan` is plan_to_json's output. Throws InputError ("--emit: ...") when prime-rl of `date`
 // ("" the newest) cannot run it (prime_rl_cannot_run, with the workload's CP inputs; `sft`: the
-// SFT trainer's rules, `vlm`: a [model.vlm] model's).
-void check_prime_rl_runs(const nlohmann::json& plan, const std::string& date, bool sft, bool vlm);
+// SFT trainer's rules, `vlm`: a [model.vlm] model's, `standalone`: a trainer file's, whose
+// world is torchrun's) or its node count (prime_rl_cannot_run_nodes).
+void check_prime_rl_runs(const nlohmann::json& plan, const std::string& date, bool sft, bool vlm,
+                         bool standalone);
 
 // Throws InputError ("--emit: ...") when the plan needs a key prime-rl of `date` (YYYY-MM-DD,
 // --prime-rl-version; "" the newest) lacks (the key-era table, prime_rl_key_on): optimizer

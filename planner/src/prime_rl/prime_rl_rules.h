@@ -20,6 +20,7 @@ struct TrainerConfig;
 struct PrimeRlRun {
   std::string version;           // --prime-rl-version (YYYY-MM-DD); "" the newest known
   bool sft = false;              // the SFT trainer (sft.py's validators)
+  bool standalone = false;       // a trainer file: torchrun's world, no launcher
   std::string attention;         // --attention: fa2 | fa3 | sdpa | auto; "" not given
   std::string cp_style;          // ring | ulysses; "" not given
   bool vlm = false;              // [model.vlm]
@@ -37,6 +38,9 @@ PrimeRlRun prime_rl_run(const PlanFlags& flags, const TrainerConfig* tc = nullpt
 // attention kernel, VLM CP's style, SFT CP's micro batch and sequence length, SFT cp's era).
 std::string prime_rl_cannot_run(OffloadMode offload, OptimizerKind optimizer, const Layout& layout,
                                 const PrimeRlRun& run);
+// Why prime-rl cannot run the run's trainer over `nodes` nodes: an RL config before rl_slurm
+// (its rl launcher ran one node); "" when it can (prime_rl_runs.cc).
+std::string prime_rl_cannot_run_nodes(int nodes, const PrimeRlRun& run);
 // The same with only a date (`version`; "" the newest): the rules of the candidate alone.
 std::string prime_rl_cannot_run(OffloadMode offload, OptimizerKind optimizer, const Layout& layout,
                                 const std::string& version = "");
@@ -60,7 +64,8 @@ PlanRequest runs_on_request(PlanFlags flags, bool prime_rl_input, const TrainerC
 std::string runs_on(const PlanFlags& flags, bool prime_rl_input);
 // Under --runs-on prime-rl without a trainer config: prime-rl's defaults at the
 // --prime-rl-version date (prime_rl_versions.cc) for every flag the user did not give (AC, AC
-// offload, the fused LM head, expandable segments); each default set, "--FLAG VALUE (key)".
+// offload, the fused LM head, ring CP, expandable segments); each default set, "--FLAG VALUE
+// (key)".
 std::vector<std::string> apply_prime_rl_flag_defaults(PlanFlags& flags);
 // The plan request's rules for that runtime: prime-rl's of --prime-rl-version, or null (every
 // candidate) for muonplan.

@@ -31,6 +31,11 @@ constexpr const char* kFullOffloadSignSgd = "2026-08-18";
 // prime-rl's CP before ring-flash-attn (#1305, 2025-11-17) was torch's ring attention over
 // SDPA; from it, CP runs only on flash attention (ModelConfig.cp_only_with_flash_attn).
 constexpr const char* kCpFlashOnly = "2025-11-17";
+// An RL config's trainer on more than one node: rl_slurm (#1774, opened 2026-02-13, still in
+// review on 2026-02-17; its merge commit is not in the sources searched, so the later thread
+// date). Before it the rl launcher ran every process on one node (trainer_gpu_ids); from
+// #1859 (2026-02-23) a multi_node [deployment] runs only under [slurm] (validate_deployment).
+constexpr const char* kRlSlurm = "2026-02-17";
 
 bool before(const std::string& version, const char* date) {
   return !version.empty() && version < date;
@@ -125,6 +130,17 @@ std::string prime_rl_cannot_run(OffloadMode offload, OptimizerKind optimizer, co
   return why.empty() ? cp_rule(layout, run) : why;
 }
 
+std::string prime_rl_cannot_run_nodes(int nodes, const PrimeRlRun& run) {
+  // SFT and a trainer file ran on more nodes under torchrun --nnodes (the world is the launch's).
+  if (nodes <= 1 || run.sft || run.standalone || !before(run.version, kRlSlurm)) return "";
+  return std::to_string(nodes) + " nodes: " + of(run.version) +
+         "'s rl launcher runs the trainer on one node (trainer_gpu_ids); an RL config runs on "
+         "more with rl_slurm (#1774, 2026-02-17: --prime-rl-version " +
+         kRlSlurm +
+         " or later runs it; from #1859, a multi_node [deployment] under [slurm]); plan with "
+         "--nodes 1";
+}
+
 std::string prime_rl_cannot_run(OffloadMode offload, OptimizerKind optimizer, const Layout& layout,
                                 const std::string& version) {
   PrimeRlRun run;
@@ -140,6 +156,9 @@ class PrimeRlRules final : public RuntimeRules {
   std::string cannot_run(OffloadMode offload, OptimizerKind optimizer,
                          const Layout& layout) const override {
     return prime_rl_cannot_run(offload, optimizer, layout, run_);
+  }
+  std::string cannot_run_nodes(int nodes) const override {
+    return prime_rl_cannot_run_nodes(nodes, run_);
   }
   int default_ep(const ModelSpec& spec, int fsdp, int cp) const override {
     return prime_rl_auto_ep(spec, fsdp, cp);

@@ -24,6 +24,8 @@ constexpr const char* kHead1024 = "2026-06-26";  // c5afcaa2e: fused head 1024 b
 constexpr const char* kHead8192 = "2026-08-19";  // 2acb19ecc (#3302): fused head 8192
 // A written "auto": 2048 until 83c21ddac (#1892, 2026-02-26) made the RL validator set 8192.
 constexpr const char* kAuto8192 = "2026-02-26";
+// #1480 (opened 2025-12-24): rl.py starts the trainer with expandable segments.
+constexpr const char* kExpandable = "2025-12-24";
 
 // The eras of the keys whose presence changed (docs/trainer-config.md, "Key eras"): a key is
 // in prime-rl's schema from `since` (inclusive) until `until` (exclusive); "" is open. `renamed`
@@ -64,6 +66,10 @@ const std::vector<KeyEra>& key_eras() {
       // gives as 2026-02-24), which merged the rl and rl_slurm launchers; before it an RL
       // file's world is trainer_gpu_ids or rl_slurm's top-level keys.
       {"deployment", "*", false, "2026-02-24", "", "", "#1859"},
+      // The trainer's env table: [trainer.env_vars] (#2863, opened 2026-06-24, "configurable
+      // env vars"; top-level [env_vars] followed in #2897, 2026-06-28). The writer writes the
+      // allocator there from this date only.
+      {"trainer", "env_vars", false, "2026-06-24", "", "", "#2863"},
   };
   return eras;
 }
@@ -143,6 +149,7 @@ PrimeRlDefaults prime_rl_defaults(const std::string& version) {
                     : date >= kHead2048 ? 2048
                                         : 0;
   d.lm_head_auto_chunk = date >= kAuto8192 ? 8192 : 2048;
+  d.expandable_segments = date >= kExpandable;
   return d;
 }
 

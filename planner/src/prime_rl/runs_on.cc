@@ -34,6 +34,7 @@ PrimeRlRun prime_rl_run(const PlanFlags& flags, const TrainerConfig* tc) {
   PrimeRlRun run;
   run.version = flags.prime_rl_version;
   run.sft = tc ? tc->sft : flags.trainer == "sft";
+  run.standalone = tc && tc->standalone;
   run.attention = flags.attention;
   run.cp_style = flags.cp_style;
   run.vlm = tc && tc->vlm;
@@ -98,8 +99,15 @@ std::vector<std::string> apply_prime_rl_flag_defaults(PlanFlags& flags) {
   take("ac-offload", d.ac && d.ac_offloading ? "true" : "false", "[model.ac_offloading]");
   if (flags.trainer != "sft")  // RL's fused LM head; SFT's head is its loss's
     take("lm-head-chunk", std::to_string(d.lm_head_chunk), "fused_lm_head_token_chunk_size");
-  // prime-rl's launcher starts every trainer with expandable segments (read_allocator).
-  take("allocator", "expandable", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+  // prime-rl's CP style: ring from its first CP (the ring-flash-attn kernel) and the default
+  // of [model] cp_style since that key came (#2418); muonplan's own default is ulysses.
+  take("cp-style", "ring", "[model] cp_style");
+  // prime-rl's launcher starts every trainer with expandable segments (read_allocator), from
+  // #1480 (2025-12-24); before it with PyTorch's default allocator.
+  if (d.expandable_segments)
+    take("allocator", "expandable", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+  else
+    take("allocator", "default", "the launcher set no PYTORCH_CUDA_ALLOC_CONF before #1480");
   return set;
 }
 

@@ -9,6 +9,7 @@
 #include "muonplan/base/error.h"
 #include "prime_rl/prime_rl_emit_check.h"
 #include "prime_rl/trainer_keys.h"
+#include "trainer_file.h"
 
 namespace muonplan {
 namespace {
@@ -234,6 +235,24 @@ void write_muonplan(Writer& t, const json& plan) {
 
 namespace {
 
+// Whether the plan's allocator (--allocator) is other than prime-rl's launcher's at the date.
+bool allocator_not_launchers(const EmitInput& in) {
+  if (in.allocator.empty()) return false;  // the topology's: not a prime-rl setting
+  const bool launcher = detail::prime_rl_defaults(in.prime_rl_version).expandable_segments;
+  return (in.allocator == "expandable") != launcher;
+}
+
+// The allocator in the RL trainer's env table ([trainer.env_vars], from #2863): over a file the
+// value as planned, so it is a changed key only where the plan's differs from the file's own;
+// alone, only where it is not the launcher's default. An era without the table says it in the
+// header comment instead (prime_rl_config).
+void write_allocator(Writer& t, const EmitInput& in) {
+  if (in.allocator.empty() || (in.only_given && !allocator_not_launchers(in))) return;
+  t.raw("trainer", "env_vars.PYTORCH_CUDA_ALLOC_CONF",
+        in.allocator == "expandable" ? "\"expandable_segments:True\""
+                                     : "\"expandable_segments:False\"");
+}
+
 // LoRA's adapter slots: the trainer's max_concurrent_runs ([trainer] in RL, top level in SFT
 // and trainer files, so it is written before any header there).
 void write_runs(Writer& t, const json& plan, const EmitInput& in, const std::string& role) {
@@ -270,7 +289,7 @@ void write_trainer_file(Writer& t, const json& plan, const EmitInput& in) {
 }
 
 std::string prime_rl_config(const json& plan, const EmitInput& in) {
-  check_prime_rl_runs(plan, in.prime_rl_version, in.sft, in.vlm);
+  check_prime_rl_runs(plan, in.prime_rl_version, in.sft, in.vlm, in.standalone);
   check_prime_rl_keys_on(plan, in.prime_rl_version, in.sft);
   // A fragment alone carries its world in [deployment], which prime-rl of an older date lacks
   // (over a file, the file's own launcher keys take it: trainer_config_patch.cc).
@@ -316,6 +335,16 @@ std::string prime_rl_config(const json& plan, const EmitInput& in) {
               " adapter slots: prime-rl has no key for it (a run's AdamW is made when its "
               "orchestrator's run directory appears); give the flag again to re-plan it");
   }
+  const bool env_table =
+      !in.sft && !in.standalone &&
+      !prime_rl_key_on("trainer", "env_vars.PYTORCH_CUDA_ALLOC_CONF", false, in.prime_rl_version)
+           .empty();
+  if (!env_table && allocator_not_launchers(in)) {
+    t.comment("planned with --allocator " + in.allocator +
+              ": muonplan writes the trainer's PYTORCH_CUDA_ALLOC_CONF only into an RL config's "
+              "[trainer.env_vars] (from #2863, 2026-06-24); set it in the trainer's environment, "
+              "and give the flag again to re-plan it");
+  }
   if (in.standalone) {
     write_trainer_file(t, plan, in);
     return t.str();
@@ -349,6 +378,7 @@ std::string prime_rl_config(const json& plan, const EmitInput& in) {
   if (!in.sft) {
     t.table("trainer");
     write_runs(t, plan, in, "trainer");
+    write_allocator(t, in);
     t.table("model");
     write_model(t, plan, in);
     write_lora(t, plan);

@@ -36,6 +36,9 @@ struct EmitInput {
   bool fsdp_group_key = false;
   // The input's [model.vlm]: prime-rl's CP rules for a VLM apply to the emit check.
   bool vlm = false;
+  // --allocator as planned (default | expandable; "" the topology's, not a prime-rl setting):
+  // written as [trainer.env_vars] PYTORCH_CUDA_ALLOC_CONF where the era has that table.
+  std::string allocator;
 };
 
 // `plan` is plan_to_json's output. Throws nlohmann::json::exception when a key is missing.

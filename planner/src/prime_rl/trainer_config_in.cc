@@ -303,9 +303,10 @@ void note_version(const TrainerFile& f, TrainerConfig& tc, bool given) {
 
 // The trainer's allocator: prime-rl's launcher starts every trainer with
 // PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (utils/process.py DEFAULT_TRAINER_ENV_VARS;
-// rl.py before it), then merges the config's env_vars and trainer.env_vars over it, so a file
-// that sets the variable decides. PyTorch reads PYTORCH_ALLOC_CONF before the CUDA name.
-void read_allocator(const TomlNode& root, TrainerConfig& tc) {
+// rl.py before it, from #1480, 2025-12-24: before that date PyTorch's default), then merges the
+// config's env_vars and trainer.env_vars over it, so a file that sets the variable decides.
+// PyTorch reads PYTORCH_ALLOC_CONF before the CUDA name.
+void read_allocator(const TomlNode& root, const TrainerFile& f, TrainerConfig& tc) {
   const TomlNode* conf = nullptr;
   const char* conf_name = nullptr;
   const TomlNode* trainer = root.get("trainer");
@@ -317,9 +318,15 @@ void read_allocator(const TomlNode& root, TrainerConfig& tc) {
     }
   }
   if (!conf) {
-    tc.values.push_back(
-        {"allocator", "expandable", SourceLoc{tc.path, 0, 0},
-         "prime-rl's launcher sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"});
+    if (f.defaults().expandable_segments) {
+      tc.values.push_back(
+          {"allocator", "expandable", SourceLoc{tc.path, 0, 0},
+           "prime-rl's launcher sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"});
+    } else {
+      tc.values.push_back({"allocator", "default", SourceLoc{tc.path, 0, 0},
+                           "prime-rl's launcher of " + f.defaults().date +
+                               " sets no PYTORCH_CUDA_ALLOC_CONF (from #1480, 2025-12-24)"});
+    }
     return;
   }
   std::string c = conf->str;
@@ -330,6 +337,24 @@ void read_allocator(const TomlNode& root, TrainerConfig& tc) {
   tc.values.push_back({"allocator", on ? "expandable" : "default",
                        SourceLoc{tc.path, conf->line, conf->col},
                        std::string(conf_name) + " = " + conf->shown()});
+}
+
+// prime-rl refuses a multi_node [deployment] without a [slurm] table (validate_deployment:
+// "Must use SLURM for multi-node deployment.", since #1859 made [deployment], 2026-02-23): with
+// --prime-rl-version, as its era checks refuse a key, the file is refused; without, a warning.
+void check_slurm(const TomlNode& root, const TrainerFile& f, TrainerConfig& tc) {
+  if (tc.standalone || tc.single_node || tc.world_table != "deployment" || root.get("slurm"))
+    return;
+  const TomlNode* type = f.get("deployment", "type");
+  if (!type || f.string("deployment", "type", "") != "multi_node") return;
+  const std::string why =
+      "multi_node runs only under SLURM: prime-rl refuses it without a [slurm] table "
+      "(validate_deployment, #1859, 2026-02-23); add [slurm] (each field has a default, "
+      "job_name = \"prime-rl\")";
+  if (f.defaults().dated) f.fail("deployment", "type", why);
+  tc.warnings.push_back(tc.path + ":" + std::to_string(type->key_line) + ":" +
+                        std::to_string(type->key_col) + ": " + f.field("deployment", "type") +
+                        ": " + why);
 }
 
 }  // namespace
@@ -354,11 +379,12 @@ TrainerConfig read_trainer_config(const std::string& path, const std::string& ve
   collect(f, tc, "muonplan", comments, "");
   read_model_name(f, tc);
   detail::read_deployment(f, tc);
+  check_slurm(root, f, tc);
   detail::read_parallel(f, tc);
   detail::read_offload_and_optimizer(f, tc);
   detail::read_lora(f, tc);
   detail::read_batch(f, tc);
-  read_allocator(root, tc);
+  read_allocator(root, f, tc);
   detail::warn_unmodelled(f, tc);
   if (tc.unknown_keys > kMaxListedUnknownKeys)
     tc.warnings.push_back(path + ": " + std::to_string(tc.unknown_keys - kMaxListedUnknownKeys) +

@@ -102,7 +102,9 @@ std::vector<std::string> places(const std::string& path, bool& all) {
       {"deployment.num_train_gpus", {"deployment.num_gpus"}},
       {"deployment.gpus_per_node", {"slurm.gpus_per_node", "gpus_per_node"}},
       {"deployment.nodes_per_fsdp_group", {"slurm.nodes_per_fsdp_group", "nodes_per_fsdp_group"}},
-      {"trainer.max_concurrent_runs", {"max_concurrent_runs"}}};
+      {"trainer.max_concurrent_runs", {"max_concurrent_runs"}},
+      // PyTorch reads PYTORCH_ALLOC_CONF before the CUDA name: a file's trainer one is replaced.
+      {"trainer.env_vars.PYTORCH_CUDA_ALLOC_CONF", {"trainer.env_vars.PYTORCH_ALLOC_CONF"}}};
   all = path == "seq_len";
   std::vector<std::string> out = {path};
   if (const auto it = older.find(path); it != older.end())

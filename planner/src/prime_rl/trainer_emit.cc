@@ -45,6 +45,7 @@ EmitInput emit_input(const EmitRequest& f, const PlanInputs& in) {
   for (const auto& [flag, value] : f.flags.typed) e.given.insert(flag);
   e.fsdp_group_key = in.trainer && in.trainer->fsdp_group_key;
   e.vlm = in.trainer && in.trainer->vlm;
+  e.allocator = in.flags.allocator;
   return e;
 }
 

@@ -20,6 +20,9 @@ struct PrimeRlDefaults {
   bool optim_cpu_offload = true, ac = true, ac_offloading = true, ep_auto = true;
   int64_t lm_head_chunk = 8192;       // RL's fused head; 0: disabled
   int64_t lm_head_auto_chunk = 8192;  // what a written "auto" meant for RL
+  // The launcher's PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (from #1480, 2025-12-24;
+  // before it PyTorch's default allocator).
+  bool expandable_segments = true;
 };
 // InputError "--prime-rl-version: ..." unless `version` is empty (the newest) or YYYY-MM-DD.
 PrimeRlDefaults prime_rl_defaults(const std::string& version);

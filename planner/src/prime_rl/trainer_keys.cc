@@ -94,6 +94,10 @@ const std::vector<TrainerKey>& trainer_keys() {
        "adapted modules (q/k/v/o_proj, gate/up/down_proj, experts)"},
       {"model", "lora.modules_to_save", T::list, true, "fully trained modules: not planned"},
       {"trainer", "max_concurrent_runs", T::integer, true, "LoRA adapter slots resident (1)"},
+      // The trainer's environment (#2863): the allocator is read from it (read_allocator) and
+      // written there (trainer_config.cc write_allocator); other variables are not planned.
+      {"trainer", "env_vars.PYTORCH_CUDA_ALLOC_CONF", T::string, true,
+       "the allocator: expandable_segments:True (the launcher's) or not"},
       {"", "max_concurrent_runs", T::integer, true, "trainer-only file: the same"},
       {"model", "freeze_moe_router", T::boolean, false, ""},
       {"model", "vlm", T::section, false, kVlmMeaning},

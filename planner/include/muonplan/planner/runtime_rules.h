@@ -20,8 +20,11 @@ class RuntimeRules {
   // let it and the flags that plan what it can run; "" when it can.
   virtual std::string cannot_run(OffloadMode offload, OptimizerKind optimizer,
                                  const Layout& layout) const = 0;
-  // Whether the runtime takes candidate `c` (evaluated, its layout and offload mode) with
-  // `optimizer`; its fit is decided apart.
+  // Why the runtime cannot run a trainer over `nodes` nodes (a launcher of one node), what would
+  // let it and the flags that plan what it can run; "" when it can.
+  virtual std::string cannot_run_nodes(int /*nodes*/) const { return ""; }
+  // Whether the runtime takes candidate `c` (evaluated, its nodes, layout and offload mode)
+  // with `optimizer`; its fit is decided apart.
   bool takes(const Candidate& c, OptimizerKind optimizer) const;
   // The expert parallelism the runtime picks itself when a layout names none and the search
   // does not enumerate it (PlanRequest::ep_by_runtime), for a shard group of `fsdp` ranks with
