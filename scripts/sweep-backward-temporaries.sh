@@ -11,7 +11,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="${1:-$root/build/cli/muonplan}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-grid=(0 0.4 0.6 0.7 0.7844 0.9 1.0 1.2)
+grid=(0 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1.0)
 for f in "${grid[@]}"; do
   d="$work/data-$f"
   cp -rL "$root/build/share/muonplan" "$d"  # -L: real copies, never the tree's own files

@@ -12,6 +12,7 @@
 #include "cost/step_timeline.h"
 #include "muonplan/base/units.h"
 #include "muonplan/planfile/offload_policy.h"
+#include "muonplan/planner/workload.h"
 
 namespace muonplan {
 
@@ -201,7 +202,10 @@ std::string gib(double bytes) {
 void add_simulated_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
                          const PlanOptions& o, const ChunkPlan& plan, int peak_rank,
                          Prediction& p) {
-  const TimelineInputs in = step_timeline_inputs(p, topo.pytorch, peak_rank);
+  TimelineInputs in = step_timeline_inputs(p, topo.pytorch, peak_rank);
+  if (o.workload)
+    in.attention =
+        resolved_attention_kernel(o.workload->attention, topo.node.gpu.compute_capability);
   const AllocatorConfig cfg = step_allocator_config(p, o, topo.pytorch);
   const TimelineReplay r = replay_timeline(build_step_timeline(spec, inv, o, plan, in), cfg);
   const double allocated = double(r.allocated.bytes), reserved = double(r.reserved.bytes);

@@ -72,6 +72,9 @@ struct TimelineInputs {
   double cublas_workspace_bytes = 0;
   int ac_offload_inflight = 5;  // layer inputs on the GPU while they stream to the host
   double backward_temporaries_fraction = 0;  // PytorchRuntime's: of a layer's activations
+  // The kernel attention runs as (resolved: never auto): its backward's workspace
+  // (backward_temporaries.h).
+  AttentionKernel attention = AttentionKernel::fa2;
   int peak_rank = 0;
 };
 
