@@ -50,7 +50,7 @@ TEST_CASE("memory terms: the GPU allocated terms sum to the replay's allocated p
       const Prediction before = predict(model(name), plan.inventory, topo, plan.options,
                                         plan.chunks, PredictParts::without_allocator_replay);
       CHECK_FALSE(before.allocator_replayed);
-      const TimelineInputs in = step_timeline_inputs(before, topo.pytorch, p.gpu_peak_rank);
+      const TimelineInputs in = step_timeline_inputs(before, topo, plan.options, p.gpu_peak_rank);
       const TimelineReplay r = replay_timeline(
           build_step_timeline(model(name), plan.inventory, plan.options, plan.chunks, in),
           step_allocator_config(before, plan.options, topo.pytorch));

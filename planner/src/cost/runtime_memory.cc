@@ -113,13 +113,18 @@ double pinned_block_bytes(double bytes) {
   return std::exp2(std::ceil(std::log2(bytes)));
 }
 
-TimelineInputs step_timeline_inputs(const Prediction& p, const PytorchRuntime& rt, int peak_rank) {
+TimelineInputs step_timeline_inputs(const Prediction& p, const Topology& topo, const PlanOptions& o,
+                                    int peak_rank) {
+  const PytorchRuntime& rt = topo.pytorch;
   TimelineInputs in;
   in.step_transient = p.gpu_transient_bytes;
   in.cublas_workspace_bytes = term_value(p.gpu_runtime_bytes, "cublas_workspace");
   in.ac_offload_inflight = rt.ac_offload_inflight_layers;
   in.backward_temporaries_fraction = rt.backward_temporaries_fraction;
   in.peak_rank = peak_rank;
+  if (o.workload)
+    in.attention =
+        resolved_attention_kernel(o.workload->attention, topo.node.gpu.compute_capability);
   return in;
 }
 
@@ -202,10 +207,7 @@ std::string gib(double bytes) {
 void add_simulated_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
                          const PlanOptions& o, const ChunkPlan& plan, int peak_rank,
                          Prediction& p) {
-  TimelineInputs in = step_timeline_inputs(p, topo.pytorch, peak_rank);
-  if (o.workload)
-    in.attention =
-        resolved_attention_kernel(o.workload->attention, topo.node.gpu.compute_capability);
+  const TimelineInputs in = step_timeline_inputs(p, topo, o, peak_rank);
   const AllocatorConfig cfg = step_allocator_config(p, o, topo.pytorch);
   const TimelineReplay r = replay_timeline(build_step_timeline(spec, inv, o, plan, in), cfg);
   const double allocated = double(r.allocated.bytes), reserved = double(r.reserved.bytes);

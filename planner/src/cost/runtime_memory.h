@@ -36,8 +36,10 @@ double pinned_block_bytes(double bytes);
 // The step timeline's inputs and the allocator's settings, from a prediction's terms before the
 // replay (the optimizer step's buffers, the cuBLAS workspace and what is outside the allocator,
 // as add_pytorch_runtime_terms has made them; PredictParts::without_allocator_replay leaves
-// them so) and the rank the GPU terms are for.
-TimelineInputs step_timeline_inputs(const Prediction& p, const PytorchRuntime& rt, int peak_rank);
+// them so) and the rank the GPU terms are for; the attention kernel the workload runs on the
+// topology's GPU.
+TimelineInputs step_timeline_inputs(const Prediction& p, const Topology& topo, const PlanOptions& o,
+                                    int peak_rank);
 AllocatorConfig step_allocator_config(const Prediction& p, const PlanOptions& o,
                                       const PytorchRuntime& rt);
 
