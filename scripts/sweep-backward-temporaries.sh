@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The one fitted constant of the GPU peak, pytorch.backward_temporaries_fraction, on prime-rl's
-# benchmark matrix (scripts/validate-matrix.sh): for each value of a grid, every run's GPU
+# The one fitted constant of the GPU peak, pytorch.backward_temporaries_fraction (what a layer's
+# backward holds beyond the timeline's tensors, its listed backward temporaries included:
+# planner/src/cost/backward_temporaries.h), on prime-rl's benchmark matrix (scripts/validate-matrix.sh): for each value of a grid, every run's GPU
 # reserved error with every bundled topology set to it (copies under a temporary data dir; the
 # tree is not touched); then the value each fit picks (most runs within 10%, then the smallest
 # mean |error|) on all runs, and leaving out one model or one GPU at a time, with the held-out
