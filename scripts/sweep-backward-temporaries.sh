@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The one fitted constant of the GPU peak, pytorch.backward_temporaries_fraction, on prime-rl's
-# benchmark matrix (scripts/validate-matrix.sh): for each value of a grid, every run's GPU
+# The one fitted constant of the GPU peak, pytorch.backward_temporaries_fraction (what a layer's
+# backward holds beyond the timeline's tensors, its listed backward temporaries included:
+# planner/src/cost/backward_temporaries.h), on prime-rl's benchmark matrix (scripts/validate-matrix.sh): for each value of a grid, every run's GPU
 # reserved error with every bundled topology set to it (copies under a temporary data dir; the
 # tree is not touched); then the value each fit picks (most runs within 10%, then the smallest
 # mean |error|) on all runs, and leaving out one model or one GPU at a time, with the held-out
@@ -11,7 +12,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="${1:-$root/build/cli/muonplan}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-grid=(0 0.4 0.6 0.7 0.7844 0.9 1.0 1.2)
+grid=(0 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1.0)
 for f in "${grid[@]}"; do
   d="$work/data-$f"
   cp -rL "$root/build/share/muonplan" "$d"  # -L: real copies, never the tree's own files

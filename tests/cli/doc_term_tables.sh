@@ -22,6 +22,17 @@ plan --model qwen3-8b --nodes 1 --offload none "${wl[@]}" --lora-rank 16 --optim
   --ac selective --ac-targets mlp --cp-style ring --layout fsdp=4,cp=2
 plan --model qwen3-8b --nodes 1 --offload optimizer --optimizer signsgd "${wl[@]}" --trainer rl \
   --prime-rl-version 2026-01-15 --lm-head-chunk 2048 --ac-freq 2
+# The backward temporaries (docs/planner.md section 5c) at the peaks they set: attention's under
+# FA3 and FA2 on a wide-attention, narrow-MLP layer; LoRA's; the projections' input gradients of
+# a 128K-token MoE layer.
+plan --model tests/data/wide-attention.yaml --nodes 1 --offload none --tokens-per-step 262144 \
+  --seq-len 32768 --lm-head-chunk 2048
+plan --model tests/data/wide-attention.yaml --nodes 1 --offload none --tokens-per-step 262144 \
+  --seq-len 32768 --lm-head-chunk 2048 --attention fa2
+plan --model qwen3-8b --nodes 1 --offload none "${wl[@]}" --lora-rank 16 --optimizer adamw \
+  --lm-head-chunk 2048
+plan --model glm-4.5-air --nodes 4 --offload optimizer --tokens-per-step 4194304 --seq-len 131072 \
+  --layout fsdp=32,cp=1,ep=4 --lm-head-chunk 2048
 if out="$("$py" - "$work" "$i" <<'PY'
 import json, re, sys
 work, n = sys.argv[1], int(sys.argv[2])

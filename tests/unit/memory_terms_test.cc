@@ -106,7 +106,7 @@ TEST_CASE("memory terms: the GPU allocated terms sum to the replay's allocated p
     const Prediction& p = plan.predicted;
     REQUIRE(p.allocator_replayed);
     const TimelineInputs in =
-        step_timeline_inputs(before, RuntimeKind::pytorch, topo.pytorch, p.gpu_peak_rank);
+        step_timeline_inputs(before, RuntimeKind::pytorch, topo, plan.options, p.gpu_peak_rank);
     const TimelineReplay r = replay_timeline(
         build_step_timeline(model(name), plan.inventory, plan.options, plan.chunks, in),
         step_allocator_config(before, plan.options, topo.pytorch));
@@ -146,7 +146,7 @@ TEST_CASE("memory terms: under --runtime muonplan they sum to the timeline's liv
     // The executor's optimizer step (its closed-form buffers) is the timeline's input.
     CHECK(before.gpu_workload_bytes.empty());  // no closed-form workload term left
     const TimelineInputs in =
-        step_timeline_inputs(before, RuntimeKind::muonplan, topo.pytorch, p.gpu_peak_rank);
+        step_timeline_inputs(before, RuntimeKind::muonplan, topo, plan.options, p.gpu_peak_rank);
     CHECK_FALSE(in.adamw_foreach_temporaries);
     CHECK(in.backward_temporaries_fraction == 0);
     const StepTimeline tl =
@@ -197,7 +197,7 @@ TEST_CASE("memory terms: the executor's optimizer step is the timeline's without
       const Plan plan = plan_fixed(name, 1, mode, o);
       const Prediction& p = plan.predicted;
       const TimelineInputs in =
-          step_timeline_inputs(p, RuntimeKind::muonplan, topo.pytorch, p.gpu_peak_rank);
+          step_timeline_inputs(p, RuntimeKind::muonplan, topo, plan.options, p.gpu_peak_rank);
       const TimelinePeak peak = live_peak(
           build_step_timeline(model(name), plan.inventory, plan.options, plan.chunks, in));
       CHECK(p.gpu_allocated_bytes() == double(peak.bytes));

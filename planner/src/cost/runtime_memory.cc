@@ -12,6 +12,7 @@
 #include "cost/step_timeline.h"
 #include "muonplan/base/units.h"
 #include "muonplan/planfile/offload_policy.h"
+#include "muonplan/planner/workload.h"
 
 namespace muonplan {
 
@@ -113,8 +114,9 @@ double pinned_block_bytes(double bytes) {
   return std::exp2(std::ceil(std::log2(bytes)));
 }
 
-TimelineInputs step_timeline_inputs(const Prediction& p, RuntimeKind runtime,
-                                    const PytorchRuntime& rt, int peak_rank) {
+TimelineInputs step_timeline_inputs(const Prediction& p, RuntimeKind runtime, const Topology& topo,
+                                    const PlanOptions& o, int peak_rank) {
+  const PytorchRuntime& rt = topo.pytorch;
   TimelineInputs in;
   in.step_transient = p.gpu_transient_bytes;
   in.cublas_workspace_bytes = term_value(p.gpu_runtime_bytes, "cublas_workspace");
@@ -126,6 +128,9 @@ TimelineInputs step_timeline_inputs(const Prediction& p, RuntimeKind runtime,
   in.backward_temporaries_fraction = torch ? rt.backward_temporaries_fraction : 0;
   in.adamw_foreach_temporaries = torch;
   in.peak_rank = peak_rank;
+  if (o.workload)
+    in.attention =
+        resolved_attention_kernel(o.workload->attention, topo.node.gpu.compute_capability);
   return in;
 }
 
@@ -144,7 +149,7 @@ void add_muonplan_timeline_terms(const ModelSpec& spec, const ParamInventory& in
                                  const CandidateContext& cc, const ChunkPlan& plan, int peak_rank,
                                  Prediction& p) {
   const TimelineInputs in =
-      step_timeline_inputs(p, RuntimeKind::muonplan, cc.topo.pytorch, peak_rank);
+      step_timeline_inputs(p, RuntimeKind::muonplan, cc.topo, cc.o, peak_rank);
   set_allocated_terms(live_peak(build_step_timeline(spec, inv, cc.o, plan, in)), in, p);
 }
 
@@ -226,7 +231,7 @@ void set_allocated_terms(const TimelinePeak& peak, const TimelineInputs& in, Pre
 void add_simulated_terms(const ModelSpec& spec, const ParamInventory& inv, const Topology& topo,
                          const PlanOptions& o, const ChunkPlan& plan, int peak_rank,
                          Prediction& p) {
-  const TimelineInputs in = step_timeline_inputs(p, RuntimeKind::pytorch, topo.pytorch, peak_rank);
+  const TimelineInputs in = step_timeline_inputs(p, RuntimeKind::pytorch, topo, o, peak_rank);
   const AllocatorConfig cfg = step_allocator_config(p, o, topo.pytorch);
   const TimelineReplay r = replay_timeline(build_step_timeline(spec, inv, o, plan, in), cfg);
   const double allocated = double(r.allocated.bytes), reserved = double(r.reserved.bytes);

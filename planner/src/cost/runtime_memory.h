@@ -37,10 +37,10 @@ double pinned_block_bytes(double bytes);
 // replay (the optimizer step's buffers, the cuBLAS workspace and what is outside the allocator,
 // as add_pytorch_runtime_terms has made them; PredictParts::without_allocator_replay leaves
 // them so), the runtime whose step it is (the muonplan executor's optimizer step makes only its
-// step buffers, and no fitted stand-in for PyTorch's backward temporaries is added) and the
-// rank the GPU terms are for.
-TimelineInputs step_timeline_inputs(const Prediction& p, RuntimeKind runtime,
-                                    const PytorchRuntime& rt, int peak_rank);
+// step buffers, and no fitted stand-in for PyTorch's backward temporaries is added), the
+// attention kernel the workload runs on the topology's GPU, and the rank the GPU terms are for.
+TimelineInputs step_timeline_inputs(const Prediction& p, RuntimeKind runtime, const Topology& topo,
+                                    const PlanOptions& o, int peak_rank);
 AllocatorConfig step_allocator_config(const Prediction& p, const PlanOptions& o,
                                       const PytorchRuntime& rt);
 

@@ -76,6 +76,9 @@ struct TimelineInputs {
   // torch's foreach AdamW's sqrt(exp_avg_sq) temporaries (the pytorch runtime); the muonplan
   // executor's AdamW makes none: its step buffers are step_transient.
   bool adamw_foreach_temporaries = true;
+  // The kernel attention runs as (resolved: never auto): its backward's workspace
+  // (backward_temporaries.h).
+  AttentionKernel attention = AttentionKernel::fa2;
   int peak_rank = 0;
 };
 

@@ -10,9 +10,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <string_view>
+#include <utility>
 
 #include "cost/ac_layers.h"
 #include "cost/activation_sizes.h"
+#include "cost/backward_temporaries.h"
 #include "cost/gpu_persistent.h"
 #include "cost/step_timeline_record.h"
 
@@ -259,6 +261,43 @@ void alloc_wgrads(Recorder& r, const FsdpUnit& u, bool mlp, std::vector<int>& ou
   }
 }
 
+// The layer's backward temporaries (backward_temporaries.h): each allocated as backward
+// reaches its first tensor's gradient, freed once its last one's is made.
+struct BackwardTemps {
+  Recorder& r;
+  int64_t layer;
+  std::vector<BackwardTemporary> rows;
+  std::vector<int> ids;
+  BackwardTemps(Recorder& rec, const FsdpUnit& u) : r(rec), layer(u.layer) {
+    LoraAdapted lora;
+    lora.rank = rec.o.lora.rank;
+    const std::pair<const char*, bool*> mods[] = {
+        {".q_proj.lora_A.", &lora.q},       {".k_proj.lora_A.", &lora.k},
+        {".v_proj.lora_A.", &lora.v},       {".o_proj.lora_A.", &lora.o},
+        {".gate_proj.lora_A.", &lora.gate}, {".up_proj.lora_A.", &lora.up},
+        {".down_proj.lora_A.", &lora.down}};
+    for (const FsdpParam& p : u.params)
+      for (const auto& [tag, on] : mods)
+        *on = *on || (lora.rank > 0 && p.name.find(tag) != std::string::npos);
+    rows =
+        layer_backward_temporaries(rec.spec, layer, rec.t, rec.o.layout.ep, rec.in.attention, lora);
+    ids.assign(rows.size(), -1);
+  }
+  void open(std::string_view at) {
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (ids[i] < 0 && at == rows[i].first)
+        ids[i] = r.tl.alloc(layer_part(layer, rows[i].name), rows[i].kind, rows[i].bytes);
+  }
+  void close(std::string_view at) {
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (ids[i] >= 0 && at == rows[i].last) r.tl.free(std::exchange(ids[i], -1));
+  }
+  ~BackwardTemps() {
+    for (int id : ids)
+      if (id >= 0) r.tl.free(id);
+  }
+};
+
 // Autograd walks the layer's tensors backwards: each step makes the gradient of one saved
 // tensor and frees the gradient it consumed and the saved tensor; the weight gradients of
 // the MLP and of attention appear as it reaches them.
@@ -266,6 +305,7 @@ void backward_layer(Recorder& r, MicroState& m, size_t k, std::vector<int>& acts
                     std::vector<int>& wgrads) {
   const FsdpUnit& u = r.units.at(m.layers[k]);
   const auto info = layer_activation_tensors(r.spec, u.layer, r.t, r.o.layout.ep);
+  BackwardTemps temps(r, u);
   bool mlp_done = false, attn_done = false;
   // The gradients' exchanges: the MLP's (EP) while backward is in it, then attention's (CP).
   std::vector<int> a2a;
@@ -278,7 +318,9 @@ void backward_layer(Recorder& r, MicroState& m, size_t k, std::vector<int>& acts
     const ActivationTensor& a = info[j + 1];
     if (a.mlp && !mlp_done) enter(true), mlp_done = true;
     if (!a.mlp && !attn_done) enter(false), attn_done = true;
+    temps.open(a.name);
     const int g = r.tl.alloc(layer_part(u.layer, a.name, ".grad"), "activation_grads", a.bytes);
+    temps.close(a.name);
     r.tl.free(m.grad);
     r.tl.free(acts[j]);
     m.grad = g;
@@ -288,6 +330,7 @@ void backward_layer(Recorder& r, MicroState& m, size_t k, std::vector<int>& acts
   free_all(r, a2a);
   const int g = r.tl.alloc(layer_part(u.layer, "input.grad"), "activation_grads",
                            hidden_state_bytes(r.spec, r.t));
+  temps.close(kLayerInputGrad);
   r.tl.free(m.grad);
   r.tl.free(m.inputs[k]);
   m.inputs[k] = -1;
