@@ -17,7 +17,7 @@ plan --model qwen3-30b-a3b --nodes 2 --offload none --layout fsdp=8 "${wl[@]}" -
 plan --model glm-4.5-air --nodes 1 --offload full "${wl[@]}" --runs-on muonplan
 # --runtime muonplan: the timeline's terms at its live peak, here in the fused LM head's block.
 plan --model qwen3-0.6b --nodes 1 --offload none --tokens-per-step 262144 --seq-len 32768 \
-  --runtime muonplan --lm-head-chunk 8192
+  --runtime muonplan --lm-head-chunk 16384
 plan --model qwen3-8b --nodes 1 --offload none "${wl[@]}" --lora-rank 16 --optimizer adamw \
   --ac selective --ac-targets mlp --cp-style ring --layout fsdp=4,cp=2
 plan --model qwen3-8b --nodes 1 --offload optimizer --optimizer signsgd "${wl[@]}" --trainer rl \

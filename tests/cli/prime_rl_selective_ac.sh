@@ -44,8 +44,10 @@ MiB = 2**20
 layer = (2 * tk * (5 * h + 2 * kv * qk) + 4 * tk * heads + 3 * 2 * tk * f) / MiB
 inp, mlp = 2 * tk * h / MiB, 3 * 2 * tk * f / MiB
 assert (layer, inp, mlp) == (464.5, 32, 288), (layer, inp, mlp)
-# Both peak at the start of layer 34's autograd walk (the last layer, 35, done): the inputs of
-# layers 0-34 live (35 x 32 MiB), and layer 34's recompute.
+# Both peak in layer 34's SwiGLU backward (the last layer, 35, done), as up's gradient is made:
+# the inputs of layers 0-34 live (35 x 32 MiB), layer 34's recompute less the act output (its
+# gradient made, it is gone), the act's and up's gradients, and SwiGLU's third live gradient
+# (backward_temporaries.h: one more [t, f] from up's gradient to the input's).
 for d in (tcf, full):
     for x in d["predicted"]["breakdown"]["gpu_workload_gib"]:
         assert "micro step 2: backward layer 34:" in x["formula"], x
@@ -56,11 +58,13 @@ assert abs(wf["checkpointed_layer_inputs"] - gib(35 * inp)) < 1e-9, wf
 # ffn-wide tensors, and layer 34 has made those three again; layers 1, 3, ... 33 keep
 # everything. Full AC: nothing kept, layer 34's tensors made again.
 assert abs(wt["activations"] - gib(18 * (layer - inp - mlp) + 17 * (layer - inp))) < 1e-9, wt
-assert abs(wt["recomputed_layer_activations"] - gib(mlp)) < 1e-9, wt
+act = 2 * tk * f / MiB  # 96 MiB: one of the MLP's ffn-wide tensors
+assert abs(wt["recomputed_layer_activations"] - gib(mlp - act)) < 1e-9, wt
 assert "activations" not in wf, wf
-assert abs(wf["recomputed_layer_activations"] - gib(layer - inp)) < 1e-9, wf
-# The gradients in hand: the MLP act's (96 MiB) and the layer output's (32 MiB).
-assert abs(wt["activation_grads"] - gib(96 + 32)) < 1e-9, wt
+assert abs(wf["recomputed_layer_activations"] - gib(layer - inp - act)) < 1e-9, wf
+# The gradients in hand: the act's and up's (96 MiB each), and the third.
+assert abs(wt["activation_grads"] - gib(2 * act)) < 1e-9, wt
+assert abs(wt["swiglu_bwd_third_grad"] - gib(act)) < 1e-9, wt
 PYEOF
 # freq alone (the era before mode and targets): full AC on every second layer, as the flags.
 sed '/^mode = /d; /^targets = /d' $d/rl-selective-ac.toml >"$work/freq.toml"
@@ -77,12 +81,13 @@ assert (t["workload"]["ac"], t["workload"]["ac_freq"]) == ("full", 2), t["worklo
 assert t["predicted"] == f["predicted"], "freq: the TOML and the flags plan differently"
 w = {x["name"]: x["gib"] for x in cf["predicted"]["breakdown"]["gpu_workload_gib"]}
 # Full AC on layers 0, 2, ... 34 (their input kept), the other 18 keep everything (464.5 MiB a
-# layer, 32 of it the input). At the peak (layer 34's recompute made, layer 35 done) the inputs
-# of layers 0-34 are live (35 x 32 MiB), the activations of layers 1, 3, ... 33 (17 x 432.5 MiB)
-# and layer 34's recompute (432.5 MiB).
+# layer, 32 of it the input). At the peak (layer 34's SwiGLU backward, layer 35 done, as above)
+# the inputs of layers 0-34 are live (35 x 32 MiB), the activations of layers 1, 3, ... 33
+# (17 x 432.5 MiB) and layer 34's recompute less its act output (432.5 - 96 MiB).
 assert abs(w["checkpointed_layer_inputs"] - 35 * 32 / 1024) < 1e-9, w
 assert abs(w["activations"] - 17 * 432.5 / 1024) < 1e-9, w
-assert abs(w["recomputed_layer_activations"] - 432.5 / 1024) < 1e-9, w
+assert abs(w["recomputed_layer_activations"] - (432.5 - 96) / 1024) < 1e-9, w
+assert abs(w["swiglu_bwd_third_grad"] - 96 / 1024) < 1e-9, w
 PYEOF
 # mlp on a model of MoE layers only: prime-rl's apply_ac raises.
 "$bin" plan --model qwen3-30b-a3b --nodes 1 --tokens-per-step 32768 --seq-len 4096 --ac selective \
