@@ -103,6 +103,7 @@ json workload_to_json(const std::optional<Workload>& workload) {
   // Written only when set, so a plan of full AC on every layer reads as before.
   if (w.ac_selective) j["ac_targets"] = w.ac_targets;
   if (w.ac_freq != 1) j["ac_freq"] = w.ac_freq;
+  if (w.ac_max_inflight > 0) j["ac_max_inflight"] = w.ac_max_inflight;
   return j;
 }
 

@@ -120,8 +120,11 @@ TimelineInputs step_timeline_inputs(const Prediction& p, RuntimeKind runtime, co
   TimelineInputs in;
   in.step_transient = p.gpu_transient_bytes;
   in.cublas_workspace_bytes = term_value(p.gpu_runtime_bytes, "cublas_workspace");
-  // The trainer's offload (prime-rl's max_inflight_activations) under either runtime.
-  in.ac_offload_inflight = rt.ac_offload_inflight_layers;
+  // The trainer's offload (prime-rl's max_inflight_activations) under either runtime: the
+  // trainer config's when it sets it, else the topology's default.
+  in.ac_offload_inflight = o.workload && o.workload->ac_max_inflight > 0
+                               ? int(o.workload->ac_max_inflight)
+                               : rt.ac_offload_inflight_layers;
   const bool torch = runtime == RuntimeKind::pytorch;
   // The fitted stand-in for PyTorch autograd's unlisted temporaries, and torch's foreach AdamW:
   // the pytorch runtime's; the muonplan executor's optimizer step is its step buffers alone.

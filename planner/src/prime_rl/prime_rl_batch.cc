@@ -67,9 +67,13 @@ void read_activations(const TrainerFile& f, TrainerConfig& tc) {
     tc.values.push_back(f.value("ac-freq", std::to_string(freq), "model", "ac.freq"));
   tc.values.push_back(
       f.value("ac-offload", offload_on ? "true" : "false", "model", "ac_offloading"));
-  const int64_t inflight = f.integer("model", "ac_offloading.max_inflight_activations", 5);
-  tc.values.push_back(f.value("ac-max-inflight", std::to_string(inflight), "model",
-                              "ac_offloading.max_inflight_activations"));
+  // Only when the file sets it; else the topology's pytorch.ac_offload_inflight_layers (prime-rl's
+  // default, 5) applies.
+  if (f.get("model", "ac_offloading.max_inflight_activations")) {
+    const int64_t inflight = f.integer("model", "ac_offloading.max_inflight_activations", 1);
+    tc.values.push_back(f.value("ac-max-inflight", std::to_string(inflight), "model",
+                                "ac_offloading.max_inflight_activations"));
+  }
 }
 
 // RL: prime-rl's default of the version (8192 tokens now), "disabled" off; a written "auto" is

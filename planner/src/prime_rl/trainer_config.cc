@@ -143,9 +143,12 @@ void write_activations(Writer& t, const json& w, const EmitInput& in) {
   if (given(in, {"ac", "ac-offload"})) {
     trainer_key("model", "ac_offloading.max_inflight_activations");
     t.raw("model", "ac_offloading",
-          w.at("ac_offload").get<bool>()
+          !w.at("ac_offload").get<bool>() ? "\"None\""
+          // The config's in-flight count when it set one; else an empty table: prime-rl's
+          // defaults, as the planner took the topology's (the round trip keeps it unset).
+          : in.ac_max_inflight > 0
               ? "{ max_inflight_activations = " + std::to_string(in.ac_max_inflight) + " }"
-              : "\"None\"");
+              : "{}");
   }
   if (!in.sft && given(in, {"lm-head-chunk"})) {
     const int64_t chunk = w.at("lm_head_chunk");

@@ -18,7 +18,9 @@ struct EmitInput {
   bool sft = false;
   std::string model_id;                        // [model] name: the id the input named
   std::string batch_key = "token_batch_size";  // RL: token_batch_size or batch_size
-  int64_t ac_max_inflight = 5;                 // not in the plan JSON
+  // ac_offloading's max_inflight_activations when the writer writes the table: the config's;
+  // 0 not set (an empty table: prime-rl's default, as the planner takes the topology's)
+  int64_t ac_max_inflight = 0;
   // One node as [deployment] type = "single_node" with num_train_gpus (SFT, or an RL input
   // that was single-node); else num_train_nodes = 1: an RL single node shares its GPUs with
   // inference (num_infer_gpus, default 1).

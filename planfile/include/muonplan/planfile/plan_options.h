@@ -69,10 +69,10 @@ struct Workload {
   bool ac_offload = false;       // checkpointed layer inputs kept in host RAM
   int64_t lm_head_chunk = 0;     // fused LM head: tokens per logits chunk; 0: unfused
   CpStyle cp_style = CpStyle::ulysses;
-  // Saved activations on their way to host RAM at once (prime-rl's
-  // ac_offloading.max_inflight_activations): carried for the runtime-memory profile; the plan
-  // file does not store it yet.
-  int64_t ac_max_inflight = 5;
+  // Layer inputs on the GPU while they stream to host RAM under AC offload (prime-rl's
+  // ac_offloading.max_inflight_activations, from a trainer config); 0: not set, the topology's
+  // pytorch.ac_offload_inflight_layers (prime-rl's default). The plan file stores it when set.
+  int64_t ac_max_inflight = 0;
   AttentionKernel attention = AttentionKernel::auto_kernel;
   // prime-rl's [model] optimization_dtype: bytes of an FSDP master element, of its gradient
   // shard and of each optimizer-state array (4 float32, 2 bfloat16: the model is loaded in that
