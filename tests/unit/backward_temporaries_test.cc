@@ -90,12 +90,7 @@ TEST_CASE("backward temporaries: an MoE layer's experts' SwiGLU rows", "[timelin
 
 TEST_CASE("backward temporaries: each lives from its first tensor's gradient to its last's",
           "[timeline]") {
-  PlanOptions o;
-  o.optimizer = OptimizerKind::adamw;
-  o.gpus_per_node = 1;
-  o.layout = {1, 1, 1};
-  o.runtime = RuntimeKind::pytorch;
-  o.workload = Workload{4096, 2048, 1, true, false, 0, CpStyle::ulysses};
+  const PlanOptions o = tiny_workload();
   const Plan plan = plan_fixed("tiny-dense", 1, OffloadMode::none, o);
   TimelineInputs in;
   in.step_transient = plan.predicted.gpu_transient_bytes;

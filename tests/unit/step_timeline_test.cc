@@ -24,16 +24,6 @@ int event_of(const StepTimeline& tl, const std::string& name, bool alloc) {
   return -1;
 }
 
-PlanOptions tiny_workload() {
-  PlanOptions o;
-  o.optimizer = OptimizerKind::adamw;
-  o.gpus_per_node = 1;
-  o.layout = {1, 1, 1};
-  o.runtime = RuntimeKind::pytorch;
-  o.workload = Workload{4096, 2048, 1, true, false, 0, CpStyle::ulysses};
-  return o;
-}
-
 // The most bytes per element live at once in a head's order (a held tensor stays live): the
 // figure docs/planner.md states for each head.
 double lm_head_peak_bytes_per_elem(const std::vector<LmHeadTensor>& tensors) {

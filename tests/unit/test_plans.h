@@ -30,6 +30,18 @@ inline Topology h200() {
 }
 
 // The planner's plan for `name` on `nodes` H200 nodes with offload `mode`: no search.
+// One rank of tests/data/tiny-dense.yaml's kind of plan: AdamW under the pytorch runtime, a
+// 4096-token step of 2048-token rows, full AC, an unfused head (the timeline tests' workload).
+inline PlanOptions tiny_workload() {
+  PlanOptions o;
+  o.optimizer = OptimizerKind::adamw;
+  o.gpus_per_node = 1;
+  o.layout = {1, 1, 1};
+  o.runtime = RuntimeKind::pytorch;
+  o.workload = Workload{4096, 2048, 1, true, false, 0, CpStyle::ulysses};
+  return o;
+}
+
 inline Plan plan_fixed(const std::string& name, int nodes, OffloadMode mode, PlanOptions o = {}) {
   PlanRequest r;
   r.options = std::move(o);
