@@ -305,3 +305,27 @@ TEST_CASE("timeline: the MoE block's hidden-width tensors, saved and temporary",
   CHECK(all - saved == 2 * tkh + 2 * (tkh + 2048) + 2.0 * (t * 8 + 1024) * 2048 + 2 * (tkh + 2048) +
                            4 * tkh + 2 * tkh);
 }
+
+TEST_CASE("timeline: prime-rl's fused AdamW from #3305 has no foreach temporary", "[timeline]") {
+  // One foreach sqrt(exp_avg_sq) per AdamW tensor and recorded step (two), unless prime-rl of
+  // 2026-08-19 or later builds AdamW fused (the optimizer not offloaded).
+  auto temporaries = [](const std::string& trainer, const std::string& date, OffloadMode mode) {
+    PlanOptions o = tiny_workload();
+    o.workload->trainer = trainer;
+    o.workload->prime_rl_date = date;
+    if (mode == OffloadMode::optimizer) o.optimizer_staging = OffloadStaging::whole;
+    const Plan plan = plan_fixed("qwen3-0.6b", 1, mode, o);
+    const StepTimeline tl = build_step_timeline(model("qwen3-0.6b"), plan.inventory, plan.options,
+                                                plan.chunks, TimelineInputs{}, 2);
+    int n = 0;
+    for (const TimelineTensor& t : tl.tensors) n += t.kind == "adamw_foreach_temporaries";
+    return n;
+  };
+  const int foreach_n = temporaries("", "", OffloadMode::none);
+  CHECK(foreach_n > 0);
+  CHECK(temporaries("rl", "2026-08-18", OffloadMode::none) == foreach_n);
+  CHECK(temporaries("rl", "2026-08-19", OffloadMode::none) == 0);
+  CHECK(temporaries("sft", "", OffloadMode::none) == 0);  // today's prime-rl
+  // Offloaded (optim_cpu_offload: staged whole), prime-rl keeps the foreach AdamW.
+  CHECK(temporaries("rl", "2026-08-21", OffloadMode::optimizer) == foreach_n);
+}

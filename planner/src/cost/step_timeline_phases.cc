@@ -22,6 +22,19 @@ namespace muonplan::timeline {
 
 namespace {
 
+// prime-rl #3305 (2026-08-19, "Turn fused adamw on by default except when we do cpu
+// offloading"): optim/__init__.py builds AdamW with fused=True unless the optimizer is offloaded
+// (`fused_adamw=config.type == "adamw" and not cpu_offload`). torch's fused AdamW updates each
+// tensor in place in one kernel: no sqrt(exp_avg_sq) temporary. Before it, and under
+// optim_cpu_offload (the state staged whole), the foreach AdamW below. Only for a prime-rl
+// trainer (Workload::trainer); its date empty is today's prime-rl (trainer_flags.cc).
+constexpr const char* kFusedAdamwFrom = "2026-08-19";
+bool fused_adamw(const PlanOptions& o, const OffloadPolicy& pol) {
+  if (!o.workload || o.workload->trainer.empty()) return false;
+  const std::string& date = o.workload->prime_rl_date;
+  return (date.empty() || date >= kFusedAdamwFrom) && pol.adamw_moments == Residence::gpu;
+}
+
 // The tensors of one micro step that outlive the phase that made them.
 struct MicroState {
   std::vector<int64_t> layers;          // decoder layers in forward order
@@ -458,7 +471,8 @@ void record_optimizer_step(Recorder& r) {
   // and steps the same AdamW (optim.py builds it without fused= under optim_cpu_offload).
   const bool moments_on_gpu =
       r.pol.adamw_moments == Residence::gpu || r.pol.staging == OffloadStaging::whole;
-  if (o.optimizer == OptimizerKind::adamw && moments_on_gpu && r.in.adamw_foreach_temporaries) {
+  if (o.optimizer == OptimizerKind::adamw && moments_on_gpu && r.in.adamw_foreach_temporaries &&
+      !fused_adamw(o, r.pol)) {
     for (const auto& [layer, u] : r.units) {
       for (const FsdpParam& p : u.params) {
         if (p.trains && has_optimizer(o, p))
