@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <iterator>
 #include <string>
 
@@ -509,7 +508,6 @@ RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv,
   c.attn.backward *= attn_eff;
   RooflineStep r;
   const int64_t layers = s.num_layers + (o.include_mtp ? s.mtp_layers : 0);
-  double host_floor = 0;
   for (int64_t layer = 0; layer < layers; ++layer) {
     double before[kClasses];
     std::copy(std::begin(c.fwd), std::end(c.fwd), before);
@@ -537,21 +535,6 @@ RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv,
     const double f = u.p.fwd + u.copies.fwd + fixed_s(c, u.collectives, u.kernels_fwd);
     const double b =
         u.p.bwd + u.copies.bwd + fixed_s(c, 2 * u.collectives, 2 * u.kernels_fwd) + rec;
-    // EXPERIMENT (issue 49, fsdphost): a dense model on transformers' implementation (prime-rl
-    // before #2505) syncs once per attention call (forward, full AC's recompute): the host
-    // cannot run ahead, so each such pass takes the longer of its GPU time and the host's
-    // issue time: FSDP2's pre_forward hook (MUONPLAN_FSDP_HOOK_US; pytorch#173680: about 1 ms
-    // per module) and the layer's launches; plus the sync itself.
-    if (const char* e = std::getenv("MUONPLAN_FSDP_HOOK_US");
-        e && s.moe.num_experts == 0 && !o.workload->trainer.empty() &&
-        !o.workload->prime_rl_date.empty() && o.workload->prime_rl_date < "2026-05-15") {
-      const double host =
-          (std::atof(e) + u.kernels_fwd * c.topo.calibration.kernel_launch_us) * 1e-6;
-      const double sync = c.topo.calibration.host_sync_us * 1e-6;
-      host_floor += std::max(0.0, host - f) + sync;
-      if (ac == LayerAc::full)
-        host_floor += std::max(0.0, host - (u.p.fwd + fixed_s(c, 0, u.kernels_fwd))) + sync;
-    }
     r.unit_s[layer] = f + b;
     r.unit_bwd_s[layer] = b;
   }
@@ -563,8 +546,6 @@ RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv,
     r.terms.push_back({kOpClasses[k].name, micro * sh.n_micro, kOpClasses[k].formula(sh)});
   }
   host_terms(c, o, r);
-  if (std::getenv("MUONPLAN_FSDP_HOOK_US"))
-    r.terms.push_back({"host_floor", host_floor * sh.n_micro, "EXPERIMENT: host floor per layer"});
   r.attention_s = (c.fwd[attention] + c.bwd[attention] + c.rec[attention]) * sh.n_micro;
   for (const Term& t : r.terms) r.compute_s += t.value;
   return r;
