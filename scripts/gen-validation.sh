@@ -300,9 +300,16 @@ ms, an upper bound: that user's modules) plus the layer's launches, and the sync
 0.3863 / 0.433 / 0.5015, 35 of 42, 2 of 14, 18 of 35, B200 -13.5%, the shipped figures, at 1 ms
 and at 300 us alike: a dense layer's forward outlasts 1 ms on the GPU at the fitted efficiency
 (Qwen3-0.6B SFT 8K on the H100: 0.7 ms in all, the syncs), and the floor binds only from about
-2 ms (+57 ms on that run; 3 ms: +169 ms). What FSDP2 itself does per unit does not block the
-host: the all-gather runs on its own stream (`foreach_all_gather`), the copy-out waits on an
-event on the device (`wait_event`, not the host), and `foreach_reduce` waits on streams. The
+2 ms (+57 ms on that run; 3 ms: +169 ms). The syncs per layer and pass at the matrix's
+commits: dense Qwen3 (transformers' model) one per attention call in forward and recompute;
+`MultiLoRALinear` two per adapted linear and forward call on SM90 (its assert and
+`repeat_interleave`, costed in `lora_wrapper`); the MoE models none (below); FSDP2 none on the
+host: the all-gather runs on its own streams (`foreach_all_gather`), the copy-out waits on the
+all-gather's event on the device (`wait_event`; `Work.wait()` only with `async_op`), and
+`foreach_reduce` and `post_backward` order the streams by events (the compute stream waits, in
+each post-backward, for the previous unit's reduce-scatter: exposed only where a reduce-scatter
+outlasts the next unit's backward, about 6 ms against 50 for Qwen3-30B-A3B at 16K on 8 x H100,
+and not modelled per unit; `_fsdp_param_group.py` at pytorch/pytorch 002a76fb). The
 MoE models run prime-rl's custom model, whose routing keeps the token counts on the device
 (trainer/models/layers/moe.py as read at prime-rl 049a80af, later than the matrix's January
 commit, its router and reorderer torchtitan's: `histc` with fixed bounds, the grouped GEMM's

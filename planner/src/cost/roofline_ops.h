@@ -68,7 +68,9 @@ inline constexpr double kWrapperFwdBytes = 10, kWrapperBwdBytes = 4, kWrapperInp
 // natively), before the reduce-scatter stream waits on the compute stream, reads the bf16
 // unsharded gradients and writes the reduce-scatter input (2 + reduce_dtype's bytes per trained
 // element). The all-gather's own copy-in and the reduce-scatter's division and accumulation run
-// on FSDP2's side streams and are not counted here.
+// on FSDP2's side streams and are not counted here. On one GPU FSDP2 skips the all-gather and
+// wait_for_unshard (_fsdp_param_group.py at 002a76fb) copies the shard into the unsharded
+// parameter on the compute stream instead: counted the same.
 inline constexpr double kCopyOutBytes = 2 + 2, kCopyInReadBytes = 2;
 
 // The fused (RL) head's passes over each token and vocab entry (prime-rl's lm_head.py,
