@@ -256,8 +256,8 @@ compute stream. They do not scale with the tokens; the routed experts make them 
 Qwen3-30B-A3B's 623M elements per layer cost 0.28 s of its 7.09 s RL 16K step on 8 x H100
 (LoRA, which reduce-scatters only the adapters: 0.19 s), Qwen3-0.6B SFT 8K 5 ms. With them the
 refit GEMM efficiency rises (0.3788 / 0.4175 / 0.4967 before, h100 / h200 / a6000) and the
-matrix goes from 33 to 35 of 42 within 15% (Qwen3-30B-A3B RL full and LoRA on the H100 at 16K
-come in), pairs out of order from 3 to 2 (the 30B H100 16K pair is right: full reduce-scatters
+matrix goes from 33 to 35 of 42 within 15% (Qwen3-30B-A3B RL full at 16K on the H100, -16.0%
+to -13.2%, and Qwen3-4B RL full at 64K on the H200, +15.5% to +14.2%, come in), pairs out of order from 3 to 2 (the 30B H100 16K pair is right: full reduce-scatters
 the experts' gradients, LoRA does not), leaving one model out from 17 to 18 of 35, the held-out
 B200 run from -13.8% to -13.5%. Nothing is fitted to them: bytes over the fitted HBM rate.
 
