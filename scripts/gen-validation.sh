@@ -238,11 +238,28 @@ TEXT
   cat <<'TEXT'
 What is not yet modelled shows in the misses. Short rows (16K) are under-predicted and long
 ones (64K) slightly over: the attention efficiencies go to their bound of 1 (the kernels'
-published 16K plateau) and the GEMM efficiency falls to 0.38-0.50, below what cuBLAS sustains,
+published 16K plateau) and the GEMM efficiency falls to 0.39-0.50, below what cuBLAS sustains,
 which takes up a shortfall fixed per layer rather than per token. The lower GEMM efficiency in
-turn over-predicts full fine-tuning of Qwen3-4B, whose weight-grad GEMMs LoRA skips: three
+turn over-predicts full fine-tuning of Qwen3-4B, whose weight-grad GEMMs LoRA skips: two
 RL/LoRA pairs come out in the wrong order (`tests/cli/step_order.sh` lists them). The B200 run
 (`expert_loop`, 25 us per eager op, not fitted; h200-ib's GEMM efficiency carried) is held out.
+
+Part of that fixed shortfall is FSDP2's own copies on the compute stream (`fsdp_copies`,
+docs/planner.md section 8), from PyTorch's `_fsdp_collectives.py` (read at pytorch/pytorch
+010ae4a8): after each all-gather the default stream waits on its event and
+`foreach_all_gather_copy_out` copies the gathered bytes into the unsharded parameters
+(`split_with_sizes_copy`, 4 B per element: a decoder layer in forward and again in backward,
+prime-rl resharding after forward; the root once), and in each post-backward
+`foreach_reduce_scatter_copy_in` writes the bf16 gradients into the fp32 reduce-scatter input
+(`_chunk_cat`, 2 + 4 B per trained element) before the reduce-scatter stream waits on the
+compute stream. They do not scale with the tokens; the routed experts make them large:
+Qwen3-30B-A3B's 623M elements per layer cost 0.28 s of its 7.09 s RL 16K step on 8 x H100
+(LoRA, which reduce-scatters only the adapters: 0.19 s), Qwen3-0.6B SFT 8K 5 ms. With them the
+refit GEMM efficiency rises (0.3788 / 0.4175 / 0.4967 before, h100 / h200 / a6000) and the
+matrix goes from 33 to 35 of 42 within 15% (Qwen3-30B-A3B RL full at 16K on the H100, -16.0%
+to -13.2%, and Qwen3-4B RL full at 64K on the H200, +15.5% to +14.2%, come in), pairs out of order from 3 to 2 (the 30B H100 16K pair is right: full reduce-scatters
+the experts' gradients, LoRA does not), leaving one model out from 17 to 18 of 35, the held-out
+B200 run from -13.8% to -13.5%. Nothing is fitted to them: bytes over the fitted HBM rate.
 
 How large that fixed cost is, `bench/layer_overhead_scan.sh` measures without shipping it: it
 sets `calibration.layer_overhead_us` (a cost per decoder layer and pass: forward, backward and
@@ -254,26 +271,51 @@ this paragraph's commit, not regenerated with this page):
 
 | cost per layer and pass | GEMM efficiency h100 / h200 / a6000 | within 15% | pairs out of order | left out, within 15% |
 | ---: | --- | ---: | ---: | ---: |
-| 0 (shipped) | 0.3788 / 0.4175 / 0.4949 | 33 of 42 | 3 of 14 | 17 of 35 |
-| 500 us | 0.4263 / 0.4382 / 0.5166 | 37 of 42 | 3 of 14 | 21 of 35 |
-| 750 us | 0.4509 / 0.4493 / 0.5279 | 38 of 42 | 3 of 14 | 23 of 35 |
-| 1000 us | 0.4764 / 0.4608 / 0.5395 | 39 of 42 | 2 of 14 | 25 of 35 |
-| 1250 us | 0.5029 / 0.4729 / 0.5515 | 39 of 42 | 2 of 14 | 27 of 35 |
-| 1500 us | 0.5306 / 0.4855 / 0.5638 | 37 of 42 | 2 of 14 | 27 of 35 |
-| 2000 us | 0.5908 / 0.5162 / 0.5896 | 37 of 42 | 3 of 14 | 27 of 35 |
+| 0 (shipped) | 0.3861 / 0.433 / 0.5014 | 35 of 42 | 2 of 14 | 18 of 35 |
+| 500 us | 0.4354 / 0.4552 / 0.5236 | 40 of 42 | 2 of 14 | 23 of 35 |
+| 750 us | 0.4612 / 0.467 / 0.5352 | 39 of 42 | 1 of 14 | 24 of 35 |
+| 1000 us | 0.4878 / 0.4794 / 0.5471 | 39 of 42 | 1 of 14 | 26 of 35 |
+| 1250 us | 0.5156 / 0.4924 / 0.5593 | 39 of 42 | 2 of 14 | 29 of 35 |
+| 1500 us | 0.5447 / 0.506 / 0.572 | 38 of 42 | 2 of 14 | 28 of 35 |
+| 2000 us | 0.6081 / 0.5428 / 0.5984 | 38 of 42 | 1 of 14 | 29 of 35 |
 
-So about 1 ms per layer and pass, the same for Qwen3-0.6B, Qwen3-4B, Qwen3-30B-A3B and
-GLM-4.5-Air, explains most of the misses, and the GEMM efficiency then rises towards what
-cuBLAS sustains. At 1 ms the three runs still out are the June 2026 A6000 64K run (+16.5%: that
-era's trainer) and Qwen3-30B-A3B full fine-tuning at 16K (RL on H100 -18.4%, SFT on H200
--22.8%), which train the experts' weights: their weight-grad grouped GEMMs (k = 1024 tokens per
-expert at 16K) are the next candidate. The held-out B200 run, carrying h200-ib's refit
-efficiency and the cost, is -13.5% (shipped: -13.8%). The cost is not shipped: a constant fitted to these rows
+So 0.5-1 ms per layer and pass beside FSDP2's copies, the same for Qwen3-0.6B, Qwen3-4B,
+Qwen3-30B-A3B and GLM-4.5-Air, explains most of the misses, and the GEMM efficiency then rises
+towards what cuBLAS sustains. At 500 us the two runs still out are the June 2026 A6000 64K run
+(+18.7%: that era's trainer) and Qwen3-30B-A3B SFT at 16K on the H200 (-22.3%); at 1 ms also
+Qwen3-30B-A3B RL full at 16K on the H100 (-15.6%). The held-out B200 run, carrying h200-ib's
+refit efficiency and the cost, is -13.3% at 500 us and -13.1% at 1 ms (shipped: -13.5%). The
+cost is not shipped: a constant fitted to these rows
 is not allowed, and no mechanism with a cited figure gives it yet. The candidates are host work
 per FSDP2 unit (pytorch/pytorch#173680, Torch 2.10, January 2026: `FSDP::pre_forward` taking
 about 1 ms per module) made additive by syncs that stop the host running ahead: prime-rl sets
 FSDP2's forward prefetch explicitly only with EP, because "d2h syncs ... can interfere with FSDP
 prefetch" (trainer/model.py, setup_fsdp), and `MultiLoRALinear` syncs in every adapted linear.
+
+Host work per FSDP2 unit does not give it at the cited figure (issue 49, tried and not shipped:
+commit 8c83f7f, reverted by the next). Where a sync stops the host running ahead (the dense
+models' flash-attention sync per layer, forward and recompute, above), a layer's pass takes the
+longer of its GPU time and the host's time to issue it, FSDP2's pre_forward hook (#173680's 1
+ms, an upper bound: that user's modules) plus the layer's launches, and the sync. Refit as above:
+0.3863 / 0.433 / 0.5015, 35 of 42, 2 of 14, 18 of 35, B200 -13.5%, the shipped figures, at 1 ms
+and at 300 us alike: a dense layer's forward outlasts 1 ms on the GPU at the fitted efficiency
+(Qwen3-0.6B SFT 8K on the H100: 0.7 ms in all, the syncs), and the floor binds only from about
+2 ms (+57 ms on that run; 3 ms: +169 ms). The syncs per layer and pass at the matrix's
+commits: dense Qwen3 (transformers' model) one per attention call in forward and recompute;
+`MultiLoRALinear` two per adapted linear and forward call on SM90 (its assert and
+`repeat_interleave`, costed in `lora_wrapper`); the MoE models none (below); FSDP2 none on the
+host: the all-gather runs on its own streams (`foreach_all_gather`), the copy-out waits on the
+all-gather's event on the device (`wait_event`; `Work.wait()` only with `async_op`), and
+`foreach_reduce` and `post_backward` order the streams by events (the compute stream waits, in
+each post-backward, for the previous unit's reduce-scatter: exposed only where a reduce-scatter
+outlasts the next unit's backward, about 6 ms against 50 for Qwen3-30B-A3B at 16K on 8 x H100,
+and not modelled per unit; `_fsdp_param_group.py` at pytorch/pytorch 002a76fb). The
+MoE models run prime-rl's custom model, whose routing keeps the token counts on the device
+(trainer/models/layers/moe.py as read at prime-rl 049a80af, later than the matrix's January
+commit, its router and reorderer torchtitan's: `histc` with fixed bounds, the grouped GEMM's
+offsets by `cumsum`; the `.tolist()` is only in the per-expert loop, which `use_grouped_mm`
+skips): no per-layer sync, so the host runs ahead of their 8-20 ms layers (Qwen3-30B-A3B at 16K
+on the H100) and a host floor cannot bind there.
 
 GEMM time by shape does not explain the misses (issue 49, tried and not shipped: commit 67d082f,
 reverted by the next). It added to the shared GEMM rule (`gemm_shape_efficiency`, ns_model.h)
@@ -283,8 +325,8 @@ small models' weight grads), and torch._grouped_mm's own tiles for the routed ex
 (aten/src/ATen/native/cuda/GroupMM.cu: 64x128 when a group's M or N is at most 128, else
 128x256, no split). Refit as above (`bench/layer_overhead_scan.sh BIN 0`): GEMM efficiency
 0.3648 / 0.4169 / 0.4468, 34 of 42 within 15%, 3 of 14 pairs out of order, 17 of 35 left out,
-B200 -13.9%; each part alone gives 33 of 42. Shape effects scale with the tokens; the shortfall
-is fixed per layer, so the fitted efficiency fell instead of rising.
+B200 -13.9% (before `fsdp_copies`); each part alone gives 33 of 42. Shape effects scale with
+the tokens; the shortfall is fixed per layer, so the fitted efficiency fell instead of rising.
 
 A device sync per layer in transformers' flash-attention path is real but does not explain the
 misses either (issue 49, tried and not shipped: commit d0925a2, reverted by the next). What the
@@ -318,7 +360,8 @@ Costed per layer and forward pass (dense models on HF's implementation before #2
 attention) as `host_sync_us` + N x `eager_op_us` and refit as above (`bench/layer_overhead_scan.sh
 BIN 0`): N = 1, the sync and the flash kernel's launch as the compiled benchmark runs (12.3 us;
 1.4 ms of Qwen3-0.6B SFT 8K's 0.62 s): GEMM efficiency 0.3793 / 0.4176 / 0.4969, 33 of 42
-within 15%, 3 of 14 pairs out of order, 17 of 35 left out, B200 -13.8%, the shipped figures.
+within 15%, 3 of 14 pairs out of order, 17 of 35 left out, B200 -13.8%, the figures shipped
+then (before `fsdp_copies`).
 N = 62, every op of the layer issued after the sync with nothing queued (an eager upper bound,
 397 us; 44 ms of that run): 0.3959 / 0.4207 / 0.505, 34 of 42, 3 of 14, 17 of 35, B200 -13.9%.
 A sync exposes the host's issue time only where the host is slower than the GPU work it issues,

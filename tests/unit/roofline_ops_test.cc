@@ -29,6 +29,10 @@ TEST_CASE("each operation class's row: its name and a formula from the code's nu
   CHECK(kOpClasses[attention].formula(full).find("2.5x backward") != std::string::npos);
   CHECK(kOpClasses[lm_head_loss].formula(full).find("(48 B forward, 46 B backward") !=
         std::string::npos);
+  CHECK(kOpClasses[fsdp_copies].formula(full).find("copy-out (4 B per gathered element") !=
+        std::string::npos);
+  CHECK(kOpClasses[fsdp_copies].formula(full).find("copy-in (2 + reduce_dtype B") !=
+        std::string::npos);
   CHECK(kOpClasses[moe_routing].formula(full).find("(18 E + 84 top_k + 30 top_k h + 2 h)") !=
         std::string::npos);
 }

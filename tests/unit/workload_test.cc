@@ -403,7 +403,7 @@ TEST_CASE("full offload: weight upload and backward offload against hand figures
   double fb = 0;  // the whole compute: the roofline's terms
   for (const char* n :
        {"gemm", "expert_gemm", "adapter_gemm", "attention", "elementwise", "moe_routing", "lm_head",
-        "lm_head_loss", "layer_fixed", "lora_wrapper", "expert_loop"})
+        "lm_head_loss", "layer_fixed", "lora_wrapper", "expert_loop", "fsdp_copies"})
     fb += term(slow.predicted.training_terms_s, n).value;
   const double slow_exposed =
       term(slow.predicted.training_terms_s, "exposed_backward_offload").value;
@@ -517,4 +517,37 @@ TEST_CASE("roofline lm_head_loss: the fused head's recompute and fp32 passes", "
   const Plan whole = make_plan(model("qwen3-0.6b"), topo, r);
   CHECK(term(whole.predicted.training_terms_s, "lm_head_loss").value ==
         Approx(22 * t * vocab / hbm).epsilon(1e-9));
+}
+
+TEST_CASE("roofline fsdp_copies: FSDP2's copy-out per gather and copy-in per reduce-scatter",
+          "[workload]") {
+  const Topology topo = h200();
+  const double hbm = topo.node.gpu.hbm_gbps * 1e9 * topo.calibration.hbm_efficiency;
+  // Qwen3-30B-A3B by hand (models/qwen3-30b-a3b.yaml): a layer's q [4096, 2048], k and v
+  // [512, 2048], o [2048, 4096], q/k norms 128 each, two norms 2048 each, the router [128,
+  // 2048], 128 experts of gate and up [768, 2048] and down [2048, 768]; the root's embeddings
+  // and head [151936, 2048] and the final norm.
+  const double layer = 4096.0 * 2048 + 2 * 512.0 * 2048 + 2048.0 * 4096 + 2 * 128 + 2 * 2048 +
+                       128.0 * 2048 + 128 * 3 * 768.0 * 2048;
+  const double root = 2 * 151936.0 * 2048 + 2048;
+  // One micro step (one row per GPU), full AC: a layer's copy-out in forward and again in
+  // backward (the recompute reads backward's gather), the root's once; each trained element's
+  // bf16 gradient read and written as fp32 (reduce_dtype) by the reduce-scatter's copy-in.
+  const PlanRequest r = lora_rows(0, 16384);
+  const Plan full = make_plan(model("qwen3-30b-a3b"), topo, r);
+  const double copy_out = 48 * 2 * 4 * layer + 4 * root, copy_in = (2 + 4) * (48 * layer + root);
+  CHECK(term(full.predicted.training_terms_s, "fsdp_copies").value ==
+        Approx((copy_out + copy_in) / hbm).epsilon(1e-9));
+  // A bf16 reduce-scatter writes 2 B per element.
+  PlanRequest bf16 = r;
+  bf16.options.workload->reduce_bytes = 2;
+  const Plan half = make_plan(model("qwen3-30b-a3b"), topo, bf16);
+  CHECK(term(half.predicted.training_terms_s, "fsdp_copies").value ==
+        Approx((copy_out + (2 + 2) * (48 * layer + root)) / hbm).epsilon(1e-9));
+  // LoRA gathers the frozen base weights as well (and its adapters), but reduce-scatters only
+  // the adapters' gradients: more than the copy-out alone, less than full fine-tuning.
+  const Plan lora = make_plan(model("qwen3-30b-a3b"), topo, lora_rows(16, 16384));
+  const double lora_s = term(lora.predicted.training_terms_s, "fsdp_copies").value;
+  CHECK(lora_s > copy_out / hbm);
+  CHECK(lora_s < (copy_out + copy_in) / hbm);
 }

@@ -14,6 +14,7 @@
 #include "cost/ac_layers.h"
 #include "cost/candidate_context.h"
 #include "cost/roofline_ops.h"
+#include "cost/step_timeline_record.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/units.h"
 #include "muonplan/planner/ns_model.h"
@@ -105,6 +106,10 @@ struct UnitWork {
   Passes experts;                                    // the routed experts' GEMMs, base and adapters
   double busy_experts = 1;                           // on the busiest rank (expert_load)
   double dense_ffn_width = 0, routed_ffn_width = 0;  // ffn_width's mlp and routed parts
+  // The FSDP unit's elements as this rank gathers them (an expert stack's EP slice) and those
+  // of them that get a gradient (fsdp_copy_passes).
+  double gathered = 0, trained = 0;
+  Passes copies;  // their copies (fsdp_copy_passes), apart from p: a recompute makes none
   // Forward seconds by class of each selective-AC target's functions (kAcTargetNames order)
   // and their GEMM launches: what a selective layer recomputes (ac_layers.h).
   double target_fwd[std::size(kAcTargetNames)][kClasses]{};
@@ -287,6 +292,24 @@ void lora_wrapper_passes(Ctx& c, const PlanOptions& o, const ParamTensor& pt, Un
   credit(u, target, lora_wrapper, p.fwd);
 }
 
+// A parameter of the unit as FSDP2 gathers it on this rank (the timeline's unsharded elements,
+// step_timeline_record.h) and, when it trains, gets a gradient reduce-scattered.
+void count_fsdp_elements(UnitWork& u, const ParamTensor& pt, bool trained, int ep) {
+  const double n = timeline::unsharded_elements(pt, ep);
+  u.gathered += n;
+  u.trained += trained ? n : 0;
+}
+
+// FSDP2's copies of one unit and micro step on the compute stream (roofline_ops.h,
+// kCopyOutBytes): `gathers` copy-outs (a decoder layer is resharded after forward and gathered
+// again for backward, prime-rl's reshard_after_forward; the root once), the first in forward;
+// the reduce-scatter's copy-in in backward. Full AC's recompute runs on backward's gather.
+void fsdp_copy_passes(Ctx& c, const PlanOptions& o, UnitWork& u, int gathers) {
+  const double out = kCopyOutBytes * u.gathered / c.hbm;
+  const double in = (kCopyInReadBytes + double(o.reduce_bytes())) * u.trained / c.hbm;
+  u.copies = add(c, fsdp_copies, out, (gathers - 1) * out + in);
+}
+
 // Every matrix of one decoder layer (or MTP layer), one micro step.
 UnitWork decoder_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, const PlanOptions& o,
                       int64_t layer) {
@@ -297,7 +320,9 @@ UnitWork decoder_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, con
   const ExpertLoad load = s.moe.num_experts > 0 ? expert_load(s, *o.workload, sh, k) : ExpertLoad{};
   u.busy_experts = load.busy;
   inv.for_each_weight([&](const ParamTensor& pt, bool trained) {
-    if (pt.layer != layer || pt.shape.size() < 2 || (pt.mtp && !o.include_mtp)) return;
+    if (pt.layer != layer || (pt.mtp && !o.include_mtp)) return;
+    count_fsdp_elements(u, pt, trained, sh.ep);
+    if (pt.shape.size() < 2) return;
     const double out = double(pt.rows()), in = double(pt.cols());
     bool other_slot = false;
     const bool adapter = is_adapter(pt.name, &other_slot);
@@ -338,6 +363,7 @@ UnitWork decoder_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, con
   if (u.moe) u.collectives = 2;  // the expert group's all-gather as well
   layer_passes(c, s, u);
   expert_loop_passes(c, s, o, u);
+  fsdp_copy_passes(c, o, u, 2);
   return u;
 }
 
@@ -360,7 +386,7 @@ bool vocab_chunked_head(const Workload& w) {
 // A vocabulary-chunked head (vocab_chunked_head) runs lm_head_chunk rows of the weight over all
 // t tokens per chunk, syncs once per chunk and pass, and accumulates the hidden states' fp32
 // gradient over the chunks (read and written per chunk).
-UnitWork head_unit(Ctx& c, const ModelSpec& s, const PlanOptions& o) {
+UnitWork head_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, const PlanOptions& o) {
   const double t = c.sh.t, h = double(s.hidden_size), vocab = double(s.vocab_size);
   const Workload& w = *o.workload;
   const bool fused = w.lm_head_chunk > 0, by_vocab = vocab_chunked_head(w);
@@ -394,6 +420,12 @@ UnitWork head_unit(Ctx& c, const ModelSpec& s, const PlanOptions& o) {
   const double lb = recompute + (fused ? kFusedBwdBytes : kUnfusedBytes / 2) * entries + extra_b;
   add(c, lm_head_loss, lf, lb);
   u.p = {f + lf, b + lb};
+  // The root unit (embeddings, final norm, the head): FSDP2 keeps the root unsharded from
+  // forward to backward, one gather per micro step.
+  inv.for_each_weight([&](const ParamTensor& pt, bool trained) {
+    if (pt.layer == -1) count_fsdp_elements(u, pt, trained, c.sh.ep);
+  });
+  fsdp_copy_passes(c, o, u, 1);
   return u;
 }
 
@@ -487,7 +519,7 @@ RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv,
     double rec = 0;
     const LayerAc ac = layer_ac(*o.workload, layer);
     if (ac == LayerAc::full) {
-      for (int k = 0; k < kClasses; ++k) c.rec[k] += c.fwd[k] - before[k];
+      for (int k = 0; k < kClasses; ++k) c.rec[k] += k == fsdp_copies ? 0 : c.fwd[k] - before[k];
       rec = u.p.fwd + fixed_s(c, 0, u.kernels_fwd);
       c.rec[layer_fixed] += fixed_s(c, 0, u.kernels_fwd);
     } else if (ac == LayerAc::selective) {
@@ -500,14 +532,15 @@ RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv,
         rec += launches_s(c, u.target_kernels[tg]);
       }
     }
-    const double f = u.p.fwd + fixed_s(c, u.collectives, u.kernels_fwd);
-    const double b = u.p.bwd + fixed_s(c, 2 * u.collectives, 2 * u.kernels_fwd) + rec;
+    const double f = u.p.fwd + u.copies.fwd + fixed_s(c, u.collectives, u.kernels_fwd);
+    const double b =
+        u.p.bwd + u.copies.bwd + fixed_s(c, 2 * u.collectives, 2 * u.kernels_fwd) + rec;
     r.unit_s[layer] = f + b;
     r.unit_bwd_s[layer] = b;
   }
-  const UnitWork head = head_unit(c, s, o);
-  r.unit_s[-1] = head.p.fwd + head.p.bwd;
-  r.unit_bwd_s[-1] = head.p.bwd;
+  const UnitWork head = head_unit(c, s, inv, o);
+  r.unit_s[-1] = head.p.fwd + head.p.bwd + head.copies.fwd + head.copies.bwd;
+  r.unit_bwd_s[-1] = head.p.bwd + head.copies.bwd;
   for (int k = 0; k < kClasses; ++k) {
     const double micro = c.fwd[k] + c.bwd[k] + c.rec[k];
     r.terms.push_back({kOpClasses[k].name, micro * sh.n_micro, kOpClasses[k].formula(sh)});

@@ -23,6 +23,7 @@ enum OpClass {
   layer_fixed,
   lora_wrapper,
   expert_loop,
+  fsdp_copies,
   kClasses
 };
 
@@ -58,6 +59,19 @@ inline constexpr double kWrapperLaunches =
 // HBM bytes per token: per output of B, forward's scale and full-width add and backward's scale
 // grad; per input of A, backward's input-grad add.
 inline constexpr double kWrapperFwdBytes = 10, kWrapperBwdBytes = 4, kWrapperInputGradBytes = 6;
+
+// FSDP2's copies on the default (compute) stream, per element (fsdp/_fully_shard/
+// _fsdp_collectives.py, read at pytorch/pytorch 010ae4a8): foreach_all_gather_copy_out's
+// split_with_sizes_copy, after the stream waits on the all-gather's event, reads the all-gather
+// output and writes the unsharded bf16 parameters (2 + 2 B per gathered element);
+// foreach_reduce's foreach_reduce_scatter_copy_in (_chunk_cat, widening to reduce_dtype
+// natively), before the reduce-scatter stream waits on the compute stream, reads the bf16
+// unsharded gradients and writes the reduce-scatter input (2 + reduce_dtype's bytes per trained
+// element). The all-gather's own copy-in and the reduce-scatter's division and accumulation run
+// on FSDP2's side streams and are not counted here. On one GPU FSDP2 skips the all-gather and
+// wait_for_unshard (_fsdp_param_group.py at 002a76fb) copies the shard into the unsharded
+// parameter on the compute stream instead: counted the same.
+inline constexpr double kCopyOutBytes = 2 + 2, kCopyInReadBytes = 2;
 
 // The fused (RL) head's passes over each token and vocab entry (prime-rl's lm_head.py,
 // _SequenceChunkedLogProbEntropyFn, its ops eager): forward writes the bf16 logits (2), upcasts
@@ -146,6 +160,15 @@ inline constexpr OpClassRow kOpClasses[] = {
               " ops per expert forward (again in an AC layer's recompute) and " + num(kLoopOpsBwd) +
               " backward, with tokens per micro step x eager_op_us, less the expert GEMMs it "
               "hides";
+     }},
+    {fsdp_copies, "fsdp_copies",
+     [](const RooflineShape&) {
+       return "FSDP2's copies on the compute stream: each all-gather's copy-out (" +
+              num(kCopyOutBytes) +
+              " B per gathered element; a decoder layer gathered in forward and again in "
+              "backward, the root once) and each reduce-scatter's copy-in (" +
+              num(kCopyInReadBytes) +
+              " + reduce_dtype B per trained element, in backward): bytes / HBM";
      }},
 };
 static_assert(std::size(kOpClasses) == kClasses, "one row per operation class");

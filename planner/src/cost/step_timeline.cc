@@ -87,6 +87,11 @@ bool in_mlp(const std::string& name) {
 
 }  // namespace
 
+double unsharded_elements(const ParamTensor& t, int ep) {
+  const bool expert = t.stack_dim == 0 || t.routed_expert;
+  return double(t.numel()) / (expert ? ep : 1);
+}
+
 std::map<int64_t, FsdpUnit> fsdp_units(const ParamInventory& inv, const PlanOptions& o, int world,
                                        int rank) {
   std::map<int64_t, FsdpUnit> units;
@@ -98,8 +103,7 @@ std::map<int64_t, FsdpUnit> fsdp_units(const ParamInventory& inv, const PlanOpti
     if (t.mtp && !o.include_mtp) return;
     const ShardRule sr = shard_rule(t, o.layout, world);
     const double shard = double(sr.range(t.shape[0], rank).size()) * double(t.numel() / t.shape[0]);
-    const bool expert = t.stack_dim == 0 || t.routed_expert;
-    const double unsharded = double(t.numel()) / (expert ? o.layout.ep : 1);
+    const double unsharded = unsharded_elements(t, o.layout.ep);
     FsdpUnit& u = units[t.layer];
     u.layer = t.layer;
     const FsdpParam p{t.name, unsharded, shard, t.rule == UpdateRule::muon, trains, in_mlp(t.name)};

@@ -21,6 +21,10 @@ struct FsdpParam {
   const std::string* kept = nullptr;  // the name as the timeline keeps it (tensor names)
 };
 
+// The elements of `t` one rank's all-gather makes (an expert stack's EP slice): the timeline's
+// unsharded parameter and the roofline's FSDP2 copies (roofline.cc) read it.
+double unsharded_elements(const ParamTensor& t, int ep);
+
 // An FSDP unit: a decoder layer, or the root (-1: embeddings, final norm, LM head).
 struct FsdpUnit {
   int64_t layer = -1;
