@@ -438,14 +438,14 @@ void record_optimizer_step(Recorder& r) {
     for (const auto& [layer, u] : r.units) {
       for (const FsdpParam& p : u.params) {
         if (!p.trains || !has_optimizer(o, p)) continue;
+        const ElemArray a = state_array(o, r.pol, p.muon);
+        if (a.bytes <= 0) continue;  // on the host, or none (signSGD)
         if (o.optimizer == OptimizerKind::muon && p.muon) {
-          if (r.pol.muon_momentum == Residence::gpu)
-            r.state.push_back(r.tl.alloc(param_name(p, ".momentum"), "muon_momentum",
-                                         p.shard * muon_state_bytes(o)));
-        } else if (r.pol.adamw_moments == Residence::gpu) {
-          const double b = adamw_state_bytes(o) / 2;  // one moment
-          r.state.push_back(r.tl.alloc(param_name(p, ".exp_avg"), "adamw_moments", p.shard * b));
-          r.state.push_back(r.tl.alloc(param_name(p, ".exp_avg_sq"), "adamw_moments", p.shard * b));
+          r.state.push_back(r.tl.alloc(param_name(p, ".momentum"), a.name, p.shard * a.bytes));
+        } else {
+          const double b = a.bytes / 2;  // one moment
+          r.state.push_back(r.tl.alloc(param_name(p, ".exp_avg"), a.name, p.shard * b));
+          r.state.push_back(r.tl.alloc(param_name(p, ".exp_avg_sq"), a.name, p.shard * b));
         }
       }
     }
