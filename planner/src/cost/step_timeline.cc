@@ -102,7 +102,10 @@ std::map<int64_t, FsdpUnit> fsdp_units(const ParamInventory& inv, const PlanOpti
     const double unsharded = double(t.numel()) / (expert ? o.layout.ep : 1);
     FsdpUnit& u = units[t.layer];
     u.layer = t.layer;
-    const FsdpParam p{t.name, unsharded, shard, t.rule == UpdateRule::muon, trains, in_mlp(t.name)};
+    // Only a training step's phases ask which block a parameter is in; without a workload the
+    // name search was a third of the optimizer-step timeline's cost (one per search candidate).
+    const bool mlp = o.workload && in_mlp(t.name);
+    const FsdpParam p{t.name, unsharded, shard, t.rule == UpdateRule::muon, trains, mlp};
     if (t.routed_expert && t.stack_dim != 0) {
       auto [it, fresh] = experts_at.try_emplace({t.layer, trains}, u.params.size());
       if (fresh) {

@@ -17,7 +17,7 @@ namespace muonplan::timeline {
 struct FsdpParam {
   std::string name;
   double unsharded = 0, shard = 0;
-  bool muon = false, trains = true, mlp = false;
+  bool muon = false, trains = true, mlp = false;  // mlp: set only with a workload
   const std::string* kept = nullptr;  // the name as the timeline keeps it (tensor names)
 };
 
