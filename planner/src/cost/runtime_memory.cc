@@ -155,8 +155,8 @@ void add_muonplan_timeline_terms(const ModelSpec& spec, const ParamInventory& in
   const TimelineInputs in =
       step_timeline_inputs(p, RuntimeKind::muonplan, cc.topo, cc.o, peak_rank);
   // Without a workload one step: its optimizer step holds the state it has just created beside
-  // the gradients and the buffers, all that a later step's holds (no allocator whose cache a
-  // second step would find), at half the timeline's cost (the search builds one per candidate).
+  // the gradients and the buffers, all that a later step's holds (and no allocator's cache for
+  // a second step to find).
   const int steps = cc.o.workload ? 2 : 1;
   set_allocated_terms(live_peak(build_step_timeline(spec, inv, cc.o, plan, in, steps)), in, p);
 }
