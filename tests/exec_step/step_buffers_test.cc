@@ -1,12 +1,14 @@
 // The step's buffers and state bytes (planfile's step_buffers.h): worked values of the one
 // definition, and the planner's prediction equal to what the executor allocates from it, on
 // every rank of a three-rank plan, without MPI (a communicator that moves nothing: the step
-// allocates the same buffers whatever the exchanges carry).
+// allocates the same buffers whatever the exchanges carry). What a rank keeps between steps is
+// checked against the step timeline's tensors (step_timeline.h), the planner's one description
+// of them.
 #include <catch2/catch.hpp>
 #include <memory>
 #include <vector>
 
-#include "cost/gpu_persistent.h"
+#include "cost/step_timeline.h"
 #include "muonplan/exec/communicator.h"
 #include "muonplan/exec/rank_state.h"
 #include "muonplan/exec/step.h"
@@ -68,20 +70,21 @@ class SilentCommunicator : public Communicator {
 
 struct RankBytes {
   size_t persistent = 0, transient = 0;  // device bytes between steps, and a step's peak above
-  double predicted_persistent = 0;       // gpu_persistent_terms for the rank's elements
+  double predicted_persistent = 0;       // the step timeline's peak for the rank, no step buffers
 };
 
-RankBytes measure(const Plan& plan, int rank) {
+RankBytes measure(const Plan& plan, const ModelSpec& spec, int rank) {
   std::unique_ptr<Backend> backend = make_cpu_backend();
   RankState state(plan, *backend, rank);
   RankBytes b;
   b.persistent = backend->memory().current_bytes;
-  double n_mu = 0, n_aw = 0;
-  for (const LocalParam& p : state.params()) (p.muon ? n_mu : n_aw) += double(p.elems());
-  const PlanOptions& o = plan.options;
-  for (const Term& t : gpu_persistent_terms(o, offload_policy(o.offload, o.optimizer_staging),
-                                            n_mu + n_aw, n_mu, n_aw))
-    b.predicted_persistent += t.value;
+  // The executor's optimizer step (no foreach temporaries) with no buffers: its peak is the
+  // parameters, gradients and optimizer state the timeline allocates for this rank.
+  TimelineInputs in;
+  in.adamw_foreach_temporaries = false;
+  in.peak_rank = rank;
+  b.predicted_persistent = double(
+      live_peak(build_step_timeline(spec, plan.inventory, plan.options, plan.chunks, in)).bytes);
   SilentCommunicator comm(rank, plan.world);
   MuonStep step(state, comm);
   state.load_grads(1);
@@ -126,7 +129,7 @@ TEST_CASE("the planner's GPU bytes are the step's allocations, on every rank", "
     // The prediction is the peak rank's (ties: the larger transient), as execute reports.
     size_t peak = 0, transient = 0;
     for (int rank = 0; rank < plan.world; ++rank) {
-      const RankBytes b = measure(plan, rank);
+      const RankBytes b = measure(plan, test::model(c.model), rank);
       CHECK(double(b.persistent) == b.predicted_persistent);
       const size_t pk = b.persistent + b.transient;
       if (pk > peak || (pk == peak && b.transient > transient)) {

@@ -5,9 +5,12 @@
 // prediction without the replay leaves, for every bundled model and offload mode.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
+#include <map>
 #include <set>
 
+#include "cost/gpu_persistent.h"
 #include "cost/runtime_memory.h"
 #include "muonplan/planner/cost_model.h"
 #include "test_plans.h"
@@ -183,11 +186,14 @@ TEST_CASE("memory terms: under --runtime muonplan they sum to the timeline's liv
   });
 }
 
-TEST_CASE("memory terms: the executor's optimizer step is the timeline's without a workload",
+TEST_CASE("memory terms: without a workload they are the timeline's optimizer step",
           "[runtime][memory_terms]") {
-  // Under --runtime muonplan without a workload the terms are the executor's closed forms
-  // (section 4; the CPU backend allocates them to the byte); the timeline of the same step (model
-  // init, the gradients, the optimizer step with those buffers) peaks at their sum.
+  // Under --runtime muonplan without a workload the terms are the timeline's tensors at its live
+  // peak (model init, the gradients, the optimizer step), as with one: the peak rank's shards of
+  // every trained tensor at the arrays' bytes per element (gpu_persistent.h), counted here from
+  // the inventory's shard rule, and the executor's step buffers (the prediction without the
+  // timeline), all live in the optimizer step. step_buffers_test checks the executor allocates
+  // the same on the CPU backend.
   const Topology topo = h200();
   for (const std::string& name : bundled_models()) {
     for (OffloadMode mode : {OffloadMode::none, OffloadMode::optimizer, OffloadMode::full}) {
@@ -196,11 +202,36 @@ TEST_CASE("memory terms: the executor's optimizer step is the timeline's without
       o.runtime = RuntimeKind::muonplan;
       const Plan plan = plan_fixed(name, 1, mode, o);
       const Prediction& p = plan.predicted;
-      const TimelineInputs in =
-          step_timeline_inputs(p, RuntimeKind::muonplan, topo, plan.options, p.gpu_peak_rank);
-      const TimelinePeak peak = live_peak(
-          build_step_timeline(model(name), plan.inventory, plan.options, plan.chunks, in));
-      CHECK(p.gpu_allocated_bytes() == double(peak.bytes));
+      const PlanOptions& po = plan.options;
+      const OffloadPolicy& pol = offload_policy(po.offload, po.optimizer_staging);
+      std::map<std::string, double> want;
+      for (const ParamTensor& t : plan.inventory.tensors) {
+        if (t.mtp && !po.include_mtp) continue;
+        const double n =
+            double(shard_rule(t, po.layout, plan.world).range(t.shape[0], p.gpu_peak_rank).size()) *
+            double(t.numel() / t.shape[0]);
+        for (const ElemArray& a : {param_array(po, pol), grad_array(po, pol),
+                                   state_array(po, pol, t.rule == UpdateRule::muon)}) {
+          if (a.bytes > 0) want[a.name] += std::ceil(n * a.bytes);
+        }
+      }
+      std::map<std::string, double> got;
+      for (const Term& t : p.gpu_persistent_bytes) {
+        got[t.name] = t.value;
+        CHECK(t.formula.find("at step 1: optimizer step: ") == 0);
+      }
+      CHECK(got == want);
+      // Optimizer offload keeps the state on the host (staged whole for the step: a buffer).
+      CHECK(has(p.gpu_persistent_bytes, "muon_momentum") == (mode == OffloadMode::none));
+      const Prediction before = predict(model(name), plan.inventory, topo, po, plan.chunks,
+                                        PredictParts::without_allocator_replay);
+      CHECK(before.gpu_persistent_bytes.empty());
+      REQUIRE(p.gpu_transient_bytes.size() == before.gpu_transient_bytes.size());
+      for (const Term& t : before.gpu_transient_bytes) {
+        CHECK(term(p.gpu_transient_bytes, t.name).value == std::ceil(t.value));
+        CHECK(term(p.gpu_transient_bytes, t.name).formula ==
+              "at step 1: optimizer step: " + t.formula);
+      }
     }
   }
 }

@@ -88,22 +88,15 @@ StepFigures step_figures(const ParamInventory& inv, const CandidateContext& cc) 
   return f;
 }
 
-// GPU persistent bytes of a rank holding `n_all` elements, `n_mu` of them Muon's (`n_aw`
-// AdamW's): gpu_persistent.cc, which the search's lower bound uses as well.
-std::vector<Term> persistent_terms(const StepFigures& f, double n_all, double n_mu, double n_aw) {
-  return gpu_persistent_terms(f.o, f.pol, n_all, n_mu, n_aw);
-}
-
-// GPU bytes: the rank whose allocations peak highest, persistent plus transient, its own (ties:
-// the larger transient, then the lower rank); its terms are the prediction's. Returns that rank.
-int add_gpu_memory(Prediction& p, const ParamInventory& inv, const StepFigures& f,
-                   const ChunkPlan& plan, const RankWindows& windows) {
+// The optimizer step's buffers on the busiest rank (section 4: what the executor allocates, the
+// step timeline's input), and that rank: the one whose persistent bytes (persistent_rates, a
+// selector: the printed persistent terms are the timeline's tensors, runtime_memory.cc) plus
+// these buffers are the most (ties: the larger buffers, then the lower rank). Returns that rank.
+int add_step_buffers(Prediction& p, const ParamInventory& inv, const StepFigures& f,
+                     const ChunkPlan& plan, const RankWindows& windows) {
   const PlanOptions& o = f.o;
   const LocalElems& local = f.local;
-  // The terms are linear in the element counts: per-element bytes, to sum a rank's quickly.
-  const double per_all = sum(persistent_terms(f, 1, 0, 0)),
-               per_mu = sum(persistent_terms(f, 0, 1, 0)),
-               per_aw = sum(persistent_terms(f, 0, 0, 1));
+  const PersistentRates per = persistent_rates(o, f.pol);
   const double check_bytes = double(nonfinite_check_bytes(plan.chunks.size(), inv.tensors.size()));
   auto staged = [&](int r) {
     return f.pol.staging == OffloadStaging::whole ? state_bytes(o, local.muon[r], local.adamw[r])
@@ -116,21 +109,13 @@ int add_gpu_memory(Prediction& p, const ParamInventory& inv, const StepFigures& 
   double best_peak = -1, best_transient = -1;
   for (int r = 0; r < f.cc.world; ++r) {
     const double tr = windows.at(r) + check_bytes + staged(r);
-    const double pk = per_all * local.all(r) + per_mu * local.muon[r] + per_aw * local.adamw[r] +
-                      frozen_b * frozen.all(r) + tr;
+    const double pk = per.all * local.all(r) + per.muon * local.muon[r] +
+                      per.adamw * local.adamw[r] + frozen_b * frozen.all(r) + tr;
     if (pk > best_peak || (pk == best_peak && tr > best_transient)) {
       peak_rank = r;
       best_peak = pk;
       best_transient = tr;
     }
-  }
-  p.gpu_persistent_bytes =
-      persistent_terms(f, local.all(peak_rank), local.muon[peak_rank], local.adamw[peak_rank]);
-  if (!inv.frozen.empty()) {
-    p.gpu_persistent_bytes.push_back(
-        {param_array(o, f.pol, false).name, frozen_b * frozen.all(peak_rank),
-         std::to_string(int(frozen_b)) +
-             " B x local frozen base params (LoRA: no gradient or optimizer state)"});
   }
   p.gpu_transient_bytes.push_back(
       {"step_buffers", windows.at(peak_rank),
@@ -317,7 +302,7 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   const ChunkCosts chunks = chunk_costs(inv, topo, f, plan);
   predictions.fetch_add(1, std::memory_order_relaxed);
   rank_window_steps.fetch_add(chunks.windows.steps(), std::memory_order_relaxed);
-  const int peak_rank = add_gpu_memory(p, inv, f, plan, chunks.windows);
+  const int peak_rank = add_step_buffers(p, inv, f, plan, chunks.windows);
   p.gpu_peak_rank = peak_rank;
   add_host_memory(p, topo, f, plan);
   add_traffic(p, f, plan);
@@ -330,11 +315,12 @@ Prediction predict(const ModelSpec& spec, const ParamInventory& inv, const Topol
   if (o.workload) add_workload_terms(spec, inv, cc, plan, optimizer_phases(f, chunks.stages), p);
   p.gpu_headroom = o.gpu_headroom_or();
   p.host_headroom = o.host_headroom_or();
-  // A training step's GPU allocated terms are its timeline's, under either runtime (under
-  // pytorch through the allocator replay); without the replay they are not read.
+  // The GPU allocated terms are the step timeline's, with a workload or without (the optimizer
+  // step alone), under either runtime (under pytorch through the allocator replay); without the
+  // replay they are not read.
   const bool replay = parts != PredictParts::without_allocator_replay;
   if (o.runtime == RuntimeKind::muonplan) {
-    if (o.workload && replay) add_muonplan_timeline_terms(spec, inv, cc, plan, peak_rank, p);
+    if (replay) add_muonplan_timeline_terms(spec, inv, cc, plan, peak_rank, p);
     add_fixed_overheads(p, topo);
   } else {
     add_pytorch_runtime_terms(spec, inv, cc, plan, peak_rank, replay, p);

@@ -1,8 +1,6 @@
-// The GPU's persistent bytes per rank, by offload mode: stated once for the cost model
-// (cost_model.cc) and the search's lower bound (plan/search_floor.cc).
+// What a rank keeps on its GPU between steps, per element, by offload mode: stated once for the
+// step timeline, the cost model's peak-rank choice and the search's lower bound.
 #include "cost/gpu_persistent.h"
-
-#include <string>
 
 #include "muonplan/planfile/step_buffers.h"
 
@@ -38,43 +36,22 @@ ElemArray grad_array(const PlanOptions& o, const OffloadPolicy& pol) {
   return {mb == elem_bytes::kMaster ? "grads_fp32" : "grads_bf16", mb};
 }
 
-std::vector<Term> gpu_persistent_terms(const PlanOptions& o, const OffloadPolicy& pol, double n_all,
-                                       double n_mu, double n_aw) {
-  std::vector<Term> t;
-  const ElemArray param = param_array(o, pol), grad = grad_array(o, pol);
-  if (pol.master != Residence::gpu) {
-    t.push_back({param.name, param.bytes * n_all, "2 B x local params (compute copy)"});
-    // In a training step each unit's gradients leave during backward (the step timeline's
-    // grads_bf16_in_flight); the optimizer step alone holds them until its chunks copy them.
-    if (!o.workload)
-      t.push_back({grad.name, grad.bytes * n_all, "2 B x local params, until copied to host"});
-  } else {
-    // optimization_dtype bfloat16: the masters and their gradient shards are bf16.
-    const std::string b = std::to_string(int(param.bytes)) + " B x local params";
-    t.push_back(
-        {param.name, param.bytes * n_all,
-         b + " (FSDP master, optimization_dtype " + dtype_name(int64_t(param.bytes)) + ")"});
-    t.push_back({grad.name, grad.bytes * n_all, b});
-  }
-  if (o.optimizer == OptimizerKind::muon) {
-    if (pol.muon_momentum == Residence::gpu) {
-      t.push_back({"muon_momentum", n_mu * muon_state_bytes(o),
-                   std::to_string(int(muon_state_bytes(o))) + " B x local Muon params"});
-    }
-    if (pol.adamw_moments == Residence::gpu)
-      t.push_back({"adamw_moments", n_aw * adamw_state_bytes(o),
-                   std::to_string(int(adamw_state_bytes(o))) + " B x local AdamW params"});
-  } else if (o.optimizer == OptimizerKind::adamw && pol.adamw_moments == Residence::gpu) {
-    // LoRA: only the active runs' slots have an AdamW (--lora-active-runs); slots are equal.
-    const bool lora = o.lora.rank > 0 && o.lora.active_runs_or() < o.lora.adapters;
-    const double active = lora ? double(o.lora.active_runs_or()) / double(o.lora.adapters) : 1;
-    t.push_back({"adamw_moments", state_bytes(o, n_mu, n_aw) * active,
-                 std::to_string(int(adamw_state_bytes(o))) + " B x local params" +
-                     (lora ? " of the " + std::to_string(o.lora.active_runs_or()) + " active of " +
-                                 std::to_string(o.lora.adapters) + " LoRA slots"
-                           : "")});
-  }
-  return t;
+ElemArray state_array(const PlanOptions& o, const OffloadPolicy& pol, bool muon_rule) {
+  if (o.optimizer == OptimizerKind::muon && muon_rule)
+    return {"muon_momentum", pol.muon_momentum == Residence::gpu ? muon_state_bytes(o) : 0};
+  const bool none = o.optimizer == OptimizerKind::signsgd || pol.adamw_moments != Residence::gpu;
+  return {"adamw_moments", none ? 0 : adamw_state_bytes(o)};
+}
+
+PersistentRates persistent_rates(const PlanOptions& o, const OffloadPolicy& pol) {
+  // Under full offload a training step's gradients leave during backward (the timeline's
+  // grads_bf16_in_flight); the optimizer step alone holds them until its chunks copy them.
+  const bool grads_kept = pol.master == Residence::gpu || !o.workload;
+  // LoRA: only the active runs' slots have an optimizer (has_optimizer); slots are equal.
+  const bool lora = o.lora.rank > 0 && o.lora.active_runs_or() < o.lora.adapters;
+  const double active = lora ? double(o.lora.active_runs_or()) / double(o.lora.adapters) : 1;
+  return {param_array(o, pol).bytes + (grads_kept ? grad_array(o, pol).bytes : 0),
+          state_array(o, pol, true).bytes * active, state_array(o, pol, false).bytes * active};
 }
 
 }  // namespace muonplan

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <utility>
 
 #include "cost/ac_layers.h"
 #include "cost/candidate_context.h"
@@ -153,7 +154,11 @@ void add_muonplan_timeline_terms(const ModelSpec& spec, const ParamInventory& in
                                  Prediction& p) {
   const TimelineInputs in =
       step_timeline_inputs(p, RuntimeKind::muonplan, cc.topo, cc.o, peak_rank);
-  set_allocated_terms(live_peak(build_step_timeline(spec, inv, cc.o, plan, in)), in, p);
+  // Without a workload one step: its optimizer step holds the state it has just created beside
+  // the gradients and the buffers, all that a later step's holds (and no allocator's cache for
+  // a second step to find).
+  const int steps = cc.o.workload ? 2 : 1;
+  set_allocated_terms(live_peak(build_step_timeline(spec, inv, cc.o, plan, in, steps)), in, p);
 }
 
 void add_pytorch_runtime_terms(const ModelSpec& spec, const ParamInventory& inv,
@@ -216,13 +221,20 @@ std::string gib(double bytes) {
 }
 
 // The GPU allocated terms from a timeline's peak: the tensors live there by kind (their requested
-// bytes), each in its list (timeline_term_list); what the lists held before goes.
+// bytes), each in its list (timeline_term_list); what the lists held before goes. An optimizer
+// step buffer is one tensor of the timeline: its formula is the input term's (which chunks'
+// buffers it holds, cost_model.cc), after where the peak fell.
 void set_allocated_terms(const TimelinePeak& peak, const TimelineInputs& in, Prediction& p) {
   // In TimelineTermList's order.
   std::vector<Term>* lists[] = {&p.gpu_persistent_bytes, &p.gpu_transient_bytes,
                                 &p.gpu_runtime_bytes, &p.gpu_workload_bytes};
   for (std::vector<Term>* list : lists) list->clear();
-  for (const Term& t : peak.requested) lists[int(timeline_term_list(t.name, in))]->push_back(t);
+  for (Term t : peak.requested) {
+    for (const Term& input : in.step_transient) {
+      if (input.name == t.name) t.formula = "at " + peak.where + ": " + input.formula;
+    }
+    lists[int(timeline_term_list(t.name, in))]->push_back(std::move(t));
+  }
 }
 
 // The step's allocations replayed through the caching-allocator model (step_timeline.h). The

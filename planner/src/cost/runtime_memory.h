@@ -44,10 +44,10 @@ TimelineInputs step_timeline_inputs(const Prediction& p, RuntimeKind runtime, co
 AllocatorConfig step_allocator_config(const Prediction& p, const PlanOptions& o,
                                       const PytorchRuntime& rt);
 
-// The muonplan runtime's GPU allocated terms of a training step: the step timeline with the
-// executor's optimizer step, at its live peak (live_peak: no caching allocator), the tensors
-// live there by kind in their lists, summing to that peak; `p`'s closed-form persistent and
-// transient terms (the executor's, section 4) are the timeline's input and go.
+// The muonplan runtime's GPU allocated terms, of a training step or (without a workload) of the
+// optimizer step alone: the step timeline with the executor's optimizer step, at its live peak
+// (live_peak: no caching allocator), the tensors live there by kind in their lists, summing to
+// that peak; `p`'s step buffers (the executor's, section 4) are the timeline's input and go.
 struct CandidateContext;
 void add_muonplan_timeline_terms(const ModelSpec& spec, const ParamInventory& inv,
                                  const CandidateContext& cc, const ChunkPlan& plan, int peak_rank,

@@ -92,8 +92,8 @@ double unsharded_elements(const ParamTensor& t, int ep) {
   return double(t.numel()) / (expert ? ep : 1);
 }
 
-std::map<int64_t, FsdpUnit> fsdp_units(const ParamInventory& inv, const PlanOptions& o, int world,
-                                       int rank) {
+std::map<int64_t, FsdpUnit> fsdp_units(StepTimeline& tl, const ParamInventory& inv,
+                                       const PlanOptions& o, int world, int rank) {
   std::map<int64_t, FsdpUnit> units;
   // (layer, trained) -> index of its stacked routed experts
   std::map<std::pair<int64_t, bool>, size_t> experts_at;
@@ -106,18 +106,22 @@ std::map<int64_t, FsdpUnit> fsdp_units(const ParamInventory& inv, const PlanOpti
     const double unsharded = unsharded_elements(t, o.layout.ep);
     FsdpUnit& u = units[t.layer];
     u.layer = t.layer;
-    const FsdpParam p{t.name, unsharded, shard, t.rule == UpdateRule::muon, trains, in_mlp(t.name)};
+    // Only a training step's phases ask which block a parameter is in; without a workload the
+    // name search was a quarter of the optimizer-step timeline's cost (one per search candidate).
+    const bool mlp = o.workload && in_mlp(t.name);
+    FsdpParam p{nullptr, unsharded, shard, t.rule == UpdateRule::muon, trains, mlp};
     if (t.routed_expert && t.stack_dim != 0) {
       auto [it, fresh] = experts_at.try_emplace({t.layer, trains}, u.params.size());
       if (fresh) {
+        p.name = tl.keep(layer_name(t.layer) + (trains ? ".experts" : ".experts (frozen)"));
         u.params.push_back(p);
-        u.params.back().name = layer_name(t.layer) + (trains ? ".experts" : ".experts (frozen)");
       } else {
         u.params[it->second].unsharded += unsharded;
         u.params[it->second].shard += shard;
       }
       return;
     }
+    p.name = tl.keep(t.name);
     u.params.push_back(p);
   });
   return units;
@@ -128,7 +132,7 @@ TensorName layer_part(int64_t layer, const char* head, const char* mid) {
 }
 
 TensorName param_name(const FsdpParam& p, const char* suffix) {
-  return {.owned = p.kept, .mid = suffix};
+  return {.owned = p.name, .mid = suffix};
 }
 
 std::string layer_name(int64_t layer) {
@@ -189,10 +193,7 @@ StepTimeline build_step_timeline(const ModelSpec& spec, const ParamInventory& in
   tl.phases.reserve(last_phases);
   const OffloadPolicy& pol = offload_policy(o.offload, o.optimizer_staging);
   using namespace timeline;
-  Recorder r{tl, spec, o, pol, in, fsdp_units(inv, o, plan.world, in.peak_rank)};
-  for (auto& [layer, u] : r.units) {
-    for (FsdpParam& p : u.params) p.kept = tl.keep(p.name);
-  }
+  Recorder r{tl, spec, o, pol, in, fsdp_units(tl, inv, o, plan.world, in.peak_rank)};
   if (o.workload) {
     const Workload& w = *o.workload;
     r.t = micro_step_tokens(w, o.layout);

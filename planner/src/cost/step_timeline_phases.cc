@@ -212,7 +212,7 @@ void record_lm_head(Recorder& r, MicroState& m) {
       if (p.trains)
         m.root_grads.push_back(
             r.tl.alloc(param_name(p, ".grad_unsharded"), "unsharded_layer_grads", 2 * p.unsharded));
-      else if (w.lm_head_chunk > 0 && p.name.find(head) != std::string::npos)
+      else if (w.lm_head_chunk > 0 && p.name->find(head) != std::string::npos)
         frozen_head_grad.push_back(
             r.tl.alloc(param_name(p, ".grad_weight (dropped)"), "lm_head_io", 2 * p.unsharded));
     }
@@ -291,7 +291,7 @@ struct BackwardTemps {
         {".down_proj.lora_A.", &lora.down}};
     for (const FsdpParam& p : u.params)
       for (const auto& [tag, on] : mods)
-        *on = *on || (lora.rank > 0 && p.name.find(tag) != std::string::npos);
+        *on = *on || (lora.rank > 0 && p.name->find(tag) != std::string::npos);
     rows =
         layer_backward_temporaries(rec.spec, layer, rec.t, rec.o.layout.ep, rec.in.attention, lora);
     ids.assign(rows.size(), -1);
@@ -427,9 +427,9 @@ bool has_optimizer(const PlanOptions& o, const FsdpParam& p) {
   if (o.lora.rank <= 0 || o.lora.active_runs_or() >= o.lora.adapters) return true;
   // Adapter names end in .lora_A.<slot> or .lora_B.<slot> (lora.cc, apply_lora).
   for (const char* tag : {".lora_A.", ".lora_B."}) {
-    const size_t at = p.name.rfind(tag);
+    const size_t at = p.name->rfind(tag);
     if (at != std::string::npos)
-      return std::atoll(p.name.c_str() + at + 8) < o.lora.active_runs_or();
+      return std::atoll(p.name->c_str() + at + 8) < o.lora.active_runs_or();
   }
   return true;
 }
@@ -451,14 +451,14 @@ void record_optimizer_step(Recorder& r) {
     for (const auto& [layer, u] : r.units) {
       for (const FsdpParam& p : u.params) {
         if (!p.trains || !has_optimizer(o, p)) continue;
+        const ElemArray a = state_array(o, r.pol, p.muon);
+        if (a.bytes <= 0) continue;  // on the host, or none (signSGD)
         if (o.optimizer == OptimizerKind::muon && p.muon) {
-          if (r.pol.muon_momentum == Residence::gpu)
-            r.state.push_back(r.tl.alloc(param_name(p, ".momentum"), "muon_momentum",
-                                         p.shard * muon_state_bytes(o)));
-        } else if (r.pol.adamw_moments == Residence::gpu) {
-          const double b = adamw_state_bytes(o) / 2;  // one moment
-          r.state.push_back(r.tl.alloc(param_name(p, ".exp_avg"), "adamw_moments", p.shard * b));
-          r.state.push_back(r.tl.alloc(param_name(p, ".exp_avg_sq"), "adamw_moments", p.shard * b));
+          r.state.push_back(r.tl.alloc(param_name(p, ".momentum"), a.name, p.shard * a.bytes));
+        } else {
+          const double b = a.bytes / 2;  // one moment
+          r.state.push_back(r.tl.alloc(param_name(p, ".exp_avg"), a.name, p.shard * b));
+          r.state.push_back(r.tl.alloc(param_name(p, ".exp_avg_sq"), a.name, p.shard * b));
         }
       }
     }

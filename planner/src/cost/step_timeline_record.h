@@ -15,10 +15,9 @@ namespace muonplan::timeline {
 // an expert stack's EP slice) and its shard on the rank. Routed experts stored one tensor per
 // expert are one stacked parameter, as prime-rl's MoE layers hold them.
 struct FsdpParam {
-  std::string name;
+  const std::string* name = nullptr;  // kept by the timeline (StepTimeline::keep): tensor names
   double unsharded = 0, shard = 0;
-  bool muon = false, trains = true, mlp = false;
-  const std::string* kept = nullptr;  // the name as the timeline keeps it (tensor names)
+  bool muon = false, trains = true, mlp = false;  // mlp: set only with a workload
 };
 
 // The elements of `t` one rank's all-gather makes (an expert stack's EP slice): the timeline's
@@ -33,8 +32,8 @@ struct FsdpUnit {
   double trained(bool shard) const;  // elements that get gradients: the shard's or unsharded
 };
 
-std::map<int64_t, FsdpUnit> fsdp_units(const ParamInventory& inv, const PlanOptions& o, int world,
-                                       int rank);
+std::map<int64_t, FsdpUnit> fsdp_units(StepTimeline& tl, const ParamInventory& inv,
+                                       const PlanOptions& o, int world, int rank);
 std::string layer_name(int64_t layer);
 // Tensor names: "layers.N.<head><mid>" (root: "root."), and "<parameter's name><suffix>".
 TensorName layer_part(int64_t layer, const char* head, const char* mid = "");

@@ -28,9 +28,16 @@ TimelinePeak peak_at(const StepTimeline& tl, const std::vector<int64_t>& block, 
   TimelinePeak p;
   p.bytes = bytes;
   p.where = upto < tl.events.size() ? tl.phases[size_t(tl.events[upto].where)] : "";
+  // Tensors of a kind come in runs (a parameter's shards, then its gradients, ...): the last
+  // kind is looked up again only when the kind's text moves.
+  std::string_view last_kind;
+  Kind* last = nullptr;
   for (size_t t = 0; t < live.size(); ++t) {
     if (!live[t]) continue;
-    Kind& k = kinds[tl.tensors[t].kind];
+    const std::string_view kind = tl.tensors[t].kind;
+    if (!last || kind.data() != last_kind.data() || kind.size() != last_kind.size())
+      last = &kinds[kind], last_kind = kind;
+    Kind& k = *last;
     k.block += double(block[t]);
     k.requested += double(tl.tensors[t].bytes);
     p.rounding += block[t] - tl.tensors[t].bytes;

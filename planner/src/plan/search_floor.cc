@@ -71,9 +71,10 @@ SearchFloor::SearchFloor(const ParamInventory& inv, const Topology& topo, const 
   for (OffloadMode m : modes) {
     PlanOptions om = o;
     om.offload = m;
-    const OffloadPolicy& pol = offload_policy(m, o.optimizer_staging);
-    modes_.push_back({m, sum(gpu_persistent_terms(om, pol, 1, 1, 0)),
-                      sum(gpu_persistent_terms(om, pol, 1, 0, 1))});
+    // The cost model's per-element rates (its peak-rank selector): a lower bound here, not a
+    // printed figure.
+    const PersistentRates per = persistent_rates(om, offload_policy(m, o.optimizer_staging));
+    modes_.push_back({m, per.all + per.muon, per.all + per.adamw});
   }
   for (const ParamTensor& t : inv.tensors) {
     if ((t.mtp && !o.include_mtp) || t.shape.empty() || t.shape[0] <= 0) continue;
