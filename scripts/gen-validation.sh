@@ -468,6 +468,19 @@ comes from +7.9% to +3.4%; LoRA's slots without an active run hold no moments (Q
 peak leaves the optimizer step); the MoE rows add the INTELLECT-3 rows' 1-2 GiB. The whole
 matrix is in the next section.
 
+The MoE block at ep > 1 is not yet listed tensor by tensor (issue 48 item 4, tried and not
+merged: branch moeep of the sixteenth session, b01e8b0 and 11ff7f8). Listing torchtitan's
+ExpertParallel path as rows (the dispatch's received tokens held by the module call until the
+combine hook returns, the wrapper's vstack and padded permuted copies, the grouped GEMM output,
+the un-permute buffer held by the combine's collective, the combine's received tokens saved for
+the score multiply) and dropping the three all-to-all buffers that double-counted them moves the
+published GLM-4.5-Air run (ep 8, cp 4, measured 72.8 GiB) from +3.4% to +10.9% with the fp32
+copy and product of the score multiply, and to -10.1% without them; the default allocator's
+simulated reserve swings with the layout (13.4 to 5.5 GiB). With expandable segments the whole
+table gives +2.4%, but which allocator that run used is not recorded. So ep > 1 keeps the
+three all-to-all buffers and the ep-1 rows without the wrapper's copies, as before, until a
+run at ep > 1 with a known allocator (or a memory snapshot) says which tensors it held.
+
 TEXT
 }
 
