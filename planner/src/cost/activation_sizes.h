@@ -39,9 +39,11 @@ struct ActivationTensor {
 };
 
 // The tensors of layer `layer`, in the order the forward makes them, at expert parallelism
-// `ep`: the MoE block's hidden-width rows of torchtitan's ep-1 path (the expert_parallel
-// wrapper's copies, the fp32 routed output) are ep 1's; at ep > 1 the routed tokens' copies
-// are the all-to-all buffers (layer_a2a_buffers).
+// `ep`, with LoRA adapters of rank `expert_lora_rank` on the routed experts (0: none): the MoE
+// block's hidden-width rows of torchtitan's ep-1 path (the expert_parallel wrapper's copies,
+// the fp32 routed output) are ep 1's, and so are, under expert LoRA, the experts' base and
+// adapter outputs (MultiLoRAGroupedExperts); at ep > 1 the routed tokens' copies are the
+// all-to-all buffers (layer_a2a_buffers) and expert LoRA adds no rows.
 // A bf16 hidden state of `t` tokens, 2 B x t x hidden: a layer's input (AC's checkpoint, what AC
 // offload moves to the host), its output, the final norm's output and each of their gradients.
 // The one rule for them: the step timeline and the host's AC offload buffers (ac_layers.h) size
@@ -55,9 +57,16 @@ inline double micro_step_tokens(const Workload& w, const Layout& l) {
 }
 
 std::vector<ActivationTensor> layer_activation_tensors(const ModelSpec& s, int64_t layer, double t,
-                                                       int ep);
+                                                       int ep, int64_t expert_lora_rank = 0);
 // The saved ones' sum: the layer's activation bytes without recomputation.
-double layer_activation_bytes(const ModelSpec& s, int64_t layer, double t, int ep);
+double layer_activation_bytes(const ModelSpec& s, int64_t layer, double t, int ep,
+                              int64_t expert_lora_rank = 0);
+
+// The rows the routed experts' grouped GEMMs run over, t tokens per rank: t x top-k routed
+// copies, plus, where torchtitan's expert_parallel wrapper permutes them into expert order at
+// ep 1 (not under expert LoRA: MultiLoRAGroupedExperts has no permute there), kMoeAlignRows of
+// padding per expert. At ep > 1 the copies without padding (the table above lists no wrapper).
+double moe_grouped_rows(const ModelSpec& s, double t, int ep, int64_t expert_lora_rank);
 
 // The all-to-all buffers of one layer's pass (forward, recompute, or its gradients' in
 // backward), t tokens per rank: the exchanges' outputs, each a new tensor beside its input (a

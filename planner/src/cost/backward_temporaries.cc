@@ -107,7 +107,7 @@ std::vector<BackwardTemporary> layer_backward_temporaries(const ModelSpec& s, in
   if (s.is_moe_layer(layer)) {
     const double k = top_k(s), tk = t * k;
     const double f = double(s.moe.intermediate_size), fs = double(s.moe.shared_intermediate_size);
-    const double padded = ep > 1 ? tk : tk + double(s.moe.num_experts) * kMoeAlignRows;
+    const double padded = moe_grouped_rows(s, t, ep, lora.expert_rank());
     swiglu_rows("expert_swiglu_bwd", "expert_up", "expert_gate", "routed_tokens", tk, f, padded, h,
                 v);
     if (fs > 0) swiglu_rows("shared_swiglu_bwd", "shared_up", "shared_gate", "", t, fs, t, h, v);

@@ -15,10 +15,12 @@
 namespace muonplan {
 
 // The layer's LoRA-adapted linears (prime-rl's MultiLoRALinear), as the layer's FSDP unit has
-// adapters for them.
+// adapters for them; experts: the routed experts (MultiLoRAGroupedExperts).
 struct LoraAdapted {
   bool q = false, k = false, v = false, o = false, gate = false, up = false, down = false;
+  bool experts = false;
   int64_t rank = 0;
+  int64_t expert_rank() const { return experts ? rank : 0; }
 };
 
 // One temporary: allocated as backward reaches the gradient of saved tensor `first` (before that

@@ -46,6 +46,31 @@ struct MicroState {
   int grad = -1;                        // the gradient flowing back
 };
 
+// The layer's LoRA adapters (prime-rl's MultiLoRALinear and MultiLoRAGroupedExperts), as its
+// FSDP unit has them: adapter names are <module>.lora_A.<slot> (lora.cc, apply_lora).
+LoraAdapted lora_adapted(const Recorder& r, const FsdpUnit& u) {
+  LoraAdapted lora;
+  lora.rank = r.o.lora.rank;
+  if (lora.rank <= 0) return lora;
+  const std::pair<const char*, bool*> mods[] = {
+      {".q_proj.lora_A.", &lora.q},       {".k_proj.lora_A.", &lora.k},
+      {".v_proj.lora_A.", &lora.v},       {".o_proj.lora_A.", &lora.o},
+      {".gate_proj.lora_A.", &lora.gate}, {".up_proj.lora_A.", &lora.up},
+      {".down_proj.lora_A.", &lora.down}};
+  for (const FsdpParam& p : u.params) {
+    if (p.name->find(".lora_A.") == std::string::npos) continue;
+    lora.experts = lora.experts || p.name->find(".experts.") != std::string::npos;
+    for (const auto& [tag, on] : mods) *on = *on || p.name->find(tag) != std::string::npos;
+  }
+  return lora;
+}
+
+// Layer `layer`'s tensors (activation_sizes.h) with its unit's expert adapters.
+std::vector<ActivationTensor> layer_tensors(const Recorder& r, int64_t layer) {
+  return layer_activation_tensors(r.spec, layer, r.t, r.o.layout.ep,
+                                  lora_adapted(r, r.units.at(layer)).expert_rank());
+}
+
 // The kind of a layer's tensor: recomputed in backward (ac_layers.h) or kept from forward.
 const char* act_kind(const Recorder& r, int64_t layer, const ActivationTensor& a) {
   return recomputed(*r.o.workload, layer, a) ? "recomputed_layer_activations" : "activations";
@@ -58,7 +83,7 @@ const char* act_kind(const Recorder& r, int64_t layer, const ActivationTensor& a
 // targets' functions make (the others' ids -1).
 std::vector<int> alloc_activations(Recorder& r, int64_t layer, bool only_recomputed = false) {
   std::vector<int> ids;
-  const auto acts = layer_activation_tensors(r.spec, layer, r.t, r.o.layout.ep);
+  const auto acts = layer_tensors(r, layer);
   for (size_t k = 1; k < acts.size(); ++k) {
     if (only_recomputed && !recomputed(*r.o.workload, layer, acts[k])) {
       ids.push_back(-1);
@@ -137,7 +162,7 @@ void record_forward(Recorder& r, MicroState& m) {
       // A checkpointed function's tensors are not saved; freed here, at the layer's end,
       // rather than as the function returns (the shared experts' tensors after it overlap
       // them: an upper bound within forward); the rest stay saved.
-      const auto info = layer_activation_tensors(r.spec, u.layer, r.t, r.o.layout.ep);
+      const auto info = layer_tensors(r, u.layer);
       for (size_t j = acts.size(); j-- > 0;) {
         if (acts[j] >= 0 && recomputed(*r.o.workload, u.layer, info[j + 1])) {
           r.tl.free(acts[j]);
@@ -282,18 +307,8 @@ struct BackwardTemps {
   std::vector<BackwardTemporary> rows;
   std::vector<int> ids;
   BackwardTemps(Recorder& rec, const FsdpUnit& u) : r(rec), layer(u.layer) {
-    LoraAdapted lora;
-    lora.rank = rec.o.lora.rank;
-    const std::pair<const char*, bool*> mods[] = {
-        {".q_proj.lora_A.", &lora.q},       {".k_proj.lora_A.", &lora.k},
-        {".v_proj.lora_A.", &lora.v},       {".o_proj.lora_A.", &lora.o},
-        {".gate_proj.lora_A.", &lora.gate}, {".up_proj.lora_A.", &lora.up},
-        {".down_proj.lora_A.", &lora.down}};
-    for (const FsdpParam& p : u.params)
-      for (const auto& [tag, on] : mods)
-        *on = *on || (lora.rank > 0 && p.name->find(tag) != std::string::npos);
-    rows =
-        layer_backward_temporaries(rec.spec, layer, rec.t, rec.o.layout.ep, rec.in.attention, lora);
+    rows = layer_backward_temporaries(rec.spec, layer, rec.t, rec.o.layout.ep, rec.in.attention,
+                                      lora_adapted(rec, u));
     ids.assign(rows.size(), -1);
   }
   void open(std::string_view at) {
@@ -317,7 +332,7 @@ struct BackwardTemps {
 void backward_layer(Recorder& r, MicroState& m, size_t k, std::vector<int>& acts,
                     std::vector<int>& wgrads) {
   const FsdpUnit& u = r.units.at(m.layers[k]);
-  const auto info = layer_activation_tensors(r.spec, u.layer, r.t, r.o.layout.ep);
+  const auto info = layer_tensors(r, u.layer);
   BackwardTemps temps(r, u);
   bool mlp_done = false, attn_done = false;
   // The gradients' exchanges: the MLP's (EP) while backward is in it, then attention's (CP).
@@ -392,7 +407,8 @@ void record_backward(Recorder& r, MicroState& m, bool first_micro) {
         r.in.backward_temporaries_fraction > 0
             ? r.tl.alloc(layer_part(u.layer, "backward_temporaries"), "backward_temporaries",
                          r.in.backward_temporaries_fraction *
-                             layer_activation_bytes(r.spec, u.layer, r.t, r.o.layout.ep))
+                             layer_activation_bytes(r.spec, u.layer, r.t, r.o.layout.ep,
+                                                    lora_adapted(r, u).expert_rank()))
             : -1;
     std::vector<int> wgrads;
     backward_layer(r, m, k, acts, wgrads);
