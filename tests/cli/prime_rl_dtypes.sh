@@ -36,7 +36,7 @@ assert abs(tb["fsdp_reduce_scatter"] * 2 - ta["fsdp_reduce_scatter"]) < 1e-6, (t
 assert ta["fsdp_all_gather"] == tb["fsdp_all_gather"], (ta, tb)  # bf16 weights either way
 # The allocated figure falls by the persistent 8 B per param and half the reduce-scatter input:
 # 22.65 -> 14.66 GiB. (22.69 -> 14.70 with backward_temporaries_fraction 0.895 and no listed
-# backward temporaries; the peak stays at layer 34's MLP backward, where the lump at 0.6588 is
+# backward temporaries; the peak stays at layer 34's MLP backward, where the lump at 0.6598 is
 # 109 MiB smaller and SwiGLU's third gradient, 96 MiB, joins it: backward_temporaries.h.)
 fall = a["predicted"]["gpu_allocated_gib"] - b["predicted"]["gpu_allocated_gib"]
 want = 8 * n_gib + wa["fsdp2_rs_input"] / 2
