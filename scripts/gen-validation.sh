@@ -288,7 +288,12 @@ frames' graphs too, and a real layer's graph has more inputs to guard and wrap t
 one). Eager (without `--model.compile`, which the planner does not model) each segment's ops are
 issued one by one, about 8 us each with autograd (eager_op_us and 1.0-1.8 us of recording:
 pytorch/pytorch#122029, #41383): 8 ops after the assert (65 us) and 10 after
-`repeat_interleave` (81 us), mostly under the same GPU work; not modelled apart.
+`repeat_interleave` (81 us), mostly under the same GPU work; not modelled apart. The LoRA
+experts (`MultiLoRAGroupedExperts`, multi_moe.py) read the active slot and its scale by two
+`.item()`s per forward in every version read here (all later than January: they carry DeepEP's
+path; the January file was not found): syncs inside the graph under `capture_scalar_outputs`,
+at most two graph-breaking syncs per MoE layer and forward at 45 us each, at most 17 ms of
+Qwen3-30B-A3B's 7 s RL LoRA 16K step on 8 x H100; not modelled.
 
 How large that fixed cost is, `bench/layer_overhead_scan.sh` measures without shipping it: it
 sets `calibration.layer_overhead_us` (a cost per decoder layer and pass: forward, backward and
