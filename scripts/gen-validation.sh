@@ -240,8 +240,8 @@ What is not yet modelled shows in the misses. Short rows (16K) are under-predict
 ones (64K) slightly over: the attention efficiencies go to their bound of 1 (the kernels'
 published 16K plateau) and the GEMM efficiency falls to 0.39-0.50, below what cuBLAS sustains,
 which takes up a shortfall fixed per layer rather than per token. The lower GEMM efficiency in
-turn over-predicts full fine-tuning of Qwen3-4B, whose weight-grad GEMMs LoRA skips: two
-RL/LoRA pairs come out in the wrong order (`tests/cli/step_order.sh` lists them). The B200 run
+turn over-predicts full fine-tuning of Qwen3-4B, whose weight-grad GEMMs LoRA skips: one
+RL/LoRA pair comes out in the wrong order (`tests/cli/step_order.sh` lists it). The B200 run
 (`expert_loop`, 25 us per eager op, not fitted; h200-ib's GEMM efficiency carried) is held out.
 
 Part of that fixed shortfall is FSDP2's own copies on the compute stream (`fsdp_copies`,
@@ -261,6 +261,40 @@ to -13.2%, and Qwen3-4B RL full at 64K on the H200, +15.5% to +14.2%, come in), 
 the experts' gradients, LoRA does not), leaving one model out from 17 to 18 of 35, the held-out
 B200 run from -13.8% to -13.5%. Nothing is fitted to them: bytes over the fitted HBM rate.
 
+LoRA costs more than the model said, the same per adapted linear on Qwen3-0.6B and Qwen3-4B
+(measured LoRA minus full, 16K: +0.46 s on one H100 against +0.15 predicted, +0.69 s on 8 x
+H100 against about +0.05; about 0.6 ms per `MultiLoRALinear` call on both, whose GEMMs differ
+sixfold): host time. Part of it is how the trainer benchmark compiles the layer. prime-rl
+applies LoRA before compiling each decoder layer (trainer/model.py: LoRA, AC, compile, FSDP;
+`run_single_benchmark.py` passes `--model.compile`), so the wrapper is inside the compiled
+region, and both its syncs break the graph: Dynamo rewrites only an `assert x, "msg"` to
+`torch._assert_async` (`_detect_and_normalize_assert_statement`, torch/_dynamo/
+symbolic_convert.py), and the wrapper's assert has an f-string message, so the jump on a tensor
+ends the graph; `repeat_interleave` with tensor repeats has its output size on the device.
+After each sync the drained stream waits for the host to call the resumed graph, an
+AOTAutograd graph whose inputs require grad: 39.0 us (pytorch/pytorch#122029, a one-op graph;
+14.0 us without grad, 5.6 us the op eager), in place of the one eager op (`eager_op_us`, 6.3
+us) `lora_wrapper` charged before: 65 us more per call, forward and full AC's recompute
+(backward has no sync of the wrapper: autograd's engine thread runs ahead). After the graph's
+call a segment's 4-6 launches (16-24 us) issue faster than its kernels run at 16K tokens (at
+least 56 us of scale-and-add and 90 us of GEMMs on Qwen3-0.6B on the H100), so the rest of
+each segment is the GPU's. Refit as above: GEMM efficiency 0.3901 /
+0.4361 / 0.5034 (0.3861 / 0.433 / 0.5014 before), 36 of 42 within 15% (was 35: Qwen3-0.6B
+RL LoRA at 16K on the H100, -15.3% to -13.5%, comes in), pairs out of order from 2 to 1
+(Qwen3-4B RL on 8 x H200 at 16K, LoRA 13% slower, is right), leaving one model out 18 of 35
+(unchanged), the held-out B200 run from -13.5% to -13.3%. It gives 0.05 s of the 0.31 s
+Qwen3-0.6B gap: 39 us is a lower bound (a break inside a nested module may split the enclosing
+frames' graphs too, and a real layer's graph has more inputs to guard and wrap than a one-op
+one). Eager (without `--model.compile`, which the planner does not model) each segment's ops are
+issued one by one, about 8 us each with autograd (eager_op_us and 1.0-1.8 us of recording:
+pytorch/pytorch#122029, #41383): 8 ops after the assert (65 us) and 10 after
+`repeat_interleave` (81 us), mostly under the same GPU work; not modelled apart. The LoRA
+experts (`MultiLoRAGroupedExperts`, multi_moe.py) read the active slot and its scale by two
+`.item()`s per forward in every version read here (all later than January: they carry DeepEP's
+path; the January file was not found): syncs inside the graph under `capture_scalar_outputs`,
+at most two graph-breaking syncs per MoE layer and forward at 45 us each, at most 17 ms of
+Qwen3-30B-A3B's 7 s RL LoRA 16K step on 8 x H100; not modelled.
+
 How large that fixed cost is, `bench/layer_overhead_scan.sh` measures without shipping it: it
 sets `calibration.layer_overhead_us` (a cost per decoder layer and pass: forward, backward and
 full AC's recompute; 0 in every shipped topology) on h100-ib, h200-ib and rtx-a6000, refits only
@@ -271,20 +305,21 @@ this paragraph's commit, not regenerated with this page):
 
 | cost per layer and pass | GEMM efficiency h100 / h200 / a6000 | within 15% | pairs out of order | left out, within 15% |
 | ---: | --- | ---: | ---: | ---: |
-| 0 (shipped) | 0.3861 / 0.433 / 0.5014 | 35 of 42 | 2 of 14 | 18 of 35 |
-| 500 us | 0.4354 / 0.4552 / 0.5236 | 40 of 42 | 2 of 14 | 23 of 35 |
-| 750 us | 0.4612 / 0.467 / 0.5352 | 39 of 42 | 1 of 14 | 24 of 35 |
-| 1000 us | 0.4878 / 0.4794 / 0.5471 | 39 of 42 | 1 of 14 | 26 of 35 |
-| 1250 us | 0.5156 / 0.4924 / 0.5593 | 39 of 42 | 2 of 14 | 29 of 35 |
-| 1500 us | 0.5447 / 0.506 / 0.572 | 38 of 42 | 2 of 14 | 28 of 35 |
-| 2000 us | 0.6081 / 0.5428 / 0.5984 | 38 of 42 | 1 of 14 | 29 of 35 |
+| 0 (shipped) | 0.3901 / 0.4361 / 0.5034 | 36 of 42 | 1 of 14 | 18 of 35 |
+| 500 us | 0.4408 / 0.4587 / 0.5258 | 39 of 42 | 2 of 14 | 23 of 35 |
+| 750 us | 0.4673 / 0.4707 / 0.5375 | 39 of 42 | 2 of 14 | 25 of 35 |
+| 1000 us | 0.4947 / 0.4833 / 0.5496 | 39 of 42 | 2 of 14 | 27 of 35 |
+| 1250 us | 0.5233 / 0.4965 / 0.562 | 39 of 42 | 2 of 14 | 29 of 35 |
+| 1500 us | 0.5534 / 0.5104 / 0.5748 | 38 of 42 | 1 of 14 | 28 of 35 |
+| 2000 us | 0.6199 / 0.5484 / 0.6015 | 38 of 42 | 2 of 14 | 29 of 35 |
 
 So 0.5-1 ms per layer and pass beside FSDP2's copies, the same for Qwen3-0.6B, Qwen3-4B,
 Qwen3-30B-A3B and GLM-4.5-Air, explains most of the misses, and the GEMM efficiency then rises
-towards what cuBLAS sustains. At 500 us the two runs still out are the June 2026 A6000 64K run
-(+18.7%: that era's trainer) and Qwen3-30B-A3B SFT at 16K on the H200 (-22.3%); at 1 ms also
-Qwen3-30B-A3B RL full at 16K on the H100 (-15.6%). The held-out B200 run, carrying h200-ib's
-refit efficiency and the cost, is -13.3% at 500 us and -13.1% at 1 ms (shipped: -13.5%). The
+towards what cuBLAS sustains. At 500 us the three runs still out are the June 2026 A6000 64K
+run (+18.6%: that era's trainer), Qwen3-30B-A3B SFT at 16K on the H200 (-22.6%) and
+Qwen3-30B-A3B RL full at 16K on the H100 (-15.1%; at 1 ms -16.0%). The held-out B200 run,
+carrying h200-ib's refit efficiency and the cost, is -13.2% at 500 us and -13.0% at 1 ms
+(shipped: -13.3%). The
 cost is not shipped: a constant fitted to these rows
 is not allowed, and no mechanism with a cited figure gives it yet. The candidates are host work
 per FSDP2 unit (pytorch/pytorch#173680, Torch 2.10, January 2026: `FSDP::pre_forward` taking
@@ -297,13 +332,13 @@ commit 8c83f7f, reverted by the next). Where a sync stops the host running ahead
 models' flash-attention sync per layer, forward and recompute, above), a layer's pass takes the
 longer of its GPU time and the host's time to issue it, FSDP2's pre_forward hook (#173680's 1
 ms, an upper bound: that user's modules) plus the layer's launches, and the sync. Refit as above:
-0.3863 / 0.433 / 0.5015, 35 of 42, 2 of 14, 18 of 35, B200 -13.5%, the shipped figures, at 1 ms
+0.3863 / 0.433 / 0.5015, 35 of 42, 2 of 14, 18 of 35, B200 -13.5%, the figures shipped then, at 1 ms
 and at 300 us alike: a dense layer's forward outlasts 1 ms on the GPU at the fitted efficiency
 (Qwen3-0.6B SFT 8K on the H100: 0.7 ms in all, the syncs), and the floor binds only from about
 2 ms (+57 ms on that run; 3 ms: +169 ms). The syncs per layer and pass at the matrix's
 commits: dense Qwen3 (transformers' model) one per attention call in forward and recompute;
 `MultiLoRALinear` two per adapted linear and forward call on SM90 (its assert and
-`repeat_interleave`, costed in `lora_wrapper`); the MoE models none (below); FSDP2 none on the
+`repeat_interleave`, each a graph break under `--model.compile`, costed in `lora_wrapper`); the MoE models none (below); FSDP2 none on the
 host: the all-gather runs on its own streams (`foreach_all_gather`), the copy-out waits on the
 all-gather's event on the device (`wait_event`; `Work.wait()` only with `async_op`), and
 `foreach_reduce` and `post_backward` order the streams by events (the compute stream waits, in

@@ -265,13 +265,14 @@ TEST_CASE("the LoRA wrapper: syncs, launches and full-width bytes per adapted li
   CHECK(wrapper(0, 1) == 0);
   const double sm90 = wrapper(16, 4);
   CHECK(sm90 > 0);
-  // Qwen3-0.6B: 7 adapted linears x 28 layers; forward and recompute each 2 syncs, 10
-  // launches; backward 10 launches. The fixed part alone, one micro step:
+  // Qwen3-0.6B: 7 adapted linears x 28 layers; forward and recompute each 2 syncs that break
+  // the compiled graph (each waits on the resumed graph's call, 39 us), 10 launches; backward 10
+  // launches. The fixed part alone, one micro step:
   const Calibration& cal = t.calibration;
-  const double fixed = 7 * 28 *
-                       (2 * (2 * (cal.host_sync_us + cal.eager_op_us) + 10 * cal.kernel_launch_us) +
-                        10 * cal.kernel_launch_us) *
-                       1e-6;
+  const double fixed =
+      7 * 28 *
+      (2 * (2 * (cal.host_sync_us + 39) + 10 * cal.kernel_launch_us) + 10 * cal.kernel_launch_us) *
+      1e-6;
   CHECK(sm90 > fixed);
   // Off SM90 (an A6000 is 8.6) the slots run in a loop, a sync and 2 launches more per slot
   // (forward and recompute; 2 launches in backward too).
@@ -283,6 +284,48 @@ TEST_CASE("the LoRA wrapper: syncs, launches and full-width bytes per adapted li
                 6 * cal.kernel_launch_us) *
                1e-6)
             .epsilon(1e-6));
+}
+
+TEST_CASE("roofline lora_wrapper: bytes, graph-breaking syncs and launches by hand", "[workload]") {
+  PlanRequest r;
+  r.options.nodes = 1;
+  r.options.offload = OffloadMode::none;
+  r.options.layout = Layout{8, 1, 1};
+  r.options.workload = qwen_rows(true);
+  r.options.optimizer = OptimizerKind::adamw;
+  r.options.lora.rank = 16;
+  r.options.lora.adapters = 4;
+  Topology topo = h200();
+  const Calibration& cal = topo.calibration;
+  const double hbm = topo.node.gpu.hbm_gbps * 1e9 * cal.hbm_efficiency;
+  auto wrapper = [&] {
+    return term(make_plan(model("qwen3-0.6b"), topo, r).predicted.training_terms_s, "lora_wrapper")
+        .value;
+  };
+  // Qwen3-0.6B's 7 adapted linears per layer (models/qwen3-0.6b.yaml): in q 1024, k 1024, v
+  // 1024, o 2048, gate 1024, up 1024, down 3072 (sum 10240); out 2048, 1024, 1024, 1024, 3072,
+  // 3072, 1024 (sum 12288). One micro step of t = 4096 tokens, 4 slots of rank 16, full AC.
+  const double t = 4096, n = 4, rk = 16, in = 10240, out = 12288;
+  // Forward (and again in the recompute): the slots' stacks (2 B read and written), the scale
+  // and add (10 B per token and output), 2 syncs per linear that break the compiled graph
+  // (host_sync_us + 39 us for the resumed graph's call), 10 launches per linear.
+  const double fwd = (n * rk * 2 * 2 * (in + out) + 10 * t * out) / hbm +
+                     7 * 2 * (cal.host_sync_us + 39) * 1e-6 + 7 * 10 * cal.kernel_launch_us * 1e-6;
+  // Backward: the stacks' grads, the scale's (4 B per token and output), the input grad's add
+  // (6 B per token and input), 10 launches per linear, no sync.
+  const double bwd = (n * rk * 2 * 2 * (in + out) + 4 * t * out + 6 * t * in) / hbm +
+                     7 * 10 * cal.kernel_launch_us * 1e-6;
+  CHECK(wrapper() == Approx(28 * (2 * fwd + bwd)).epsilon(1e-9));
+  // At the bundled H200 figures (4.8 TB/s x 0.9, 6 us a sync, 4 us a launch): 68.37 ms, of
+  // which the graph breaks' host time is 28 x 2 x 7 x 2 x 45 us = 35.28 ms.
+  CHECK(wrapper() == Approx(0.06837).epsilon(0.001));
+  // The breaks' syncs wait on the compiled graph's call, not on an eager op: eager_op_us does
+  // not enter on SM90; each us of host_sync_us adds 784 us (28 x 2 passes x 7 x 2).
+  const double before = wrapper();
+  topo.calibration.eager_op_us += 10;
+  CHECK(wrapper() == Approx(before).epsilon(1e-12));
+  topo.calibration.host_sync_us += 1;
+  CHECK(wrapper() - before == Approx(784e-6).epsilon(1e-9));
 }
 
 TEST_CASE("training step is the sum of its terms; hidden work is listed apart", "[workload]") {

@@ -67,6 +67,12 @@ Passes add(Ctx& c, OpClass cls, double f, double b) {
 double sync_s(const Ctx& c) {
   return (c.topo.calibration.host_sync_us + c.topo.calibration.eager_op_us) * 1e-6;
 }
+// A sync at which torch.compile breaks the graph (roofline_ops.h, kCompiledGraphCallUs): the
+// copy and synchronize, then the call of the compiled graph that resumes after it, which the
+// drained stream waits on in place of one eager op.
+double graph_break_sync_s(const Ctx& c) {
+  return (c.topo.calibration.host_sync_us + kCompiledGraphCallUs) * 1e-6;
+}
 double launches_s(const Ctx& c, double n) {
   return n * c.topo.calibration.kernel_launch_us * 1e-6;
 }
@@ -268,6 +274,9 @@ ExpertLoad expert_load(const ModelSpec& s, const Workload& w, const RooflineShap
 // on compute capability 9.x with widths a multiple of 8 (elsewhere a loop over the slots that
 // slices by tensor offsets: a sync per slot, two GEMM launches each), repeat_interleave with
 // tensor repeats (a sync: its output's size is on the device), base_out + scaling x lora_out.
+// The assert and repeat_interleave also break the compiled layer's graph (kCompiledGraphCallUs):
+// after each, the stream waits for the host to call the resumed graph. Backward has no sync of
+// the wrapper (autograd's engine thread runs ahead of the GPU): launches and bytes only.
 // Called on the linear's A (its `in`: syncs, launches, the input grad's add) and on its B (its
 // `out`: the scale and the full-width add).
 void lora_wrapper_passes(Ctx& c, const PlanOptions& o, const ParamTensor& pt, UnitWork& u) {
@@ -282,7 +291,8 @@ void lora_wrapper_passes(Ctx& c, const PlanOptions& o, const ParamTensor& pt, Un
   } else {
     const double in = double(pt.cols());
     const bool grouped = cc >= 9 && cc < 10 && o.lora.rank % 8 == 0 && int64_t(in) % 8 == 0;
-    f = n * r * in * 2 * kBf16 / c.hbm + (2 + (grouped ? 0 : n)) * sync_s(c) +
+    f = n * r * in * 2 * kBf16 / c.hbm + kWrapperGraphBreaks * graph_break_sync_s(c) +
+        (grouped ? 0 : n) * sync_s(c) +
         launches_s(c, kWrapperLaunches + (grouped ? 0 : 2 * (n - 1)));
     b = (n * r * in * 2 * kBf16 + kWrapperInputGradBytes * t * in) / c.hbm +
         launches_s(c, kWrapperLaunches + (grouped ? 0 : 2 * (n - 1)));

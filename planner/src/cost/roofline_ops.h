@@ -56,6 +56,18 @@ inline constexpr double kLoopOpsFwd = 36, kLoopOpsBwd = 50;
 // prime-rl's MultiLoRALinear (roofline.cc, lora_wrapper_passes).
 inline constexpr double kWrapperLaunches =
     10;  // per pass: assert 2, stack 2, GEMMs 2, repeat 2, mul, add
+// Its syncs that break torch.compile's graph, per call: the assert (its f-string message is not
+// the `assert x, "msg"` form Dynamo rewrites to torch._assert_async, so the jump on a tensor ends
+// the graph: _detect_and_normalize_assert_statement, torch/_dynamo/symbolic_convert.py) and
+// repeat_interleave with tensor repeats (an output size known only on the device). prime-rl
+// applies LoRA before compiling each decoder layer (trainer/model.py: LoRA, AC, compile, FSDP),
+// and its trainer benchmark passes --model.compile, so the wrapper is inside the compiled region.
+inline constexpr double kWrapperGraphBreaks = 2;
+// Host time of one call of an AOTAutograd-compiled graph whose inputs require grad: 39.0 us
+// (pytorch/pytorch#122029, March 2024: a one-op graph; 14.0 us without grad, the same op eager
+// 5.6 us). After a break the stream, drained by the sync, waits for it: a lower bound, as a
+// break inside a nested module may split the enclosing frames' graphs too.
+inline constexpr double kCompiledGraphCallUs = 39;
 // HBM bytes per token: per output of B, forward's scale and full-width add and backward's scale
 // grad; per input of A, backward's input-grad add.
 inline constexpr double kWrapperFwdBytes = 10, kWrapperBwdBytes = 4, kWrapperInputGradBytes = 6;
@@ -149,7 +161,10 @@ inline constexpr OpClassRow kOpClasses[] = {
               "slot), the slots' stack, the scale and full-width add (" +
               num(kWrapperFwdBytes) + " B x t x out forward; backward " + num(kWrapperBwdBytes) +
               " B x t x out and the input grad's add " + num(kWrapperInputGradBytes) +
-              " B x t x in): bytes / HBM, syncs x (host_sync_us + eager_op_us), " +
+              " B x t x in): bytes / HBM, the 2 syncs x (host_sync_us + " +
+              num(kCompiledGraphCallUs) +
+              " us, the compiled graph's call that resumes after each: they break the graph), "
+              "the loop's syncs x (host_sync_us + eager_op_us), " +
               num(kWrapperLaunches) + " launches per pass x kernel_launch_us";
      }},
     {expert_loop, "expert_loop",
