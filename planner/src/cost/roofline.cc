@@ -87,43 +87,6 @@ Passes weight_gemms(Ctx& c, OpClass cls, double batch, double m, double out, dou
   return add(c, cls, f * share, b * share);
 }
 
-// One torch._grouped_mm of MultiLoRALinear's adapters on compute capability 9.x (roofline_ops.h,
-// kGroupedSmallTile*): its tiles' FLOPs, M and N rounded up to the tile (the zeros a rank-16
-// side is filled with are multiplied too), at the wave's share of the GEMM rate over those
-// tiles. A short K (the rank) is gemm_shape_efficiency's k term, K / (K + gemm_k_overhead), as
-// for every GEMM: not rounded up to its tile as well, which would count it twice. The real
-// FLOPs are what `flops` counts; bytes as gemm_s.
-double grouped_lora_gemm_s(Ctx& c, OpClass cls, double m, double n, double k) {
-  if (m <= 0 || n <= 0 || k <= 0) return 0;
-  const auto up = [](double v, double tile) { return std::ceil(v / tile) * tile; };
-  const double tiled = 2 * up(m, kGroupedSmallTileM) * up(n, kGroupedSmallTileN) * k;
-  const double bytes = kBf16 * (m * k + k * n + m * n);
-  const GemmShapeEfficiency e =
-      gemm_shape_efficiency(c.topo, 1, m, n, k, kGroupedSmallTileM, kGroupedSmallTileN);
-  const double rate = c.peak * c.topo.calibration.training_gemm_efficiency * e.wave * e.k;
-  c.flops[cls] += 2 * m * n * k;
-  return std::max(tiled / rate, bytes / c.hbm);
-}
-
-// A dense LoRA adapter [out, in] (A: [r, in], B: [out, r]) over m tokens as MultiLoRALinear's
-// grouped GEMMs run it: forward x @ W^T, the input grad grad @ W, and the weight grad. Its
-// operand W^T is a transposed view of the stacked slots (column-major), so autograd's
-// _grouped_mm_mat2_backward forms the grad in the weight's own layout, (grad^T @ x)^T: M is
-// the weight's out, N its in, K the tokens.
-Passes grouped_lora_gemms(Ctx& c, double m, double out, double in) {
-  const double f = grouped_lora_gemm_s(c, adapter_gemm, m, out, in);
-  const double b = grouped_lora_gemm_s(c, adapter_gemm, m, in, out) +
-                   grouped_lora_gemm_s(c, adapter_gemm, out, in, m);
-  return add(c, adapter_gemm, f, b);
-}
-
-// MultiLoRALinear runs torch._grouped_mm on compute capability 9.x when the rank and the base
-// linear's widths are multiples of 8 (multi_linear.py, __init__); elsewhere a loop of matmuls.
-bool lora_grouped_mm(const PlanOptions& o, double cc, double in, double out) {
-  return cc >= 9 && cc < 10 && o.lora.rank % 8 == 0 && int64_t(in) % 8 == 0 &&
-         int64_t(out) % 8 == 0;
-}
-
 // A LoRA adapter (lora.h: NAME.lora_A.k / NAME.lora_B.k) and its slot k. A sequence's tokens run
 // through one slot (prime-rl's MultiLoRA layers pick one per micro step), so slot 0 stands for
 // them all; the other slots hold memory and no work.
@@ -396,11 +359,7 @@ UnitWork decoder_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, con
       }
       return;
     }
-    // An adapter's A [r, in] or B [out, r]: its rank side is r, the other the base's width.
-    const bool grouped = adapter && lora_grouped_mm(o, c.topo.node.gpu.compute_capability, in, out);
-    const Passes p = grouped
-                         ? grouped_lora_gemms(c, sh.t, out, in)
-                         : weight_gemms(c, adapter ? adapter_gemm : gemm, 1, sh.t, out, in, frozen);
+    const Passes p = weight_gemms(c, adapter ? adapter_gemm : gemm, 1, sh.t, out, in, frozen);
     u.p.add(p.fwd, p.bwd);
     u.kernels_fwd += 1;
     credit(u, gemm_target(pt), adapter ? adapter_gemm : gemm, p.fwd, 1);

@@ -53,13 +53,6 @@ inline constexpr double kRoutingZeroedBytes = 2;  // per element of h: the outpu
 // and copy: 12), the slice backward (2), 3 input-grad and 6 parameter-grad accumulations.
 inline constexpr double kLoopOpsFwd = 36, kLoopOpsBwd = 50;
 
-// torch._grouped_mm on compute capability 9.x (aten/src/ATen/native/cuda/GroupMM.cu,
-// dispatch_bf16_grouped_kernel_on_tile_size): a problem with M or N at most 128 (every LoRA
-// GEMM at rank <= 128) runs CUTLASS's ping-pong kernel with 64 x 128 x 128 (M x N x K) tiles.
-// An M or N short of its tile is filled with zeros and multiplied all the same: rank 16 as N
-// costs a 128-wide tile (roofline.cc, grouped_lora_gemm_s).
-inline constexpr double kGroupedSmallTileM = 64, kGroupedSmallTileN = 128;
-
 // prime-rl's MultiLoRALinear (roofline.cc, lora_wrapper_passes).
 inline constexpr double kWrapperLaunches =
     10;  // per pass: assert 2, stack 2, GEMMs 2, repeat 2, mul, add

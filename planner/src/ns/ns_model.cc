@@ -11,14 +11,8 @@ constexpr double kBf16Bytes = 2;
 
 GemmShapeEfficiency gemm_shape_efficiency(const Topology& topo, double batch, double m, double n,
                                           double k) {
-  return gemm_shape_efficiency(topo, batch, m, n, k, topo.calibration.gemm_tile_m,
-                               topo.calibration.gemm_tile_n);
-}
-
-GemmShapeEfficiency gemm_shape_efficiency(const Topology& topo, double batch, double m, double n,
-                                          double k, double tile_m, double tile_n) {
   const Calibration& cal = topo.calibration;
-  const double tiles = batch * std::ceil(m / tile_m) * std::ceil(n / tile_n);
+  const double tiles = batch * std::ceil(m / cal.gemm_tile_m) * std::ceil(n / cal.gemm_tile_n);
   const int sms = std::max(1, topo.node.gpu.sm_count);
   const double waves = std::ceil(tiles / sms);
   return {tiles / (waves * sms), k / (k + cal.gemm_k_overhead)};

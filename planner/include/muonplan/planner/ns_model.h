@@ -51,10 +51,6 @@ struct GemmShapeEfficiency {
 };
 GemmShapeEfficiency gemm_shape_efficiency(const Topology& topo, double batch, double m, double n,
                                           double k);
-// The same rule for a kernel whose tiles are not the calibration's (torch._grouped_mm's small
-// problems, roofline_ops.h kGroupedSmallTile*).
-GemmShapeEfficiency gemm_shape_efficiency(const Topology& topo, double batch, double m, double n,
-                                          double k, double tile_m, double tile_n);
 
 GemmCost gemm_cost(const Topology& topo, const std::string& what, int64_t batch, int64_t m,
                    int64_t n, int64_t k, bool accumulate);
