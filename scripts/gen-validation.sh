@@ -295,6 +295,38 @@ path; the January file was not found): syncs inside the graph under `capture_sca
 at most two graph-breaking syncs per MoE layer and forward at 45 us each, at most 17 ms of
 Qwen3-30B-A3B's 7 s RL LoRA 16K step on 8 x H100; not modelled.
 
+LoRA's per-token work, read from prime-rl's `MultiLoRALinear` (multi_linear.py) and PyTorch's
+autograd (issue 49, tried and not shipped: commit c29a104, reverted by the next). Counted
+already: the base output kept and added at full width (10 B x t x out forward: the scale's
+read and write and the add's two reads and one write), the scale's backward (4 B x t x out),
+the adapter path's input grad added into the base's (6 B x t x in), the adapters' GEMMs
+(forward, input and weight grads) and, under full AC, the forward again; the frozen base's
+weight grads are skipped (its weight does not require grad, so `F.linear`'s backward forms
+only the input grad; FSDP2 reduce-scatters only the adapters). Not counted: on SM90 the
+adapters' GEMMs are `torch._grouped_mm`, whose dispatch (aten/src/ATen/native/cuda/GroupMM.cu,
+`dispatch_bf16_grouped_kernel_on_tile_size`) runs any problem with M or N at most 128 (every
+one at rank 16) with CUTLASS's ping-pong 64 x 128 x 128 tiles: the rank side is zero-filled
+to its tile and multiplied (x @ A^T and grad @ B at an N of 16 cost 128; B's weight grad,
+formed in the weight's layout by `_grouped_mm_mat2_backward` on the column-major stacked
+operand, likewise), and a weight grad with the tokens as K has only in / 128 or out / 64
+tiles, one partial wave (A's at Qwen3-4B's 2560: 20 tiles on 132 SMs). Costed so (tiles'
+FLOPs at the wave's share of the GEMM rate, a short K by the k rule as for every GEMM) and
+refit (`bench/layer_overhead_scan.sh BIN 0`): GEMM efficiency 0.3954 / 0.4404 / 0.5034
+(0.3901 / 0.4361 / 0.5034), 37 of 42 within 15% (36), the held-out B200 run -13.4% (-13.3%),
+but pairs out of order 2 of 14 (1) and leaving one model out 17 of 35 (18): not shipped.
+Predicted LoRA minus full after the refit (main's, measured): Qwen3-4B 8 x H200 64K +0.08 s
+(-0.23, +1.53), 16K +0.12 (+0.04, +0.59); 8 x H100 64K +0.38 (+0.12, +1.71), 16K +0.19
+(+0.12, +0.69); Qwen3-0.6B one H100 64K +0.64 (+0.44, +0.98). The Qwen3-4B H200 64K pair comes
+right; both Qwen3-30B-A3B RL 16K pairs, right in main by 0.002 s (H100) and 0.04 s (H200), go
+wrong: +0.05 and +0.01 predicted against -0.25 and -0.27 measured. Qwen3-30B-A3B's LoRA is
+already over-predicted in main by about 0.2 s at 16K and at 64K alike (+0.30 against +0.09 at
+64K on the H200): a fixed error, not per token, which any added per-token cost of the dense
+adapters makes worse. Its source is not found here; until it is, the Qwen3-4B pair stays
+listed. Also read and not costed: the graph breaks split the compiled layer at each adapted
+linear, but Dynamo compiles each resumed segment, so only fusions across a break are lost (the
+wrapper's own scale and add, charged here unfused at 10 B x t x out, are inside one segment,
+where Inductor may fuse them to 6: an over-count, if anything).
+
 How large that fixed cost is, `bench/layer_overhead_scan.sh` measures without shipping it: it
 sets `calibration.layer_overhead_us` (a cost per decoder layer and pass: forward, backward and
 full AC's recompute; 0 in every shipped topology) on h100-ib, h200-ib and rtx-a6000, refits only
