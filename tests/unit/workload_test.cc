@@ -146,6 +146,16 @@ Workload qwen_rows(bool ac_full, AttentionKernel k = AttentionKernel::auto_kerne
   return w;
 }
 
+// One node of 8 ranks, FSDP over them, no offload, planning qwen_rows' workload.
+PlanRequest qwen_request(bool ac_full) {
+  PlanRequest r;
+  r.options.nodes = 1;
+  r.options.offload = OffloadMode::none;
+  r.options.layout = Layout{8, 1, 1};
+  r.options.workload = qwen_rows(ac_full);
+  return r;
+}
+
 TEST_CASE("roofline attention: causal FLOPs at the kernel's published rate", "[workload]") {
   // H200 (SM90): auto is FlashAttention-3, 616 TFLOP/s forward and 561 backward (FA3 paper),
   // each kernel at the topology's fitted fraction of its published rate.
@@ -179,11 +189,7 @@ TEST_CASE("roofline GEMMs: frozen weights skip their weight grads; LoRA adds ada
           "[workload]") {
   const Plan full =
       plan_with("qwen3-0.6b", 1, OffloadMode::none, Layout{8, 1, 1}, qwen_rows(false));
-  PlanRequest r;
-  r.options.nodes = 1;
-  r.options.offload = OffloadMode::none;
-  r.options.layout = Layout{8, 1, 1};
-  r.options.workload = qwen_rows(false);
+  PlanRequest r = qwen_request(false);
   r.options.lora.rank = 16;
   const Plan lora = make_plan(model("qwen3-0.6b"), h200(), r);
   const double g = term(full.predicted.training_terms_s, "gemm").value;
@@ -197,11 +203,7 @@ TEST_CASE("roofline GEMMs: frozen weights skip their weight grads; LoRA adds ada
 
 TEST_CASE("roofline GEMMs: a bigger training_gemm_efficiency is faster in proportion",
           "[workload]") {
-  PlanRequest r;
-  r.options.nodes = 1;
-  r.options.offload = OffloadMode::none;
-  r.options.layout = Layout{8, 1, 1};
-  r.options.workload = qwen_rows(false);
+  PlanRequest r = qwen_request(false);
   Topology t = h200();
   t.calibration.layer_overhead_us = 0;
   t.calibration.training_gemm_efficiency = 0.4;
@@ -220,11 +222,7 @@ TEST_CASE("roofline GEMMs: a bigger training_gemm_efficiency is faster in propor
 }
 
 TEST_CASE("the RL trainer's per-token host loop: by prime-rl's date, RL only", "[workload]") {
-  PlanRequest r;
-  r.options.nodes = 1;
-  r.options.offload = OffloadMode::none;
-  r.options.layout = Layout{8, 1, 1};
-  r.options.workload = qwen_rows(true);
+  PlanRequest r = qwen_request(true);
   const Topology t = h200();
   const Calibration& cal = t.calibration;
   auto loop = [&](const std::string& trainer, const std::string& date) {
@@ -249,11 +247,7 @@ TEST_CASE("the RL trainer's per-token host loop: by prime-rl's date, RL only", "
 
 TEST_CASE("the LoRA wrapper: syncs, launches and full-width bytes per adapted linear",
           "[workload]") {
-  PlanRequest r;
-  r.options.nodes = 1;
-  r.options.offload = OffloadMode::none;
-  r.options.layout = Layout{8, 1, 1};
-  r.options.workload = qwen_rows(true);
+  PlanRequest r = qwen_request(true);
   r.options.optimizer = OptimizerKind::adamw;
   Topology t = h200();
   auto wrapper = [&](int rank, int slots) {
@@ -287,11 +281,7 @@ TEST_CASE("the LoRA wrapper: syncs, launches and full-width bytes per adapted li
 }
 
 TEST_CASE("roofline lora_wrapper: bytes, graph-breaking syncs and launches by hand", "[workload]") {
-  PlanRequest r;
-  r.options.nodes = 1;
-  r.options.offload = OffloadMode::none;
-  r.options.layout = Layout{8, 1, 1};
-  r.options.workload = qwen_rows(true);
+  PlanRequest r = qwen_request(true);
   r.options.optimizer = OptimizerKind::adamw;
   r.options.lora.rank = 16;
   r.options.lora.adapters = 4;
