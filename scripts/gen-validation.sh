@@ -539,8 +539,8 @@ comes from +7.9% to +3.4%; LoRA's slots without an active run hold no moments (Q
 peak leaves the optimizer step); the MoE rows add the INTELLECT-3 rows' 1-2 GiB. The whole
 matrix is in the next section.
 
-The MoE block at ep > 1 is not yet listed tensor by tensor (issue 48 item 4, tried and not
-merged: branch moeep of the sixteenth session, b01e8b0 and 11ff7f8). Listing torchtitan's
+The MoE block at ep > 1 is not yet listed tensor by tensor (issue 48 item 4, tried in the
+sixteenth session on a branch that was not merged: its commits are not in this history). Listing torchtitan's
 ExpertParallel path as rows (the dispatch's received tokens held by the module call until the
 combine hook returns, the wrapper's vstack and padded permuted copies, the grouped GEMM output,
 the un-permute buffer held by the combine's collective, the combine's received tokens saved for
