@@ -57,6 +57,8 @@ TEST_CASE("the context's one Rates: the route's bottleneck between nodes", "[con
         Approx(topo.node.pcie_pageable_gbps * kGB * topo.calibration.pcie_efficiency));
   CHECK(st.rates.pinned_d2h_bps ==
         Approx(topo.node.pcie_d2h_gbps * kGB * topo.calibration.pcie_efficiency));
+  CHECK(st.rates.pinned_h2d_bps ==
+        Approx(topo.node.pcie_h2d_gbps * kGB * topo.calibration.pcie_efficiency));
 }
 
 TEST_CASE("the context's top-k and vocabulary block", "[context]") {

@@ -74,6 +74,10 @@ bool offloads_layer_inputs(const Workload& w) {
   return w.ac_full && w.ac_offload && w.ac_freq == 1;
 }
 
+bool offload_copies_on_compute_stream(const Workload& w) {
+  return offloads_layer_inputs(w) && !w.trainer.empty();
+}
+
 std::vector<double> ac_offload_host_buffers(const ModelSpec& s, const PlanOptions& o) {
   if (!o.workload || !offloads_layer_inputs(*o.workload)) return {};
   const int64_t layers = s.num_layers + (o.include_mtp ? s.mtp_layers : 0);

@@ -47,6 +47,15 @@ void check_ac_targets(const ModelSpec& s, const Workload& w, int64_t layers);
 // workload_cost.cc refuses the rest): each decoder layer's checkpointed input goes to a pinned
 // host buffer in forward and comes back in backward.
 bool offloads_layer_inputs(const Workload& w);
+// prime-rl's offloader (utils/act_offloading.py, OffloadActivations, adapted from torchtune's)
+// sets `use_streams = False` whatever its config says ("they can result in memory leaks"): each
+// saved input is copied to pinned host memory with `copy_(non_blocking=True)` on the compute
+// stream in forward and brought back with `.to(cuda, non_blocking=True)` on it in backward. So
+// for a prime-rl trainer (Workload::trainer set) the copies do not overlap compute, and no
+// forward stash holds inputs on the GPU: `max_inflight_activations` (max_fwd_stash_size) only
+// sizes the stream path it disables. Other trainers: a stream that overlaps compute, with the
+// topology's or the config's in-flight count.
+bool offload_copies_on_compute_stream(const Workload& w);
 // Those host buffers of one micro step, one per layer input in forward order (its
 // hidden_state_bytes, the tensor the step timeline checkpoints and frees as it offloads it);
 // empty without AC offload. The host RAM term, its pinned rounding and the copies' time read them.

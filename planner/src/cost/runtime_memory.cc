@@ -121,9 +121,11 @@ TimelineInputs step_timeline_inputs(const Prediction& p, RuntimeKind runtime, co
   TimelineInputs in;
   in.step_transient = p.gpu_transient_bytes;
   in.cublas_workspace_bytes = term_value(p.gpu_runtime_bytes, "cublas_workspace");
-  // The trainer's offload (prime-rl's max_inflight_activations) under either runtime: the
-  // trainer config's when it sets it, else the topology's default.
-  in.ac_offload_inflight = o.workload && o.workload->ac_max_inflight > 0
+  // The trainer's offload under either runtime: prime-rl's copies on the compute stream keep
+  // only the layer input in use (ac_layers.h); else the config's max_inflight_activations when
+  // it sets it, or the topology's default.
+  in.ac_offload_inflight = o.workload && offload_copies_on_compute_stream(*o.workload) ? 1
+                           : o.workload && o.workload->ac_max_inflight > 0
                                ? int(o.workload->ac_max_inflight)
                                : rt.ac_offload_inflight_layers;
   const bool torch = runtime == RuntimeKind::pytorch;

@@ -27,6 +27,7 @@ Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node) {
   r.h2d_bps = (pageable ? n.pcie_pageable_gbps : n.pcie_h2d_gbps) * kGB * c.pcie_efficiency;
   r.d2h_bps = (pageable ? n.pcie_pageable_gbps : n.pcie_d2h_gbps) * kGB * c.pcie_efficiency;
   r.pinned_d2h_bps = n.pcie_d2h_gbps * kGB * c.pcie_efficiency;
+  r.pinned_h2d_bps = n.pcie_h2d_gbps * kGB * c.pcie_efficiency;
   const TopologyGraph g(with_gpus_per_node(topo, gpus_per_node), 2);
   if (gpus_per_node > 1) {
     const Route in = in_node_route(topo, gpus_per_node);

@@ -13,7 +13,8 @@ namespace muonplan::step_cost {
 struct Rates {
   double hbm_bps, cpu_bps_per_rank;
   double h2d_bps, d2h_bps;  // the optimizer state's PCIe: pageable where staged unpinned
-  double pinned_d2h_bps;    // PCIe D2H from pinned memory (the AC offload's buffers)
+  double pinned_d2h_bps;    // PCIe D2H into pinned memory (the AC offload's buffers)
+  double pinned_h2d_bps;    // PCIe H2D from pinned memory (the AC offload's buffers back)
   // In the node: its route's bottleneck (the inter-node rate on a node of one GPU). Between
   // nodes: the route's bottleneck and the GPU's share of its NICs, the narrower.
   double intra_bps, inter_bps;
