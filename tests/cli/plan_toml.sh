@@ -73,9 +73,10 @@ round_trip muon-none toml --model models/qwen3-8b.yaml --nodes 1 --offload none 
   --weight-decay 0.01 --momentum 0.95 --adamw-betas 0.9,0.95 --ac full --ac-offload \
   --lm-head-chunk 8192 --tokens-per-step 65536 --seq-len 4096 \
   --ns-schedule '3.4445,-4.775,2.0315;3.4445,-4.775,2.0315'
-# SFT has no fused LM head (--emit prime-rl-sft plans it unfused; the reference is told so).
+# SFT has no fused LM head and its own host work (--emit prime-rl-sft plans it unfused, with
+# the SFT trainer; the reference is told both).
 round_trip adamw-sft prime-rl-sft --model glm-4.5-air --nodes 2 --offload full --optimizer adamw \
-  --adamw-lr 1e-6 --adamw-weight-decay 0.01 --adamw-betas 0.9,0.999 --ac full --ac-offload \
+  --trainer sft --adamw-lr 1e-6 --adamw-weight-decay 0.01 --adamw-betas 0.9,0.999 --ac full --ac-offload \
   --tokens-per-step 262144 --seq-len 8192 --micro-batch-seqs 1 --lm-head-chunk 0
 # Over a trainer config (issue 35, item 9): the user's whole file, every table and key it has
 # kept, with the keys the plan changes where the file writes them; it plans the same again.
@@ -159,4 +160,23 @@ expect bad-emit 2 "--emit: expected prime-rl, prime-rl-diff or prime-rl-sft, got
   "$bin" plan --model models/qwen3-8b.yaml --emit yaml
 expect emit-and-json 2 "--emit: prints instead of --json; give one of them" \
   "$bin" plan --model models/qwen3-8b.yaml --emit prime-rl --json
+# Whose step: a trainer config is prime-rl's RL or SFT trainer (its host work, AdamW and AC
+# offloader: Workload::trainer), --runs-on prime-rl RL unless --trainer sft says SFT, and under
+# --runs-on muonplan no prime-rl trainer runs it (no trainer host terms).
+trainer_is() {  # NAME WANT ARGS...: the plan's workload.trainer ("" for none)
+  local name="$1" want="$2"; shift 2
+  EXPECT_MATCH=last expect "$name" 0 "" "$bin" plan "$@" --json  # notes and warnings aside
+  json_check "$name" "$work/out" "
+got = d['workload'].get('trainer', '')
+assert got == '$want', got
+names = [t['name'] for t in d['predicted']['breakdown']['training_step_s']]
+assert ('trainer_host' in names) == bool('$want'), names"
+}
+trainer_is trainer-rl-file rl --trainer-config tests/data/prime-rl/rl-glm-full.toml
+trainer_is trainer-sft-file sft --trainer-config tests/data/prime-rl/sft.toml
+trainer_is trainer-file-muonplan "" --trainer-config tests/data/prime-rl/sft.toml --runs-on muonplan
+q8=(--model models/qwen3-8b.yaml --nodes 1 --tokens-per-step 65536 --seq-len 4096)
+trainer_is trainer-runs-on rl "${q8[@]}" --runs-on prime-rl
+trainer_is trainer-runs-on-sft sft "${q8[@]}" --runs-on prime-rl --trainer sft
+trainer_is trainer-none "" "${q8[@]}"
 finish

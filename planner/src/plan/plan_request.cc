@@ -315,8 +315,8 @@ const std::vector<Entry>& setters() {
              " (auto: FA3 on SM90, FA2 elsewhere; default: the workload file's, else auto)"},
         {"trainer", text(&PlanFlags::trainer), false,
          "The prime-rl trainer running the workload: rl | sft (its host work by "
-         "--prime-rl-version's "
-         "era; default: none named, no trainer host terms)"},
+         "--prime-rl-version's era; default: a trainer config's own, rl under --runs-on "
+         "prime-rl, sft with --emit prime-rl-sft, else none: no trainer host terms)"},
         {"expert-load", text(&PlanFlags::expert_load), true,
          "MoE routing: balanced, or a FILE of tokens per expert (numbers, one per expert)"},
         {"optimization-dtype", text(&PlanFlags::optimization_dtype), true,

@@ -80,7 +80,7 @@ std::optional<Workload> workload_from_flags(const PlanFlags& f) {
   std::optional<Workload> w;
   if (!f.workload.empty()) {
     w = load_workload(f.workload);
-  } else if (f.tokens_per_step > 0 || f.seq_len > 0) {
+  } else if (has_workload(f)) {
     if (f.tokens_per_step <= 0 || f.seq_len <= 0) {
       throw InputError({}, "--tokens-per-step",
                        "a workload needs both --tokens-per-step and --seq-len");

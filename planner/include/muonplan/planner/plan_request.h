@@ -55,6 +55,12 @@ struct PlanFlags {
   std::map<std::string, std::string> typed;
 };
 
+// Whether the flags describe a training workload (--workload, or --tokens-per-step or
+// --seq-len: to_plan_request checks they come together), not the optimizer step alone.
+inline bool has_workload(const PlanFlags& f) {
+  return !f.workload.empty() || f.tokens_per_step > 0 || f.seq_len > 0;
+}
+
 // Validates the flags and builds the request. InputError names the offending flag. A
 // trainer_config file is applied first, by prepare_plan (prime_rl.h).
 PlanRequest to_plan_request(const PlanFlags& flags);
