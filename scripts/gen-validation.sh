@@ -241,8 +241,7 @@ ones (64K) slightly over: the attention efficiencies go to their bound of 1 (the
 published 16K plateau) and the GEMM efficiency falls to 0.39-0.50, below what cuBLAS sustains,
 which takes up a shortfall fixed per layer rather than per token. The lower GEMM efficiency in
 turn over-predicts full fine-tuning of Qwen3-4B, whose weight-grad GEMMs LoRA skips: one
-RL/LoRA pair comes out in the wrong order, and a second (Qwen3-30B-A3B RL 16K on 8 x H100)
-by 1 ms (`tests/cli/step_order.sh` lists both). The B200 run
+RL/LoRA pair comes out in the wrong order (`tests/cli/step_order.sh` lists it). The B200 run
 (`expert_loop`, 25 us per eager op, not fitted; h200-ib's GEMM efficiency carried) is held out.
 
 Part of that fixed shortfall is FSDP2's own copies on the compute stream (`fsdp_copies`,
@@ -281,6 +280,20 @@ default, +20.2% to +12.8%). Refit as below: GEMM efficiency 0.3943 / 0.4397 / 0.
 +15.4% to +14.7%), the offload runs' errors up 2-4 points (already over at 64K), leaving one model out 16 of
 35 (18), the held-out B200 run -13.4% (-13.3%), and the Qwen3-30B-A3B RL 16K pair on the H100,
 right by 2 ms before, wrong by 1 ms.
+
+The trainer's AdamW is torch's foreach implementation, not one pass. prime-rl's optimizer of
+January 2026 builds `torch.optim.AdamW` without `fused=` (#3305 made it fused on 2026-08-19,
+except under optim_cpu_offload), so CUDA tensors take `_multi_tensor_adam` (torch/optim/adam.py),
+which runs each op over whole arrays: the decoupled decay's `_foreach_mul_` on the params,
+`_foreach_lerp_` of exp_avg, `_foreach_mul_` and `_foreach_addcmul_` on exp_avg_sq,
+`_foreach_sqrt` into a new array, `_foreach_div_` and `_foreach_add_` on it and
+`_foreach_addcdiv_` of the params: 80 B per fp32 element (72 without decay; 40 with bf16 masters
+and state), where the optimizer step was costed at the fused kernel's 28 (`torch_adamw.h`, one
+rule with the step timeline's sqrt temporary). Full fine-tuning pays it on every trained
+element: Qwen3-30B-A3B on 8 x H100, 3.8e9 per rank, +0.05 s. Refit as below: GEMM efficiency
+0.3979 / 0.4416 / 0.5112 (0.3943 / 0.4397 / 0.505 before), 37 of 42 within 15%, pairs out of
+order 1 of 14 (the Qwen3-30B-A3B H100 16K pair right again: full 7.06 s against LoRA 7.02 s,
+measured 8.17 and 7.92), leaving one model out 17 of 35 (16), the held-out B200 run -13.4%.
 
 LoRA costs more than the model said, the same per adapted linear on Qwen3-0.6B and Qwen3-4B
 (measured LoRA minus full, 16K: +0.46 s on one H100 against +0.15 predicted, +0.69 s on 8 x
@@ -361,21 +374,21 @@ this paragraph's commit, not regenerated with this page):
 
 | cost per layer and pass | GEMM efficiency h100 / h200 / a6000 | within 15% | pairs out of order | left out, within 15% |
 | ---: | --- | ---: | ---: | ---: |
-| 0 (shipped) | 0.3943 / 0.4397 / 0.505 | 37 of 42 | 2 of 14 | 16 of 35 |
-| 500 us | 0.4467 / 0.4628 / 0.5277 | 39 of 42 | 2 of 14 | 22 of 35 |
-| 750 us | 0.4741 / 0.4751 / 0.5395 | 39 of 42 | 2 of 14 | 26 of 35 |
-| 1000 us | 0.5025 / 0.488 / 0.5516 | 39 of 42 | 2 of 14 | 26 of 35 |
-| 1250 us | 0.5323 / 0.5016 / 0.5642 | 39 of 42 | 2 of 14 | 29 of 35 |
-| 1500 us | 0.5636 / 0.5158 / 0.5771 | 38 of 42 | 1 of 14 | 27 of 35 |
-| 2000 us | 0.635 / 0.5535 / 0.6041 | 38 of 42 | 2 of 14 | 28 of 35 |
+| 0 (shipped) | 0.3979 / 0.4416 / 0.5112 | 37 of 42 | 1 of 14 | 17 of 35 |
+| 500 us | 0.4504 / 0.4648 / 0.534 | 39 of 42 | 1 of 14 | 22 of 35 |
+| 750 us | 0.4779 / 0.4772 / 0.546 | 39 of 42 | 1 of 14 | 26 of 35 |
+| 1000 us | 0.5064 / 0.4903 / 0.5583 | 39 of 42 | 2 of 14 | 28 of 35 |
+| 1250 us | 0.5362 / 0.5039 / 0.571 | 39 of 42 | 2 of 14 | 28 of 35 |
+| 1500 us | 0.5677 / 0.5182 / 0.584 | 38 of 42 | 1 of 14 | 27 of 35 |
+| 2000 us | 0.64 / 0.5567 / 0.6115 | 38 of 42 | 1 of 14 | 28 of 35 |
 
 So 0.5-1 ms per layer and pass beside FSDP2's copies, the same for Qwen3-0.6B, Qwen3-4B,
 Qwen3-30B-A3B and GLM-4.5-Air, explains most of the misses, and the GEMM efficiency then rises
 towards what cuBLAS sustains. At 500 us the three runs still out are the June 2026 A6000 64K
-run (+18.6%: that era's trainer), Qwen3-30B-A3B SFT at 16K on the H200 (-22.6%) and
-Qwen3-30B-A3B RL full at 16K on the H100 (-15.1%; at 1 ms -16.0%). The held-out B200 run,
+run (+19.5%: that era's trainer), Qwen3-30B-A3B SFT at 16K on the H200 (-22.5%) and
+Qwen3-30B-A3B RL full at 16K on the H100 (-15.1%; at 1 ms -15.9%). The held-out B200 run,
 carrying h200-ib's refit efficiency and the cost, is -13.2% at 500 us and -13.0% at 1 ms
-(shipped: -13.3%). The
+(shipped: -13.4%). The
 cost is not shipped: a constant fitted to these rows
 is not allowed, and no mechanism with a cited figure gives it yet. The candidates are host work
 per FSDP2 unit (pytorch/pytorch#173680, Torch 2.10, January 2026: `FSDP::pre_forward` taking

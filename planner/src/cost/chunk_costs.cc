@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cost/step_figures.h"
+#include "cost/torch_adamw.h"
 #include "muonplan/planfile/ns_workspace.h"
 #include "muonplan/planfile/stage_names.h"
 #include "muonplan/planfile/step_buffers.h"
@@ -34,8 +35,8 @@ std::vector<double> largest_adamw_piece(const ParamInventory& inv, const StepFig
 std::vector<Stage> adamw_stages(const StepFigures& f, double elems) {
   const Rates& rt = f.cc.rates;
   const ElemBytes& eb = f.cc.bytes;
-  // read g, read and write p, m, v: 7 arrays of optimization_dtype (28 B fp32, 14 B bf16)
-  const double adamw_bpe = eb.master + 2 * (eb.master + eb.adamw_state);
+  // One pass, or torch's foreach passes (torch_adamw.h): 28 or 80 B fp32, 14 or 40 B bf16.
+  const double adamw_bpe = adamw_step_bytes_per_elem(f.o, f.pol, eb);
   // The host reads the fp32 gradient, then its update pass (candidate_context.h): 30 B fp32.
   const double cpu_adamw_bpe = double(elem_bytes::kGrad) + eb.host_update;
   std::vector<Stage> st;

@@ -17,23 +17,11 @@
 #include "cost/backward_temporaries.h"
 #include "cost/gpu_persistent.h"
 #include "cost/step_timeline_record.h"
+#include "cost/torch_adamw.h"
 
 namespace muonplan::timeline {
 
 namespace {
-
-// prime-rl #3305 (2026-08-19, "Turn fused adamw on by default except when we do cpu
-// offloading"): optim/__init__.py builds AdamW with fused=True unless the optimizer is offloaded
-// (`fused_adamw=config.type == "adamw" and not cpu_offload`). torch's fused AdamW updates each
-// tensor in place in one kernel: no sqrt(exp_avg_sq) temporary. Before it, and under
-// optim_cpu_offload (the state staged whole), the foreach AdamW below. Only for a prime-rl
-// trainer (Workload::trainer); its date empty is today's prime-rl (trainer_flags.cc).
-constexpr const char* kFusedAdamwFrom = "2026-08-19";
-bool fused_adamw(const PlanOptions& o, const OffloadPolicy& pol) {
-  if (!o.workload || o.workload->trainer.empty()) return false;
-  const std::string& date = o.workload->prime_rl_date;
-  return (date.empty() || date >= kFusedAdamwFrom) && pol.adamw_moments == Residence::gpu;
-}
 
 // The tensors of one micro step that outlive the phase that made them.
 struct MicroState {
