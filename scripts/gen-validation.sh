@@ -640,7 +640,7 @@ The backward temporaries are tensors of the timeline where their source gives th
 fp32 `dq_accum`, softmax statistics and GQA accumulators or expanded copies, its dq and dk
 until the norms' and rotary's backward, the projections' input gradients before their sum,
 SwiGLU's third live gradient, LoRA's scaled gradient and adapter input gradient). Alone, with
-`backward_temporaries_fraction` at 0, they give 31 of 42 runs within 10% (mean |error| 6.2%):
+`backward_temporaries_fraction` at 0, they give 29 of 42 runs within 10% (mean |error| 6.6%; 31 and 6.2% before AC offload kept one input):
 the Qwen3-4B RL rows on 8 GPUs stay 12-15% low (64K: -14% full, -15% LoRA; 16K LoRA -12%) and
 the January Qwen3-0.6B 64K rows 10-12% low, so a layer's backward still holds about half as
 much again as its saved activations beyond what is listed, which the listed rows do not explain.
