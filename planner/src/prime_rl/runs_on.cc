@@ -108,9 +108,8 @@ std::vector<std::string> apply_prime_rl_flag_defaults(PlanFlags& flags) {
     take("allocator", "expandable", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
   else
     take("allocator", "default", "the launcher set no PYTORCH_CUDA_ALLOC_CONF before #1480");
-  // The trainer whose host work, AdamW and offloader a training step has (Workload::trainer):
-  // RL, the runtime rules' own default, unless --trainer or --emit prime-rl-sft named SFT.
-  if (flags.trainer.empty() && has_workload(flags)) flags.trainer = "rl";
+  // RL's, the runtime rules' own default, unless --trainer or --emit prime-rl-sft named SFT.
+  default_prime_rl_trainer(flags, false);
   return set;
 }
 

@@ -472,8 +472,7 @@ void apply_trainer_config(const TrainerConfig& tc, const ModelSpec& spec, PlanFl
   // Run by prime-rl (the default target of a trainer config), the file is its RL or SFT
   // trainer: the host work, AdamW and offloader are that trainer's (Workload::trainer, at
   // --prime-rl-version's date). --trainer keeps the user's; --runs-on muonplan has none.
-  if (flags.trainer.empty() && has_workload(flags) && runs_on(flags, true) == "prime-rl")
-    flags.trainer = tc.sft ? "sft" : "rl";
+  if (runs_on(flags, true) == "prime-rl") default_prime_rl_trainer(flags, tc.sft);
   // The file's dp_replicate, cp and ep on the world the flags now name (a --nodes given
   // changes fsdp = world / dp_replicate); a --nodes to_plan_request refuses gets no layout.
   const int64_t nodes = flags.nodes == "auto" ? tc.nodes : std::atoll(flags.nodes.c_str());

@@ -25,8 +25,8 @@ void check_emit_form(std::string& form, PlanFlags& flags) {
   // prime-rl's SFT trainer has no fused LM head (read_lm_head): not RL's default 8192.
   if (form == "prime-rl-sft" && flags.typed.count("lm-head-chunk") == 0)
     set_plan_flag(flags, "lm-head-chunk", "0");
-  // ... and it is the SFT trainer whose host work the step has (Workload::trainer).
-  if (form == "prime-rl-sft" && flags.trainer.empty() && has_workload(flags)) flags.trainer = "sft";
+  // ... and it is the SFT trainer whose host work the step has.
+  if (form == "prime-rl-sft") default_prime_rl_trainer(flags, true);
 }
 
 namespace {

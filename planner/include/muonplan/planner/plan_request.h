@@ -61,6 +61,14 @@ inline bool has_workload(const PlanFlags& f) {
   return !f.workload.empty() || f.tokens_per_step > 0 || f.seq_len > 0;
 }
 
+// The prime-rl trainer whose host work, AdamW and AC offloader a step has (Workload::trainer),
+// where --trainer is not given and a workload is: prime-rl's SFT trainer (`sft`: an SFT
+// trainer config, --emit prime-rl-sft) or its RL trainer. One rule for the trainer config
+// (trainer_config_in.cc), --emit (trainer_emit.cc) and --runs-on prime-rl (runs_on.cc).
+inline void default_prime_rl_trainer(PlanFlags& f, bool sft) {
+  if (f.trainer.empty() && has_workload(f)) f.trainer = sft ? "sft" : "rl";
+}
+
 // Validates the flags and builds the request. InputError names the offending flag. A
 // trainer_config file is applied first, by prepare_plan (prime_rl.h).
 PlanRequest to_plan_request(const PlanFlags& flags);
