@@ -81,13 +81,18 @@ for r in json.load(open(sys.argv[1]))["runs"]:
                  r["run"].rsplit("/", 1)[-1])
     if m and "step_s" in r:
         rows[m.groups()] = (r["step_s"]["measured"], r["step_s"]["predicted"])
-keys, pairs, wrong = list(rows), 0, 0
+keys, pairs, wrong = list(rows), 0, []
 for i, a in enumerate(keys):
     for b in keys[i + 1:]:
         if [k for k in range(8) if a[k] != b[k]] in ([3], [4]):
             pairs += 1
-            wrong += (rows[a][0] > rows[b][0]) != (rows[a][1] > rows[b][1])
-print(f"  pairs out of the measured order: {wrong} of {pairs}")
+            if (rows[a][0] > rows[b][0]) != (rows[a][1] > rows[b][1]):
+                wrong.append((a, b))
+print(f"  pairs out of the measured order: {len(wrong)} of {pairs}")
+for a, b in wrong:  # MODEL GPU N: the differing field, measured and predicted seconds of each
+    d = 3 if a[3] != b[3] else 4
+    print(f"    pair: {a[0]} {a[1]} {a[2]} {a[5]} {a[d]} {rows[a][0]:.2f} (predicted {rows[a][1]:.2f}) "
+          f"vs {b[d]} {rows[b][0]:.2f} (predicted {rows[b][1]:.2f})")
 for r in json.load(open(sys.argv[1]))["runs"]:
     if "step_s" in r and abs(r["step_s"]["rel_error"]) > 0.15:
         print(f"    out: {r['run'].rsplit('/', 1)[-1][:-5]} {100 * r['step_s']['rel_error']:+.1f}%")

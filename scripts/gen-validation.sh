@@ -362,7 +362,18 @@ efficiency 0.3853 / 0.433, 36 of 42, 3 of 14 pairs out of order (both Qwen3-4B H
 wrong, the Qwen3-30B-A3B ones right), 18 of 35 left out: also not shipped. Also read and not costed: the graph breaks split the compiled layer at each adapted
 linear, but Dynamo compiles each resumed segment, so only fusions across a break are lost (the
 wrapper's own scale and add, charged here unfused at 10 B x t x out, are inside one segment,
-where Inductor may fuse them to 6: an over-count, if anything).
+where Inductor may fuse them to 6: an over-count, if anything). Two what-ifs on main at 68129b7
+(refit by `bench/layer_overhead_scan.sh BIN 0`, which names the pairs out of order; neither has a
+mechanism behind its size, neither shipped): the wrapper's full-width bytes x2 / x3 / x4 give
+34 / 33 / 31 of 42 within 15% and 2 of 14 pairs out of order (the Qwen3-4B LoRA runs on one H100
+at 64K go over 15% first: they are already +13%); the rank-as-K adapter GEMMs as one k-block
+(K padded to the tile's 64 or 128, no `gemm_k_overhead`: the persistent kernel overlaps a tile's
+epilogue with the next) gives 34 of 42 and 5 of 14 pairs, and with the bytes x2 35 of 42, 1 of
+14 (the Qwen3-4B H200 64K pair right, the Qwen3-30B-A3B H200 64K pair wrong: full 42.38 against
+LoRA 41.93 predicted, 42.89 and 42.98 measured), 16 of 35 left out. The matrix asks the dense
+LoRA runs to cost 6-8 ps (13 for Qwen3-0.6B at 16K) more per token, layer and unit of adapted width (in + out) than
+planned, about as much on the H100 as on the H200 (so not HBM traffic), and Qwen3-30B-A3B's
+LoRA about 0.2 s less: no single mechanism read in the sources gives both.
 
 How large that fixed cost is, `bench/layer_overhead_scan.sh` measures without shipping it: it
 sets `calibration.layer_overhead_us` (a cost per decoder layer and pass: forward, backward and
