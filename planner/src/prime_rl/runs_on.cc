@@ -108,7 +108,7 @@ std::vector<std::string> apply_prime_rl_flag_defaults(PlanFlags& flags) {
     take("allocator", "expandable", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
   else
     take("allocator", "default", "the launcher set no PYTORCH_CUDA_ALLOC_CONF before #1480");
-  // RL's, the runtime rules' own default, unless --trainer or --emit prime-rl-sft named SFT.
+  // The RL trainer, the runtime rules' default, unless --trainer or --emit prime-rl-sft named one.
   default_prime_rl_trainer(flags, false);
   return set;
 }
