@@ -13,6 +13,7 @@
 
 #include "cost/ac_layers.h"
 #include "cost/candidate_context.h"
+#include "cost/grad_clip.h"
 #include "cost/roofline_ops.h"
 #include "cost/step_timeline_record.h"
 #include "muonplan/base/error.h"
@@ -458,15 +459,21 @@ HostCounts host_counts(const Workload& w, const PlanOptions& o, double world) {
   return {};
 }
 
-// Launches, FSDP collectives' latency and the per-layer overhead of one pass.
-double fixed_s(const Ctx& c, double collectives, double kernels) {
+// One small collective over the FSDP group, in microseconds: a hop per other rank (NVLink in a
+// node, the NIC and fabric across nodes) and the collective's fixed cost.
+double collective_us(const Ctx& c) {
   const Topology& topo = c.topo;
   const RooflineShape& sh = c.sh;
   const bool across = sh.fsdp > sh.gpn;
   const double hop_us =
       across ? topo.node.nic_latency_us + topo.fabric_latency_us : topo.node.nvlink_latency_us;
-  const double coll_us = (sh.fsdp - 1) * hop_us + topo.calibration.collective_us;
-  return (kernels * topo.calibration.kernel_launch_us + collectives * coll_us +
+  return (sh.fsdp - 1) * hop_us + topo.calibration.collective_us;
+}
+
+// Launches, FSDP collectives' latency and the per-layer overhead of one pass.
+double fixed_s(const Ctx& c, double collectives, double kernels) {
+  const Topology& topo = c.topo;
+  return (kernels * topo.calibration.kernel_launch_us + collectives * collective_us(c) +
           topo.calibration.layer_overhead_us) *
          1e-6;
 }
@@ -489,16 +496,30 @@ void host_terms(const Ctx& c, const PlanOptions& o, RooflineStep& r) {
   }
   const HostCounts n = host_counts(w, o, double(sh.fsdp) * sh.cp);
   if (w.trainer.empty()) return;
-  const bool across = sh.fsdp > sh.gpn;
-  const double hop_us = across ? c.topo.node.nic_latency_us + c.topo.fabric_latency_us
-                               : c.topo.node.nvlink_latency_us;
-  const double coll_s = ((sh.fsdp - 1) * hop_us + cal.collective_us) * 1e-6 + sync_s(c);
+  const double coll_s = collective_us(c) * 1e-6 + sync_s(c);
   r.terms.push_back(
       {"trainer_host",
        (sh.n_micro * n.syncs_micro + n.syncs_step) * sync_s(c) + n.collectives_step * coll_s,
        "prime-rl " + w.trainer +
            " trainer's loss and logging: syncs per micro step and "
            "per step x (host_sync_us + eager_op_us), small collectives per step"});
+}
+
+// prime-rl's gradient clipping (grad_clip.h): its bytes on the HBM, its launches and the norm's
+// all-reduces.
+void grad_clip_term(const Ctx& c, const ParamInventory& inv, const PlanOptions& o,
+                    RooflineStep& r) {
+  const GradClipWork g = grad_clip_work(inv, o, c.sh.fsdp, c.sh.ep);
+  if (g.bytes <= 0) return;
+  r.terms.push_back(
+      {"grad_clip",
+       g.bytes / c.hbm + launches_s(c, g.launches) + g.collectives * collective_us(c) * 1e-6,
+       "prime-rl's gradient clipping (torchtitan clip_grad_norm_, every step): " +
+           num(kClipGradPasses) +
+           " x master bytes per trained element on the rank (_foreach_norm, "
+           "_foreach_mul_) / HBM, their launches and " +
+           num(kClipScalarOps) +
+           " small ops, the norm's all-reduce over the shard group (2 under EP)"});
 }
 
 }  // namespace
@@ -556,6 +577,7 @@ RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv,
     r.terms.push_back({kOpClasses[k].name, micro * sh.n_micro, kOpClasses[k].formula(sh)});
   }
   host_terms(c, o, r);
+  grad_clip_term(c, inv, o, r);
   r.attention_s = (c.fwd[attention] + c.bwd[attention] + c.rec[attention]) * sh.n_micro;
   for (const Term& t : r.terms) r.compute_s += t.value;
   return r;

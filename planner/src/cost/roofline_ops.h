@@ -53,6 +53,18 @@ inline constexpr double kRoutingZeroedBytes = 2;  // per element of h: the outpu
 // and copy: 12), the slice backward (2), 3 input-grad and 6 parameter-grad accumulations.
 inline constexpr double kLoopOpsFwd = 36, kLoopOpsBwd = 50;
 
+// Gradient clipping as prime-rl's trainers run it every step (roofline.cc, grad_clip_term):
+// torch.nn.utils.get_total_norm's _foreach_norm reads each local gradient once, and
+// clip_grads_with_norm_'s _foreach_mul_ reads and writes it: 3 gradient bytes per byte held.
+inline constexpr double kClipGradPasses = 3;
+// torch's foreach kernels (ATen/native/cuda/MultiTensorApply.cuh): a launch takes at most 110
+// tensors of a list of depth 1 and 320 blocks of 65536 elements each.
+inline constexpr double kForeachMaxTensors = 110, kForeachMaxBlocks = 320,
+                        kForeachChunkElems = 65536;
+// The norm's small ops between the two foreach passes: the per-tensor norms' stack, their norm,
+// the coefficient's add and divide, the clamp.
+inline constexpr double kClipScalarOps = 5;
+
 // prime-rl's MultiLoRALinear (roofline.cc, lora_wrapper_passes).
 inline constexpr double kWrapperLaunches =
     10;  // per pass: assert 2, stack 2, GEMMs 2, repeat 2, mul, add
