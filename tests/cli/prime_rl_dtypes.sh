@@ -78,7 +78,7 @@ grep -qx 'optimization_dtype = "bfloat16"' "$work/e.toml" && ok || bad "emit los
 # The flags, and their errors.
 expect flag-bad 2 "--reduce-dtype: expected float32 or bfloat16, got 'fp16'" \
   "$bin" plan --trainer-config $d/rl-dtypes.toml --reduce-dtype fp16
-expect flag-no-workload 2 "--optimization-dtype: applies to a training workload only (the optimizer step alone keeps fp32)" \
+expect flag-no-workload 2 "--optimization-dtype: applies to a training workload only (give --tokens-per-step and --seq-len, or --workload FILE); the optimizer step alone keeps fp32" \
   "$bin" plan --model models/qwen3-8b.yaml --nodes 1 --optimization-dtype bfloat16
 printf '[model]\nname = "Qwen/Qwen3-8B"\noptimization_dtype = "float16"\n[data]\nbatch_size = 8\n' >"$work/f16.toml"
 expect file-bad 2 "$work/f16.toml:3:22: model.optimization_dtype: expected float32 or bfloat16, got 'float16'" \

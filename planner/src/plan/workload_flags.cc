@@ -13,6 +13,11 @@
 namespace muonplan::detail {
 namespace {
 
+// A flag of the training step given without one: what to add.
+constexpr const char* kNeedsWorkload =
+    "applies to a training workload only (give --tokens-per-step and --seq-len, or --workload "
+    "FILE)";
+
 // "a, b" -> {"a", "b"}: --ac-targets' list.
 std::vector<std::string> split_targets(const std::string& text) {
   std::vector<std::string> out;
@@ -114,21 +119,19 @@ std::optional<Workload> workload_from_flags(const PlanFlags& f) {
                      "none contradicts the workload file's ac_offload: true (offloading keeps "
                      "AC's checkpoints in host RAM)");
   if (!f.trainer.empty() || f.expert_load != "balanced") {
-    if (!w)
-      throw InputError({}, f.trainer.empty() ? "--expert-load" : "--trainer",
-                       "applies to a training workload only");
+    if (!w) throw InputError({}, f.trainer.empty() ? "--expert-load" : "--trainer", kNeedsWorkload);
     detail::apply_trainer_flags(f, *w);
   }
   if (!f.attention.empty()) {
     const AttentionKernel k = parse_attention_kernel(f.attention);
-    if (!w) throw InputError({}, "--attention", "applies to a training workload only");
+    if (!w) throw InputError({}, "--attention", kNeedsWorkload);
     w->attention = k;
   }
   const int64_t master = parse_dtype_bytes("--optimization-dtype", f.optimization_dtype);
   const int64_t reduce = parse_dtype_bytes("--reduce-dtype", f.reduce_dtype);
   if ((master != 4 || reduce != 4) && !w)
     throw InputError({}, master != 4 ? "--optimization-dtype" : "--reduce-dtype",
-                     "applies to a training workload only (the optimizer step alone keeps fp32)");
+                     std::string(kNeedsWorkload) + "; the optimizer step alone keeps fp32");
   if (w) {
     w->master_bytes = master;
     w->reduce_bytes = reduce;
