@@ -384,6 +384,14 @@ LoRA 41.93 predicted, 42.89 and 42.98 measured), 16 of 35 left out. The matrix a
 LoRA runs to cost 6-8 ps (13 for Qwen3-0.6B at 16K) more per token, layer and unit of adapted width (in + out) than
 planned, about as much on the H100 as on the H200 (so not HBM traffic), and Qwen3-30B-A3B's
 LoRA about 0.2 s less: no single mechanism read in the sources gives both.
+Seen from the full fine-tuning side (Qwen3-4B on 8 GPUs, predicted with this page's constants):
+the LoRA-minus-full gap the model misses is 0.56 s and 1.56 s on the H100 (16K, 64K) and
+0.55 s and 1.74 s on the H200, 58-89% of the weight-grad GEMMs that full fine-tuning adds
+(`gemm` of full minus LoRA: 0.69, 2.70, 0.62 and 2.44 s), and it is the full runs that are over
+(+0.66, +5.25, +0.51 and +4.01 s; LoRA +0.10, +3.69, -0.04 and +2.27 s). Either those GEMMs run
+well above the fitted efficiency (which then carries work that full and LoRA share, the
+fixed cost above), or LoRA's wrapper costs more; the matrix alone does not tell them apart, and
+a profile of one pair would.
 
 How large that fixed cost is, `bench/layer_overhead_scan.sh` measures without shipping it: it
 sets `calibration.layer_overhead_us` (a cost per decoder layer and pass: forward, backward and
