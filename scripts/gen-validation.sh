@@ -515,6 +515,12 @@ forward chart elsewhere reads 648 (FA3) and 370 (FA2) at 16K; it does not say wh
 chart is the causal one, so the rates are unchanged. The efficiencies at their bound of 1 are
 the fit asking for attention faster than published, which a per-layer shortfall charged to the
 GEMMs (short rows) and not to attention (the 64K rows) would also produce.
+Freed to the physical bound (the attention rate up to the dense peak, efficiency up to 1.6;
+tried, not shipped), the fit takes FA3 to 1.225 x the paper's rate on the H100 and 1.1 on the
+H200 (FA2 1.6, 1.179 and 1.079 on the RTX A6000) and the GEMM efficiency down to 0.3379 /
+0.4025 / 0.4759: still 37 of 42 within 15%, but 2 of 14 pairs out of order (both Qwen3-4B 64K
+pairs: faster attention leaves the weight-grad GEMMs a larger share), the B200 run -13.1%. The
+bound of 1 is not what holds the matrix back.
 
 TEXT
 }
