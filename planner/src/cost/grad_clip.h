@@ -22,7 +22,8 @@ struct GradClipWork {
 };
 
 // Zero work where nothing clips: no prime-rl trainer (the muonplan runtime does not clip),
-// --offload full (prime-rl turns clipping off under full_offload, configs/trainer.py), or no
+// --offload full (late-2026 prime-rl turns clipping off under full_offload, configs/trainer.py;
+// an earlier GradientOffloadManager normed the host's fp32 accumulators: not modelled), or no
 // trained parameter. `fsdp` ranks share each parameter, `ep` > 1 splits the norm in two.
 GradClipWork grad_clip_work(const ParamInventory& inv, const PlanOptions& o, int fsdp, int ep);
 
