@@ -519,7 +519,8 @@ void grad_clip_term(const Ctx& c, const ParamInventory& inv, const PlanOptions& 
            " x master bytes per trained element on the rank (_foreach_norm, "
            "_foreach_mul_) / HBM, their launches and " +
            num(kClipScalarOps) +
-           " small ops, the norm's all-reduce over the shard group (2 under EP)"});
+           " small ops per norm, the norm's all-reduce over the shard group (2 norms under "
+           "EP)"});
 }
 
 }  // namespace

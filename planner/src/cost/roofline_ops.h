@@ -53,7 +53,7 @@ inline constexpr double kRoutingZeroedBytes = 2;  // per element of h: the outpu
 // and copy: 12), the slice backward (2), 3 input-grad and 6 parameter-grad accumulations.
 inline constexpr double kLoopOpsFwd = 36, kLoopOpsBwd = 50;
 
-// Gradient clipping as prime-rl's trainers run it every step (roofline.cc, grad_clip_term):
+// Gradient clipping as prime-rl's trainers run it every step (grad_clip.cc, grad_clip_work):
 // torch.nn.utils.get_total_norm's _foreach_norm reads each local gradient once, and
 // clip_grads_with_norm_'s _foreach_mul_ reads and writes it: 3 gradient bytes per byte held.
 inline constexpr double kClipGradPasses = 3;
