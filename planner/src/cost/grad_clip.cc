@@ -21,7 +21,7 @@ GradClipWork grad_clip_work(const ParamInventory& inv, const PlanOptions& o, int
   inv.for_each_weight([&](const ParamTensor& pt, bool trained) {
     if (!trained || (pt.mtp && !o.include_mtp)) return;
     const double share = double(pt.numel()) / fsdp;  // the rank's shard (workload_cost.cc)
-    const int g = split && (pt.stack_dim == 0 || pt.routed_expert) ? 1 : 0;
+    const int g = split && pt.is_expert() ? 1 : 0;
     elems += share;
     tensors[g] += 1;
     chunks[g] += std::ceil(share / kForeachChunkElems);

@@ -133,7 +133,7 @@ enum AcTarget { norm_target, attn_proj_target, mlp_target, mla_up_target, routed
 int gemm_target(const ParamTensor& pt) {
   const std::string& n = pt.name;
   const auto has = [&](const char* part) { return n.find(part) != std::string::npos; };
-  if (pt.stack_dim == 0 || pt.routed_expert) return routed_target;
+  if (pt.is_expert()) return routed_target;
   if (has(".self_attn.")) {
     if (has("indexer")) return -1;
     return has("q_b_proj") || has("kv_b_proj") ? mla_up_target : attn_proj_target;
@@ -340,7 +340,7 @@ UnitWork decoder_unit(Ctx& c, const ModelSpec& s, const ParamInventory& inv, con
     if (other_slot) return;
     const bool frozen = !trained;
     u.weight_grads |= trained && !adapter;
-    if (pt.stack_dim == 0 || pt.routed_expert) {
+    if (pt.is_expert()) {
       u.moe = true;
       const double local = double(pt.stack_count()) / sh.ep;  // this rank's experts of it
       // The busy ones of them and their tokens each (expert_load; balanced: all, evenly).

@@ -88,8 +88,7 @@ bool in_mlp(const std::string& name) {
 }  // namespace
 
 double unsharded_elements(const ParamTensor& t, int ep) {
-  const bool expert = t.stack_dim == 0 || t.routed_expert;
-  return double(t.numel()) / (expert ? ep : 1);
+  return double(t.numel()) / (t.is_expert() ? ep : 1);
 }
 
 std::map<int64_t, FsdpUnit> fsdp_units(StepTimeline& tl, const ParamInventory& inv,

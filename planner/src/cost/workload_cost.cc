@@ -127,7 +127,7 @@ void count_units(StepShape& sh, const ParamInventory& inv, const PlanOptions& o)
     if (pt.mtp && !o.include_mtp) return;
     const double n = double(pt.numel());
     Unit& u = units[pt.layer];
-    const bool expert = pt.stack_dim == 0 || pt.routed_expert;
+    const bool expert = pt.is_expert();
     if (!trained) {  // LoRA's frozen base weights: gathered, but no gradient
       (expert ? sh.frozen_expert : sh.frozen_non_expert) += n;
       return;

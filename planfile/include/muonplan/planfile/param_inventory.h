@@ -34,6 +34,9 @@ struct ParamTensor {
 
   int64_t numel() const;
   int64_t stack_count() const { return stack_dim == 0 ? shape[0] : 1; }
+  // A routed expert's weight (an expert stack, or a tensor split over the EP ranks): what EP
+  // shards and what an expert-parallel step treats apart.
+  bool is_expert() const { return stack_dim == 0 || routed_expert; }
   int64_t rows() const { return shape[shape.size() - 2]; }  // out dim of a matrix
   int64_t cols() const { return shape.back(); }             // in dim of a matrix
   // Partitions as Muon sees them: the declared ones, or the whole matrix.
