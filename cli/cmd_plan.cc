@@ -99,6 +99,12 @@ void print_plan(const Plan& plan, bool explain, bool quiet, const char* rank) {
       std::printf(" (uncalibrated: no measured run on this GPU kind fits its constants)");
   }
   std::printf("\n");
+  // What the trainer's loop runs besides the step (its time/step leaves it out).
+  if (!p.between_steps_s.empty() && p.training_step_s) {
+    const double between = sum(p.between_steps_s);
+    std::printf("  between steps %.3f s (%s), so an iteration of the trainer's loop %.3f s\n",
+                between, p.between_steps_s.front().name.c_str(), *p.training_step_s + between);
+  }
   if (quiet) return;
   if (!explain) {
     std::printf("(--explain prints every term; --json the full plan)\n");

@@ -57,7 +57,8 @@ int validate_training_runs(const ValidateFlags& f) {
                           {"verdict", r.verdict()},
                           {"verdict_right", r.verdict_right()},
                           {"gpu_peak_gib", r.gpu_peak_gib},
-                          {"gpu_limit_gib", r.gpu_limit_gib}};
+                          {"gpu_limit_gib", r.gpu_limit_gib},
+                          {"between_steps_s", r.predicted_between_steps_s}};
       if (r.measured_step_s)
         x["step_s"] = {{"measured", *r.measured_step_s},
                        {"predicted", *r.predicted_step_s},

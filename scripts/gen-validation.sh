@@ -634,6 +634,59 @@ TEXT
 }
 
 
+# Between steps (docs/planner.md section 8): the time prime-rl's loop spends outside `time/step`,
+# recovered from the matrix's MFU, and the weight broadcast's fitted rate with its held-out runs.
+between_steps_section() {
+  cat <<'TEXT'
+## Between steps: prime-rl's weight broadcast
+
+The matrix's `step_s` is the trainer's `time/step` (rl/train.py: its clock starts after the
+weight broadcast at the top of the loop), and the planner's `training_step_s` is compared with
+it. Its `mfu_pct` is `perf/mfu`, which PerfCounter (trainer/perf.py) computes over whole loop
+iterations (the time between successive `count_tokens` calls), broadcast included. With
+PerfCounter's own flop count (LoRA-aware: 4 x the matmul parameters a token touches plus 6 x
+one adapter's, 6 x for full fine-tuning; attention 12 x layers x heads x (hidden / heads) x
+seq_len; peak 989 TFLOP/s for H100 and H200, A100's 312 for a name it does not list),
+`scripts/between-steps-from-mfu.py` turns each run's MFU into its iteration time, and
+iteration - step_s is the time between steps. Where nothing is broadcast the method should give
+zero: on the H100 and H200 the ten dense LoRA runs (the benchmark has no active run, so no
+adapter is saved) come out between -0.05 and +0.01 s and the one-GPU SFT runs +0.01 s (the
+8-GPU SFT runs +0.22 to +0.33 s: SFT's loop does a little outside its clock). The RL full
+fine-tuning runs save every parameter each step: 0.66-0.76 s for Qwen3-0.6B, 5.1-5.9 s for
+Qwen3-4B, 35-39 s for Qwen3-30B-A3B, more than four times Qwen3-30B-A3B's 7-8 s step. The RTX
+A6000 workstation's 16K LoRA runs show 2-4 s between steps that no broadcast explains, and its
+June runs' MFU equals their step time (that era's MFU is not over the loop), so no A6000 run is
+used.
+
+TEXT
+  echo '```'
+  python3 scripts/between-steps-from-mfu.py
+  echo '```'
+  cat <<'TEXT'
+
+The planner lists the broadcast in `between_steps_s` (`weight_broadcast`: the bytes rank 0
+saves, every parameter in bf16 for full fine-tuning, each active run's adapter slot for LoRA,
+over `calibration.weight_broadcast_gbps`), outside `training_step_s`; `plan` prints the loop's
+iteration beside the step. The rate is a property of the host and its storage, fitted once
+(data/calibration/fitted.yaml, section `prime_rl_weight_broadcast`, bound [0.1, 100] GB/s) by
+least squares over the Qwen3-0.6B runs and checked on the two larger models' runs, which it was
+not fitted to (`scripts/between-steps-from-mfu.py --fit qwen3-0.6b`):
+
+TEXT
+  echo '```'
+  python3 scripts/between-steps-from-mfu.py --fit qwen3-0.6b --bin "$bin"
+  echo '```'
+  cat <<'TEXT'
+
+Qwen3-4B saves about 10% more slowly per byte than the 1-GPU Qwen3-0.6B and the 8-GPU
+Qwen3-30B-A3B (its 8-GPU gather or its tied embedding, saved twice if the state dict keeps both
+names, is not modelled). Set `weight_broadcast_gbps` in a topology's `calibration:` for your
+storage; prime-rl's NCCL broadcast (`[weight_broadcast] type = "nccl"`) is not modelled, and a
+trainer config's `[weight_broadcast]` is not read.
+
+TEXT
+}
+
 # prime-rl's benchmark matrix (scripts/validate-matrix.sh): every run, then GPU reserved by model,
 # GPU and mode, the fitted constant's leave-one-out figures and the runs still outside 10%.
 matrix_section() {
@@ -726,7 +779,9 @@ tolerances are the project's acceptance bounds; rows marked "reported" are shown
 describe). Fitted constants and the rows they were fitted to are named in each section: per
 GPU kind the training GEMM efficiency and one efficiency per attention kernel, fitted to that
 kind's runs of prime-rl's benchmark matrix (section "Trainer benchmark runs"), and the GPU
-peak's `backward_temporaries_fraction`, fitted to three H200 runs (section "GPU peak"); each
+peak's `backward_temporaries_fraction`, fitted to three H200 runs (section "GPU peak"), and the
+rate of prime-rl's weight broadcast between RL steps, fitted to three Qwen3-0.6B runs (section
+"Between steps"); each
 section gives its leave-one-out figures, which are the check. Every other figure is predicted
 from constants not fitted to it: the time model's constants are the topology's `calibration`
 section, documented in docs/planner.md.
@@ -739,6 +794,7 @@ HEAD
   benchmark_section
   gpu_peak_section
   matrix_section
+  between_steps_section
   echo "## Optimizer step against published figures"
   echo
   "$bin" validate --markdown

@@ -96,6 +96,8 @@ const char* to_string(TermSum s) {
       return "step";
     case TermSum::hidden:
       return "hidden";
+    case TermSum::between:
+      return "between";
   }
   return "?";
 }

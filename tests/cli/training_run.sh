@@ -100,7 +100,8 @@ tr=tests/data/training-runs
 # The shipped h100-ib with its step constants back at their defaults (the name stays h100-ib):
 # its `fitted:` list without the matrix's step-time section.
 sed -E '/^fitted:/{s/ *[a-z0-9_]+_matrix,?//g; s/, *\]/]/}' topologies/h100-ib.yaml >"$work/h100.yaml"
-grep -q '^fitted: \[every_gpu\]$' "$work/h100.yaml" || bad "h100-ib.yaml's fitted: line is not [every_gpu, h100_matrix]"
+grep -q '^fitted: \[every_gpu, prime_rl_weight_broadcast\]$' "$work/h100.yaml" ||
+  bad "h100-ib.yaml's fitted: line is not [every_gpu, h100_matrix, prime_rl_weight_broadcast]"
 expect bench-h100 0 "skipped $tr/bench-qwen3-0.6b-a6000-sft.yaml: measured on rtx-a6000, not h100-ib
 skipped $tr/bench-qwen3-4b-h200-rl-lora.yaml: measured on h200-ib, not h100-ib" \
   "$bin" calibrate --topology "$work/h100.yaml" --json \

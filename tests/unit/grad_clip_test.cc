@@ -65,16 +65,7 @@ TEST_CASE("grad_clip_work: 3 gradient bytes per byte held, foreach launches, one
 TEST_CASE("the plan's grad_clip term: the work on the HBM, the launches, the all-reduce",
           "[grad_clip]") {
   const Topology topo = h200();
-  PlanRequest r;
-  r.options.nodes = 1;
-  r.options.offload = OffloadMode::none;
-  r.options.layout = Layout{8, 1, 1};
-  r.options.optimizer = OptimizerKind::adamw;
-  Workload w;
-  w.tokens_per_step = 8 * 4096;
-  w.seq_len = 4096;
-  w.ac_full = true;
-  r.options.workload = w;
+  PlanRequest r = test::one_node_rows(4096);
   CHECK_FALSE(has(make_plan(model("qwen3-0.6b"), topo, r).predicted.training_terms_s, "grad_clip"));
   r.options.workload->trainer = "sft";
   const Plan p = make_plan(model("qwen3-0.6b"), topo, r);

@@ -14,6 +14,7 @@
 #include "muonplan/planner/model_io.h"
 #include "muonplan/planner/plan.h"
 #include "muonplan/planner/plan_request.h"
+#include "muonplan/planner/workload.h"
 #include "test_paths.h"
 
 namespace muonplan::test {
@@ -40,6 +41,24 @@ inline PlanOptions tiny_workload() {
   o.runtime = RuntimeKind::pytorch;
   o.workload = Workload{4096, 2048, 1, true, false, 0, CpStyle::ulysses};
   return o;
+}
+
+// One node of 8 GPUs under FSDP, AdamW, no offload; a step of one `seq_len`-token row per GPU
+// (one micro step) with full AC, run by `trainer` ("" none, "rl", "sft"): the request of the
+// trainer terms' tests.
+inline PlanRequest one_node_rows(int64_t seq_len, const std::string& trainer = "") {
+  PlanRequest r;
+  r.options.nodes = 1;
+  r.options.offload = OffloadMode::none;
+  r.options.layout = Layout{8, 1, 1};
+  r.options.optimizer = OptimizerKind::adamw;
+  Workload w;
+  w.tokens_per_step = 8 * seq_len;
+  w.seq_len = seq_len;
+  w.ac_full = true;
+  w.trainer = trainer;
+  r.options.workload = w;
+  return r;
 }
 
 inline Plan plan_fixed(const std::string& name, int nodes, OffloadMode mode, PlanOptions o = {}) {

@@ -89,6 +89,7 @@ TEST_CASE("h200-ib.yaml loads with its datasheet figures", "[topology]") {
   calibration.attention_fa2_efficiency = 1;
   calibration.step_time_calibrated_on =
       "14 H200 runs of prime-rl's benchmark matrix (docs/validation.md)";
+  calibration.weight_broadcast_gbps = 1.66;  // fitted to three Qwen3-0.6B runs (between steps)
   CHECK(t.calibration == calibration);
   PytorchRuntime pytorch;
   pytorch.backward_temporaries_fraction = 0.6338;

@@ -497,17 +497,8 @@ Topology host_bound(double compute_capability) {
 }
 
 PlanRequest lora_rows(int rank, int64_t seq_len) {
-  PlanRequest r;
-  r.options.nodes = 1;
-  r.options.offload = OffloadMode::none;
-  r.options.layout = Layout{8, 1, 1};
-  r.options.optimizer = OptimizerKind::adamw;
+  PlanRequest r = test::one_node_rows(seq_len);
   r.options.lora.rank = rank;
-  Workload w;
-  w.tokens_per_step = 8 * seq_len;  // one row per GPU, one micro step
-  w.seq_len = seq_len;
-  w.ac_full = true;
-  r.options.workload = w;
   return r;
 }
 

@@ -13,6 +13,7 @@
 #include "cost/ac_layers.h"
 #include "cost/activation_sizes.h"
 #include "cost/candidate_context.h"
+#include "cost/weight_broadcast.h"
 #include "muonplan/base/checked_int.h"
 #include "muonplan/base/error.h"
 #include "muonplan/base/units.h"
@@ -384,6 +385,23 @@ void add_offloaded_backward(Prediction& p, const StepShape& sh, const ComputeSec
                                 "bf16 weights of the host-updated params H2D after backward"});
 }
 
+// What the trainer runs between two steps, outside the step's clock (docs/planner.md section 8,
+// "Between steps"): prime-rl's RL trainer saves its weights for the inference servers at the top
+// of each loop iteration (weight_broadcast.h), at the host's fitted rate. Nothing is listed
+// where the topology gives no rate.
+void add_between_steps(Prediction& p, const ParamInventory& inv, const CandidateContext& cc) {
+  const double bytes = weight_broadcast_bytes(inv, cc.o);
+  const double gbps = cc.topo.calibration.weight_broadcast_gbps;
+  if (bytes <= 0 || gbps <= 0) return;
+  char what[200];
+  std::snprintf(what, sizeof what,
+                "prime-rl's filesystem weight broadcast: %.3f GB (%s) / weight_broadcast_gbps %g",
+                bytes / kGB,
+                cc.o.lora.rank > 0 ? "each active run's adapter slot" : "every parameter, bf16",
+                gbps);
+  p.between_steps_s.push_back({"weight_broadcast", bytes / (gbps * kGB), what});
+}
+
 }  // namespace
 
 // A training step's memory, traffic and time around the optimizer step (docs/planner.md,
@@ -403,6 +421,7 @@ void add_workload_terms(const ModelSpec& s, const ParamInventory& inv, const Can
     add_offloaded_backward(p, sh, c, opt);
   }
   p.training_step_s = sum(p.training_terms_s);
+  add_between_steps(p, inv, cc);
   p.step_time_calibration = cc.topo.calibration.step_time_calibrated_on;
 }
 

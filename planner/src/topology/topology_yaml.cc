@@ -182,6 +182,7 @@ void read_calibration(const YamlMap& m, Calibration& c) {
                  "eager_op_us",
                  "python_iteration_ns",
                  "layer_overhead_us",
+                 "weight_broadcast_gbps",
                  "ep_comm_overlap",
                  "cp_comm_overlap",
                  "step_time_calibrated_on"});
@@ -205,6 +206,7 @@ void read_calibration(const YamlMap& m, Calibration& c) {
   c.eager_op_us = non_negative(m, "eager_op_us", c.eager_op_us);
   c.python_iteration_ns = non_negative(m, "python_iteration_ns", c.python_iteration_ns);
   c.layer_overhead_us = non_negative(m, "layer_overhead_us", c.layer_overhead_us);
+  c.weight_broadcast_gbps = non_negative(m, "weight_broadcast_gbps", c.weight_broadcast_gbps);
   c.step_time_calibrated_on = m.get_string("step_time_calibrated_on", c.step_time_calibrated_on);
   for (auto [key, field] : {std::pair{"ep_comm_overlap", &c.ep_comm_overlap},
                             std::pair{"cp_comm_overlap", &c.cp_comm_overlap}}) {

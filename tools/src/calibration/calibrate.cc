@@ -422,6 +422,7 @@ std::string with_calibration(const std::string& text, const Calibration& c,
         << "  eager_op_us: " << fmt(c.eager_op_us) << "\n"
         << "  python_iteration_ns: " << fmt(c.python_iteration_ns) << "\n"
         << "  layer_overhead_us: " << fmt(c.layer_overhead_us) << "\n"
+        << "  weight_broadcast_gbps: " << fmt(c.weight_broadcast_gbps) << "\n"
         << "  ep_comm_overlap: " << fmt(c.ep_comm_overlap) << "\n"
         << "  cp_comm_overlap: " << fmt(c.cp_comm_overlap) << "\n";
   // Which runs the step's constants came from stays with them (no quote in it to escape:

@@ -381,6 +381,7 @@ TrainingRunCheck check_training_run(const TrainingRun& r, const Topology& topo) 
   c.predicted_gpu_gib = figure(p, r, gpu_peak);
   c.gpu_peak_gib = p.gpu_peak_bytes() / kGiB;
   c.gpu_limit_gib = p.gpu_limit_bytes / kGiB;
+  c.predicted_between_steps_s = sum(p.between_steps_s);
   // The plan's verdict (Prediction::fit_verdict): fits, tight (the card, not the headroom).
   c.fits_card = p.fit_verdict() != Prediction::Verdict::does_not_fit;
   c.fits_headroom = p.fit_verdict() == Prediction::Verdict::fits;

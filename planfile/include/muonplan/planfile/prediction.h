@@ -79,6 +79,9 @@ struct Prediction {
   // with a workload: uncalibrated on this GPU kind.
   std::string step_time_calibration;
   std::vector<Term> training_hidden_s;  // work that runs under compute (not in the sum)
+  // The trainer's work between two training steps, outside training_step_s (prime-rl's
+  // `time/step` leaves it out): a loop iteration takes training_step_s + their sum.
+  std::vector<Term> between_steps_s;
   // Limits in force.
   double gpu_limit_bytes = 0;
   double host_limit_bytes = 0;

@@ -12,8 +12,9 @@
 namespace muonplan {
 
 // What a list's terms add up to: each GPU group is a step of allocated -> reserved -> peak
-// (Prediction::gpu_peak_bytes); `hidden` terms run under compute and are in no sum.
-enum class TermSum { gpu_allocated, gpu_reserved, gpu_peak, host, traffic, step, hidden };
+// (Prediction::gpu_peak_bytes); `hidden` terms run under compute and are in no sum; `between`
+// terms run between two steps (a loop iteration is the training step and them).
+enum class TermSum { gpu_allocated, gpu_reserved, gpu_peak, host, traffic, step, hidden, between };
 const char* to_string(TermSum s);
 
 struct TermList {
@@ -46,6 +47,8 @@ inline const TermList kTermLists[] = {
     {TermSum::step, "training_step_s", "training step", "s", &Prediction::training_terms_s},
     {TermSum::hidden, "training_hidden_s", "training step, under compute (not in the sum)", "s",
      &Prediction::training_hidden_s},
+    {TermSum::between, "between_steps_s",
+     "between training steps (outside the trainer's time/step)", "s", &Prediction::between_steps_s},
 };
 
 // Bytes or seconds per unit of the list's printed figures.

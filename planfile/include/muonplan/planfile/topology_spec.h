@@ -81,6 +81,12 @@ struct Calibration {
   // A fixed cost per decoder layer per pass beyond the modelled launches and collective
   // latencies (us; not fitted: the runs show no per-layer constant, docs/validation.md).
   double layer_overhead_us = 0;
+  // What runs between two training steps (docs/planner.md section 8, "Between steps"): the
+  // end-to-end rate of prime-rl's filesystem weight broadcast, GB (1e9) of saved state per
+  // second (gather to rank 0, the blocking copies to the host, safetensors serialization and the
+  // file write: a property of the host and its storage). 0: not known, the plan lists no
+  // broadcast time.
+  double weight_broadcast_gbps = 0;
   // The measured runs the step's fitted constants come from (the topology says which); "": none
   // on this GPU kind, so plans say their step time is uncalibrated.
   std::string step_time_calibrated_on;

@@ -51,6 +51,7 @@ struct TrainingRunCheck {
   bool fits_card = false;      // predicted: the GPU peak fits the card (no headroom)
   bool fits_headroom = false;  // predicted: fits with the plan's headroom (Prediction::fits)
   double gpu_peak_gib = 0, gpu_limit_gib = 0;
+  double predicted_between_steps_s = 0;  // outside the step's clock (Prediction::between_steps_s)
   // The verdict is right: an OOM run does not fit the card; a run that ran fits it.
   bool verdict_right() const { return oom ? !fits_card : fits_card; }
   const char* verdict() const { return fits_headroom ? "fits" : fits_card ? "tight" : "no fit"; }

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# What the trainer runs between two steps (docs/planner.md section 8, "Between steps"):
+# prime-rl's RL weight broadcast, listed outside the training step, at the topology's
+# weight_broadcast_gbps; nothing for SFT or a LoRA job without an active run; and on prime-rl's
+# benchmark matrix, against the time between steps each run's MFU shows
+# (scripts/between-steps-from-mfu.py), within 20% on every full RL run of H100 and H200.
+set -u
+source "$(dirname "$0")/lib.sh"
+flags=(--model qwen3-0.6b --nodes 1 --gpus-per-node 1 --layout fsdp=1 --optimizer adamw
+  --seq-len 16384 --tokens-per-step 32768 --ac full --attention fa3 --prime-rl-version 2026-01-15
+  --runs-on prime-rl --offload none)
+params="$("$bin" inspect --model qwen3-0.6b --json | "$py" -c 'import json,sys; print(json.load(sys.stdin)["params_total"])')"
+
+"$bin" plan "${flags[@]}" --topology topologies/h100-ib.yaml --trainer rl --json >"$work/rl.json" 2>/dev/null
+json_check "RL full: every parameter in bf16 over 1.66 GB/s, beside the step" "$work/rl.json" "
+t = d['predicted']['breakdown']['between_steps_s']
+assert [x['name'] for x in t] == ['weight_broadcast'], t
+assert math.isclose(t[0]['s'], 2 * $params / 1.66e9, rel_tol=1e-9), t
+assert 'every parameter, bf16' in t[0]['formula'], t
+steps = d['predicted']['breakdown']['training_step_s']
+assert math.isclose(sum(x['s'] for x in steps), d['predicted']['training_step_s'], rel_tol=1e-9)
+assert 'weight_broadcast' not in [x['name'] for x in steps]
+assert {'group': 'between', 'key': 'between_steps_s', 'label': \"between training steps (outside the trainer's time/step)\", 'unit': 's'} in d['terms']
+"
+"$bin" plan "${flags[@]}" --topology topologies/h100-ib.yaml --trainer rl >"$work/rl.txt" 2>/dev/null
+grep -q "^  between steps 0.718 s (weight_broadcast), so an iteration of the trainer's loop " "$work/rl.txt" &&
+  ok || bad "RL full: no between-steps line: $(grep -i between "$work/rl.txt")"
+
+# A topology of twice the rate halves it; SFT and LoRA without an active run list nothing.
+# (A topology's own calibration: key overrides the fitted section.)
+sed -E '/^calibration:/a\  weight_broadcast_gbps: 3.32' topologies/h100-ib.yaml >"$work/fast.yaml"
+"$bin" plan "${flags[@]}" --topology "$work/fast.yaml" --trainer rl --json >"$work/fast.json" 2>/dev/null
+json_check "twice the rate: half the time" "$work/fast.json" "
+t = d['predicted']['breakdown']['between_steps_s']
+assert math.isclose(t[0]['s'], 2 * $params / 3.32e9, rel_tol=1e-9), t
+"
+"$bin" plan "${flags[@]}" --topology topologies/h100-ib.yaml --trainer sft --json >"$work/sft.json" 2>/dev/null
+json_check "SFT: nothing between steps" "$work/sft.json" "assert d['predicted']['breakdown']['between_steps_s'] == []"
+"$bin" plan "${flags[@]}" --topology topologies/h100-ib.yaml --trainer rl --lora-rank 16 \
+  --lora-adapters 4 --lora-active-runs 0 --json >"$work/lora.json" 2>/dev/null
+json_check "LoRA, no active run: nothing saved" "$work/lora.json" "assert d['predicted']['breakdown']['between_steps_s'] == []"
+
+# The matrix: each run as planned against the time between its steps that its MFU shows.
+runs=(tests/data/training-runs/matrix/*.yaml)
+args=(); for r in "${runs[@]}"; do args+=(--training-run "$r"); done
+"$bin" validate "${args[@]}" --json >"$work/v.json" 2>/dev/null
+"$py" scripts/between-steps-from-mfu.py --json >"$work/mfu.json" && ok || bad "between-steps-from-mfu.py failed"
+"$py" - "$work/v.json" "$work/mfu.json" <<'PY' && ok || bad "matrix: planned between-steps time against the MFU's"
+import json, sys
+planned = {r["run"].rsplit("/", 1)[-1]: r["between_steps_s"] for r in json.load(open(sys.argv[1]))["runs"]}
+checked = 0
+for r in json.load(open(sys.argv[2])):
+    if r["gpu"] == "RTX A6000" or r["date"] >= "2026-06":
+        continue  # the workstation's loop and June's MFU (docs/validation.md, "Between steps")
+    p = planned[r["run_file"]]
+    if r["type"] == "rl" and not r["lora_rank"]:
+        assert abs(p / r["between_steps_s"] - 1) <= 0.20, (r["run_file"], p, r["between_steps_s"])
+        checked += 1
+    else:  # LoRA without an active run, SFT: nothing saved, and the MFU shows about nothing
+        assert p == 0 and abs(r["between_steps_s"]) < 0.35, (r["run_file"], p, r["between_steps_s"])
+assert checked == 10, checked
+PY
+finish
