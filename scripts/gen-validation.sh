@@ -649,7 +649,7 @@ one adapter's, 6 x for full fine-tuning; attention 12 x layers x heads x (hidden
 seq_len; peak 989 TFLOP/s for H100 and H200, A100's 312 for a name it does not list),
 `scripts/between-steps-from-mfu.py` turns each run's MFU into its iteration time, and
 iteration - step_s is the time between steps. Where nothing is broadcast the method should give
-zero: on the H100 and H200 the ten dense LoRA runs (the benchmark has no active run, so no
+zero: on the H100 and H200 the eleven dense LoRA runs (the benchmark has no active run, so no
 adapter is saved) come out between -0.05 and +0.01 s and the one-GPU SFT runs +0.01 s (the
 8-GPU SFT runs +0.22 to +0.33 s: SFT's loop does a little outside its clock). The RL full
 fine-tuning runs save every parameter each step: 0.66-0.76 s for Qwen3-0.6B, 5.1-5.9 s for
