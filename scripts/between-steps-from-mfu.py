@@ -77,25 +77,31 @@ def flops_per_token(c, run):
     return 4 * active_mm_params(c) + 6 * dense_adapter_params(c, run["lora_rank"]) + attn
 
 
+_GEN = None
+
+
 def matrix_file(run):
     """The run's training-run file under tests/data/training-runs/matrix/ (gen-matrix-runs.py)."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("gen", os.path.join(ROOT, "scripts/gen-matrix-runs.py"))
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    return gen.name(run)
+    global _GEN
+    if _GEN is None:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("gen", os.path.join(ROOT, "scripts/gen-matrix-runs.py"))
+        _GEN = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(_GEN)
+    return _GEN.name(run)
 
 
-def planned(run, binary):
-    """The planner's between-steps seconds for the run's training-run file (as shipped)."""
+def planned(rows, binary):
+    """The planner's between-steps seconds of each row's training-run file (as shipped), from
+    one `muonplan validate` of them all."""
     import subprocess
-    path = os.path.join(ROOT, "tests/data/training-runs/matrix", matrix_file(run))
-    out = subprocess.run([binary, "validate", "--training-run", path, "--json"],
-                         capture_output=True, text=True).stdout
-    return json.loads(out)["runs"][0]["between_steps_s"]
+    paths = [os.path.join(ROOT, "tests/data/training-runs/matrix", r["run_file"]) for r in rows]
+    args = [a for p in paths for a in ("--training-run", p)]
+    out = subprocess.run([binary, "validate", *args, "--json"], capture_output=True, text=True).stdout
+    return {os.path.basename(r["run"]): r["between_steps_s"] for r in json.loads(out)["runs"]}
 
 
-def fit(runs, rows, model, binary):
+def fit(rows, model, binary):
     """Least squares of between = bytes / rate over `model`'s runs; each run as the planner,
     with the shipped rate, predicts it."""
     import subprocess
@@ -104,17 +110,18 @@ def fit(runs, rows, model, binary):
         out = subprocess.run([binary, "inspect", "--model", m, "--json"], check=True,
                              capture_output=True, text=True).stdout
         params[m] = json.loads(out)["params_total"]
-    full = [(run, r) for run, r in zip(runs, rows) if r["type"] == "rl" and not r["lora_rank"]
+    full = [r for r in rows if r["type"] == "rl" and not r["lora_rank"]
             and r["gpu"] != "RTX A6000" and r["date"] < "2026-06"]
-    fit_rows = [r for _, r in full if r["model"] == model]
+    fit_rows = [r for r in full if r["model"] == model]
     gb = lambda r: 2 * params[r["model"]] / 1e9  # every parameter in bf16 (weight_broadcast.h)
     x = sum(gb(r) * r["between_steps_s"] for r in fit_rows) / sum(gb(r) ** 2 for r in fit_rows)
     if not 0.1 <= 1 / x <= 100:  # the constant's bound (data/calibration/fitted.yaml)
         sys.exit(f"weight_broadcast_gbps {1 / x:.4g} is outside its bound [0.1, 100] GB/s")
     print(f"weight_broadcast_gbps {1 / x:.4g}: least squares over {len(fit_rows)} {model} runs")
     print("each run as planned (muonplan validate --training-run, the shipped topology):")
-    for run, r in full:
-        pred = planned(run, binary)
+    plan = planned(full, binary)
+    for r in full:
+        pred = plan[r["run_file"]]
         tag = "fit" if r["model"] == model else "held out"
         print(f"  {r['model']:14s} {r['gpu']:15s} {r['gpus']}x {r['seq_len']:6d} {r['ac']:9s} "
               f"{gb(r):7.3f} GB: derived {r['between_steps_s']:7.3f} s, planned {pred:7.3f} s "
@@ -126,7 +133,7 @@ def main():
     opts = {k: sys.argv[i + 1] for i, k in enumerate(sys.argv[:-1]) if k in ("--fit", "--bin")}
     args = [a for a in args if a not in opts.values()]
     path = args[0] if args else os.path.join(ROOT, "data/calibration/prime-rl-benchmarks.yaml")
-    rows, runs = [], []
+    rows = []
     for run in yaml.safe_load(open(path))["runs"]:
         if run.get("oom") or run.get("mfu_pct") is None or run["model"] not in HF:
             continue
@@ -136,7 +143,6 @@ def main():
             continue
         tokens = run["gpus"] * run["micro_batches"] * run["seq_len"]
         iteration = fl * tokens / (run["mfu_pct"] / 100 * PEAK[run["gpu"]] * run["gpus"])
-        runs.append(run)
         rows.append({"run_file": matrix_file(run), "model": HF[run["model"]], "gpu": run["gpu"], "gpus": run["gpus"],
                      "type": run["type"], "lora_rank": run.get("lora_rank") or 0,
                      "seq_len": run["seq_len"], "ac": run["ac"], "date": str(run["date"]),
@@ -146,7 +152,7 @@ def main():
         json.dump(rows, sys.stdout, indent=1)
         return
     if "--fit" in opts:
-        fit(runs, rows, opts["--fit"], opts.get("--bin", os.path.join(ROOT, "build/cli/muonplan")))
+        fit(rows, opts["--fit"], opts.get("--bin", os.path.join(ROOT, "build/cli/muonplan")))
         return
     print(f"{'model':14s} {'gpu':15s} {'n':>2s} {'type':4s} {'lora':>4s} {'seq':>6s} {'ac':9s} "
           f"{'date':10s} {'step s':>7s} {'iter s':>7s} {'between':>8s}")
