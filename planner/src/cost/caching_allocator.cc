@@ -88,9 +88,8 @@ int CachingAllocator::new_segment(int64_t size, int stream, bool small, bool for
   if (!force && !fits(size)) return -1;
   take(size);
   const int seg = int(segments_.size());
-  const int id = int(blocks_.size());
   segments_.push_back({stream, small, true, false, size});
-  blocks_.push_back({next_ptr_, size, stream, seg, -1, -1, small, false, true});
+  const int id = new_block({next_ptr_, size, stream, seg, -1, -1, small, false, true});
   next_ptr_ += size;
   cache_free(id);
   return id;
@@ -114,11 +113,10 @@ int CachingAllocator::find_expandable(int64_t size, int stream, bool small) {
   const int64_t space =
       cfg_.capacity > 0 ? ceil_to(cfg_.capacity + cfg_.capacity / 8, page) : int64_t(1) << 46;
   const int seg = int(segments_.size());
-  const int id = int(blocks_.size());
   segments_.push_back({stream, small, true, true, 0});
-  blocks_.push_back(
+  const int id = new_block(
       {next_ptr_, std::max(space, ceil_to(size, page)), stream, seg, -1, -1, small, false, false});
-  next_ptr_ += blocks_.back().size;
+  next_ptr_ += blocks_[size_t(id)].size;
   unmapped_.insert(unmapped_key(id));
   return id;
 }
@@ -130,19 +128,17 @@ int CachingAllocator::map_block(int id, int64_t size, bool force) {
   const int64_t map = ceil_to(size, page_bytes(blocks_[size_t(id)].small));
   if (!force && !fits(map)) return -1;
   unmapped_.erase(unmapped_key(id));
-  Block& b = blocks_[size_t(id)];
-  b.mapped = true;
-  if (map < b.size) {
-    const int rest = int(blocks_.size());
-    Block r = b;  // unmapped: in neither free set
-    r.ptr = b.ptr + map;
-    r.size = b.size - map;
+  blocks_[size_t(id)].mapped = true;
+  if (map < blocks_[size_t(id)].size) {
+    Block r = blocks_[size_t(id)];  // unmapped: in neither free set
+    r.ptr += map;
+    r.size -= map;
     r.mapped = false;
     r.prev = id;
+    const int rest = new_block(r);
     if (r.next >= 0) blocks_[size_t(r.next)].prev = rest;
-    b.size = map;
-    b.next = rest;
-    blocks_.push_back(r);
+    blocks_[size_t(id)].size = map;
+    blocks_[size_t(id)].next = rest;
     unmapped_.insert(unmapped_key(rest));
   }
   take(map);
@@ -182,12 +178,11 @@ void CachingAllocator::split(int id, int64_t size) {
                       ? remaining >= kAllocMinBlock
                       : size < cfg_.max_split_size && remaining > kAllocSmallSize;
   if (!ok) return;
-  const int rest = int(blocks_.size());
-  Block r{b.ptr + size, remaining, b.stream, b.segment, id, b.next, b.small, false, true};
+  const Block r{b.ptr + size, remaining, b.stream, b.segment, id, b.next, b.small, false, true};
   b.size = size;
+  const int rest = new_block(r);  // `b` may dangle from here
   if (r.next >= 0) blocks_[size_t(r.next)].prev = rest;
   blocks_[size_t(id)].next = rest;
-  blocks_.push_back(r);
   cache_free(rest);
 }
 
@@ -276,6 +271,23 @@ void CachingAllocator::merge_into(int id, int other) {
   b.size += o.size;
   o.size = 0;
   o.segment = -1;
+  dead_.push_back(other);
+}
+
+// A slot for a new block: a dead block's (merged into a neighbour, or its segment released)
+// when there is one. A step's replay splits and merges some 50k times but holds a few hundred
+// blocks at once; a slot per split grew blocks_ to megabytes per candidate, and the growth and
+// its page faults were a third of a Muon plan's time. A handle is only ever a live block's, so
+// no caller sees a reused slot; ties in the free sets fall to the address before the slot.
+int CachingAllocator::new_block(const Block& b) {
+  if (dead_.empty()) {
+    blocks_.push_back(b);
+    return int(blocks_.size()) - 1;
+  }
+  const int id = dead_.back();
+  dead_.pop_back();
+  blocks_[size_t(id)] = b;
+  return id;
 }
 
 void CachingAllocator::free(int handle) {
@@ -297,8 +309,7 @@ void CachingAllocator::unmap_block(int id) {
   if (begin >= end) return;
   uncache(id);
   auto piece = [&](int64_t ptr, int64_t size, int prev, int next) {
-    const int p = int(blocks_.size());
-    blocks_.push_back({ptr, size, b.stream, b.segment, prev, next, b.small, false, true});
+    const int p = new_block({ptr, size, b.stream, b.segment, prev, next, b.small, false, true});
     if (prev >= 0) blocks_[size_t(prev)].next = p;
     if (next >= 0) blocks_[size_t(next)].prev = p;
     cache_free(p);
@@ -337,6 +348,7 @@ int64_t CachingAllocator::empty_cache() {
       g.live = false;
       reserved_ -= g.size;
       uncache(k.id);
+      dead_.push_back(k.id);
     }
   }
   return before - reserved_;

@@ -112,6 +112,7 @@ class CachingAllocator {
   void unmap_block(int id);
   void take(int64_t bytes);
   void split(int id, int64_t size);
+  int new_block(const Block& b);  // its handle
   void merge_into(int id, int other);
   void count_alloc(int64_t bytes);
   void cache_free(int id);  // a block joins the free set
@@ -120,6 +121,7 @@ class CachingAllocator {
 
   AllocatorConfig cfg_;
   std::vector<Block> blocks_;
+  std::vector<int> dead_;  // slots of blocks_ no block holds (new_block reuses them)
   std::vector<Segment> segments_;
   // Its nodes come from a pool that recycles them: a step's replay makes some 50k inserts and
   // erases into a set of at most a few hundred blocks, and a heap allocation per insert (or a
