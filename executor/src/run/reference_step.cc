@@ -18,24 +18,37 @@ namespace {
 
 constexpr double kNsEps = 1e-8;  // docs/muon-step.md section 3: k = 1 / (norm_scale |X| + 1e-8)
 
-std::vector<float> widen(const std::vector<bf16>& x) {
-  std::vector<float> out(x.size());
+// fp32 copies of bf16 values, into `out` (its capacity kept).
+void widen_into(const std::vector<bf16>& x, std::vector<float>& out) {
+  out.resize(x.size());
   for (size_t i = 0; i < x.size(); ++i) out[i] = to_float(x[i]);
-  return out;
 }
+
+// A gemm's fp32 operands, kept across the calls of one Newton-Schulz run: fresh vectors per
+// call were fresh pages each time (under ASan, page faults were a quarter of the reference
+// test's time). What the gemm computes does not depend on them.
+struct GemmScratch {
+  std::vector<float> a, b, c;
+};
 
 // c = bf16(alpha * a op(b) + beta * float(c)), one rounding per element: a [m, k]; b [k, n], or
 // [n, k] read transposed when trans_b; c [m, n]. The oracle of docs/executor-numerics.md: exact
 // fp32 copies of the bf16 operands, one OpenBLAS sgemm over the whole matrix.
-void gemm(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const std::vector<bf16>& a,
-          const std::vector<bf16>& b, float beta, std::vector<bf16>& c) {
-  const std::vector<float> fa = widen(a), fb = widen(b);
-  std::vector<float> fc = beta != 0 ? widen(c) : std::vector<float>(size_t(m * n), 0.0f);
+void gemm(GemmScratch& s, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+          const std::vector<bf16>& a, const std::vector<bf16>& b, float beta,
+          std::vector<bf16>& c) {
+  widen_into(a, s.a);
+  widen_into(b, s.b);
+  if (beta != 0) {
+    widen_into(c, s.c);
+  } else {
+    s.c.assign(size_t(m * n), 0.0f);
+  }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, int(m), int(n),
-              int(k), alpha, fa.data(), int(k), fb.data(), int(trans_b ? k : n), beta, fc.data(),
+              int(k), alpha, s.a.data(), int(k), s.b.data(), int(trans_b ? k : n), beta, s.c.data(),
               int(n));
-  c.resize(fc.size());
-  for (size_t i = 0; i < fc.size(); ++i) c[i] = to_bf16(fc[i]);
+  c.resize(s.c.size());
+  for (size_t i = 0; i < s.c.size(); ++i) c[i] = to_bf16(s.c[i]);
 }
 
 // y = x^T for x [rows, cols].
@@ -166,13 +179,14 @@ void ReferenceStep::newton_schulz(std::vector<bf16>& u, int64_t rows, int64_t co
   size_t iterations = schedule.steps.size();
   if (fault_ == ReferenceFault::skip_ns_iteration && iterations > 0) --iterations;
   std::vector<bf16> a, b, next;
+  GemmScratch s;
   for (size_t it = 0; it < iterations; ++it) {
     const NsCoefficients& c = schedule.steps[it];
-    gemm(true, m, m, n, 1.0f, x, x, 0.0f, a);  // A = X X^T
-    b = a;                                     // B = c A A + b A
-    gemm(false, m, m, m, float(c.c), a, a, float(c.b), b);
+    gemm(s, true, m, m, n, 1.0f, x, x, 0.0f, a);  // A = X X^T
+    b = a;                                        // B = c A A + b A
+    gemm(s, false, m, m, m, float(c.c), a, a, float(c.b), b);
     next = x;  // X' = B X + a X
-    gemm(false, m, n, m, 1.0f, b, x, float(c.a), next);
+    gemm(s, false, m, n, m, 1.0f, b, x, float(c.a), next);
     x.swap(next);
   }
   u = tall ? transposed(x, m, n) : x;
