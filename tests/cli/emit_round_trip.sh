@@ -6,6 +6,7 @@
 # refuses a key outside its era) and must give the same plan: world, layout, offload,
 # optimizer, workload, LoRA, fit and the memory figures. The emitted text keeps every line of
 # the example that no changed key sits on.
+# MUONPLAN_TEST_QUICK=1 (the sanitizer run): each file and the first alternative of its plan.
 set -u
 source "$(dirname "$0")/lib.sh"
 export HF_HUB_CACHE="$work/hub" HF_HOME="$work/no-home"
@@ -107,7 +108,8 @@ each() {  # FILE DATE: the file and every alternative its plan offers, at that d
     fi
   done < <("$py" -c 'import json, sys
 for a in json.load(open(sys.argv[1]))["trainer_config"]["alternatives"]:
-    print(a["nodes"], a["gpus_per_node"], a["layout"], a["offload"])' "$work/$base.alts.json" | sort -u)
+    print(a["nodes"], a["gpus_per_node"], a["layout"], a["offload"])' "$work/$base.alts.json" |
+    sort -u | if [ "$quick" = 1 ]; then head -n 1; else cat; fi)
 }
 for ex in examples/prime-rl/*.toml; do each "$ex" "$newest"; done
 for e in "${older[@]}"; do each ${e% *} ${e#* }; done

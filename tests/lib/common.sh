@@ -7,6 +7,9 @@ bin="$1"; root="$2"
 cd "$root" || exit 1
 py=/usr/bin/python3
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+# MUONPLAN_TEST_QUICK=1 (scripts/sanitize.sh): a script runs a representative subset of its
+# matrix, each code path once; the plain ctest run (scripts/test.sh) runs all of it.
+quick="${MUONPLAN_TEST_QUICK:-0}"
 pass=0; fail=0
 ok() { pass=$((pass + 1)); }
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }

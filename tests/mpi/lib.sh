@@ -4,8 +4,6 @@
 source "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 mpiexec="${3:-mpiexec}"; read -r -a mpiflags <<<"${4:-}"
 launch() { local n="$1"; shift; "$mpiexec" "${mpiflags[@]}" -n "$n" "$@"; }
-# MUONPLAN_TEST_QUICK=1 (scripts/sanitize.sh): tests run a representative subset of their matrix.
-quick="${MUONPLAN_TEST_QUICK:-0}"
 
 # plan OUT MODEL WORLD [plan flags...]
 plan() {

@@ -17,6 +17,13 @@ inline std::string repo_path(const std::string& relative) {
 
 namespace muonplan::test {
 
+// MUONPLAN_TEST_QUICK=1 (scripts/sanitize.sh; tests/lib/common.sh reads it for the scripts): a
+// test runs a representative subset of its cases, each code path once; the plain run, all.
+inline bool quick_run() {
+  const char* env = std::getenv("MUONPLAN_TEST_QUICK");
+  return env != nullptr && std::string(env) == "1";
+}
+
 // The message of the InputError that f throws, or `none` when it throws nothing.
 inline std::string error_of(const std::function<void()>& f, const std::string& none = "") {
   try {
