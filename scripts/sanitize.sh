@@ -16,11 +16,10 @@ jobs="$(nproc 2>/dev/null || echo 2)"
 bash "$root/scripts/setup.sh"
 build="$root/build-asan"
 # -O1 -g1: ASan's recommended optimization, with line tables for its reports; asserts stay on.
-# Precompiled headers (cmake/pch.cmake): a fifth less compiler time.
 # No CUDA (CMAKE_CUDA_COMPILER=OFF skips the check) and no Python module: neither is tested here.
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DMUONPLAN_SANITIZE=ON -DMUONPLAN_WERROR=ON -DMUONPLAN_PCH=ON \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DMUONPLAN_SANITIZE=ON -DMUONPLAN_WERROR=ON \
     -DCMAKE_CUDA_COMPILER=OFF -DCMAKE_DISABLE_FIND_PACKAGE_Python=ON \
     -DMPIEXEC_PREFLAGS="$(bash "$root/scripts/mpiexec-flags.sh")" >/dev/null
 fi
