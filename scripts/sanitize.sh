@@ -7,8 +7,8 @@
 # Not built or run: the Python module and python.* tests (a module built with ASan would need
 # libasan preloaded into /usr/bin/python3) and the CUDA targets and gpu.* tests (the CUDA
 # runtime and ASan's shadow memory do not mix); ctest -E keeps them out should they appear.
-# MUONPLAN_TEST_QUICK=1: the multi-rank matrix runs a representative subset (tests/mpi/lib.sh),
-# as every rank is several times slower under ASan.
+# MUONPLAN_TEST_QUICK=1: the multi-rank matrix and the slowest single-process tests run a
+# representative subset (tests/lib/common.sh, test::quick_run), as ASan is several times slower.
 # Usage: scripts/sanitize.sh [extra ctest args]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
