@@ -38,14 +38,15 @@ void gemm(GemmScratch& s, bool trans_b, int64_t m, int64_t n, int64_t k, float a
           const std::vector<bf16>& a, const std::vector<bf16>& b, float beta,
           std::vector<bf16>& c) {
   widen_into(a, s.a);
-  widen_into(b, s.b);
+  if (&b != &a) widen_into(b, s.b);  // A = X X^T passes X twice: widened once
+  const std::vector<float>& fb = &b == &a ? s.a : s.b;
   if (beta != 0) {
     widen_into(c, s.c);
   } else {
     s.c.assign(size_t(m * n), 0.0f);
   }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, int(m), int(n),
-              int(k), alpha, s.a.data(), int(k), s.b.data(), int(trans_b ? k : n), beta, s.c.data(),
+              int(k), alpha, s.a.data(), int(k), fb.data(), int(trans_b ? k : n), beta, s.c.data(),
               int(n));
   c.resize(s.c.size());
   for (size_t i = 0; i < s.c.size(); ++i) c[i] = to_bf16(s.c[i]);
