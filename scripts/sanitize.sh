@@ -17,8 +17,14 @@ bash "$root/scripts/setup.sh"
 build="$root/build-asan"
 # -O1 -g1: ASan's recommended optimization, with line tables for its reports; asserts stay on.
 # No CUDA (CMAKE_CUDA_COMPILER=OFF skips the check) and no Python module: neither is tested here.
+# A unity build (8 sources a translation unit): each file's headers (json, Catch2, the standard
+# library) are parsed and instrumented once a batch, not once a file; it halved this build on
+# CI's 2 cores (docs/reliability.md, "CI's time"). The Release build stays one file a unit, so
+# every file still compiles on its own. Here names at namespace scope (anonymous namespaces
+# included) must differ from file to file within a target: a collision fails this build only.
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8 \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DMUONPLAN_SANITIZE=ON -DMUONPLAN_WERROR=ON \
     -DCMAKE_CUDA_COMPILER=OFF -DCMAKE_DISABLE_FIND_PACKAGE_Python=ON \
     -DMPIEXEC_PREFLAGS="$(bash "$root/scripts/mpiexec-flags.sh")" >/dev/null

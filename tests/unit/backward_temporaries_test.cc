@@ -13,7 +13,6 @@ using namespace muonplan;
 using namespace muonplan::test;
 
 namespace {
-constexpr double MiB = 1024.0 * 1024.0;
 
 std::map<std::string, BackwardTemporary> rows(const ModelSpec& s, double t, AttentionKernel k,
                                               const LoraAdapted& lora = {}) {

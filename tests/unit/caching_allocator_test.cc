@@ -4,12 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include "cost/caching_allocator.h"
+#include "test_paths.h"
 
 using namespace muonplan;
 
-namespace {
-constexpr int64_t KiB = 1024, MiB = 1024 * 1024;
-}
+using test::KiB;
+using test::MiB;
 
 TEST_CASE("caching allocator: block rounding and segment sizes", "[allocator]") {
   CHECK(allocator_round_size(1) == 512);                 // under 512 B: 512 B

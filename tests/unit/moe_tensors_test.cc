@@ -15,7 +15,6 @@ using namespace muonplan;
 using namespace muonplan::test;
 
 namespace {
-constexpr double MiB = 1024.0 * 1024.0;
 
 // The MoE block's rows of layer 0 (from moe_input on), by name, and their order.
 struct Rows {

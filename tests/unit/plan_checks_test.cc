@@ -25,7 +25,8 @@ using test::tiny_plan;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
+// test::error_of, with "(accepted)" for no error.
+std::string refusal_of(const std::function<void()>& f) {
   return test::error_of(f, "(accepted)");
 }
 
@@ -107,7 +108,7 @@ TEST_CASE("duplicate keys in our JSON formats are refused naming both lines", "[
   CHECK(dups[0].second.line == 4);
   CHECK(dups[0].second.col == 3);
   CHECK(dups[1].field == "a");
-  CHECK(error_of([&] { refuse_duplicate_keys(text, "x.json"); }) ==
+  CHECK(refusal_of([&] { refuse_duplicate_keys(text, "x.json"); }) ==
         "x.json:4:3: a.c[1].d: given twice, at lines 3 and 4");
   // Escapes name the same key; quotes and brackets inside strings are not structure.
   CHECK(find_duplicate_keys("{\"k\": \"}\\\"{\", \"\\u006b\": 1}", "y").size() == 1);
@@ -118,8 +119,8 @@ TEST_CASE("duplicate keys in our JSON formats are refused naming both lines", "[
   const size_t at = plan.find("\"momentum\":");
   plan.insert(at, "\"momentum\": 0.5,\n");
   const TempFile f("findings_dup_plan.json", plan);
-  CHECK(error_of([&] { load_plan(f.path); }).find("findings_dup_plan.json:") == 0);
-  CHECK(error_of([&] { load_plan(f.path); }).find(": optimizer_config.momentum: given twice") !=
+  CHECK(refusal_of([&] { load_plan(f.path); }).find("findings_dup_plan.json:") == 0);
+  CHECK(refusal_of([&] { load_plan(f.path); }).find(": optimizer_config.momentum: given twice") !=
         std::string::npos);
 }
 
@@ -135,7 +136,7 @@ TEST_CASE("names that are not UTF-8 are refused where they are read", "[plan_che
   std::string model((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   model.replace(model.find("name: tiny-dense"), 16, "name: tiny\xff");
   // It passed inspect, then every JSON output threw nlohmann's type_error (exit 1).
-  CHECK(error_of([&] { parse_model_yaml(model, "m.yaml"); }) ==
+  CHECK(refusal_of([&] { parse_model_yaml(model, "m.yaml"); }) ==
         "m.yaml:5:7: name: is not valid UTF-8");
 }
 
@@ -145,7 +146,7 @@ TEST_CASE("metrics files are checked before the report or a fit uses them", "[pl
   auto error_after = [&](const std::function<void(json&)>& edit) {
     json j = good;
     edit(j);
-    return error_of([&] { check_metrics(j, "m.json"); });
+    return refusal_of([&] { check_metrics(j, "m.json"); });
   };
   CHECK(error_after([](json&) {}) == "(accepted)");
   // 1e308 made reports/report.py print a 25-line traceback.
@@ -168,7 +169,7 @@ TEST_CASE("metrics files are checked before the report or a fit uses them", "[pl
   std::string text = good.dump(1);
   text.insert(text.find("\"gpu_peak_gib\""), "\"gpu_peak_gib\": 1,\n");
   const TempFile f("findings_dup_metrics.json", text);
-  CHECK(error_of([&] { load_metrics(f.path); }).find(": measured.gpu_peak_gib: given twice") !=
+  CHECK(refusal_of([&] { load_metrics(f.path); }).find(": measured.gpu_peak_gib: given twice") !=
         std::string::npos);
 }
 

@@ -9,10 +9,6 @@
 using namespace muonplan;
 using namespace muonplan::test;
 
-namespace {
-constexpr double MiB = 1024.0 * 1024.0;
-}
-
 TEST_CASE("NCCL communicators and their buffers for a layout", "[runtime]") {
   const PytorchRuntime rt;  // defaults: 12 MiB per connection, 32 ring / 32 NVLink p2p channels
   // GLM-4.5-Air's layout on one node: fsdp 8 (collectives + the Muon exchange), ep 8, cp 4.

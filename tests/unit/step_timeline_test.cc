@@ -13,7 +13,6 @@ using namespace muonplan;
 using namespace muonplan::test;
 
 namespace {
-constexpr int64_t MiB = 1024 * 1024;
 
 // Index of the first event for `name` (alloc or free), or -1.
 int event_of(const StepTimeline& tl, const std::string& name, bool alloc) {

@@ -1,5 +1,6 @@
 // Paths of the repository's bundled inputs, and small helpers shared by the unit tests.
 #pragma once
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -16,6 +17,8 @@ inline std::string repo_path(const std::string& relative) {
 }
 
 namespace muonplan::test {
+
+inline constexpr int64_t KiB = 1024, MiB = 1024 * 1024;
 
 // MUONPLAN_TEST_QUICK=1 (scripts/sanitize.sh; tests/lib/common.sh reads it for the scripts): a
 // test runs a representative subset of its cases, each code path once; the plain run, all.

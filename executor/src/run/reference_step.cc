@@ -16,7 +16,9 @@
 namespace muonplan::exec {
 namespace {
 
-constexpr double kNsEps = 1e-8;  // docs/muon-step.md section 3: k = 1 / (norm_scale |X| + 1e-8)
+// docs/muon-step.md section 3: k = 1 / (norm_scale |X| + 1e-8). Written from the doc, not taken
+// from newton_schulz.h's kNsEps, so that a change there shows as a difference from this oracle.
+constexpr double kReferenceNsEps = 1e-8;
 
 // fp32 copies of bf16 values, into `out` (its capacity kept).
 void widen_into(const std::vector<bf16>& x, std::vector<float>& out) {
@@ -175,7 +177,7 @@ void ReferenceStep::newton_schulz(std::vector<bf16>& u, int64_t rows, int64_t co
   std::vector<bf16> x = tall ? transposed(u, rows, cols) : u;  // [m, n]
   double sum_sq = 0;
   for (bf16 e : x) sum_sq += double(to_float(e)) * double(to_float(e));
-  const float k = formula::ns_scale(schedule.norm_scale, kNsEps, float(sum_sq));
+  const float k = formula::ns_scale(schedule.norm_scale, kReferenceNsEps, float(sum_sq));
   for (bf16& e : x) e = formula::scale_bf16(e, k);
   size_t iterations = schedule.steps.size();
   if (fault_ == ReferenceFault::skip_ns_iteration && iterations > 0) --iterations;

@@ -50,10 +50,6 @@ Loads evaluate(const Problem& p, const Owners& own) {
   return l;
 }
 
-double max_of(const std::vector<double>& v) {
-  return *std::max_element(v.begin(), v.end());
-}
-
 // Largest value of v over indices other than i and j.
 double max_except(const std::vector<double>& v, const std::vector<int>& top, int i, int j) {
   for (int t : top) {
@@ -235,8 +231,8 @@ void assign_owners(const ParamInventory& inv, ChunkPlan& plan, OwnerStrategy str
     const Loads rr = evaluate(p, own);
     // First choice: owners chosen freely, batches formed after; kept only if it beats
     // round-robin on neither maximum worse.
-    if (balance_with_rebatching(inv, plan, p.fixed_flops, ns_iterations, max_of(rr.bytes),
-                                max_of(rr.flops))) {
+    if (balance_with_rebatching(inv, plan, p.fixed_flops, ns_iterations, detail::max_of(rr.bytes),
+                                detail::max_of(rr.flops))) {
       return;
     }
     // Fallback: the round-robin batches, owners improved by local search.
@@ -244,10 +240,11 @@ void assign_owners(const ParamInventory& inv, ChunkPlan& plan, OwnerStrategy str
     Owners alt = greedy(p);
     local_search(p, alt);
     const Loads a = evaluate(p, alt), b = evaluate(p, own);
-    const bool alt_ok = max_of(a.bytes) <= max_of(rr.bytes) && max_of(a.flops) <= max_of(rr.flops);
+    const bool alt_ok = detail::max_of(a.bytes) <= detail::max_of(rr.bytes) &&
+                        detail::max_of(a.flops) <= detail::max_of(rr.flops);
     const auto score = [&](const Loads& l) {
-      return std::max(max_of(l.bytes) / std::max(1.0, max_of(rr.bytes)),
-                      max_of(l.flops) / std::max(1.0, max_of(rr.flops)));
+      return std::max(detail::max_of(l.bytes) / std::max(1.0, detail::max_of(rr.bytes)),
+                      detail::max_of(l.flops) / std::max(1.0, detail::max_of(rr.flops)));
     };
     if (alt_ok && score(a) < score(b)) own = std::move(alt);
   }

@@ -12,6 +12,7 @@
 
 #include "muonplan/planner/ns_model.h"
 #include "muonplan/planner/owners.h"
+#include "placement/top_n.h"
 
 namespace muonplan {
 namespace {
@@ -83,10 +84,6 @@ struct State {
     }
   }
 };
-
-double max_of(const std::vector<double>& v) {
-  return *std::max_element(v.begin(), v.end());
-}
 
 // Maximum of v with entries i and j replaced by vi and vj, from v's three largest entries
 // `top`: in O(1), where a scan of v would make every candidate move cost O(ranks).
@@ -379,7 +376,8 @@ bool balance_with_rebatching(const ParamInventory& inv, ChunkPlan& plan,
   for (size_t iter = 0; iter < 20 * s.mats.size() + 100; ++iter) {
     if (!improve(s)) break;
   }
-  if (max_of(s.bytes) > max_bytes_limit || max_of(s.flops) > max_flops_limit) return false;
+  if (detail::max_of(s.bytes) > max_bytes_limit || detail::max_of(s.flops) > max_flops_limit)
+    return false;
 
   rebatch(inv, plan, s, shapes);
   return true;

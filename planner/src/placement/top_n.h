@@ -1,4 +1,4 @@
-// A partial selection shared by the owner strategies (owners.cc, owners_balanced.cc).
+// A partial selection and a maximum shared by the owner strategies (owners.cc, owners_balanced.cc).
 #pragma once
 
 #include <algorithm>
@@ -20,6 +20,11 @@ std::vector<int> top_n(int size, size_t n, Key key) {
   });
   idx.resize(n);
   return idx;
+}
+
+// Largest entry of a non-empty v.
+inline double max_of(const std::vector<double>& v) {
+  return *std::max_element(v.begin(), v.end());
 }
 
 }  // namespace muonplan::detail

@@ -30,7 +30,9 @@ const char* to_string(DeviceKind kind) {
   return "?";
 }
 
-namespace {
+// Named, not anonymous: TopologyGraph::Impl holds these, and a class with external linkage may
+// not hold types with internal linkage once this file is compiled inside another (a unity build).
+namespace topology_graph_detail {
 
 struct Link {
   double gbps = 0;  // per direction
@@ -46,6 +48,15 @@ struct NodeDevices {
   int host = -1;
   int nvswitch = -1;
 };
+
+}  // namespace topology_graph_detail
+
+namespace {
+
+using topology_graph_detail::Graph;
+using topology_graph_detail::Link;
+using topology_graph_detail::NodeDevices;
+using topology_graph_detail::Vertex;
 
 // Switches forward traffic; GPUs and host memory only send and receive it.
 bool is_endpoint_only(DeviceKind kind) {

@@ -45,20 +45,20 @@ int count(const YamlMap& m, const std::string& key, int64_t max, int fallback) {
   return m.has(key) ? count(m, key, max) : fallback;
 }
 
-double positive(const YamlMap& m, const std::string& key) {
+double positive_number(const YamlMap& m, const std::string& key) {
   const double v = m.get_double(key);
   if (v <= 0) m.fail(key, "must be positive, got " + as_written(m, key));
   return v;
 }
 
-double non_negative(const YamlMap& m, const std::string& key) {
+double non_negative_number(const YamlMap& m, const std::string& key) {
   const double v = m.get_double(key);
   if (v < 0) m.fail(key, "must not be negative, got " + as_written(m, key));
   return v;
 }
 
-double non_negative(const YamlMap& m, const std::string& key, double fallback) {
-  return m.has(key) ? non_negative(m, key) : fallback;
+double non_negative_number(const YamlMap& m, const std::string& key, double fallback) {
+  return m.has(key) ? non_negative_number(m, key) : fallback;
 }
 
 // An achievable fraction of a peak: zero would make every time infinite, above one is a typo.
@@ -77,13 +77,13 @@ void read_gpu(const YamlMap& m, GpuSpec& g) {
       {"name", "memory_gib", "bf16_tflops", "hbm_gbps", "sm_count", "compute_capability"});
   g.name = m.get_string("name");
   if (const std::string why = name_problem(g.name); !why.empty()) m.fail("name", why);
-  g.memory_gib = positive(m, "memory_gib");
+  g.memory_gib = positive_number(m, "memory_gib");
   if (const std::string why = memory_gib_problem(g.memory_gib); !why.empty())
     m.fail("memory_gib", why);
-  g.bf16_tflops = positive(m, "bf16_tflops");
-  g.hbm_gbps = positive(m, "hbm_gbps");
+  g.bf16_tflops = positive_number(m, "bf16_tflops");
+  g.hbm_gbps = positive_number(m, "hbm_gbps");
   g.sm_count = count(m, "sm_count", kMaxSmCount);
-  g.compute_capability = non_negative(m, "compute_capability", 0);
+  g.compute_capability = non_negative_number(m, "compute_capability", 0);
   if (g.compute_capability > 20)
     m.fail("compute_capability",
            "is major.minor (e.g. 9.0), got " + as_written(m, "compute_capability"));
@@ -91,15 +91,15 @@ void read_gpu(const YamlMap& m, GpuSpec& g) {
 
 void read_pcie(const YamlMap& m, NodeSpec& n) {
   m.check_known({"h2d_gbps", "d2h_gbps", "pageable_gbps", "gpus_per_switch", "latency_us"});
-  n.pcie_h2d_gbps = positive(m, "h2d_gbps");
-  n.pcie_d2h_gbps = positive(m, "d2h_gbps");
-  n.pcie_pageable_gbps = positive(m, "pageable_gbps");
+  n.pcie_h2d_gbps = positive_number(m, "h2d_gbps");
+  n.pcie_d2h_gbps = positive_number(m, "d2h_gbps");
+  n.pcie_pageable_gbps = positive_number(m, "pageable_gbps");
   n.gpus_per_pcie_switch = count(m, "gpus_per_switch", kMaxGpusPerNode, 1);
   if (n.gpus % n.gpus_per_pcie_switch != 0) {
     m.fail("gpus_per_switch", "must divide node.gpus (" + std::to_string(n.gpus) + "), got " +
                                   std::to_string(n.gpus_per_pcie_switch));
   }
-  n.pcie_latency_us = non_negative(m, "latency_us");
+  n.pcie_latency_us = non_negative_number(m, "latency_us");
 }
 
 void read_nics(const YamlMap& m, NodeSpec& n) {
@@ -112,8 +112,8 @@ void read_nics(const YamlMap& m, NodeSpec& n) {
     m.fail("count", "must be a multiple of the PCIe switch count (" + std::to_string(switches) +
                         " = node.gpus / pcie.gpus_per_switch), got " + std::to_string(n.nics));
   }
-  n.nic_gbps = positive(m, "gbps");
-  n.nic_latency_us = non_negative(m, "latency_us");
+  n.nic_gbps = positive_number(m, "gbps");
+  n.nic_latency_us = non_negative_number(m, "latency_us");
 }
 
 void read_node(const YamlMap& m, NodeSpec& n) {
@@ -126,8 +126,8 @@ void read_node(const YamlMap& m, NodeSpec& n) {
   read_gpu(m.get_map("gpu"), n.gpu);
   if (auto nv = m.get_optional_map("nvlink")) {
     nv->check_known({"gbps", "latency_us"});
-    n.nvlink_gbps = positive(*nv, "gbps");
-    n.nvlink_latency_us = non_negative(*nv, "latency_us");
+    n.nvlink_gbps = positive_number(*nv, "gbps");
+    n.nvlink_latency_us = non_negative_number(*nv, "latency_us");
   }
   read_pcie(m.get_map("pcie"), n);
   // Without NVLink, GPUs meet only at a PCIe switch; across switches their traffic would cross
@@ -143,24 +143,24 @@ void read_node(const YamlMap& m, NodeSpec& n) {
   read_nics(m.get_map("nics"), n);
   const YamlMap host = m.get_map("host");
   host.check_known({"ram_gib", "mem_gbps", "cpu_cores", "sockets"});
-  n.host_ram_gib = positive(host, "ram_gib");
+  n.host_ram_gib = positive_number(host, "ram_gib");
   if (const std::string why = memory_gib_problem(n.host_ram_gib); !why.empty())
     host.fail("ram_gib", why);
-  n.host_mem_gbps = positive(host, "mem_gbps");
+  n.host_mem_gbps = positive_number(host, "mem_gbps");
   n.cpu_cores = count(host, "cpu_cores", kMaxCpuCores);
   n.cpu_sockets = count(host, "sockets", 8, n.cpu_sockets);
 }
 
 void read_overheads(const YamlMap& m, Overheads& o) {
   m.check_known({"cuda_context_gib", "allocator_slack_fraction", "host_per_process_gib"});
-  o.cuda_context_gib = non_negative(m, "cuda_context_gib", o.cuda_context_gib);
+  o.cuda_context_gib = non_negative_number(m, "cuda_context_gib", o.cuda_context_gib);
   o.allocator_slack_fraction =
-      non_negative(m, "allocator_slack_fraction", o.allocator_slack_fraction);
+      non_negative_number(m, "allocator_slack_fraction", o.allocator_slack_fraction);
   if (o.allocator_slack_fraction >= 1) {
     m.fail("allocator_slack_fraction",
            "must be below 1, got " + as_written(m, "allocator_slack_fraction"));
   }
-  o.host_per_process_gib = non_negative(m, "host_per_process_gib", o.host_per_process_gib);
+  o.host_per_process_gib = non_negative_number(m, "host_per_process_gib", o.host_per_process_gib);
 }
 
 void read_calibration(const YamlMap& m, Calibration& c) {
@@ -187,13 +187,13 @@ void read_calibration(const YamlMap& m, Calibration& c) {
                  "cp_comm_overlap",
                  "step_time_calibrated_on"});
   c.gemm_efficiency_max = efficiency(m, "gemm_efficiency_max", c.gemm_efficiency_max);
-  c.gemm_k_overhead = non_negative(m, "gemm_k_overhead", c.gemm_k_overhead);
+  c.gemm_k_overhead = non_negative_number(m, "gemm_k_overhead", c.gemm_k_overhead);
   c.gemm_tile_m = count(m, "gemm_tile_m", kMaxGemmTile, c.gemm_tile_m);
   c.gemm_tile_n = count(m, "gemm_tile_n", kMaxGemmTile, c.gemm_tile_n);
-  c.kernel_launch_us = non_negative(m, "kernel_launch_us", c.kernel_launch_us);
+  c.kernel_launch_us = non_negative_number(m, "kernel_launch_us", c.kernel_launch_us);
   c.hbm_efficiency = efficiency(m, "hbm_efficiency", c.hbm_efficiency);
   c.link_efficiency = efficiency(m, "link_efficiency", c.link_efficiency);
-  c.collective_us = non_negative(m, "collective_us", c.collective_us);
+  c.collective_us = non_negative_number(m, "collective_us", c.collective_us);
   c.pcie_efficiency = efficiency(m, "pcie_efficiency", c.pcie_efficiency);
   c.host_kernel_efficiency = efficiency(m, "host_kernel_efficiency", c.host_kernel_efficiency);
   c.training_gemm_efficiency =
@@ -202,15 +202,16 @@ void read_calibration(const YamlMap& m, Calibration& c) {
                             {"attention_fa3_efficiency", &c.attention_fa3_efficiency},
                             {"attention_sdpa_efficiency", &c.attention_sdpa_efficiency}})
     *field = efficiency(m, key, *field);
-  c.host_sync_us = non_negative(m, "host_sync_us", c.host_sync_us);
-  c.eager_op_us = non_negative(m, "eager_op_us", c.eager_op_us);
-  c.python_iteration_ns = non_negative(m, "python_iteration_ns", c.python_iteration_ns);
-  c.layer_overhead_us = non_negative(m, "layer_overhead_us", c.layer_overhead_us);
-  c.weight_broadcast_gbps = non_negative(m, "weight_broadcast_gbps", c.weight_broadcast_gbps);
+  c.host_sync_us = non_negative_number(m, "host_sync_us", c.host_sync_us);
+  c.eager_op_us = non_negative_number(m, "eager_op_us", c.eager_op_us);
+  c.python_iteration_ns = non_negative_number(m, "python_iteration_ns", c.python_iteration_ns);
+  c.layer_overhead_us = non_negative_number(m, "layer_overhead_us", c.layer_overhead_us);
+  c.weight_broadcast_gbps =
+      non_negative_number(m, "weight_broadcast_gbps", c.weight_broadcast_gbps);
   c.step_time_calibrated_on = m.get_string("step_time_calibrated_on", c.step_time_calibrated_on);
   for (auto [key, field] : {std::pair{"ep_comm_overlap", &c.ep_comm_overlap},
                             std::pair{"cp_comm_overlap", &c.cp_comm_overlap}}) {
-    *field = non_negative(m, key, *field);
+    *field = non_negative_number(m, key, *field);
     if (*field > 1) m.fail(key, "is a fraction: at most 1, got " + as_written(m, key));
   }
 }
@@ -232,7 +233,7 @@ void read_pytorch_runtime(const YamlMap& m, PytorchRuntime& r) {
                             {"allocator_round_bytes", &r.allocator_round_bytes},
                             {"host_per_rank_gib", &r.host_per_rank_gib},
                             {"backward_temporaries_fraction", &r.backward_temporaries_fraction}})
-    *field = non_negative(m, key, *field);
+    *field = non_negative_number(m, key, *field);
   for (auto [key, field] : {std::pair{"gemm_streams", &r.gemm_streams},
                             {"nccl_ring_channels", &r.nccl_ring_channels},
                             {"nccl_p2p_channels_nvlink_peer", &r.nccl_p2p_channels_nvlink_peer},
@@ -309,7 +310,7 @@ Topology parse_topology(const std::string& text, const std::string& path_for_err
   }
   const YamlMap fabric = root.get_map("fabric");
   fabric.check_known({"latency_us"});
-  t.fabric_latency_us = non_negative(fabric, "latency_us");
+  t.fabric_latency_us = non_negative_number(fabric, "latency_us");
   if (auto o = root.get_optional_map("overheads")) read_overheads(*o, t.overheads);
   if (root.has("fitted")) read_fitted(root, t);
   if (auto c = root.get_optional_map("calibration")) read_calibration(*c, t.calibration);

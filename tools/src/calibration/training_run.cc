@@ -48,8 +48,8 @@ Prediction prediction(const Topology& topo, const TrainingRun& r, bool replay = 
                  replay ? PredictParts::all : PredictParts::without_allocator_replay);
 }
 
-// A constant the fit may move, within physical bounds.
-struct Knob {
+// A constant the fit may move, within physical bounds (calibrate.cc has a Knob of its own).
+struct TrainingKnob {
   const char* name;
   double& (*field)(Topology&);
   double lo, hi;
@@ -69,7 +69,7 @@ std::function<bool(const TrainingRun&)> uses_kernel(AttentionKernel k) {
 
 // Per figure, the constants it determines, most sensitive first. A figure given k times (over
 // the runs) fits the first k that a run exercises.
-std::vector<Knob> knobs_for(int f) {
+std::vector<TrainingKnob> knobs_for(int f) {
   switch (f) {
     case step:
       // The roofline's fitted constants (docs/planner.md section 8), per GPU kind: the GEMMs'
@@ -167,7 +167,8 @@ double golden(const std::function<double(double)>& g, double lo, double hi) {
 
 // What calibrate prints of a fitted constant: why, its bound (and whether the fit stopped on it),
 // and the measured figures that determined it, run by run.
-std::string fitted_note(const Knob& k, int f, double after, const std::vector<TrainingRun>& fit) {
+std::string fitted_note(const TrainingKnob& k, int f, double after,
+                        const std::vector<TrainingRun>& fit) {
   char buf[96];
   const bool at_bound = std::abs(after - k.lo) < 1e-3 * (k.hi - k.lo) ||
                         std::abs(after - k.hi) < 1e-3 * (k.hi - k.lo);
@@ -393,7 +394,7 @@ TrainingRunCheck check_training_run(const TrainingRun& r, const Topology& topo) 
 std::vector<FitConstant> fit_constants() {
   std::vector<FitConstant> out;
   for (int f = 0; f < kFigures; ++f) {
-    for (const Knob& k : knobs_for(f)) {
+    for (const TrainingKnob& k : knobs_for(f)) {
       FitConstant c{k.name, k.lo, k.hi, {}, k.field};
       for (int g = 0; g < kFigures; ++g) {
         if (moves(f, g)) c.moves.push_back(kFigureRows[g].name);
@@ -419,9 +420,9 @@ TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRu
   if (fit.empty()) throw InputError({}, "--training-run", "no runs to fit");
   TrainingFit out;
   out.topology = topo;
-  std::vector<Knob> active;
+  std::vector<TrainingKnob> active;
   for (int f = 0; f < kFigures; ++f) {
-    const std::vector<Knob> ks = knobs_for(f);
+    const std::vector<TrainingKnob> ks = knobs_for(f);
     int total = 0, fitted = 0;
     for (const TrainingRun& r : fit) total += measured(r, f).has_value();
     for (size_t i = 0; i < ks.size(); ++i) {
@@ -452,12 +453,12 @@ TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRu
   // the allocator: the bench-h200 fit took 58 s with it searched every round, 5 s without.
   std::vector<int> sharing(active.size(), 0);
   for (size_t i = 0; i < active.size(); ++i) {
-    for (const Knob& other : active) sharing[i] += moves(other.figure, active[i].figure);
+    for (const TrainingKnob& other : active) sharing[i] += moves(other.figure, active[i].figure);
   }
   double last = objective(out.topology, fit);
   for (int round = 0; round < kFitRounds && !active.empty(); ++round) {
     for (size_t i = 0; i < active.size(); ++i) {
-      const Knob& k = active[i];
+      const TrainingKnob& k = active[i];
       if (round > 0 && sharing[i] == 1) continue;
       auto g = [&](double v) {
         Topology t = out.topology;
@@ -472,7 +473,7 @@ TrainingFit fit_training_runs(const Topology& topo, const std::vector<TrainingRu
   }
   for (TrainingConstant& c : out.constants) {
     for (int f = 0; f < kFigures; ++f) {
-      for (const Knob& k : knobs_for(f)) {
+      for (const TrainingKnob& k : knobs_for(f)) {
         if (c.fitted && c.name == k.name) {
           c.after = k.field(out.topology);
           c.note = fitted_note(k, f, c.after, fit);
