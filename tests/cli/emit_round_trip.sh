@@ -50,19 +50,18 @@ for line in src:
 # A changed key rewrites at most its own line; a header-section one removes its section.
 sys.exit(0 if missing <= changed * 3 else f"{missing} lines of the example lost for {changed} keys")'
 round_trip() {  # NAME EXAMPLE FLAGS...: emit over EXAMPLE with FLAGS, plan it again, compare
+  # One run writes the emitted file and the plan (--out: the figures same_plan compares), unless
+  # the plan is there already ($t.want.json: each() plans every file with --json once for its
+  # alternatives).
   local name="$1" ex="$2"; shift 2
-  local t="$work/$name"
-  if ! "$bin" plan --trainer-config "$ex" "$@" --prime-rl-version "$date" --json >"$t.want.json" \
-    2>"$t.err"; then
-    bad "$name: the plan failed: $(head -c 300 "$t.err")"
-    return
-  fi
+  local t="$work/$name" want=()
+  [ -s "$t.want.json" ] || want=(--out "$t.want.json")
   # --force: a plan that does not fit is written too, and must round-trip as well: a file as
   # written may not fit at its era, or at all (qwen3-8b-trainer.toml on its one GPU: the staged
   # AdamW state and its foreach temporaries).
   if ! "$bin" plan --trainer-config "$ex" "$@" --prime-rl-version "$date" --emit prime-rl --force \
-    >"$t.toml" 2>"$t.err"; then
-    echo "$name: emit failed: $(head -c 300 "$t.err")" >"$t.why"
+    --emit-out "$t.toml" "${want[@]}" >/dev/null 2>"$t.err"; then
+    echo "$name: the plan or its emit failed: $(head -c 300 "$t.err")" >"$t.why"
     return 1
   fi
   local n; n="$(sed -n 's/.*: \([0-9]*\) key(s) changed.*/\1/p' "$t.toml")"
@@ -86,9 +85,9 @@ checked=0
 each() {  # FILE DATE: the file and every alternative its plan offers, at that date
   local ex="$1" base; base="$(basename "$1" .toml)-$2"
   date="$2"
+  "$bin" plan --trainer-config "$ex" --prime-rl-version "$date" --json >"$work/$base.want.json" \
+    2>"$work/$base.err" || { bad "$base: the plan failed: $(head -c 300 "$work/$base.err")"; return; }
   round_trip "$base" "$ex" && ok || bad "$(cat "$work/$base.why")"
-  "$bin" plan --trainer-config "$ex" --prime-rl-version "$date" --json >"$work/$base.alts.json" 2>/dev/null ||
-    { bad "$base: no plan"; return; }
   while read -r nodes gpn layout offload; do
     key="$base ${nodes}x$gpn $layout $offload"
     name="$base-$nodes-$gpn-${layout//[=,]/_}-$offload"
@@ -108,7 +107,7 @@ each() {  # FILE DATE: the file and every alternative its plan offers, at that d
     fi
   done < <("$py" -c 'import json, sys
 for a in json.load(open(sys.argv[1]))["trainer_config"]["alternatives"]:
-    print(a["nodes"], a["gpus_per_node"], a["layout"], a["offload"])' "$work/$base.alts.json" |
+    print(a["nodes"], a["gpus_per_node"], a["layout"], a["offload"])' "$work/$base.want.json" |
     sort -u | if [ "$quick" = 1 ]; then head -n 1; else cat; fi)
 }
 for ex in examples/prime-rl/*.toml; do each "$ex" "$newest"; done
