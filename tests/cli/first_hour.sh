@@ -119,8 +119,8 @@ rows="$(grep -cE '^ +[0-9]+  fsdp=' "$work/ds.txt")"
   && grep -qE "^    8  fsdp=64,cp=[0-9],ep=[0-9]+ .* <- chosen  \(\+27 other layouts, [0-9]+ fit\)$" "$work/ds.txt" \
   && grep -q "^(one row per node count and offload mode: .*list all 423 candidates)$" "$work/ds.txt" \
   && ok || bad "deepseek-v3 table ($rows rows): $(cat "$work/ds.txt")"
-"$bin" plan "${D[@]}" --explain >"$work/dsx.txt" || bad "plan deepseek-v3 --explain"
-"$bin" plan "${D[@]}" --json >"$work/ds.json" || bad "plan deepseek-v3 --json"
+# One run for both (the JSON with --out): --explain's rows against the plan's candidates.
+"$bin" plan "${D[@]}" --explain --out "$work/ds.json" >"$work/dsx.txt" || bad "plan deepseek-v3 --explain"
 evaluated="$(python3 -c 'import json,sys; print(sum(1 for c in json.load(open(sys.argv[1]))["decision"]["candidates"] if "note" not in c))' "$work/ds.json")"
 [ "$(grep -cE '^ +[0-9]+  fsdp=' "$work/dsx.txt")" = "$evaluated" ] && ! grep -q "other layouts" "$work/dsx.txt" \
   && ok || bad "--explain rows $(grep -cE '^ +[0-9]+  fsdp=' "$work/dsx.txt") of $evaluated evaluated"

@@ -20,38 +20,19 @@ namespace {
 // from newton_schulz.h's kNsEps, so that a change there shows as a difference from this oracle.
 constexpr double kReferenceNsEps = 1e-8;
 
-// fp32 copies of bf16 values, into `out` (its capacity kept).
-void widen_into(const std::vector<bf16>& x, std::vector<float>& out) {
-  out.resize(x.size());
-  for (size_t i = 0; i < x.size(); ++i) out[i] = to_float(x[i]);
-}
-
-// A gemm's fp32 operands, kept across the calls of one Newton-Schulz run: fresh vectors per
-// call were fresh pages each time (under ASan, page faults were a quarter of the reference
-// test's time). What the gemm computes does not depend on them.
-struct GemmScratch {
-  std::vector<float> a, b, c;
-};
-
-// c = bf16(alpha * a op(b) + beta * float(c)), one rounding per element: a [m, k]; b [k, n], or
-// [n, k] read transposed when trans_b; c [m, n]. The oracle of docs/executor-numerics.md: exact
-// fp32 copies of the bf16 operands, one OpenBLAS sgemm over the whole matrix.
-void gemm(GemmScratch& s, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-          const std::vector<bf16>& a, const std::vector<bf16>& b, float beta,
-          std::vector<bf16>& c) {
-  widen_into(a, s.a);
-  if (&b != &a) widen_into(b, s.b);  // A = X X^T passes X twice: widened once
-  const std::vector<float>& fb = &b == &a ? s.a : s.b;
-  if (beta != 0) {
-    widen_into(c, s.c);
-  } else {
-    s.c.assign(size_t(m * n), 0.0f);
-  }
+// c = round_bf16(alpha * a op(b) + beta * c), one rounding per element, on fp32 copies of bf16
+// values: a [m, k]; b [k, n], or [n, k] read transposed when trans_b; c [m, n], beta's operand
+// on entry (not read when beta is 0: BLAS's rule). The oracle of docs/executor-numerics.md: one
+// OpenBLAS sgemm over the whole matrix on exact fp32 copies of the bf16 operands, its result
+// rounded to bf16. The results stay in fp32 (each exactly a bf16 value): widening them again
+// for the next gemm would give the same floats, and was most of this function's time.
+void gemm(bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const std::vector<float>& a,
+          const std::vector<float>& b, float beta, std::vector<float>& c) {
+  c.resize(size_t(m * n));
   cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, int(m), int(n),
-              int(k), alpha, s.a.data(), int(k), fb.data(), int(trans_b ? k : n), beta, s.c.data(),
+              int(k), alpha, a.data(), int(k), b.data(), int(trans_b ? k : n), beta, c.data(),
               int(n));
-  c.resize(s.c.size());
-  for (size_t i = 0; i < s.c.size(); ++i) c[i] = to_bf16(s.c[i]);
+  for (float& v : c) v = round_bf16(v);
 }
 
 // y = x^T for x [rows, cols].
@@ -181,17 +162,21 @@ void ReferenceStep::newton_schulz(std::vector<bf16>& u, int64_t rows, int64_t co
   for (bf16& e : x) e = formula::scale_bf16(e, k);
   size_t iterations = schedule.steps.size();
   if (fault_ == ReferenceFault::skip_ns_iteration && iterations > 0) --iterations;
-  std::vector<bf16> a, b, next;
-  GemmScratch s;
+  // The iterations on fp32 copies (ns_ of this object: its capacity kept from matrix to
+  // matrix); every value in them is a bf16 value, so the bf16 chain is exact.
+  NsScratch& f = ns_;
+  f.x.resize(x.size());
+  for (size_t i = 0; i < x.size(); ++i) f.x[i] = to_float(x[i]);
   for (size_t it = 0; it < iterations; ++it) {
     const NsCoefficients& c = schedule.steps[it];
-    gemm(s, true, m, m, n, 1.0f, x, x, 0.0f, a);  // A = X X^T
-    b = a;                                        // B = c A A + b A
-    gemm(s, false, m, m, m, float(c.c), a, a, float(c.b), b);
-    next = x;  // X' = B X + a X
-    gemm(s, false, m, n, m, 1.0f, b, x, float(c.a), next);
-    x.swap(next);
+    gemm(true, m, m, n, 1.0f, f.x, f.x, 0.0f, f.a);  // A = X X^T
+    f.b = f.a;                                       // B = c A A + b A
+    gemm(false, m, m, m, float(c.c), f.a, f.a, float(c.b), f.b);
+    f.next = f.x;  // X' = B X + a X
+    gemm(false, m, n, m, 1.0f, f.b, f.x, float(c.a), f.next);
+    f.x.swap(f.next);
   }
+  for (size_t i = 0; i < x.size(); ++i) x[i] = to_bf16(f.x[i]);  // exact: each is a bf16 value
   u = tall ? transposed(x, m, n) : x;
 }
 
