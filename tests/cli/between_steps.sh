@@ -3,7 +3,8 @@
 # prime-rl's RL weight broadcast, listed outside the training step, at the topology's
 # weight_broadcast_gbps; nothing for SFT or a LoRA job without an active run; and on prime-rl's
 # benchmark matrix, against the time between steps each run's MFU shows
-# (scripts/between-steps-from-mfu.py), within 20% on every full RL run of H100 and H200.
+# (scripts/between-steps-from-mfu.py), within 20% on every full RL run of H100 and H200; a
+# config's weight broadcast of another type than filesystem is said to be not modelled.
 set -u
 source "$(dirname "$0")/lib.sh"
 flags=(--model qwen3-0.6b --nodes 1 --gpus-per-node 1 --layout fsdp=1 --optimizer adamw
@@ -39,6 +40,31 @@ json_check "SFT: nothing between steps" "$work/sft.json" "assert d['predicted'][
 "$bin" plan "${flags[@]}" --topology topologies/h100-ib.yaml --trainer rl --lora-rank 16 \
   --lora-adapters 4 --lora-active-runs 0 --json >"$work/lora.json" 2>/dev/null
 json_check "LoRA, no active run: nothing saved" "$work/lora.json" "assert d['predicted']['breakdown']['between_steps_s'] == []"
+
+# A trainer config's weight broadcast: only `filesystem` (prime-rl's default) is timed; another
+# type is said to be not modelled, where the trainer reads it: an rl file's [trainer.weight_broadcast]
+# over its shared [weight_broadcast], a standalone trainer file's [weight_broadcast]. The
+# filesystem type, and SFT (no broadcast), say nothing.
+wb_warning() {  # FILE: the plan's weight-broadcast warnings, one a line
+  "$bin" plan --trainer-config "$1" --json 2>/dev/null |
+    "$py" -c 'import json, sys
+for w in json.load(sys.stdin)["trainer_config"]["warnings"]:
+    if "weight_broadcast" in w: print(w.split(": ", 1)[1])'
+}
+not_modelled="not modelled: the plan's between-steps time is the filesystem broadcast's (prime-rl's default), not this one's"
+rl=tests/data/prime-rl/rl-glm-full.toml
+{ cat "$rl"; printf '\n[weight_broadcast]\ntype = "nccl"\n'; } >"$work/wb-shared.toml"
+[ "$(wb_warning "$work/wb-shared.toml")" = "weight_broadcast.type = nccl: $not_modelled" ] && ok ||
+  bad "rl, shared nccl: $(wb_warning "$work/wb-shared.toml")"
+{ cat "$work/wb-shared.toml"; printf '[trainer.weight_broadcast]\ntype = "filesystem"\n'; } >"$work/wb-own.toml"
+[ -z "$(wb_warning "$work/wb-own.toml")" ] && ok || bad "rl, the trainer's own filesystem: $(wb_warning "$work/wb-own.toml")"
+{ cat "$rl"; printf '\n[trainer.weight_broadcast]\ntype = "nccl"\n'; } >"$work/wb-trainer.toml"
+[ "$(wb_warning "$work/wb-trainer.toml")" = "trainer.weight_broadcast.type = nccl: $not_modelled" ] && ok ||
+  bad "rl, the trainer's nccl: $(wb_warning "$work/wb-trainer.toml")"
+{ cat tests/data/prime-rl/trainer-fake.toml; printf '\n[weight_broadcast]\ntype = "nccl"\n'; } >"$work/wb-standalone.toml"
+[ "$(wb_warning "$work/wb-standalone.toml")" = "weight_broadcast.type = nccl: $not_modelled" ] && ok ||
+  bad "standalone trainer, nccl: $(wb_warning "$work/wb-standalone.toml")"
+[ -z "$(wb_warning "$rl")" ] && ok || bad "rl, no [weight_broadcast]: $(wb_warning "$rl")"
 
 # The matrix: each run as planned against the time between its steps that its MFU shows.
 runs=(tests/data/training-runs/matrix/*.yaml)

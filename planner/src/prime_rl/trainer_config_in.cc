@@ -339,6 +339,30 @@ void read_allocator(const TomlNode& root, const TrainerFile& f, TrainerConfig& t
                        std::string(conf_name) + " = " + conf->shown()});
 }
 
+// The RL trainer's weight broadcast (trainer/rl/broadcast/): `filesystem`, prime-rl's default, is
+// what between_steps_s times (cost/weight_broadcast.h); any other type (`nccl`: a per-layer
+// gather, then an NCCL broadcast from rank 0 to the inference GPUs) is not modelled, and a
+// plan that timed it as the filesystem's without saying so would be confidently wrong. The
+// trainer's own table decides: [trainer.weight_broadcast] of an rl launcher file (else its
+// shared [weight_broadcast]), a standalone trainer file's [weight_broadcast]. SFT has none.
+void warn_weight_broadcast(const TomlNode& root, TrainerConfig& tc) {
+  if (tc.sft) return;
+  const TomlNode* table = nullptr;
+  if (const TomlNode* trainer = root.get("trainer"); trainer && !tc.standalone)
+    table = trainer->get("weight_broadcast");
+  if (!table) table = root.get("weight_broadcast");
+  if (!table || table->kind != TomlNode::Kind::table) return;
+  const TomlNode* type = table->get("type");
+  if (!type || type->kind != TomlNode::Kind::string || type->str == "filesystem") return;
+  const std::string key = std::string(table == root.get("weight_broadcast") ? "" : "trainer.") +
+                          "weight_broadcast.type";
+  tc.warnings.push_back(tc.path + ":" + std::to_string(type->key_line) + ":" +
+                        std::to_string(type->key_col) + ": " + key + " = " +
+                        printable(brief(type->str)) +
+                        ": not modelled: the plan's between-steps time is the filesystem "
+                        "broadcast's (prime-rl's default), not this one's");
+}
+
 // prime-rl refuses a multi_node [deployment] without a [slurm] table (validate_deployment:
 // "Must use SLURM for multi-node deployment.", since #1859 made [deployment], 2026-02-23): with
 // --prime-rl-version, as its era checks refuse a key, the file is refused; without, a warning.
@@ -386,6 +410,7 @@ TrainerConfig read_trainer_config(const std::string& path, const std::string& ve
   detail::read_batch(f, tc);
   read_allocator(root, f, tc);
   detail::warn_unmodelled(f, tc);
+  warn_weight_broadcast(root, tc);
   if (tc.unknown_keys > kMaxListedUnknownKeys)
     tc.warnings.push_back(path + ": " + std::to_string(tc.unknown_keys - kMaxListedUnknownKeys) +
                           " more unknown keys in planning tables, not listed (the first " +
