@@ -186,28 +186,27 @@ void read_calibration(const YamlMap& m, Calibration& c) {
                  "ep_comm_overlap",
                  "cp_comm_overlap",
                  "step_time_calibrated_on"});
-  c.gemm_efficiency_max = efficiency(m, "gemm_efficiency_max", c.gemm_efficiency_max);
-  c.gemm_k_overhead = non_negative_number(m, "gemm_k_overhead", c.gemm_k_overhead);
   c.gemm_tile_m = count(m, "gemm_tile_m", kMaxGemmTile, c.gemm_tile_m);
   c.gemm_tile_n = count(m, "gemm_tile_n", kMaxGemmTile, c.gemm_tile_n);
-  c.kernel_launch_us = non_negative_number(m, "kernel_launch_us", c.kernel_launch_us);
-  c.hbm_efficiency = efficiency(m, "hbm_efficiency", c.hbm_efficiency);
-  c.link_efficiency = efficiency(m, "link_efficiency", c.link_efficiency);
-  c.collective_us = non_negative_number(m, "collective_us", c.collective_us);
-  c.pcie_efficiency = efficiency(m, "pcie_efficiency", c.pcie_efficiency);
-  c.host_kernel_efficiency = efficiency(m, "host_kernel_efficiency", c.host_kernel_efficiency);
-  c.training_gemm_efficiency =
-      efficiency(m, "training_gemm_efficiency", c.training_gemm_efficiency);
-  for (auto [key, field] : {std::pair{"attention_fa2_efficiency", &c.attention_fa2_efficiency},
+  for (auto [key, field] : {std::pair{"gemm_efficiency_max", &c.gemm_efficiency_max},
+                            {"hbm_efficiency", &c.hbm_efficiency},
+                            {"link_efficiency", &c.link_efficiency},
+                            {"pcie_efficiency", &c.pcie_efficiency},
+                            {"host_kernel_efficiency", &c.host_kernel_efficiency},
+                            {"training_gemm_efficiency", &c.training_gemm_efficiency},
+                            {"attention_fa2_efficiency", &c.attention_fa2_efficiency},
                             {"attention_fa3_efficiency", &c.attention_fa3_efficiency},
                             {"attention_sdpa_efficiency", &c.attention_sdpa_efficiency}})
     *field = efficiency(m, key, *field);
-  c.host_sync_us = non_negative_number(m, "host_sync_us", c.host_sync_us);
-  c.eager_op_us = non_negative_number(m, "eager_op_us", c.eager_op_us);
-  c.python_iteration_ns = non_negative_number(m, "python_iteration_ns", c.python_iteration_ns);
-  c.layer_overhead_us = non_negative_number(m, "layer_overhead_us", c.layer_overhead_us);
-  c.weight_broadcast_gbps =
-      non_negative_number(m, "weight_broadcast_gbps", c.weight_broadcast_gbps);
+  for (auto [key, field] : {std::pair{"gemm_k_overhead", &c.gemm_k_overhead},
+                            {"kernel_launch_us", &c.kernel_launch_us},
+                            {"collective_us", &c.collective_us},
+                            {"host_sync_us", &c.host_sync_us},
+                            {"eager_op_us", &c.eager_op_us},
+                            {"python_iteration_ns", &c.python_iteration_ns},
+                            {"layer_overhead_us", &c.layer_overhead_us},
+                            {"weight_broadcast_gbps", &c.weight_broadcast_gbps}})
+    *field = non_negative_number(m, key, *field);
   c.step_time_calibrated_on = m.get_string("step_time_calibrated_on", c.step_time_calibrated_on);
   for (auto [key, field] : {std::pair{"ep_comm_overlap", &c.ep_comm_overlap},
                             std::pair{"cp_comm_overlap", &c.cp_comm_overlap}}) {
