@@ -347,18 +347,16 @@ void read_allocator(const TomlNode& root, const TrainerFile& f, TrainerConfig& t
 // shared [weight_broadcast]), a standalone trainer file's [weight_broadcast]. SFT has none.
 void warn_weight_broadcast(const TomlNode& root, TrainerConfig& tc) {
   if (tc.sft) return;
-  const TomlNode* table = nullptr;
-  if (const TomlNode* trainer = root.get("trainer"); trainer && !tc.standalone)
-    table = trainer->get("weight_broadcast");
+  const TomlNode* trainer = tc.standalone ? nullptr : root.get("trainer");
+  const TomlNode* table = trainer ? trainer->get("weight_broadcast") : nullptr;
+  const char* prefix = table ? "trainer." : "";
   if (!table) table = root.get("weight_broadcast");
   if (!table || table->kind != TomlNode::Kind::table) return;
   const TomlNode* type = table->get("type");
   if (!type || type->kind != TomlNode::Kind::string || type->str == "filesystem") return;
-  const std::string key = std::string(table == root.get("weight_broadcast") ? "" : "trainer.") +
-                          "weight_broadcast.type";
   tc.warnings.push_back(tc.path + ":" + std::to_string(type->key_line) + ":" +
-                        std::to_string(type->key_col) + ": " + key + " = " +
-                        printable(brief(type->str)) +
+                        std::to_string(type->key_col) + ": " + prefix +
+                        "weight_broadcast.type = " + printable(brief(type->str)) +
                         ": not modelled: the plan's between-steps time is the filesystem "
                         "broadcast's (prime-rl's default), not this one's");
 }
