@@ -10,8 +10,7 @@ namespace {
 void warn(const TrainerFile& f, TrainerConfig& tc, const std::string& table, const std::string& key,
           const std::string& message) {
   const TomlNode* n = f.get(table, key);
-  tc.warnings.push_back(f.path() + ":" + std::to_string(n->line) + ":" + std::to_string(n->col) +
-                        ": " + f.field(table, key) + ": " + message);
+  tc.warnings.push_back(value_at(f.path(), *n) + f.field(table, key) + ": " + message);
 }
 
 void read_activations(const TrainerFile& f, TrainerConfig& tc) {

@@ -99,6 +99,13 @@ std::string TomlNode::shown() const {
   }
 }
 
+std::string key_at(const std::string& path, const TomlNode& n) {
+  return path + ":" + std::to_string(n.key_line) + ":" + std::to_string(n.key_col) + ": ";
+}
+std::string value_at(const std::string& path, const TomlNode& n) {
+  return path + ":" + std::to_string(n.line) + ":" + std::to_string(n.col) + ": ";
+}
+
 TomlNode parse_toml(const std::string& text, const std::string& path) {
   check_toml_bounds(text, path);  // before toml++ recurses or allocates
   try {

@@ -41,6 +41,11 @@ struct TomlMember {
   TomlNode second;
 };
 
+// "PATH:LINE:COL: ", the prefix of a message about a node: where its key is written (key_at) or
+// where its value starts (value_at).
+std::string key_at(const std::string& path, const TomlNode& n);
+std::string value_at(const std::string& path, const TomlNode& n);
+
 // Parses TOML 1.0. InputError "PATH:LINE:COL: toml: what toml++ says" on a syntax error, and
 // check_toml_bounds' refusal first.
 TomlNode parse_toml(const std::string& text, const std::string& path);

@@ -109,10 +109,9 @@ void collect(TrainerFile& f, TrainerConfig& tc, const std::string& table, const 
       // keys were 60,000 lines).
       if ((is_planning_table(table) || table == "muonplan") &&
           ++tc.unknown_keys <= kMaxListedUnknownKeys) {
-        tc.warnings.push_back(tc.path + ":" + std::to_string(v.key_line) + ":" +
-                              std::to_string(v.key_col) + ": " +
-                              printable(brief(f.field(table, key))) + ": unknown key in [" +
-                              prime_rl_table(table, tc.top_level()) + "]; not planned");
+        tc.warnings.push_back(key_at(tc.path, v) + printable(brief(f.field(table, key))) +
+                              ": unknown key in [" + prime_rl_table(table, tc.top_level()) +
+                              "]; not planned");
       }
       continue;
     }
@@ -165,8 +164,7 @@ void collect_tables(TrainerFile& f, TrainerConfig& tc, const TomlNode& root) {
                              k == "trainer" || k == "slurm");
     if (!read && k != "env_vars") tc.ignored.push_back("[" + k + "]");  // env: read_allocator
     if (k == "workload" || k == "muonplan") {  // what --emit toml wrote before --emit prime-rl
-      tc.warnings.push_back(tc.path + ":" + std::to_string(v.key_line) + ":" +
-                            std::to_string(v.key_col) + ": " + k +
+      tc.warnings.push_back(key_at(tc.path, v) + k +
                             ": an older muonplan --emit toml table, not read; write the file "
                             "again with --emit prime-rl");
     }
@@ -354,8 +352,7 @@ void warn_weight_broadcast(const TomlNode& root, TrainerConfig& tc) {
   if (!table || table->kind != TomlNode::Kind::table) return;
   const TomlNode* type = table->get("type");
   if (!type || type->kind != TomlNode::Kind::string || type->str == "filesystem") return;
-  tc.warnings.push_back(tc.path + ":" + std::to_string(type->key_line) + ":" +
-                        std::to_string(type->key_col) + ": " + prefix +
+  tc.warnings.push_back(key_at(tc.path, *type) + prefix +
                         "weight_broadcast.type = " + printable(brief(type->str)) +
                         ": not modelled: the plan's between-steps time is the filesystem "
                         "broadcast's (prime-rl's default), not this one's");
@@ -374,9 +371,7 @@ void check_slurm(const TomlNode& root, const TrainerFile& f, TrainerConfig& tc) 
       "(validate_deployment, #1859, 2026-02-23); add [slurm] (each field has a default, "
       "job_name = \"prime-rl\")";
   if (f.defaults().dated) f.fail("deployment", "type", why);
-  tc.warnings.push_back(tc.path + ":" + std::to_string(type->key_line) + ":" +
-                        std::to_string(type->key_col) + ": " + f.field("deployment", "type") +
-                        ": " + why);
+  tc.warnings.push_back(key_at(tc.path, *type) + f.field("deployment", "type") + ": " + why);
 }
 
 }  // namespace
