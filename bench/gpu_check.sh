@@ -24,6 +24,9 @@
 #              one GPU (one rank, no mpirun): offload none and optimizer (Nesterov, wd 0.1),
 #              full (wd 0.1)
 #   calibrate  `muonplan calibrate` fits topologies/h200-ib.yaml to the step metrics
+#   trainer_ops bench/trainer_ops_torch.py: the trainer's operations behind the step-time
+#              model's constants (Qwen3-4B's layer GEMMs, MultiLoRALinear, causal SDPA, the
+#              RL token loop's sync) with PyTorch; optional: skipped, it fails nothing
 # Writes under $OUT (default build-gpu-check), four files, no folders:
 #   gpu_check.json            everything: libraries, per-stage status and seconds, NS times
 #                             beside published/predicted/torch, ratios, errors, step metrics,
@@ -432,6 +435,31 @@ elif need calibrate 15; then
       "$OUT/calibration.txt" 2>>"$l")" || rc=1
   fi
   stage calibrate "$(done_status "$rc")" "$(($(date +%s) - t0))" "$note"
+fi
+
+# --- trainer_ops: the trainer's operations behind the step-time model's constants, timed with
+# PyTorch (bench/trainer_ops_torch.py): Qwen3-4B's layer GEMMs, MultiLoRALinear, causal SDPA,
+# the RL token loop's sync. Last, and optional: the executor's stages come first, and a budget
+# that no longer fits it does not fail the check.
+if [ -z "$torch_py" ]; then
+  stage trainer_ops skipped "" "no python3 with torch here"
+elif need trainer_ops 60; then
+  t0=$(date +%s)
+  l="$(stage_log trainer_ops)"
+  topo=topologies/h200-ib.yaml
+  grep -q H100 "$work/smi.txt" 2>/dev/null && topo=topologies/h100-ib.yaml
+  targs=(--device cuda)
+  [ "$rehearsal" = 1 ] && targs=(--device cpu --quick --warmup 1 --reps 2)
+  "$B/muonplan" inspect --model models/qwen3-4b.yaml --json >"$work/inspect.json" 2>>"$l" &&
+    "$B/muonplan" topology --topology "$topo" --json >"$work/topology.json" 2>>"$l" &&
+    read -r peak hbm < <("$py" -c "import json,sys; g=json.load(open(sys.argv[1]))['gpu']
+print(g['bf16_tflops'], g['hbm_gbps'])" "$work/topology.json") &&
+    PYTHONUNBUFFERED=1 timeout "$(cap 150)" "$torch_py" "$root/bench/trainer_ops_torch.py" \
+      --inspect "$work/inspect.json" --peak-tflops "$peak" --hbm-gbps "$hbm" "${targs[@]}" \
+      --out "$work/trainer_ops.json" >>"$l" 2>&1
+  rc=$?
+  stage trainer_ops "$(done_status "$rc")" "$(($(date +%s) - t0))" \
+    "qwen3-4b's layer; peak and HBM from $(basename "$topo" .yaml)"
 fi
 
 write_json ran
