@@ -540,7 +540,6 @@ RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv,
   c.attn.backward *= attn_eff;
   RooflineStep r;
   const int64_t layers = s.num_layers + (o.include_mtp ? s.mtp_layers : 0);
-  double host_floor_s = 0;  // one micro step
   for (int64_t layer = 0; layer < layers; ++layer) {
     double before[kClasses];
     std::copy(std::begin(c.fwd), std::end(c.fwd), before);
@@ -568,10 +567,6 @@ RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv,
     const double f = u.p.fwd + u.copies.fwd + fixed_s(c, u.collectives, u.kernels_fwd);
     const double b =
         u.p.bwd + u.copies.bwd + fixed_s(c, 2 * u.collectives, 2 * u.kernels_fwd) + rec;
-    // A pass the host issues more slowly than the GPU runs it takes the host's time.
-    const double host = topo.calibration.layer_host_us * 1e-6;
-    host_floor_s += std::max(0.0, host - f) + std::max(0.0, host - (b - rec)) +
-                    (ac == LayerAc::full ? std::max(0.0, host - rec) : 0.0);
     r.unit_s[layer] = f + b;
     r.unit_bwd_s[layer] = b;
   }
@@ -582,10 +577,6 @@ RooflineStep roofline_step(const ModelSpec& s, const ParamInventory& inv,
     const double micro = c.fwd[k] + c.bwd[k] + c.rec[k];
     r.terms.push_back({kOpClasses[k].name, micro * sh.n_micro, kOpClasses[k].formula(sh)});
   }
-  if (topo.calibration.layer_host_us > 0)
-    r.terms.push_back({"host_floor", host_floor_s * sh.n_micro,
-                       "per decoder layer and pass (forward, full AC's recompute, backward), "
-                       "max(0, layer_host_us - its GPU time), x micro steps"});
   host_terms(c, o, r);
   grad_clip_term(c, inv, o, r);
   r.attention_s = (c.fwd[attention] + c.bwd[attention] + c.rec[attention]) * sh.n_micro;

@@ -182,7 +182,6 @@ void read_calibration(const YamlMap& m, Calibration& c) {
                  "eager_op_us",
                  "python_iteration_ns",
                  "layer_overhead_us",
-                 "layer_host_us",
                  "weight_broadcast_gbps",
                  "ep_comm_overlap",
                  "cp_comm_overlap",
@@ -206,7 +205,6 @@ void read_calibration(const YamlMap& m, Calibration& c) {
                             {"eager_op_us", &c.eager_op_us},
                             {"python_iteration_ns", &c.python_iteration_ns},
                             {"layer_overhead_us", &c.layer_overhead_us},
-                            {"layer_host_us", &c.layer_host_us},
                             {"weight_broadcast_gbps", &c.weight_broadcast_gbps}})
     *field = non_negative_number(m, key, *field);
   c.step_time_calibrated_on = m.get_string("step_time_calibrated_on", c.step_time_calibrated_on);

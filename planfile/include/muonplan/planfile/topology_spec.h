@@ -81,10 +81,6 @@ struct Calibration {
   // A fixed cost per decoder layer per pass beyond the modelled launches and collective
   // latencies (us; not fitted: the runs show no per-layer constant, docs/validation.md).
   double layer_overhead_us = 0;
-  // The host's time to issue one decoder layer's pass (us): a pass takes the longer of its GPU
-  // work and this, so a layer whose kernels finish before the host has issued the next ones
-  // waits on the host (roofline.cc, `host_floor`). 0: not modelled.
-  double layer_host_us = 0;
   // What runs between two training steps (docs/planner.md section 8, "Between steps"): the
   // end-to-end rate of prime-rl's filesystem weight broadcast, GB (1e9) of saved state per
   // second (gather to rank 0, the blocking copies to the host, safetensors serialization and the
