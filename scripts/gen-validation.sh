@@ -584,7 +584,12 @@ the cost is needs the trainer measured, not fitted: `bench/gpu_check.sh`'s `trai
 (docs/executor.md) times the GEMMs of these layers against the peak, MultiLoRALinear's extra per
 call, causal SDPA at two lengths and the RL token loop's per-token sync with PyTorch on the
 lent GPU; a profile of one matrix run (host time per compiled layer under FSDP2's hooks) is the
-rest.
+rest. It is not a host floor: each decoder layer's pass taking at least a fixed host time (commit
+89f0c45, reverted by 4a2f671; `bench/layer_host_scan.sh` there, the per-kind constants refit at
+each value) gives 37 of 42 within 15% at 2 ms (only Qwen3-0.6B's 8K passes are that short), 35
+at 6 ms and 32 at 15 ms, with 1, 2 and 4 pairs out of order: Qwen3-4B's passes at 16K take about
+13 ms of GPU time (the roofline's), so a floor that reached them would swamp Qwen3-0.6B (+318% on its 8K SFT run
+at 15 ms). The shortfall grows with the model, not with how short a pass is.
 
 TEXT
 }
