@@ -219,9 +219,12 @@ cuda_dirs="$("$py" -c "import json,sys; print(':'.join(json.load(open(sys.argv[1
 # Wrappers for the bundle's binaries, in $work/bin: CUDA's folders on LD_LIBRARY_PATH for them
 # alone (python keeps its own: torch brings its libraries), and in a rehearsal gpu_hide.sh
 # around each (once: what they start inherits the namespace).
-mkdir -p "$work/bin" "$work/share/muonplan/calibration"
+# The data folder as the build tree links it (CMakeLists.txt, MUONPLAN_BUILD_DATA): calibration/
+# is the sources' whole data/calibration, so a file the topologies come to read there (fitted.yaml,
+# which the step stage's plans read) is never missing from the check.
+mkdir -p "$work/bin" "$work/share/muonplan"
 for d in models topologies reports; do ln -s "$root/$d" "$work/share/muonplan/$d"; done
-ln -s "$root/data/calibration/published.yaml" "$work/share/muonplan/calibration/"
+ln -s "$root/data/calibration" "$work/share/muonplan/calibration"
 for b in "$bundle"/bin/*; do
   name="$(basename "$b")"
   {
