@@ -89,11 +89,13 @@ def elf_files(bundle):
 
 
 def folder_bytes(bundle):
+    """What the bundle carries: a library env.sh has unpacked beside its NAME.xz (a rehearsal or
+    an earlier run used the bundle) is not carried, and not counted."""
     total = 0
     for dirpath, _, names in os.walk(bundle):
         for n in names:
             p = os.path.join(dirpath, n)
-            if not os.path.islink(p):
+            if not os.path.islink(p) and n + ".xz" not in names:
                 total += os.path.getsize(p)
     return total
 
