@@ -33,14 +33,13 @@ checks that they agree). What each part measures, and the constant of the planne
               backward with the planner's FLOPs (forward 2 S^2 H d, backward 2.5 times that),
               against attention_rate's published SDPA/FA2 rates.
 
-Each time is the median of --reps after --warmup (CUDA events on a GPU, perf_counter on the
-CPU). --quick shrinks every size (a CPU rehearsal). Writes one JSON (stdout, or --out), schema
+Each time is the median of --reps after --warmup (ns_torch.py's time_calls: CUDA events on a
+GPU, perf_counter on the CPU). --quick shrinks every size (a CPU rehearsal). Writes one JSON (stdout, or --out), schema
 muonplan.trainer_ops/1.
 """
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 
@@ -78,29 +77,15 @@ def attention_flops(seq, heads, head_dim):
 
 
 class Timer:
+    """ns_torch.py's time_calls (median of reps after warmup, CUDA events on a GPU), in ms."""
+
     def __init__(self, torch, device, warmup, reps):
-        self.torch, self.device, self.warmup, self.reps = torch, device, warmup, reps
+        from ns_torch import time_calls  # imports torch and numpy: not for --list
+        self.time_calls, self.device = time_calls, torch.device(device)
+        self.warmup, self.reps = warmup, reps
 
     def ms(self, fn):
-        torch = self.torch
-        for _ in range(self.warmup):
-            fn()
-        times = []
-        for _ in range(self.reps):
-            if self.device == "cuda":
-                start = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
-                torch.cuda.synchronize()
-                start.record()
-                fn()
-                end.record()
-                torch.cuda.synchronize()
-                times.append(start.elapsed_time(end))
-            else:
-                t0 = time.perf_counter()
-                fn()
-                times.append((time.perf_counter() - t0) * 1e3)
-        return statistics.median(times)
+        return self.time_calls(fn, self.device, self.warmup, self.reps)[0] * 1e3
 
 
 def measure_token_loop(torch, device, tokens):
