@@ -5,13 +5,14 @@
 #include "trainer_file.h"
 
 namespace muonplan::detail {
-namespace {
 
-void warn(const TrainerFile& f, TrainerConfig& tc, const std::string& table, const std::string& key,
-          const std::string& message) {
+void warn_at(const TrainerFile& f, TrainerConfig& tc, const std::string& table,
+             const std::string& key, const std::string& message) {
   const TomlNode* n = f.get(table, key);
   tc.warnings.push_back(value_at(f.path(), *n) + f.field(table, key) + ": " + message);
 }
+
+namespace {
 
 void read_activations(const TrainerFile& f, TrainerConfig& tc) {
   const bool offload = f.section("model", "ac_offloading", f.defaults().ac_offloading);
@@ -25,8 +26,8 @@ void read_activations(const TrainerFile& f, TrainerConfig& tc) {
   // "Activation checkpointing"); a later schema's modes and operator targets are not modelled.
   std::string mode = ac ? f.string("model", "ac.mode", "full") : "none";
   if (mode != "full" && mode != "selective" && mode != "none") {
-    warn(f, tc, "model", "ac.mode",
-         mode + " AC is planned as full AC, which saves fewer activations: a lower bound");
+    warn_at(f, tc, "model", "ac.mode",
+            mode + " AC is planned as full AC, which saves fewer activations: a lower bound");
     mode = "full";
   }
   const int64_t freq = ac ? f.integer("model", "ac.freq", 1) : 1;
@@ -39,11 +40,11 @@ void read_activations(const TrainerFile& f, TrainerConfig& tc) {
                          item.str == "mla_up_proj" || item.str == "routed_experts" ||
                          item.str == "linear_attn";
       if (!known) {
-        warn(f, tc, "model", "ac.targets",
-             item.str +
-                 " is not a target of prime-rl's selective AC (norm, attn_proj, mlp, "
-                 "mla_up_proj, routed_experts, linear_attn; an older or later era's "
-                 "name): planned as saving nothing, an upper bound");
+        warn_at(f, tc, "model", "ac.targets",
+                item.str +
+                    " is not a target of prime-rl's selective AC (norm, attn_proj, mlp, "
+                    "mla_up_proj, routed_experts, linear_attn; an older or later era's "
+                    "name): planned as saving nothing, an upper bound");
         continue;
       }
       targets += (targets.empty() ? "" : ",") + item.str;
@@ -54,9 +55,9 @@ void read_activations(const TrainerFile& f, TrainerConfig& tc) {
   }
   bool offload_on = offload;
   if (offload && (mode == "selective" || freq > 1)) {
-    warn(f, tc, "model", f.get("model", "ac.mode") ? "ac.mode" : "ac.freq",
-         "ac_offloading with selective AC or freq > 1 is planned without the offload (what "
-         "prime-rl offloads there is not modelled): GPU memory an upper bound");
+    warn_at(f, tc, "model", f.get("model", "ac.mode") ? "ac.mode" : "ac.freq",
+            "ac_offloading with selective AC or freq > 1 is planned without the offload (what "
+            "prime-rl offloads there is not modelled): GPU memory an upper bound");
     offload_on = false;
   }
   tc.values.push_back(f.value("ac", mode, "model", mode == "selective" ? "ac.mode" : "ac"));
@@ -99,7 +100,7 @@ void read_lm_head(const TrainerFile& f, TrainerConfig& tc) {
     chunk = f.integer("model", key, 8192);
   }
   if (f.sft()) {
-    if (n) warn(f, tc, "model", key, "SFT does not use the fused LM head: planned unfused");
+    if (n) warn_at(f, tc, "model", key, "SFT does not use the fused LM head: planned unfused");
     chunk = 0;
   }
   tc.values.push_back(f.value("lm-head-chunk", std::to_string(chunk), "model", key));

@@ -249,9 +249,8 @@ std::string read_offload(const TrainerFile& f, TrainerConfig& tc, const std::str
   if (fsdp && optimizer == "muon")
     f.fail("model", "fsdp_cpu_offload", "prime-rl rejects fsdp_cpu_offload with muon");
   if (fsdp) {
-    const TomlNode* n = f.get("model", "fsdp_cpu_offload");
-    tc.warnings.push_back(value_at(f.path(), *n) + f.field("model", "fsdp_cpu_offload") +
-                          ": planned as muonplan's full offload (state and masters in host RAM)");
+    warn_at(f, tc, "model", "fsdp_cpu_offload",
+            "planned as muonplan's full offload (state and masters in host RAM)");
   }
   const std::string mode = full || fsdp || !ours.empty() ? "full" : optim ? "optimizer" : "none";
   const char* key = full ? "full_offload" : fsdp ? "fsdp_cpu_offload" : "optim_cpu_offload";
@@ -379,8 +378,7 @@ void read_offload_and_optimizer(const TrainerFile& f, TrainerConfig& tc) {
 // lora and attn are read into the plan by their own readers.)
 void warn_unmodelled(const TrainerFile& f, TrainerConfig& tc) {
   auto warn = [&](const std::string& key, const std::string& message) {
-    const TomlNode* n = f.get("model", key);
-    tc.warnings.push_back(value_at(f.path(), *n) + f.field("model", key) + ": " + message);
+    warn_at(f, tc, "model", key, message);
   };
   if (const TomlNode* q = f.get("model", "quantization"); q && q->kind == TomlNode::Kind::table) {
     const TomlNode* type = q->get("type");

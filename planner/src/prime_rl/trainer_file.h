@@ -79,6 +79,11 @@ class TrainerFile {
 // Rows are dealt out whole to `workers` (world / cp): the tokens of whole rows, rounded up.
 int64_t whole_rows(int64_t tokens, int64_t seq_len, int64_t workers);
 
+// prime_rl_batch.cc: a warning at the value of table.key, which the file sets: "PATH:LINE:COL:
+// FIELD: message".
+void warn_at(const TrainerFile& f, TrainerConfig& tc, const std::string& table,
+             const std::string& key, const std::string& message);
+
 // prime_rl_in.cc: the planning tables into tc.
 void read_deployment(const TrainerFile& f, TrainerConfig& tc);
 void read_parallel(const TrainerFile& f, TrainerConfig& tc);
