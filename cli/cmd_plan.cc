@@ -102,8 +102,10 @@ void print_plan(const Plan& plan, bool explain, bool quiet, const char* rank) {
   // What the trainer's loop runs besides the step (its time/step leaves it out).
   if (!p.between_steps_s.empty() && p.training_step_s) {
     const double between = sum(p.between_steps_s);
+    std::string names;
+    for (const auto& t : p.between_steps_s) names += (names.empty() ? "" : " + ") + t.name;
     std::printf("  between steps %.3f s (%s), so an iteration of the trainer's loop %.3f s\n",
-                between, p.between_steps_s.front().name.c_str(), *p.training_step_s + between);
+                between, names.c_str(), *p.training_step_s + between);
   }
   if (quiet) return;
   if (!explain) {

@@ -104,6 +104,10 @@ json workload_to_json(const std::optional<Workload>& workload) {
   if (w.ac_selective) j["ac_targets"] = w.ac_targets;
   if (w.ac_freq != 1) j["ac_freq"] = w.ac_freq;
   if (w.ac_max_inflight > 0) j["ac_max_inflight"] = w.ac_max_inflight;
+  if (!w.weight_broadcast.empty()) {
+    j["weight_broadcast"] = w.weight_broadcast;
+    j["inference_on_trainer_node"] = w.inference_on_trainer_node;
+  }
   return j;
 }
 

@@ -226,7 +226,8 @@ Plan plan_from_json(const json& j, const std::string& path) {
     root["workload"].only({"tokens_per_step", "seq_len", "micro_batch_seqs", "ac", "ac_offload",
                            "lm_head_chunk", "cp_style", "attention", "optimization_dtype",
                            "reduce_dtype", "trainer", "prime_rl_date", "expert_load", "ac_targets",
-                           "ac_freq", "ac_max_inflight"});
+                           "ac_freq", "ac_max_inflight", "weight_broadcast",
+                           "inference_on_trainer_node"});
   }
   read_plan_predicted(j, path);  // execute reads it again for the metrics
   Plan plan;

@@ -41,30 +41,63 @@ json_check "SFT: nothing between steps" "$work/sft.json" "assert d['predicted'][
   --lora-adapters 4 --lora-active-runs 0 --json >"$work/lora.json" 2>/dev/null
 json_check "LoRA, no active run: nothing saved" "$work/lora.json" "assert d['predicted']['breakdown']['between_steps_s'] == []"
 
-# A trainer config's weight broadcast: only `filesystem` (prime-rl's default) is timed; another
-# type is said to be not modelled, where the trainer reads it: an rl file's [trainer.weight_broadcast]
-# over its shared [weight_broadcast], a standalone trainer file's [weight_broadcast]. The
-# filesystem type, and SFT (no broadcast), say nothing.
-wb_warning() {  # FILE: the plan's weight-broadcast warnings, one a line
+# A trainer config's weight broadcast, where the trainer reads it: an rl file's
+# [trainer.weight_broadcast] over its shared [weight_broadcast], a standalone trainer file's
+# [weight_broadcast]. `nccl` is timed as prime-rl's NCCL sender runs it (a gather of each tensor
+# over the FSDP group, then rank 0's broadcast of each layer), with a note at its line; another
+# type (`nixl`) is said to be not modelled; filesystem, and SFT (no broadcast), say nothing.
+wb() {  # FILE: the weight-broadcast warnings and notes, then the between-steps terms, a line each
   "$bin" plan --trainer-config "$1" --json 2>/dev/null |
     "$py" -c 'import json, sys
-for w in json.load(sys.stdin)["trainer_config"]["warnings"]:
-    if "weight_broadcast" in w: print(w.split(": ", 1)[1])'
+d = json.load(sys.stdin)
+tc = d["trainer_config"]
+for w in tc["warnings"] + tc["notes"]:
+    if "weight_broadcast" in w: print(w.split(": ", 1)[1])
+t = d["predicted"]["breakdown"]["between_steps_s"]
+print(" ".join(x["name"] for x in t), "|", " ".join(x["formula"] for x in t))'
 }
 not_modelled="not modelled: the plan's between-steps time is the filesystem broadcast's (prime-rl's default), not this one's"
+timed='"nccl": between steps timed as prime-rl'"'"'s NCCL broadcast (a gather per layer, rank 0'"'"'s broadcast to the inference GPUs)'
 rl=tests/data/prime-rl/rl-glm-full.toml
 { cat "$rl"; printf '\n[weight_broadcast]\ntype = "nccl"\n'; } >"$work/wb-shared.toml"
-[ "$(wb_warning "$work/wb-shared.toml")" = "weight_broadcast.type = nccl: $not_modelled" ] && ok ||
-  bad "rl, shared nccl: $(wb_warning "$work/wb-shared.toml")"
+out="$(wb "$work/wb-shared.toml")"
+[ "$(head -1 <<<"$out")" = "weight_broadcast.type = $timed" ] &&
+  grep -q "^weight_gather weight_broadcast | .*to the inference GPUs across the network" <<<"$out" &&
+  ok || bad "rl, shared nccl: $out"
 { cat "$work/wb-shared.toml"; printf '[trainer.weight_broadcast]\ntype = "filesystem"\n'; } >"$work/wb-own.toml"
-[ -z "$(wb_warning "$work/wb-own.toml")" ] && ok || bad "rl, the trainer's own filesystem: $(wb_warning "$work/wb-own.toml")"
+[ "$(wb "$work/wb-own.toml")" = "$(wb "$rl")" ] && ok ||
+  bad "rl, the trainer's own filesystem: $(wb "$work/wb-own.toml")"
 { cat "$rl"; printf '\n[trainer.weight_broadcast]\ntype = "nccl"\n'; } >"$work/wb-trainer.toml"
-[ "$(wb_warning "$work/wb-trainer.toml")" = "trainer.weight_broadcast.type = nccl: $not_modelled" ] && ok ||
-  bad "rl, the trainer's nccl: $(wb_warning "$work/wb-trainer.toml")"
+[ "$(wb "$work/wb-trainer.toml" | head -1)" = "trainer.weight_broadcast.type = $timed" ] && ok ||
+  bad "rl, the trainer's nccl: $(wb "$work/wb-trainer.toml")"
 { cat tests/data/prime-rl/trainer-fake.toml; printf '\n[weight_broadcast]\ntype = "nccl"\n'; } >"$work/wb-standalone.toml"
-[ "$(wb_warning "$work/wb-standalone.toml")" = "weight_broadcast.type = nccl: $not_modelled" ] && ok ||
-  bad "standalone trainer, nccl: $(wb_warning "$work/wb-standalone.toml")"
-[ -z "$(wb_warning "$rl")" ] && ok || bad "rl, no [weight_broadcast]: $(wb_warning "$rl")"
+grep -q "^weight_gather weight_broadcast | " <<<"$(wb "$work/wb-standalone.toml")" && ok ||
+  bad "standalone trainer, nccl: $(wb "$work/wb-standalone.toml")"
+{ cat "$rl"; printf '\n[weight_broadcast]\ntype = "nixl"\n'; } >"$work/wb-nixl.toml"
+out="$(wb "$work/wb-nixl.toml")"
+[ "$(head -1 <<<"$out")" = "weight_broadcast.type = nixl: $not_modelled" ] &&
+  grep -q "^weight_broadcast | prime-rl's filesystem weight broadcast" <<<"$out" && ok ||
+  bad "rl, nixl: $out"
+grep -q "^weight_broadcast | prime-rl's filesystem weight broadcast" <<<"$(wb "$rl")" && ok ||
+  bad "rl, no [weight_broadcast]: $(wb "$rl")"
+# The rl launcher on one node runs inference beside the trainer: the broadcast stays on NVLink.
+{ cat tests/data/prime-rl/rl-gpu-ids.toml; printf '\n[weight_broadcast]\ntype = "nccl"\n'; } >"$work/wb-local.toml"
+grep -q "^weight_gather weight_broadcast | .*to the inference GPUs on its node" <<<"$(wb "$work/wb-local.toml")" &&
+  ok || bad "rl launcher on one node, nccl: $(wb "$work/wb-local.toml")"
+# The NCCL terms, by hand from the plan's own figures: every parameter in bf16 (the GB printed),
+# and the text's --explain summary names both terms.
+"$bin" plan --trainer-config "$work/wb-shared.toml" --json >"$work/nccl.json" 2>/dev/null
+glm_params="$("$bin" inspect --model glm-4.5-air --json | "$py" -c 'import json,sys; print(json.load(sys.stdin)["params_total"])')"
+json_check "nccl: every parameter in bf16, gathered on every rank" "$work/nccl.json" "
+t = d['predicted']['breakdown']['between_steps_s']
+gb = float(t[0]['formula'].split('(')[1].split(' GB')[0])
+assert math.isclose(gb, 2 * $glm_params / 1e9, rel_tol=1e-3), (gb, $glm_params)
+assert all(x['s'] > 0 for x in t), t
+assert d['workload']['weight_broadcast'] == 'nccl' and d['workload']['inference_on_trainer_node'] is False, d['workload']
+"
+"$bin" plan --trainer-config "$work/wb-shared.toml" 2>/dev/null |
+  grep -q "^  between steps [0-9.]* s (weight_gather + weight_broadcast), so an iteration" && ok ||
+  bad "nccl: the summary line names both terms"
 
 # The matrix: each run as planned against the time between its steps that its MFU shows.
 runs=(tests/data/training-runs/matrix/*.yaml)

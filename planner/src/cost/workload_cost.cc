@@ -386,19 +386,42 @@ void add_offloaded_backward(Prediction& p, const StepShape& sh, const ComputeSec
 }
 
 // What the trainer runs between two steps, outside the step's clock (docs/planner.md section 8,
-// "Between steps"): prime-rl's RL trainer saves its weights for the inference servers at the top
-// of each loop iteration (weight_broadcast.h), at the host's fitted rate. Nothing is listed
-// where the topology gives no rate.
+// "Between steps"): prime-rl's RL trainer hands its weights to the inference servers at the
+// top of each loop iteration (weight_broadcast.h): by the filesystem, at the host's fitted
+// rate, or (full fine-tuning) by NCCL, its gathers and broadcasts on the links. Nothing is
+// listed where there is no broadcast, or the filesystem's and the topology gives no rate.
 void add_between_steps(Prediction& p, const ParamInventory& inv, const CandidateContext& cc) {
   const double bytes = weight_broadcast_bytes(inv, cc.o);
+  if (bytes <= 0) return;
+  const bool nccl = cc.o.workload->weight_broadcast == "nccl";
+  if (nccl && cc.o.lora.rank == 0) {
+    const NcclBroadcast b = nccl_broadcast(inv, cc.o, cc.rates, cc.world, cc.gpus_per_node);
+    char what[400];
+    std::snprintf(what, sizeof what,
+                  "prime-rl's NCCL weight broadcast, every rank: each of %lld tensors cast to "
+                  "bf16 and gathered whole over the FSDP group (%.3f GB)",
+                  static_cast<long long>(b.tensors), b.bytes / kGB);
+    p.between_steps_s.push_back({"weight_gather", b.gather_s, what});
+    std::snprintf(what, sizeof what,
+                  "rank 0, %lld groups (outside the layers, then each layer): concatenated and "
+                  "broadcast to the inference GPUs %s, 3 broadcasts a group; the handshake "
+                  "before it not counted",
+                  static_cast<long long>(b.groups),
+                  cc.o.workload->inference_on_trainer_node && cc.world <= cc.gpus_per_node
+                      ? "on its node"
+                      : "across the network");
+    p.between_steps_s.push_back({"weight_broadcast", b.send_s, what});
+    return;
+  }
   const double gbps = cc.topo.calibration.weight_broadcast_gbps;
-  if (bytes <= 0 || gbps <= 0) return;
-  char what[200];
+  if (gbps <= 0) return;
+  char what[300];
   std::snprintf(what, sizeof what,
-                "prime-rl's filesystem weight broadcast: %.3f GB (%s) / weight_broadcast_gbps %g",
+                "prime-rl's filesystem weight broadcast: %.3f GB (%s) / weight_broadcast_gbps "
+                "%g%s",
                 bytes / kGB,
                 cc.o.lora.rank > 0 ? "each active run's adapter slot" : "every parameter, bf16",
-                gbps);
+                gbps, nccl ? "; NCCL's broadcast with LoRA is not modelled: the filesystem's" : "");
   p.between_steps_s.push_back({"weight_broadcast", bytes / (gbps * kGB), what});
 }
 

@@ -135,6 +135,8 @@ std::optional<Workload> workload_from_flags(const PlanFlags& f) {
   if (w) {
     w->master_bytes = master;
     w->reduce_bytes = reduce;
+    w->weight_broadcast = f.weight_broadcast;
+    w->inference_on_trainer_node = f.inference_on_trainer_node;
   }
   return w;
 }

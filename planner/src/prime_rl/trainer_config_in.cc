@@ -162,7 +162,9 @@ void collect_tables(TrainerFile& f, TrainerConfig& tc, const TomlNode& root) {
                           ? (k == "model" || k == "optim" || k == "data" || k == "deployment")
                           : (k == "model" || k == "deployment" || k == "orchestrator" ||
                              k == "trainer" || k == "slurm");
-    if (!read && k != "env_vars") tc.ignored.push_back("[" + k + "]");  // env: read_allocator
+    // [env_vars]: read_allocator; an RL trainer's [weight_broadcast]: read_weight_broadcast.
+    const bool read_elsewhere = k == "env_vars" || (k == "weight_broadcast" && !tc.sft);
+    if (!read && !read_elsewhere) tc.ignored.push_back("[" + k + "]");
     if (k == "workload" || k == "muonplan") {  // what --emit toml wrote before --emit prime-rl
       tc.warnings.push_back(key_at(tc.path, v) + k +
                             ": an older muonplan --emit toml table, not read; write the file "
@@ -170,8 +172,8 @@ void collect_tables(TrainerFile& f, TrainerConfig& tc, const TomlNode& root) {
     }
     if (!tc.top_level() && (k == "trainer" || k == "orchestrator")) {
       for (const auto& [sub, sv] : v.members) {
-        const bool planned_sub =
-            k == "trainer" && (sub == "model" || sub == "optim" || sub == "env_vars");
+        const bool planned_sub = k == "trainer" && (sub == "model" || sub == "optim" ||
+                                                    sub == "env_vars" || sub == "weight_broadcast");
         if (sv.kind == TomlNode::Kind::table && !planned_sub)
           tc.ignored.push_back("[" + k + "." + sub + "]");
       }
@@ -337,13 +339,14 @@ void read_allocator(const TomlNode& root, const TrainerFile& f, TrainerConfig& t
                        std::string(conf_name) + " = " + conf->shown()});
 }
 
-// The RL trainer's weight broadcast (trainer/rl/broadcast/): `filesystem`, prime-rl's default, is
-// what between_steps_s times (cost/weight_broadcast.h); any other type (`nccl`: a per-layer
-// gather, then an NCCL broadcast from rank 0 to the inference GPUs) is not modelled, and a
-// plan that timed it as the filesystem's without saying so would be confidently wrong. The
-// trainer's own table decides: [trainer.weight_broadcast] of an rl launcher file (else its
-// shared [weight_broadcast]), a standalone trainer file's [weight_broadcast]. SFT has none.
-void warn_weight_broadcast(const TomlNode& root, TrainerConfig& tc) {
+// The RL trainer's weight broadcast (trainer/rl/broadcast/): `filesystem`, prime-rl's default,
+// and `nccl` (a gather per layer, then an NCCL broadcast from rank 0 to the inference GPUs) are
+// what between_steps_s times (cost/weight_broadcast.h); any other type (`nixl` in some forks) is
+// not modelled, and a plan that timed it as the filesystem's without saying so would be
+// confidently wrong: a warning at its line. The trainer's own table decides: [trainer.
+// weight_broadcast] of an rl launcher file (else its shared [weight_broadcast]), a standalone
+// trainer file's [weight_broadcast]. SFT has none.
+void read_weight_broadcast(const TomlNode& root, TrainerConfig& tc) {
   if (tc.sft) return;
   const TomlNode* trainer = tc.standalone ? nullptr : root.get("trainer");
   const TomlNode* table = trainer ? trainer->get("weight_broadcast") : nullptr;
@@ -352,6 +355,14 @@ void warn_weight_broadcast(const TomlNode& root, TrainerConfig& tc) {
   if (!table || table->kind != TomlNode::Kind::table) return;
   const TomlNode* type = table->get("type");
   if (!type || type->kind != TomlNode::Kind::string || type->str == "filesystem") return;
+  if (type->str == "nccl") {
+    tc.weight_broadcast = "nccl";
+    tc.notes.push_back(key_at(tc.path, *type) + prefix +
+                       "weight_broadcast.type = \"nccl\": between steps timed as prime-rl's "
+                       "NCCL broadcast (a gather per layer, rank 0's broadcast to the inference "
+                       "GPUs)");
+    return;
+  }
   tc.warnings.push_back(key_at(tc.path, *type) + prefix +
                         "weight_broadcast.type = " + printable(brief(type->str)) +
                         ": not modelled: the plan's between-steps time is the filesystem "
@@ -403,7 +414,7 @@ TrainerConfig read_trainer_config(const std::string& path, const std::string& ve
   detail::read_batch(f, tc);
   read_allocator(root, f, tc);
   detail::warn_unmodelled(f, tc);
-  warn_weight_broadcast(root, tc);
+  read_weight_broadcast(root, tc);
   if (tc.unknown_keys > kMaxListedUnknownKeys)
     tc.warnings.push_back(path + ": " + std::to_string(tc.unknown_keys - kMaxListedUnknownKeys) +
                           " more unknown keys in planning tables, not listed (the first " +
@@ -487,6 +498,10 @@ void apply_trainer_config(const TrainerConfig& tc, const ModelSpec& spec, PlanFl
   if (const FileValue* inflight = tc.value("ac-max-inflight")) {
     flags.ac_max_inflight = std::stoll(inflight->text);
   }
+  // The weight broadcast's peers: on the trainer's node where the rl launcher runs inference
+  // beside it on one node (the cost model keeps that to one-node candidates).
+  flags.weight_broadcast = tc.weight_broadcast;
+  flags.inference_on_trainer_node = tc.single_node;
   // Run by prime-rl (the default target of a trainer config), the file is its RL or SFT
   // trainer: the host work, AdamW and offloader are that trainer's (Workload::trainer, at
   // --prime-rl-version's date). --trainer keeps the user's; --runs-on muonplan has none.

@@ -40,7 +40,10 @@ struct TrainerConfig {
   bool vlm = false;  // [model.vlm]: prime-rl takes CP for it only with cp_style = "ulysses"
   SourceLoc layout_at;
   std::vector<FileValue> values;  // every flag but --layout
-  std::string batch_key;          // token_batch_size or batch_size: what --emit writes back
+  // The RL trainer's [weight_broadcast] type when it is one the plan times other than the
+  // filesystem's ("nccl"); "" the filesystem (prime-rl's default). No flag: PlanFlags carries it.
+  std::string weight_broadcast;
+  std::string batch_key;  // token_batch_size or batch_size: what --emit writes back
   // RL: the step's tokens as the file gives them and its row length; apply_trainer_config
   // rounds them up to whole rows for the world the flags name (prime_rl_batch.cc).
   int64_t rl_tokens = 0, seq_len = 0;

@@ -97,6 +97,13 @@ struct Workload {
   bool ac_selective = false;
   std::vector<std::string> ac_targets{};
   int64_t ac_freq = 1;
+  // prime-rl RL's weight broadcast to its inference servers between two steps (docs/planner.md
+  // section 8, "Between steps"; a trainer config's [weight_broadcast] type): "" the filesystem,
+  // prime-rl's default; "nccl" a gather per layer and an NCCL broadcast from rank 0, to
+  // inference GPUs on rank 0's node (inference_on_trainer_node: the rl launcher on one node) or
+  // across the network. The plan file stores them when nccl.
+  std::string weight_broadcast{};
+  bool inference_on_trainer_node = false;
 };
 // 4 or 2 from "float32" or "bfloat16" (prime-rl's names); InputError naming `flag` otherwise.
 int64_t parse_dtype_bytes(const std::string& flag, const std::string& name);

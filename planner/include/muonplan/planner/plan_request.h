@@ -32,6 +32,9 @@ struct PlanFlags {
   std::string expert_load = "balanced";  // balanced | FILE of tokens per expert
   int64_t lm_head_chunk = 0;
   int64_t ac_max_inflight = 0;  // no flag: a trainer config's ac_offloading sets it; 0: not set
+  // No flag: an RL trainer config's weight broadcast (Workload::weight_broadcast); "" filesystem.
+  std::string weight_broadcast;
+  bool inference_on_trainer_node = false;
   int gpus_per_node = 0, max_nodes = 0, max_predictions = 0;
   int64_t tokens_per_step = 0, seq_len = 0, micro_batch_seqs = 1;
   bool ac_offload = false, bf16_momentum = false, nesterov = false, pinned_state = false;
