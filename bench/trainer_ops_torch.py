@@ -3,7 +3,8 @@
 GPU (bench/gpu_check.sh, stage `trainer_ops`; docs/executor.md, "GPU check").
 
     trainer_ops_torch.py --inspect INSPECT.json [--heads 32 --kv-heads 8 --head-dim 128]
-        [--tokens 16384] [--seq 4096,16384] [--peak-tflops F] [--hbm-gbps B]
+        [--tokens 16384] [--lora-tokens 16384,65536] [--seq 4096,16384] [--peak-tflops F]
+        [--hbm-gbps B]
         [--device auto|cuda|cpu] [--warmup 2] [--reps 5] [--quick] [--out FILE]
     trainer_ops_torch.py --inspect INSPECT.json --list      (the operations and their FLOPs only)
 
@@ -27,7 +28,12 @@ checks that they agree). What each part measures, and the constant of the planne
               token in slot 0): torch._grouped_mm where prime-rl uses it (compute capability
               9.x, widths a multiple of 8), else its per-slot loop; forward and forward +
               backward, beside the frozen base linear alone, so `extra_ms` is what the wrapper's
-              GEMMs, stack and full-width add cost per call (adapter_gemm + lora_wrapper).
+              GEMMs, stack and full-width add cost per call (adapter_gemm + lora_wrapper), at
+              each row count of --lora-tokens. `lora_layer` sums a decoder layer's linears as
+              full AC runs them (forward and backward, and the recompute's forward again) at
+              each count, and the line through the first and last count splits it into a fixed
+              part and a part per token: the planner's LoRA terms per layer and micro step are
+              (adapter_gemm + lora_wrapper) / (layers x micro steps) of `plan --explain`.
   attention   causal scaled_dot_product_attention in bf16 (the SDPA kernel prime-rl's
               attn = "sdpa" runs), one sequence per length of --seq: TFLOP/s forward and
               backward with the planner's FLOPs (forward 2 S^2 H d, backward 2.5 times that),
@@ -177,6 +183,22 @@ def measure_lora(torch, timer, device, dtype, shapes, tokens, capability):
     return rows
 
 
+def lora_layer(rows, token_counts):
+    """A decoder layer's LoRA extra under full AC, per row count: forward + backward and the
+    recompute's forward of every linear; then the line through the first and last count."""
+    per = []
+    for t in token_counts:
+        mine = [r for r in rows if r["tokens"] == t]
+        per.append({"tokens": t, "linears": len(mine),
+                    "extra_ms": sum(r["extra_ms"] + r["extra_forward_ms"] for r in mine)})
+    out = {"by_tokens": per}
+    if len(per) > 1 and per[-1]["tokens"] != per[0]["tokens"]:
+        slope = (per[-1]["extra_ms"] - per[0]["extra_ms"]) / (per[-1]["tokens"] - per[0]["tokens"])
+        out["us_per_token"] = slope * 1e3
+        out["fixed_ms"] = per[0]["extra_ms"] - slope * per[0]["tokens"]
+    return out
+
+
 def measure_attention(torch, timer, device, dtype, seqs, heads, kv_heads, head_dim, peak_tflops):
     import torch.nn.functional as F
     sdpa = getattr(F, "scaled_dot_product_attention", None)
@@ -223,7 +245,9 @@ def main():
     ap.add_argument("--heads", type=int, default=32)
     ap.add_argument("--kv-heads", type=int, default=8)
     ap.add_argument("--head-dim", type=int, default=128)
-    ap.add_argument("--tokens", type=int, default=16384, help="GEMM and LoRA rows")
+    ap.add_argument("--tokens", type=int, default=16384, help="GEMM rows")
+    ap.add_argument("--lora-tokens", default="16384,65536",
+                    help="LoRA rows, comma-separated (two or more: the per-token line)")
     ap.add_argument("--seq", default="4096,16384", help="attention lengths, comma-separated")
     ap.add_argument("--peak-tflops", type=float, default=0, help="the GPU's dense bf16 peak")
     ap.add_argument("--hbm-gbps", type=float, default=0, help="recorded beside the results")
@@ -239,13 +263,16 @@ def main():
         with open(args.inspect) as f:
             shapes = linears(json.load(f))
         seqs = [int(s) for s in args.seq.split(",") if s]
+        lora_tokens = [int(t) for t in args.lora_tokens.split(",") if t]
+        if not lora_tokens or min(lora_tokens) <= 0:
+            raise ValueError("--lora-tokens: positive row counts, comma-separated")
     except (OSError, ValueError, KeyError, TypeError) as e:
         sys.exit(f"trainer_ops_torch.py: {args.inspect}: {e}")
     if args.heads <= 0 or args.kv_heads <= 0 or args.heads % args.kv_heads:
         sys.exit("trainer_ops_torch.py: --heads must be a positive multiple of --kv-heads")
     tokens = 256 if args.quick else args.tokens
     if args.quick:
-        seqs = [128]
+        seqs, lora_tokens = [128], [256, 512]
     result = {"schema": SCHEMA, "linears": [list(s) for s in shapes], "tokens": tokens,
               "peak_tflops": args.peak_tflops, "hbm_gbps": args.hbm_gbps,
               "gemm_ops": gemm_ops(shapes, tokens),
@@ -267,10 +294,13 @@ def main():
             "sync": measure_sync(torch, device, 100 if args.quick else 2000),
             "gemm": measure_gemms(torch, timer, device, dtype, result.pop("gemm_ops"),
                                   args.peak_tflops),
-            "lora": measure_lora(torch, timer, device, dtype, shapes, tokens, capability),
+            "lora": [r for t in lora_tokens
+                     for r in measure_lora(torch, timer, device, dtype, shapes, t, capability)],
             "attention": measure_attention(torch, timer, device, dtype, seqs, args.heads,
                                            args.kv_heads, args.head_dim, args.peak_tflops),
         })
+    if "lora" in result:
+        result["lora_layer"] = lora_layer(result["lora"], lora_tokens)
     text = json.dumps(result, indent=1)
     if args.out:
         with open(args.out, "w") as f:

@@ -54,14 +54,25 @@ if "$py" -c "import torch" 2>/dev/null; then
     bad "CPU rehearsal: $(cat "$work/err")"
   json_check "CPU rehearsal figures" "$work/cpu.json" '
 assert d["device"] == "cpu" and d["tokens"] == 256, (d["device"], d["tokens"])
-assert len(d["gemm"]) == 15 and len(d["lora"]) == 5 and len(d["attention"]) == 1
+assert len(d["gemm"]) == 15 and len(d["lora"]) == 10 and len(d["attention"]) == 1
 for g in d["gemm"]:
     assert g["ms"] > 0 and math.isclose(g["tflops"], g["flops"] / (g["ms"] * 1e-3) / 1e12), g
     assert math.isclose(g["fraction_of_peak"], g["tflops"] / 2), g
-for r, lin in zip(d["lora"], d["linears"]):
+for r, lin in zip(d["lora"], d["linears"] * 2):
     assert r["linear"] == lin and r["path"] == "loop" and r["rank"] == 16 and r["slots"] == 4, r
     assert math.isclose(r["extra_ms"], r["lora_forward_backward_ms"] - r["base_forward_backward_ms"]), r
     assert r["lora_forward_backward_ms"] > 0 and r["base_forward_backward_ms"] > 0, r
+# The layer under full AC: every linear forward + backward and forward again, at 256 and 512
+# rows, and the line through them.
+layer = d["lora_layer"]
+assert [p["tokens"] for p in layer["by_tokens"]] == [256, 512], layer
+for p in layer["by_tokens"]:
+    rows = [r for r in d["lora"] if r["tokens"] == p["tokens"]]
+    assert p["linears"] == 5 and len(rows) == 5, (p, rows)
+    assert math.isclose(p["extra_ms"], sum(r["extra_ms"] + r["extra_forward_ms"] for r in rows)), p
+lo, hi = layer["by_tokens"]
+assert math.isclose(layer["us_per_token"], (hi["extra_ms"] - lo["extra_ms"]) / 256 * 1e3), layer
+assert math.isclose(layer["fixed_ms"] + layer["us_per_token"] * 256e-3, lo["extra_ms"]), layer
 a = d["attention"][0]
 assert a["seq"] == 128 and a["heads"] == 32 and a["kv_heads"] == 8, a
 assert math.isclose(a["forward_tflops"], 2 * 128 * 128 * 32 * 128 / (a["forward_ms"] * 1e-3) / 1e12), a
