@@ -750,8 +750,10 @@ TEXT
 Qwen3-4B saves about 10% more slowly per byte than the 1-GPU Qwen3-0.6B and the 8-GPU
 Qwen3-30B-A3B (its 8-GPU gather or its tied embedding, saved twice if the state dict keeps both
 names, is not modelled). Set `weight_broadcast_gbps` in a topology's `calibration:` for your
-storage; prime-rl's NCCL broadcast (`[weight_broadcast] type = "nccl"`) is not modelled, and a
-trainer config's `[weight_broadcast]` is not read.
+storage. A trainer config whose RL trainer broadcasts by NCCL (`[weight_broadcast] type =
+"nccl"`) is planned with prime-rl's NCCL sender instead (`weight_gather` and `weight_broadcast`,
+from the links, nothing fitted: docs/planner.md section 8, "Between steps"); no run of the matrix
+broadcasts by NCCL, so those two terms are not checked against a measurement here.
 
 TEXT
 }
