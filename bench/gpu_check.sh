@@ -461,6 +461,19 @@ print(g['bf16_tflops'], g['hbm_gbps'])" "$work/topology.json") &&
       --inspect "$work/inspect.json" --peak-tflops "$peak" --hbm-gbps "$hbm" "${targs[@]}" \
       --out "$work/trainer_ops.json" >>"$l" 2>&1
   rc=$?
+  # The planner's LoRA terms for the same layer at each row count (one GPU, one micro step of
+  # one row, full AC, the benchmark's 4 slots): (adapter_gemm + lora_wrapper) / layers, which
+  # the report sets beside the measured lora_layer.
+  if [ "$rc" = 0 ]; then
+    for t in $("$py" -c "import json,sys
+print(*[p['tokens'] for p in json.load(open(sys.argv[1]))['lora_layer']['by_tokens']])" \
+      "$work/trainer_ops.json"); do
+      "$B/muonplan" plan --model models/qwen3-4b.yaml --topology "$topo" --nodes 1 \
+        --gpus-per-node 1 --layout fsdp=1 --optimizer adamw --offload none --seq-len "$t" \
+        --tokens-per-step "$t" --ac full --trainer rl --lora-rank 16 --lora-adapters 4 \
+        --lora-active-runs 0 --json >"$work/trainer_ops_plan_$t.json" 2>>"$l" || rc=1
+    done
+  fi
   stage trainer_ops "$(done_status "$rc")" "$(($(date +%s) - t0))" \
     "qwen3-4b's layer; peak and HBM from $(basename "$topo" .yaml)"
 fi

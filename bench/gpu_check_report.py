@@ -115,6 +115,19 @@ def ns_rows(a, work, published):
     return rows, checks, torch
 
 
+def planner_lora_layer(ops, w):
+    """Beside each measured lora_layer point, the planner's: (adapter_gemm + lora_wrapper) of
+    trainer_ops_plan_T.json (one micro step) over the model's layers, in ms, and the ratio."""
+    layers = ops.get("layers")
+    for p in ops.get("lora_layer", {}).get("by_tokens", []):
+        plan = load(os.path.join(w, f"trainer_ops_plan_{p['tokens']}.json"))
+        if plan is None or not layers:
+            continue
+        terms = {t["name"]: t["s"] for t in plan["predicted"]["breakdown"]["training_step_s"]}
+        p["planner_ms"] = (terms.get("adapter_gemm", 0) + terms.get("lora_wrapper", 0)) / layers * 1e3
+        p["measured_over_planner"] = p["extra_ms"] / p["planner_ms"] if p["planner_ms"] else None
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--add-test":
         add_test(*sys.argv[2:7])
@@ -176,6 +189,7 @@ def main():
         result["tests"] = tests
     ops = load(os.path.join(w, "trainer_ops.json"))
     if ops is not None:
+        planner_lora_layer(ops, w)
         result["trainer_ops"] = ops
     good = ("ok", "rehearsed") if a.rehearsal == "1" else ("ok",)
     # An optional stage measures for the planner; skipped (no torch, no budget left) it fails

@@ -67,6 +67,16 @@ def linears(inspect):
     return [(int(g["rows"]), int(g["cols"])) for g in groups]
 
 
+def per_layer(inspect):
+    """How many of each distinct matrix a decoder layer has (k and v, gate and up: 2): each
+    group's count over the fewest, which is one a layer (the groups are the layers' matrices)."""
+    counts = [int(g["count"]) for g in inspect["shape_groups"]]
+    fewest = min(counts)
+    if fewest <= 0 or any(c % fewest for c in counts):
+        raise ValueError("shape_groups' counts are not whole multiples of one a layer")
+    return [c // fewest for c in counts]
+
+
 def gemm_ops(shapes, tokens):
     ops = []
     for out, inp in shapes:
@@ -183,14 +193,16 @@ def measure_lora(torch, timer, device, dtype, shapes, tokens, capability):
     return rows
 
 
-def lora_layer(rows, token_counts):
+def lora_layer(rows, token_counts, multiplicity):
     """A decoder layer's LoRA extra under full AC, per row count: forward + backward and the
-    recompute's forward of every linear; then the line through the first and last count."""
+    recompute's forward of every linear, each distinct shape as many times as a layer has it;
+    then the line through the first and last count."""
     per = []
     for t in token_counts:
         mine = [r for r in rows if r["tokens"] == t]
-        per.append({"tokens": t, "linears": len(mine),
-                    "extra_ms": sum(r["extra_ms"] + r["extra_forward_ms"] for r in mine)})
+        per.append({"tokens": t, "linears": sum(multiplicity),
+                    "extra_ms": sum(m * (r["extra_ms"] + r["extra_forward_ms"])
+                                    for m, r in zip(multiplicity, mine))})
     out = {"by_tokens": per}
     if len(per) > 1 and per[-1]["tokens"] != per[0]["tokens"]:
         slope = (per[-1]["extra_ms"] - per[0]["extra_ms"]) / (per[-1]["tokens"] - per[0]["tokens"])
@@ -261,7 +273,8 @@ def main():
 
     try:
         with open(args.inspect) as f:
-            shapes = linears(json.load(f))
+            inspect = json.load(f)
+        shapes, multiplicity = linears(inspect), per_layer(inspect)
         seqs = [int(s) for s in args.seq.split(",") if s]
         lora_tokens = [int(t) for t in args.lora_tokens.split(",") if t]
         if not lora_tokens or min(lora_tokens) <= 0:
@@ -273,7 +286,9 @@ def main():
     tokens = 256 if args.quick else args.tokens
     if args.quick:
         seqs, lora_tokens = [128], [256, 512]
-    result = {"schema": SCHEMA, "linears": [list(s) for s in shapes], "tokens": tokens,
+    result = {"schema": SCHEMA, "linears": [list(s) for s in shapes],
+              "per_layer": multiplicity,
+              "layers": min(int(g["count"]) for g in inspect["shape_groups"]), "tokens": tokens,
               "peak_tflops": args.peak_tflops, "hbm_gbps": args.hbm_gbps,
               "gemm_ops": gemm_ops(shapes, tokens),
               "attention_flops": [dict(zip(("seq", "forward", "backward"),
@@ -300,7 +315,7 @@ def main():
                                            args.kv_heads, args.head_dim, args.peak_tflops),
         })
     if "lora" in result:
-        result["lora_layer"] = lora_layer(result["lora"], lora_tokens)
+        result["lora_layer"] = lora_layer(result["lora"], lora_tokens, multiplicity)
     text = json.dumps(result, indent=1)
     if args.out:
         with open(args.out, "w") as f:

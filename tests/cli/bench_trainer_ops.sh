@@ -48,6 +48,33 @@ EXPECT_MATCH=suffix expect "heads not a multiple of kv heads" 1 \
   "--heads must be a positive multiple of --kv-heads" \
   "$py" "$script" --inspect "$work/inspect.json" --list --heads 30 --kv-heads 8
 
+# gpu_check_report.py sets the planner's LoRA terms per layer beside each measured point: the
+# plan gpu_check.sh writes per row count, (adapter_gemm + lora_wrapper) / layers, in ms.
+for t in 256 512; do
+  "$bin" plan --model models/qwen3-4b.yaml --topology topologies/h200-ib.yaml --nodes 1 \
+    --gpus-per-node 1 --layout fsdp=1 --optimizer adamw --offload none --seq-len "$t" \
+    --tokens-per-step "$t" --ac full --trainer rl --lora-rank 16 --lora-adapters 4 \
+    --lora-active-runs 0 --json >"$work/trainer_ops_plan_$t.json" 2>/dev/null || bad "plan at $t rows"
+done
+"$py" - "$work" <<'PY' && ok || bad "gpu_check_report: the planner's LoRA layer beside the measured"
+import json, math, os, sys
+sys.path.insert(0, "bench")
+from gpu_check_report import planner_lora_layer
+w = sys.argv[1]
+ops = {"layers": 36, "lora_layer": {"by_tokens": [{"tokens": 256, "extra_ms": 2.0},
+                                                 {"tokens": 512, "extra_ms": 3.0},
+                                                 {"tokens": 1024, "extra_ms": 5.0}]}}
+planner_lora_layer(ops, w)
+for p in ops["lora_layer"]["by_tokens"]:
+    path = os.path.join(w, "trainer_ops_plan_%d.json" % p["tokens"])
+    if not os.path.exists(path):
+        assert "planner_ms" not in p, p  # no plan at that count: nothing set beside it
+        continue
+    terms = {t["name"]: t["s"] for t in json.load(open(path))["predicted"]["breakdown"]["training_step_s"]}
+    want = (terms["adapter_gemm"] + terms["lora_wrapper"]) / 36 * 1e3
+    assert want > 0 and math.isclose(p["planner_ms"], want), (p, want)
+    assert math.isclose(p["measured_over_planner"], p["extra_ms"] / want), p
+PY
 if "$py" -c "import torch" 2>/dev/null; then
   OMP_NUM_THREADS=2 "$py" "$script" --inspect "$work/inspect.json" --device cpu --quick \
     --warmup 1 --reps 1 --peak-tflops 2 --out "$work/cpu.json" 2>"$work/err" && ok ||
@@ -66,10 +93,13 @@ for r, lin in zip(d["lora"], d["linears"] * 2):
 # rows, and the line through them.
 layer = d["lora_layer"]
 assert [p["tokens"] for p in layer["by_tokens"]] == [256, 512], layer
+# The Qwen3-4B layer: q, k, v, o, gate, up, down; k and v, gate and up of one shape each.
+assert d["per_layer"] == [2, 1, 1, 1, 2] and d["layers"] == 36, (d["per_layer"], d["layers"])
 for p in layer["by_tokens"]:
     rows = [r for r in d["lora"] if r["tokens"] == p["tokens"]]
-    assert p["linears"] == 5 and len(rows) == 5, (p, rows)
-    assert math.isclose(p["extra_ms"], sum(r["extra_ms"] + r["extra_forward_ms"] for r in rows)), p
+    assert p["linears"] == 7 and len(rows) == 5, (p, rows)
+    assert math.isclose(p["extra_ms"], sum(m * (r["extra_ms"] + r["extra_forward_ms"])
+                                           for m, r in zip(d["per_layer"], rows))), p
 lo, hi = layer["by_tokens"]
 assert math.isclose(layer["us_per_token"], (hi["extra_ms"] - lo["extra_ms"]) / 256 * 1e3), layer
 assert math.isclose(layer["fixed_ms"] + layer["us_per_token"] * 256e-3, lo["extra_ms"]), layer
