@@ -105,11 +105,14 @@ TEST_CASE("nccl_broadcast: each tensor gathered over the FSDP group, rank 0's gr
   CHECK(b.send_s == Approx(send).epsilon(1e-12));
   o.workload->inference_on_trainer_node = true;
   const NcclBroadcast local = nccl_broadcast(inv, o, r, 8, 8);
+  CHECK(local.peers_local);
+  CHECK_FALSE(b.peers_local);
   CHECK(local.send_s ==
         Approx(2 * 2 * elements / 4e12 + 2 * elements / 400e9 + 29 * 3 * 2e-6).epsilon(1e-12));
   // ...but not once the trainer spans two nodes, where its FSDP group crosses the network too.
   o.layout.fsdp = 16;
   const NcclBroadcast two = nccl_broadcast(inv, o, r, 16, 8);
+  CHECK_FALSE(two.peers_local);
   CHECK(two.send_s == Approx(send).epsilon(1e-12));
   CHECK(two.gather_s == Approx(elements / 16 * 6 / 4e12 + 2 * elements * 15 / 16 / 40e9 +
                                double(tensors) * 15 * 5e-6)

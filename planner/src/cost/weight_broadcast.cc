@@ -31,10 +31,9 @@ NcclBroadcast nccl_broadcast(const ParamInventory& inv, const PlanOptions& o,
   const double gather_lat = group_local ? r.intra_latency_s : r.inter_latency_s;
   // Inference beside the trainer on its node (the rl launcher on one node) while the trainer
   // stays on one node; else across the network from rank 0's NIC.
-  const bool peer_local =
-      o.workload && o.workload->inference_on_trainer_node && world <= gpus_per_node;
-  const double send_bps = peer_local ? r.intra_bps : r.inter_bps;
-  const double send_lat = peer_local ? r.intra_latency_s : r.inter_latency_s;
+  b.peers_local = o.workload && o.workload->inference_on_trainer_node && world <= gpus_per_node;
+  const double send_bps = b.peers_local ? r.intra_bps : r.inter_bps;
+  const double send_lat = b.peers_local ? r.intra_latency_s : r.inter_latency_s;
   std::set<std::pair<bool, int64_t>> groups;
   double elements = 0;
   for (const ParamTensor& t : inv.tensors) {

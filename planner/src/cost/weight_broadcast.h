@@ -31,11 +31,12 @@ double weight_broadcast_bytes(const ParamInventory& inv, const PlanOptions& o);
 // and polls every 0.1 s for the inference side's NCCL_READY) and the relay between inference
 // GPUs past the first (a pipelined broadcast moves at its slowest link: rank 0's).
 struct NcclBroadcast {
-  double bytes = 0;     // bf16 bytes of the state dict: what rank 0 broadcasts
-  int64_t tensors = 0;  // one all-gather each
-  int64_t groups = 0;   // one concatenation and three broadcasts each
-  double gather_s = 0;  // the casts and all-gathers, on every rank
-  double send_s = 0;    // rank 0's concatenations and broadcasts
+  double bytes = 0;          // bf16 bytes of the state dict: what rank 0 broadcasts
+  int64_t tensors = 0;       // one all-gather each
+  int64_t groups = 0;        // one concatenation and three broadcasts each
+  double gather_s = 0;       // the casts and all-gathers, on every rank
+  double send_s = 0;         // rank 0's concatenations and broadcasts
+  bool peers_local = false;  // the inference GPUs on rank 0's node (NVLink), else the network
 };
 NcclBroadcast nccl_broadcast(const ParamInventory& inv, const PlanOptions& o,
                              const step_cost::Rates& r, int world, int gpus_per_node);

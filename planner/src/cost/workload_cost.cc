@@ -407,9 +407,7 @@ void add_between_steps(Prediction& p, const ParamInventory& inv, const Candidate
                   "broadcast to the inference GPUs %s, 3 broadcasts a group; the handshake "
                   "before it not counted",
                   static_cast<long long>(b.groups),
-                  cc.o.workload->inference_on_trainer_node && cc.world <= cc.gpus_per_node
-                      ? "on its node"
-                      : "across the network");
+                  b.peers_local ? "on its node" : "across the network");
     p.between_steps_s.push_back({"weight_broadcast", b.send_s, what});
     return;
   }
