@@ -591,6 +591,20 @@ at 6 ms and 32 at 15 ms, with 1, 2 and 4 pairs out of order: Qwen3-4B's passes a
 13 ms of GPU time (the roofline's), so a floor that reached them would swamp Qwen3-0.6B (+318% on its 8K SFT run
 at 15 ms). The shortfall grows with the model, not with how short a pass is.
 
+LoRA's own cost, read off the dense pairs (measured, nothing fitted): LoRA's step less full
+fine-tuning's is 0.46 s at 16K and 0.98 s at 64K for Qwen3-0.6B on one H100, 0.69 and 1.71 s
+for Qwen3-4B on 8 x H100: a part that does not grow with the tokens (about 0.3 s a step, some
+0.36 ms per adapted call) and a part per token. With the weight-grad GEMMs LoRA skips at 0.7 of
+peak added back, the per-token part is 6.6 us (Qwen3-0.6B) and 20.9 us (Qwen3-4B), in the ratio
+of the two models' sums over layers of the adapted linears' in + out widths (630,784 and
+1,990,656): 10.5 ps per element for both. The planner's adapter_gemm + lora_wrapper come to 22
+us a token for Qwen3-4B on the H100 at 64K, close to it; the fitted GEMM efficiency's dear
+weight-grad GEMMs are what reverse the pair. The gap is about the same on the H200 (1.53 and
+0.59 s) although the planner's LoRA terms, bytes over HBM, are 22% smaller there: if that holds
+beyond one run each (the 1- and 8-GPU Qwen3-4B LoRA 64K runs, the same work a GPU, differ by
+0.5 s), LoRA's extra is not HBM-bound. `trainer_ops`' `lora_layer` (docs/executor.md) measures a
+layer's extra at 16384 and 65536 rows beside the planner's.
+
 TEXT
 }
 
