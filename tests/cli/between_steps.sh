@@ -64,9 +64,21 @@ out="$(wb "$work/wb-shared.toml")"
 [ "$(head -1 <<<"$out")" = "weight_broadcast.type = $timed" ] &&
   grep -q "^weight_gather weight_broadcast | .*to the inference GPUs across the network" <<<"$out" &&
   ok || bad "rl, shared nccl: $out"
+# The shared table, when it names a type, is the trainer's (rl.py's auto_setup_weight_broadcast
+# overwrites [trainer.weight_broadcast] with it); without one the trainer's own decides.
 { cat "$work/wb-shared.toml"; printf '[trainer.weight_broadcast]\ntype = "filesystem"\n'; } >"$work/wb-own.toml"
-[ "$(wb "$work/wb-own.toml")" = "$(wb "$rl")" ] && ok ||
-  bad "rl, the trainer's own filesystem: $(wb "$work/wb-own.toml")"
+[ "$(wb "$work/wb-own.toml")" = "$(wb "$work/wb-shared.toml")" ] && ok ||
+  bad "rl, shared nccl over the trainer's filesystem: $(wb "$work/wb-own.toml")"
+{ cat "$rl"; printf '\n[weight_broadcast]\ntype = "filesystem"\n[trainer.weight_broadcast]\ntype = "nccl"\n'; } >"$work/wb-fs.toml"
+[ "$(wb "$work/wb-fs.toml")" = "$(wb "$rl")" ] && ok ||
+  bad "rl, shared filesystem over the trainer's nccl: $(wb "$work/wb-fs.toml")"
+# LoRA with NCCL: prime-rl's rl launcher refuses it; warned, and planned as the filesystem's.
+{ cat examples/prime-rl/qwen3-4b-lora-rl.toml; printf '\n[weight_broadcast]\ntype = "nccl"\n'; } >"$work/wb-lora.toml"
+out="$(wb "$work/wb-lora.toml")"
+[ "$(grep -c '^weight_broadcast.type' <<<"$out")" = 1 ] &&
+  grep -q '^weight_broadcast.type = "nccl" with LoRA: prime-rl.s rl launcher refuses it' <<<"$out" &&
+  grep -q "^weight_broadcast | prime-rl's filesystem weight broadcast: .*NCCL's broadcast with LoRA is not modelled" <<<"$out" &&
+  ok || bad "rl LoRA, nccl: $out"
 { cat "$rl"; printf '\n[trainer.weight_broadcast]\ntype = "nccl"\n'; } >"$work/wb-trainer.toml"
 [ "$(wb "$work/wb-trainer.toml" | head -1)" = "trainer.weight_broadcast.type = $timed" ] && ok ||
   bad "rl, the trainer's nccl: $(wb "$work/wb-trainer.toml")"

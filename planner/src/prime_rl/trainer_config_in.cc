@@ -340,31 +340,46 @@ void read_allocator(const TomlNode& root, const TrainerFile& f, TrainerConfig& t
 }
 
 // The RL trainer's weight broadcast (trainer/rl/broadcast/): `filesystem`, prime-rl's default,
-// and `nccl` (a gather per layer, then an NCCL broadcast from rank 0 to the inference GPUs) are
+// and `nccl` (a gather per tensor, then an NCCL broadcast from rank 0 to the inference GPUs) are
 // what between_steps_s times (cost/weight_broadcast.h); any other type (`nixl` in some forks) is
 // not modelled, and a plan that timed it as the filesystem's without saying so would be
-// confidently wrong: a warning at its line. The trainer's own table decides: [trainer.
-// weight_broadcast] of an rl launcher file (else its shared [weight_broadcast]), a standalone
+// confidently wrong: a warning at its line. Which table decides: in an rl launcher file the
+// shared [weight_broadcast] when it names a type (rl.py's auto_setup_weight_broadcast overwrites
+// the trainer's and the orchestrator's with it), else [trainer.weight_broadcast]; a standalone
 // trainer file's [weight_broadcast]. SFT has none.
 void read_weight_broadcast(const TomlNode& root, TrainerConfig& tc) {
   if (tc.sft) return;
-  const TomlNode* trainer = tc.standalone ? nullptr : root.get("trainer");
-  const TomlNode* table = trainer ? trainer->get("weight_broadcast") : nullptr;
-  const char* prefix = table ? "trainer." : "";
-  if (!table) table = root.get("weight_broadcast");
-  if (!table || table->kind != TomlNode::Kind::table) return;
-  const TomlNode* type = table->get("type");
-  if (!type || type->kind != TomlNode::Kind::string || type->str == "filesystem") return;
+  auto type_of = [](const TomlNode* table) -> const TomlNode* {
+    if (!table || table->kind != TomlNode::Kind::table) return nullptr;
+    const TomlNode* type = table->get("type");
+    return type && type->kind == TomlNode::Kind::string ? type : nullptr;
+  };
+  const TomlNode* type = type_of(root.get("weight_broadcast"));
+  std::string prefix;
+  if (!type && !tc.standalone) {
+    const TomlNode* trainer = root.get("trainer");
+    type = type_of(trainer ? trainer->get("weight_broadcast") : nullptr);
+    prefix = "trainer.";
+  }
+  if (!type || type->str == "filesystem") return;
+  const std::string at = key_at(tc.path, *type) + prefix + "weight_broadcast.type = ";
   if (type->str == "nccl") {
     tc.weight_broadcast = "nccl";
-    tc.notes.push_back(key_at(tc.path, *type) + prefix +
-                       "weight_broadcast.type = \"nccl\": between steps timed as prime-rl's "
-                       "NCCL broadcast (a gather per layer, rank 0's broadcast to the inference "
-                       "GPUs)");
+    // rl.py's auto_setup_lora refuses it: "NCCL weight broadcast does not support LoRA yet."
+    const FileValue* rank = tc.value("lora-rank");
+    if (rank && rank->text != "0") {
+      tc.warnings.push_back(at +
+                            "\"nccl\" with LoRA: prime-rl's rl launcher refuses it (\"NCCL weight "
+                            "broadcast does not support LoRA yet\"); planned with the filesystem "
+                            "broadcast's figure");
+      return;
+    }
+    tc.notes.push_back(at +
+                       "\"nccl\": between steps timed as prime-rl's NCCL broadcast (a gather per "
+                       "layer, rank 0's broadcast to the inference GPUs)");
     return;
   }
-  tc.warnings.push_back(key_at(tc.path, *type) + prefix +
-                        "weight_broadcast.type = " + printable(brief(type->str)) +
+  tc.warnings.push_back(at + printable(brief(type->str)) +
                         ": not modelled: the plan's between-steps time is the filesystem "
                         "broadcast's (prime-rl's default), not this one's");
 }
