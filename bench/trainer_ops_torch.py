@@ -68,13 +68,14 @@ def linears(inspect):
 
 
 def per_layer(inspect):
-    """How many of each distinct matrix a decoder layer has (k and v, gate and up: 2): each
-    group's count over the fewest, which is one a layer (the groups are the layers' matrices)."""
+    """How many of each distinct matrix a decoder layer has (k and v, gate and up: 2), and the
+    layers: each group's count over the fewest, which is one a layer (the groups are the layers'
+    matrices)."""
     counts = [int(g["count"]) for g in inspect["shape_groups"]]
     fewest = min(counts)
     if fewest <= 0 or any(c % fewest for c in counts):
         raise ValueError("shape_groups' counts are not whole multiples of one a layer")
-    return [c // fewest for c in counts]
+    return [c // fewest for c in counts], fewest
 
 
 def gemm_ops(shapes, tokens):
@@ -274,7 +275,8 @@ def main():
     try:
         with open(args.inspect) as f:
             inspect = json.load(f)
-        shapes, multiplicity = linears(inspect), per_layer(inspect)
+        shapes = linears(inspect)
+        multiplicity, layers = per_layer(inspect)
         seqs = [int(s) for s in args.seq.split(",") if s]
         lora_tokens = [int(t) for t in args.lora_tokens.split(",") if t]
         if not lora_tokens or min(lora_tokens) <= 0:
@@ -288,7 +290,7 @@ def main():
         seqs, lora_tokens = [128], [256, 512]
     result = {"schema": SCHEMA, "linears": [list(s) for s in shapes],
               "per_layer": multiplicity,
-              "layers": min(int(g["count"]) for g in inspect["shape_groups"]), "tokens": tokens,
+              "layers": layers, "tokens": tokens,
               "peak_tflops": args.peak_tflops, "hbm_gbps": args.hbm_gbps,
               "gemm_ops": gemm_ops(shapes, tokens),
               "attention_flops": [dict(zip(("seq", "forward", "backward"),

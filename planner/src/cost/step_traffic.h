@@ -24,6 +24,12 @@ struct Rates {
 
 Rates rates(const Topology& topo, const PlanOptions& o, int gpus_per_node);
 
+// A group of `group` consecutive ranks stays on one node when it fits in one: its collectives
+// run at the intra-node rate, else at the inter-node one.
+inline bool group_on_one_node(int group, int gpus_per_node) {
+  return group <= gpus_per_node && gpus_per_node % group == 0;
+}
+
 // Matrices of a batch whose slices are alike on every position: the same tensor row count,
 // row offset and shape (step_traffic.cc); their owners, and how many are real (not padding).
 struct SliceGroup {

@@ -24,9 +24,9 @@ double weight_broadcast_bytes(const ParamInventory& inv, const PlanOptions& o) {
 NcclBroadcast nccl_broadcast(const ParamInventory& inv, const PlanOptions& o,
                              const step_cost::Rates& r, int world, int gpus_per_node) {
   NcclBroadcast b;
-  const double f = double(o.layout.fsdp > 0 ? o.layout.fsdp : world);
-  // The FSDP group stays on one node when it fits in one (workload_cost.cc, link_for_group).
-  const bool group_local = f <= gpus_per_node && gpus_per_node % int(f) == 0;
+  const int fsdp = o.layout.fsdp > 0 ? o.layout.fsdp : world;
+  const double f = double(fsdp);
+  const bool group_local = step_cost::group_on_one_node(fsdp, gpus_per_node);
   const double gather_bps = group_local ? r.intra_bps : r.inter_bps;
   const double gather_lat = group_local ? r.intra_latency_s : r.inter_latency_s;
   // Inference beside the trainer on its node (the rl launcher on one node) while the trainer

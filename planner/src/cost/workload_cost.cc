@@ -31,8 +31,7 @@ struct Unit {
 };
 
 double link_for_group(int group, int gpn, const step_cost::Rates& r) {
-  // A group of consecutive ranks stays on one node when it fits in one.
-  return group <= gpn && gpn % group == 0 ? r.intra_bps : r.inter_bps;
+  return step_cost::group_on_one_node(group, gpn) ? r.intra_bps : r.inter_bps;
 }
 
 }  // namespace
